@@ -1,0 +1,103 @@
+/**
+ * Command-line parsing: flags and MCP_PROXY_* variables become config overrides (flags win over
+ * the environment, both win over the config file). No side effects here.
+ */
+import { parseArgs } from 'node:util';
+
+export const HELP = `mcp-negotiate-proxy: a negotiating reverse proxy in front of an existing MCP server
+
+Usage:
+  mcp-negotiate-proxy [options]                 serve (HTTP on 127.0.0.1:8080/mcp by default)
+  mcp-negotiate-proxy validate --config <file>  check a config file and exit
+  mcp-negotiate-proxy schema                    print the config file's JSON Schema
+
+Options:
+  --upstream <cmd|url>     the server behind the proxy: a command line that starts a stdio server
+                           ("node server.js --flag"), or a Streamable HTTP URL (http://host:port/mcp).
+                           Default: the built-in demo server.          env: MCP_PROXY_UPSTREAM
+  --stdio                  be a stdio server (for clients that spawn the proxy) instead of
+                           listening on HTTP                           env: MCP_PROXY_STDIO=1
+  --host <addr>            interface to bind (default 127.0.0.1)       env: MCP_PROXY_HOST
+  --port <n>               port to listen on (default 8080, 0 = any)   env: MCP_PROXY_PORT
+  --config <file>          YAML config file (see config/default.yaml)  env: MCP_PROXY_CONFIG
+  --request-timeout <ms>   per-request upstream timeout (default 60000) env: MCP_PROXY_REQUEST_TIMEOUT
+  --log-level <level>      fatal|error|warn|info|debug|trace|silent (default info; logs go to stderr)
+                                                                       env: MCP_PROXY_LOG_LEVEL
+  -h, --help               show this help
+  -v, --version            show the version
+
+Examples:
+  mcp-negotiate-proxy --upstream "npx -y @modelcontextprotocol/server-everything"
+  mcp-negotiate-proxy --upstream http://127.0.0.1:3000/mcp --port 9000
+  mcp-negotiate-proxy --stdio --upstream "node my-server.js"
+`;
+
+export type CliCommand = 'serve' | 'validate' | 'schema' | 'help' | 'version';
+
+export interface CliRequest {
+  command: CliCommand;
+  configFile?: string;
+  overrides: Record<string, unknown>;
+}
+
+export class UsageError extends Error {}
+
+export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        upstream: { type: 'string' },
+        stdio: { type: 'boolean' },
+        host: { type: 'string' },
+        port: { type: 'string' },
+        config: { type: 'string' },
+        'request-timeout': { type: 'string' },
+        'log-level': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' },
+      },
+    });
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message}\nRun with --help for the options.`);
+  }
+  const { values, positionals } = parsed;
+  const command = values.help ? 'help' : values.version ? 'version' : positionalCommand(positionals);
+
+  const pick = (flag: string | undefined, name: string) => flag ?? (env[name] === '' ? undefined : env[name]);
+  const upstream = pick(values.upstream, 'MCP_PROXY_UPSTREAM');
+  const stdio = values.stdio ?? truthy(env.MCP_PROXY_STDIO);
+  const overrides: Record<string, unknown> = {
+    upstream: upstream === undefined ? undefined : /^https?:\/\//i.test(upstream) ? { url: upstream } : { command: upstream },
+    listen: {
+      transport: stdio ? 'stdio' : undefined,
+      host: pick(values.host, 'MCP_PROXY_HOST'),
+      port: integer(pick(values.port, 'MCP_PROXY_PORT'), '--port'),
+    },
+    timeouts: { requestMs: integer(pick(values['request-timeout'], 'MCP_PROXY_REQUEST_TIMEOUT'), '--request-timeout') },
+    logLevel: pick(values['log-level'], 'MCP_PROXY_LOG_LEVEL'),
+  };
+  return { command, configFile: pick(values.config, 'MCP_PROXY_CONFIG'), overrides };
+}
+
+function positionalCommand(positionals: string[]): CliCommand {
+  if (positionals.length === 0) return 'serve';
+  const [first, ...rest] = positionals;
+  if (rest.length > 0 || !['validate', 'schema'].includes(first)) {
+    throw new UsageError(`Unexpected argument "${positionals.join(' ')}". Did you mean --upstream "${positionals.join(' ')}"?\nRun with --help for the options.`);
+  }
+  return first as CliCommand;
+}
+
+function integer(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value)) throw new UsageError(`${flag} must be a whole number, got "${value}"`);
+  return Number(value);
+}
+
+function truthy(value: string | undefined): boolean | undefined {
+  if (value === undefined || value === '') return undefined;
+  return ['1', 'true', 'yes', 'on'].includes(value.toLowerCase());
+}

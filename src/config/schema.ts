@@ -1,0 +1,70 @@
+/**
+ * The configuration, as one zod schema: the YAML file, the CLI flags and the MCP_PROXY_*
+ * environment all end up here. Defaults live in the schema, so `parseConfig({})` is the
+ * zero-config product. The JSON Schema in config/config.schema.json is generated from this.
+ */
+import { z } from 'zod';
+
+const headerMap = z.record(z.string(), z.string()).describe('HTTP headers sent to an HTTP upstream; values may use ${ENV_VAR}.');
+
+export const upstreamSchema = z
+  .object({
+    url: z.url({ protocol: /^https?$/ }).optional().describe('Streamable HTTP endpoint of the upstream server, e.g. http://127.0.0.1:3000/mcp.'),
+    command: z
+      .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
+      .optional()
+      .describe('Command that starts a stdio upstream: a string split like a shell would ("node server.js --flag"), or an argv array.'),
+    args: z.array(z.string()).default([]).describe('Extra arguments appended to `command`.'),
+    env: z.record(z.string(), z.string()).default({}).describe('Extra environment variables for a stdio upstream.'),
+    cwd: z.string().optional().describe('Working directory of a stdio upstream.'),
+    headers: headerMap.default({}),
+  })
+  .strict()
+  .refine((u) => !(u.url && u.command), { message: 'set either `url` or `command`, not both' })
+  .describe('The server behind the proxy. With neither `url` nor `command`, the built-in demo server runs.');
+
+export const listenSchema = z
+  .object({
+    transport: z.enum(['http', 'stdio']).default('http').describe('How clients reach the proxy: Streamable HTTP, or stdio (the proxy is a child process of the client).'),
+    host: z.string().min(1).default('127.0.0.1').describe('Interface to bind. Loopback by default; binding elsewhere exposes the upstream to the network.'),
+    port: z.number().int().min(0).max(65535).default(8080).describe('TCP port; 0 picks a free one.'),
+    path: z.string().startsWith('/').default('/mcp').describe('Path of the MCP endpoint.'),
+    allowedOrigins: z
+      .array(z.string())
+      .optional()
+      .describe('Origin header values accepted (DNS-rebinding protection). Default: http(s) origins on localhost, 127.0.0.1 and [::1], any port. "*" allows all.'),
+    allowedHosts: z
+      .array(z.string())
+      .optional()
+      .describe('Host header names accepted. Default when bound to loopback: localhost, 127.0.0.1, [::1]. Otherwise all.'),
+    maxBodyBytes: z.number().int().positive().default(4 * 1024 * 1024).describe('Largest accepted request body; larger ones get 413.'),
+  })
+  .strict();
+
+export const timeoutsSchema = z
+  .object({
+    requestMs: z.number().int().positive().default(60_000).describe('Per-request upstream timeout; progress notifications restart it.'),
+    sessionIdleMs: z.number().int().positive().default(10 * 60_000).describe('An HTTP session with no traffic, no pending request and no open GET stream is ended after this.'),
+    shutdownGraceMs: z.number().int().positive().default(2_000).describe('Grace period when stopping a stdio upstream: stdin closed, then SIGTERM, then SIGKILL.'),
+  })
+  .strict();
+
+export const configSchema = z
+  .object({
+    upstream: upstreamSchema.default({ args: [], env: {}, headers: {} }),
+    listen: listenSchema.default({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4 * 1024 * 1024 }),
+    timeouts: timeoutsSchema.default({ requestMs: 60_000, sessionIdleMs: 10 * 60_000, shutdownGraceMs: 2_000 }),
+    logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level (logs always go to stderr).'),
+  })
+  .strict();
+
+export type Config = z.infer<typeof configSchema>;
+export type UpstreamConfig = z.infer<typeof upstreamSchema>;
+
+/** The JSON Schema editors use to complete and check config files. */
+export function configJsonSchema(): Record<string, unknown> {
+  return {
+    title: 'mcp-negotiate-proxy configuration',
+    ...z.toJSONSchema(configSchema, { io: 'input' }),
+  };
+}

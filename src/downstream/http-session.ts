@@ -1,0 +1,105 @@
+/**
+ * A downstream Streamable HTTP session: the relay's sink. It decides which stream carries each
+ * message: a response (and progress, and whatever the upstream sent on that request's stream)
+ * goes on the stream of the POST that asked; anything else goes on the GET stream, or on an
+ * open POST stream when the client has no GET stream, or waits (bounded) for one.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { ProxyError } from '../jsonrpc/errors.js';
+import { isResponse, serialize, type Frame, type JsonRpcId } from '../jsonrpc/message.js';
+import type { ClientSink, RelaySession } from '../relay/session.js';
+import { SseStream, type ResponseChannel } from './streams.js';
+
+const BACKLOG_LIMIT = 1000;
+
+interface Exchange {
+  channel: ResponseChannel;
+  waiting: Set<JsonRpcId>;
+}
+
+export class HttpSession implements ClientSink {
+  readonly id = randomUUID();
+  relay!: RelaySession;
+  private readonly exchanges = new Map<JsonRpcId, Exchange>();
+  private getStream: SseStream | undefined;
+  private backlog: string[] = [];
+  private ended = false;
+
+  constructor(
+    private readonly log: Logger,
+    private readonly onEnd: (session: HttpSession, reason: ProxyError) => void,
+  ) {}
+
+  get isEnded(): boolean {
+    return this.ended;
+  }
+
+  /** Nothing in flight and no stream open: a candidate for idle reaping. */
+  get isQuiet(): boolean {
+    return this.exchanges.size === 0 && !this.getStream?.isOpen && this.relay.pendingCount === 0;
+  }
+
+  /** Registers a POST's channel as the place the answers to `ids` go. */
+  addExchange(channel: ResponseChannel, ids: JsonRpcId[]): void {
+    const exchange: Exchange = { channel, waiting: new Set(ids) };
+    for (const id of ids) this.exchanges.set(id, exchange);
+    channel.onClose(() => {
+      for (const id of exchange.waiting) {
+        this.exchanges.delete(id);
+        this.relay.abandon(id, 'The client closed the response stream');
+      }
+      exchange.waiting.clear();
+    });
+  }
+
+  /** Returns false when the session already has a GET stream (HTTP 409). */
+  attachGetStream(stream: SseStream): boolean {
+    if (this.getStream?.isOpen) return false;
+    this.getStream = stream;
+    stream.onClose(() => {
+      if (this.getStream === stream) this.getStream = undefined;
+    });
+    const waiting = this.backlog;
+    this.backlog = [];
+    for (const json of waiting) stream.send(json);
+    return true;
+  }
+
+  deliver(frame: Frame, relatedId?: JsonRpcId): void {
+    const json = serialize(frame);
+    const exchange = relatedId === undefined ? undefined : this.exchanges.get(relatedId);
+    if (exchange?.channel.isOpen && (exchange.channel instanceof SseStream || isResponse(frame.msg))) {
+      exchange.channel.send(json);
+      if (isResponse(frame.msg) && frame.msg.id === relatedId) this.answered(exchange, relatedId!);
+      return;
+    }
+    if (this.getStream?.isOpen) return this.getStream.send(json);
+    for (const other of this.exchanges.values()) {
+      if (other.channel instanceof SseStream && other.channel.isOpen) return other.channel.send(json);
+    }
+    if (this.backlog.length >= BACKLOG_LIMIT) {
+      this.backlog.shift();
+      this.log.warn({ session: this.id }, 'no client stream open for server messages; dropped the oldest queued one');
+    }
+    this.backlog.push(json);
+  }
+
+  end(reason: ProxyError): void {
+    if (this.ended) return;
+    this.ended = true;
+    for (const exchange of new Set(this.exchanges.values())) {
+      exchange.waiting.clear();
+      exchange.channel.end();
+    }
+    this.exchanges.clear();
+    this.getStream?.end();
+    this.onEnd(this, reason);
+  }
+
+  private answered(exchange: Exchange, id: JsonRpcId): void {
+    exchange.waiting.delete(id);
+    this.exchanges.delete(id);
+    if (exchange.waiting.size === 0) exchange.channel.end();
+  }
+}

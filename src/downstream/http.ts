@@ -1,0 +1,176 @@
+/**
+ * The Streamable HTTP front (legacy revisions up to 2025-11-25): POST/GET/DELETE on the MCP
+ * path, sessions issued at initialize, Origin/Host checks, body limit, /healthz. Each session's
+ * routing lives in HttpSession; the relay itself in RelaySession.
+ */
+import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import type { Config } from '../config/schema.js';
+import { ProxyError } from '../jsonrpc/errors.js';
+import { INVALID_REQUEST, errorResponse, isRequest, parsePayload, type JsonRpcId } from '../jsonrpc/message.js';
+import type { ClientSink, RelaySession } from '../relay/session.js';
+import { hostGuard, originGuard } from './guards.js';
+import { HttpSession } from './http-session.js';
+import { JsonReply, SseStream } from './streams.js';
+
+export const LEGACY_PROTOCOL_VERSIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'];
+
+export interface HttpDownstreamOptions {
+  listen: Config['listen'];
+  sessionIdleMs: number;
+  /** Starts an upstream session for a new client session. */
+  openSession(sink: ClientSink, log: Logger): RelaySession;
+  /** What /healthz reports; `ok: false` answers 503. */
+  health(): { ok: boolean } & Record<string, unknown>;
+  log: Logger;
+}
+
+export interface HttpDownstream {
+  url: string;
+  sessionCount(): number;
+  close(): Promise<void>;
+}
+
+export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<HttpDownstream> {
+  const { listen, log } = opts;
+  const sessions = new Map<string, HttpSession>();
+  const originOk = originGuard(listen.allowedOrigins);
+  const hostOk = hostGuard(listen.allowedHosts, listen.host);
+  const app = Fastify({ bodyLimit: listen.maxBodyBytes, forceCloseConnections: true, logger: false });
+
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => done(null, body));
+
+  app.setErrorHandler((err: { statusCode?: number; code?: string; message: string }, _req, reply) => {
+    const status = err.statusCode ?? 500;
+    const message =
+      err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? `Request body is larger than the limit of ${listen.maxBodyBytes} bytes`
+      : err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 'Content-Type must be application/json'
+      : err.message;
+    if (status >= 500) log.error({ err: err.message }, 'HTTP handler failed');
+    rpcError(reply, status, status >= 500 ? -32603 : INVALID_REQUEST, message);
+  });
+
+  app.addHook('onRequest', async (req, reply) => {
+    if (!hostOk(req.headers.host)) return rpcError(reply, 403, INVALID_REQUEST, `Host header "${req.headers.host ?? ''}" is not allowed`);
+    if (!originOk(req.headers.origin)) return rpcError(reply, 403, INVALID_REQUEST, `Origin "${req.headers.origin}" is not allowed`);
+  });
+
+  app.get('/healthz', async (_req, reply) => {
+    const report = opts.health();
+    reply.code(report.ok ? 200 : 503).send({ status: report.ok ? 'ok' : 'degraded', ...report, sessions: sessions.size });
+  });
+
+  /** Finds the request's session, or answers 400/404 and returns undefined. */
+  const sessionFor = (req: FastifyRequest, reply: FastifyReply): HttpSession | undefined => {
+    const id = req.headers['mcp-session-id'];
+    if (typeof id !== 'string' || id === '') {
+      rpcError(reply, 400, INVALID_REQUEST, 'Bad Request: Mcp-Session-Id header is required');
+      return undefined;
+    }
+    const session = sessions.get(id);
+    if (!session) {
+      rpcError(reply, 404, -32001, 'Session not found: it ended or never existed; send initialize to start a new one');
+      return undefined;
+    }
+    const version = req.headers['mcp-protocol-version'];
+    if (typeof version === 'string' && !LEGACY_PROTOCOL_VERSIONS.includes(version)) {
+      rpcError(reply, 400, INVALID_REQUEST, `Bad Request: unsupported MCP-Protocol-Version "${version}" (supported: ${LEGACY_PROTOCOL_VERSIONS.join(', ')})`);
+      return undefined;
+    }
+    return session;
+  };
+
+  const openSession = (): HttpSession => {
+    const session = new HttpSession(log, (s, reason) => {
+      sessions.delete(s.id);
+      log.info({ session: s.id, reason: reason.code }, 'session ended');
+      void s.relay.close(reason);
+    });
+    session.relay = opts.openSession(session, log.child({ session: session.id }));
+    sessions.set(session.id, session);
+    log.info({ session: session.id, sessions: sessions.size }, 'session started');
+    return session;
+  };
+
+  app.post(listen.path, async (req, reply) => {
+    const accept = String(req.headers.accept ?? '*/*');
+    const wantsSse = accept.includes('text/event-stream') || accept.includes('*/*');
+    if (!wantsSse && !accept.includes('application/json')) {
+      return rpcError(reply, 406, INVALID_REQUEST, 'Not Acceptable: accept application/json or text/event-stream');
+    }
+    if (typeof req.body !== 'string') return rpcError(reply, 400, INVALID_REQUEST, 'Request body is empty');
+    const parsed = parsePayload(req.body);
+    if (!parsed.ok) return reply.code(400).type('application/json').send(JSON.stringify(parsed.error));
+    const { frames, batch } = parsed;
+    const init = frames.find((f) => isRequest(f.msg) && f.msg.method === 'initialize');
+    let session: HttpSession | undefined;
+    if (init) {
+      if (frames.length > 1) return rpcError(reply, 400, INVALID_REQUEST, 'Invalid Request: initialize must be sent alone');
+      if (req.headers['mcp-session-id']) return rpcError(reply, 400, INVALID_REQUEST, 'Invalid Request: this session is already initialized');
+      session = openSession();
+    } else {
+      session = sessionFor(req, reply);
+      if (!session) return reply;
+    }
+    const ids: JsonRpcId[] = frames.flatMap((f) => (isRequest(f.msg) ? [f.msg.id] : []));
+    if (ids.length === 0) {
+      for (const frame of frames) session.relay.fromClient(frame);
+      return reply.code(202).send();
+    }
+    reply.hijack();
+    const headers = { 'mcp-session-id': session.id };
+    const channel = wantsSse ? new SseStream(reply.raw, headers) : new JsonReply(reply.raw, headers, batch);
+    session.addExchange(channel, ids);
+    for (const frame of frames) session.relay.fromClient(frame);
+  });
+
+  app.get(listen.path, async (req, reply) => {
+    if (!String(req.headers.accept ?? '').includes('text/event-stream')) {
+      return rpcError(reply, 406, INVALID_REQUEST, 'Not Acceptable: the GET stream needs Accept: text/event-stream');
+    }
+    const session = sessionFor(req, reply);
+    if (!session) return reply;
+    if (req.headers['last-event-id']) log.debug({ session: session.id }, 'client asked to resume a stream; replay is not kept, opening a fresh one');
+    reply.hijack();
+    const stream = new SseStream(reply.raw, { 'mcp-session-id': session.id });
+    if (!session.attachGetStream(stream)) {
+      stream.end();
+    }
+  });
+
+  app.delete(listen.path, async (req, reply) => {
+    const session = sessionFor(req, reply);
+    if (!session) return reply;
+    await session.relay.close(new ProxyError('CLIENT_GONE', 'The client ended the session'));
+    return reply.code(200).send();
+  });
+
+  const reaper = setInterval(() => {
+    const cutoff = Date.now() - opts.sessionIdleMs;
+    for (const session of sessions.values()) {
+      if (session.isQuiet && session.relay.lastActivity < cutoff) {
+        log.info({ session: session.id }, 'session idle; ending it');
+        void session.relay.close(new ProxyError('CLIENT_GONE', 'The session was idle too long'));
+      }
+    }
+  }, Math.min(opts.sessionIdleMs / 2, 30_000));
+  reaper.unref();
+
+  const address = await app.listen({ host: listen.host, port: listen.port });
+  const url = new URL(listen.path, address.replace('0.0.0.0', '127.0.0.1').replace('[::]', '[::1]')).toString();
+  return {
+    url,
+    sessionCount: () => sessions.size,
+    async close() {
+      clearInterval(reaper);
+      const reason = new ProxyError('SHUTTING_DOWN', 'The proxy is shutting down');
+      await Promise.all([...sessions.values()].map((s) => s.relay.close(reason)));
+      await app.close();
+    },
+  };
+}
+
+function rpcError(reply: FastifyReply, status: number, code: number, message: string): FastifyReply {
+  return reply.code(status).type('application/json').send(JSON.stringify(errorResponse(null, { code, message })));
+}

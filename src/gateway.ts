@@ -1,0 +1,130 @@
+/**
+ * The composition root: builds the upstream factory, the relay sessions and the chosen
+ * downstream front from a validated Config. `start()` begins serving; `close()` ends every
+ * session and reaps every child process.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { Readable, Writable } from 'node:stream';
+import type { Logger } from 'pino';
+import { Agent, request } from 'undici';
+import type { Config } from './config/schema.js';
+import { startHttpDownstream, type HttpDownstream } from './downstream/http.js';
+import { startStdioDownstream, type StdioDownstream } from './downstream/stdio.js';
+import type { ProxyError } from './jsonrpc/errors.js';
+import { RelaySession, type ClientSink } from './relay/session.js';
+import { createHttpUpstream } from './upstream/http.js';
+import { describeUpstream, resolveUpstream } from './upstream/spec.js';
+import { createStdioUpstream, killGroup } from './upstream/stdio.js';
+import type { UpstreamConnection, UpstreamEvents } from './upstream/types.js';
+
+export interface GatewayDeps {
+  log: Logger;
+  /** Client streams for the stdio front (process.stdin/stdout in the CLI). */
+  stdin?: Readable;
+  stdout?: Writable;
+  /** Entry point of the built-in demo upstream. */
+  demoEntry?: string;
+}
+
+export interface Gateway {
+  /** Starts serving; for HTTP, resolves with the endpoint URL once listening. */
+  start(): Promise<{ url?: string }>;
+  /** For the stdio front: settles when the client session is over. */
+  readonly done: Promise<ProxyError | undefined>;
+  close(): Promise<void>;
+  /** Last resort at process exit: SIGKILL every child still alive. */
+  killChildrenNow(): void;
+}
+
+export function createGateway(config: Config, deps: GatewayDeps): Gateway {
+  const { log } = deps;
+  const demoEntry = deps.demoEntry ?? fileURLToPath(new URL('./demo/main.js', import.meta.url));
+  const spec = resolveUpstream(config.upstream, demoEntry);
+  const target = describeUpstream(spec);
+  const children = new Set<ChildProcess>();
+  const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: null });
+  const health = { startFailure: undefined as string | undefined, lastExit: undefined as string | undefined };
+  let http: HttpDownstream | undefined;
+  let stdio: StdioDownstream | undefined;
+  let settle!: (reason: ProxyError | undefined) => void;
+  const done = new Promise<ProxyError | undefined>((resolve) => (settle = resolve));
+
+  /** Connects one upstream session, noting start failures and recoveries for /healthz. */
+  const connect = (events: UpstreamEvents, sessionLog: Logger): UpstreamConnection => {
+    const watched: UpstreamEvents = {
+      onMessage(frame, relatedId) {
+        health.startFailure = undefined;
+        events.onMessage(frame, relatedId);
+      },
+      onClose(err) {
+        if (err.code === 'UPSTREAM_START_FAILED') health.startFailure = err.message;
+        else if (err.code === 'UPSTREAM_CLOSED') health.lastExit = err.message;
+        events.onClose(err);
+      },
+    };
+    return spec.kind === 'http'
+      ? createHttpUpstream(spec, watched, sessionLog, { dispatcher, defaultRetryMs: 1000, maxResumes: 5 })
+      : createStdioUpstream(spec, watched, sessionLog, { shutdownGraceMs: config.timeouts.shutdownGraceMs, children });
+  };
+
+  const openSession = (sink: ClientSink, sessionLog: Logger) =>
+    new RelaySession((events) => connect(events, sessionLog), sink, { requestTimeoutMs: config.timeouts.requestMs, log: sessionLog });
+
+  const reportHealth = () => ({
+    ok: health.startFailure === undefined,
+    upstream: {
+      kind: spec.kind,
+      target,
+      ...(spec.kind === 'stdio' ? { processes: children.size } : {}),
+      ...(health.startFailure ? { startFailure: health.startFailure } : {}),
+      ...(health.lastExit ? { lastExit: health.lastExit } : {}),
+    },
+  });
+
+  return {
+    done,
+    async start() {
+      log.info({ upstream: target, kind: spec.kind }, 'upstream configured');
+      if (config.listen.transport === 'stdio') {
+        stdio = startStdioDownstream({
+          input: deps.stdin ?? process.stdin,
+          output: deps.stdout ?? process.stdout,
+          openSession,
+          log,
+        });
+        void stdio.done.then(settle);
+        return {};
+      }
+      http = await startHttpDownstream({
+        listen: config.listen,
+        sessionIdleMs: config.timeouts.sessionIdleMs,
+        openSession,
+        health: reportHealth,
+        log,
+      });
+      if (spec.kind === 'http') void probe(spec.url, dispatcher, log);
+      log.info({ url: http.url }, 'listening');
+      return { url: http.url };
+    },
+    async close() {
+      await Promise.all([http?.close(), stdio?.close()]);
+      await dispatcher.close().catch(() => undefined);
+      settle(undefined);
+    },
+    killChildrenNow() {
+      for (const child of children) killGroup(child, 'SIGKILL');
+    },
+  };
+}
+
+/** Tells the operator at start-up whether an HTTP upstream answers at all. */
+async function probe(url: string, dispatcher: Agent, log: Logger): Promise<void> {
+  try {
+    const res = await request(url, { method: 'GET', dispatcher, headers: { accept: 'text/event-stream' }, signal: AbortSignal.timeout(3000) });
+    await res.body.dump();
+    log.info({ url, status: res.statusCode }, 'upstream reachable');
+  } catch (err) {
+    log.warn({ url, err: (err as Error).message }, 'upstream not reachable yet; sessions will fail until it is');
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * JSON-RPC 2.0 message shapes, guards and parsing. A parsed message keeps the exact text it
+ * arrived as (`raw`), so an untouched message is relayed byte for byte.
+ */
+export type JsonRpcId = string | number;
+
+export interface JsonRpcRequest {
+  jsonrpc: '2.0';
+  id: JsonRpcId;
+  method: string;
+  params?: Record<string, unknown>;
+}
+export interface JsonRpcNotification {
+  jsonrpc: '2.0';
+  method: string;
+  params?: Record<string, unknown>;
+}
+export interface JsonRpcErrorObject {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+export interface JsonRpcResponse {
+  jsonrpc: '2.0';
+  id: JsonRpcId | null;
+  result?: Record<string, unknown>;
+  error?: JsonRpcErrorObject;
+}
+export type JsonRpcMessage = JsonRpcRequest | JsonRpcNotification | JsonRpcResponse;
+
+/** A message plus, when it came off the wire unchanged, the text it arrived as. */
+export interface Frame {
+  msg: JsonRpcMessage;
+  raw?: string;
+}
+
+export const PARSE_ERROR = -32700;
+export const INVALID_REQUEST = -32600;
+export const METHOD_NOT_FOUND = -32601;
+export const INVALID_PARAMS = -32602;
+export const INTERNAL_ERROR = -32603;
+
+export function isRequest(m: JsonRpcMessage): m is JsonRpcRequest {
+  return 'method' in m && 'id' in m && m.id !== undefined;
+}
+export function isNotification(m: JsonRpcMessage): m is JsonRpcNotification {
+  return 'method' in m && !('id' in m && m.id !== undefined);
+}
+export function isResponse(m: JsonRpcMessage): m is JsonRpcResponse {
+  return !('method' in m);
+}
+
+/** The text to put on the wire for a frame. */
+export function serialize(frame: Frame): string {
+  return frame.raw ?? JSON.stringify(frame.msg);
+}
+
+export function errorResponse(id: JsonRpcId | null, error: JsonRpcErrorObject): JsonRpcResponse {
+  return { jsonrpc: '2.0', id, error };
+}
+
+export type ParseOutcome = { ok: true; frames: Frame[]; batch: boolean } | { ok: false; error: JsonRpcResponse };
+
+/**
+ * Parses one wire payload (a line, an HTTP body). Batches (JSON arrays, allowed by 2025-03-26)
+ * yield several frames; their members lose `raw`, since only the whole payload had one text.
+ * A member that is not a valid message fails the whole payload with -32600.
+ */
+export function parsePayload(text: string): ParseOutcome {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    return { ok: false, error: errorResponse(null, { code: PARSE_ERROR, message: `Parse error: ${(err as Error).message}` }) };
+  }
+  if (Array.isArray(value)) {
+    if (value.length === 0) return invalid(null, 'empty batch');
+    const frames: Frame[] = [];
+    for (const item of value) {
+      const problem = checkMessage(item);
+      if (problem) return invalid(idOf(item), problem);
+      frames.push({ msg: item as JsonRpcMessage });
+    }
+    return { ok: true, frames, batch: true };
+  }
+  const problem = checkMessage(value);
+  if (problem) return invalid(idOf(value), problem);
+  return { ok: true, frames: [{ msg: value as JsonRpcMessage, raw: text }], batch: false };
+}
+
+function invalid(id: JsonRpcId | null, why: string): ParseOutcome {
+  return { ok: false, error: errorResponse(id, { code: INVALID_REQUEST, message: `Invalid Request: ${why}` }) };
+}
+
+function idOf(value: unknown): JsonRpcId | null {
+  const id = (value as { id?: unknown } | null)?.id;
+  return typeof id === 'string' || typeof id === 'number' ? id : null;
+}
+
+/** Returns why a value is not a JSON-RPC 2.0 message, or undefined when it is one. */
+export function checkMessage(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'a message must be a JSON object';
+  const m = value as Record<string, unknown>;
+  if (m.jsonrpc !== '2.0') return '"jsonrpc" must be exactly "2.0"';
+  if ('id' in m && m.id !== undefined) {
+    const id = m.id;
+    if (typeof id !== 'string' && typeof id !== 'number' && !(id === null && !('method' in m))) {
+      return '"id" must be a string or a number';
+    }
+  }
+  if ('method' in m) {
+    if (typeof m.method !== 'string' || m.method === '') return '"method" must be a non-empty string';
+    if ('params' in m && m.params !== undefined && (typeof m.params !== 'object' || m.params === null)) {
+      return '"params" must be an object or an array';
+    }
+    return undefined;
+  }
+  if (!('id' in m)) return 'a message needs "method" (request, notification) or "id" (response)';
+  const hasResult = 'result' in m;
+  const hasError = 'error' in m;
+  if (hasResult === hasError) return 'a response needs exactly one of "result" and "error"';
+  if (hasError) {
+    const e = m.error as Record<string, unknown> | null;
+    if (typeof e !== 'object' || e === null || typeof e.code !== 'number' || typeof e.message !== 'string') {
+      return '"error" needs a numeric "code" and a string "message"';
+    }
+  }
+  return undefined;
+}

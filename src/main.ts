@@ -1,0 +1,83 @@
+#!/usr/bin/env node
+/**
+ * The CLI entry point and the only file that touches process.*: arguments, config, logger,
+ * signals, exit codes (0 done, 1 runtime failure, 2 bad usage or config).
+ */
+import { readFileSync } from 'node:fs';
+import pino from 'pino';
+import { HELP, parseCli, UsageError } from './cli.js';
+import { ConfigError, loadConfig } from './config/load.js';
+import { configJsonSchema } from './config/schema.js';
+import { createGateway } from './gateway.js';
+
+async function main(): Promise<number> {
+  const request = parseCli(process.argv.slice(2), process.env);
+  if (request.command === 'help') return print(HELP);
+  if (request.command === 'version') return print(version());
+  if (request.command === 'schema') return print(JSON.stringify(configJsonSchema(), null, 2));
+
+  const config = loadConfig({ file: request.configFile, overrides: request.overrides });
+  if (request.command === 'validate') return print(`${request.configFile ?? '(defaults)'}: OK`);
+
+  const log = pino(
+    {
+      name: 'mcp-negotiate-proxy',
+      level: config.logLevel,
+      redact: { paths: ['headers.authorization', '*.headers.authorization', 'headers.cookie'], censor: '[redacted]' },
+    },
+    pino.destination({ fd: 2, sync: false }),
+  );
+  const gateway = createGateway(config, { log });
+  process.on('exit', () => gateway.killChildrenNow());
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) {
+      log.warn({ signal }, 'second signal; killing upstreams now');
+      gateway.killChildrenNow();
+      process.exit(1);
+    }
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    gateway.close().then(() => process.exit(0), () => process.exit(1));
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+
+  await gateway.start();
+  const reason = await gateway.done;
+  if (stopping) return new Promise<number>(() => undefined); // stop() exits
+  await gateway.close();
+  if (reason && reason.code !== 'CLIENT_GONE') {
+    log.error({ reason: reason.message }, 'session ended');
+    return 1;
+  }
+  return 0;
+}
+
+function print(text: string): number {
+  process.stdout.write(text.endsWith('\n') ? text : text + '\n');
+  return 0;
+}
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err) => {
+    if (err instanceof UsageError || err instanceof ConfigError) {
+      process.stderr.write(`mcp-negotiate-proxy: ${err instanceof ConfigError ? 'invalid configuration\n  ' + err.problems.join('\n  ') : err.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    const e = err as NodeJS.ErrnoException;
+    const hint = e.code === 'EADDRINUSE' ? ' (another process uses this port: pick one with --port)' : e.code === 'EACCES' ? ' (not permitted: use a port above 1023)' : '';
+    process.stderr.write(`mcp-negotiate-proxy: ${e.code ? `${e.message}${hint}` : (e.stack ?? String(err))}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,151 @@
+/**
+ * One relay session: a client on one side, one upstream MCP session on the other (legacy era,
+ * so request ids pass through unchanged). It tracks the client's pending requests to enforce
+ * timeouts, to answer everything when the upstream dies, and to route progress to the request
+ * that asked for it. Where a message goes on the client side is the sink's business.
+ */
+import type { Logger } from 'pino';
+import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
+import { errorResponse, isRequest, isResponse, type Frame, type JsonRpcId } from '../jsonrpc/message.js';
+import type { UpstreamConnection, UpstreamEvents } from '../upstream/types.js';
+
+export interface ClientSink {
+  /** Delivers a message to the client; `relatedId` names the client request it belongs to. */
+  deliver(frame: Frame, relatedId?: JsonRpcId): void;
+  /** The session is over; every pending request has been answered already. */
+  end(reason: ProxyError): void;
+}
+
+export interface RelayOptions {
+  /** No answer within this time → a timeout error to the client and a cancellation upstream. */
+  requestTimeoutMs: number;
+  log: Logger;
+}
+
+interface Pending {
+  method: string;
+  timer: NodeJS.Timeout;
+  progressToken?: string | number;
+}
+
+export class RelaySession {
+  /** The protocol version the upstream agreed to at initialize. */
+  protocolVersion: string | undefined;
+  /** Last time a message passed either way (ms since epoch). */
+  lastActivity = Date.now();
+  private readonly pending = new Map<JsonRpcId, Pending>();
+  private readonly progressOwners = new Map<string | number, JsonRpcId>();
+  private readonly upstream: UpstreamConnection;
+  private ended = false;
+
+  constructor(
+    connect: (events: UpstreamEvents) => UpstreamConnection,
+    private readonly sink: ClientSink,
+    private readonly opts: RelayOptions,
+  ) {
+    this.upstream = connect({
+      onMessage: (frame, relatedId) => this.fromUpstream(frame, relatedId),
+      onClose: (err) => this.finish(err),
+    });
+  }
+
+  get pendingCount(): number {
+    return this.pending.size;
+  }
+
+  get isEnded(): boolean {
+    return this.ended;
+  }
+
+  /** A message from the client. */
+  fromClient(frame: Frame): void {
+    this.lastActivity = Date.now();
+    const msg = frame.msg;
+    if (isRequest(msg)) {
+      if (this.ended) return this.answer(msg.id, new ProxyError('UPSTREAM_CLOSED', 'The upstream session has ended'));
+      if (this.pending.has(msg.id)) {
+        return this.sink.deliver({ msg: errorResponse(msg.id, toJsonRpcError(new ProxyError('DUPLICATE_ID', `Request id ${JSON.stringify(msg.id)} is already in use`))) }, msg.id);
+      }
+      const progressToken = (msg.params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
+      const timer = setTimeout(() => this.timeout(msg.id), this.opts.requestTimeoutMs);
+      this.pending.set(msg.id, { method: msg.method, timer, progressToken });
+      if (progressToken !== undefined) this.progressOwners.set(progressToken, msg.id);
+    }
+    if (!this.ended) this.upstream.send(frame);
+  }
+
+  /** The client can no longer receive the answer to `id` (its stream closed): cancel upstream. */
+  abandon(id: JsonRpcId, reason: string): void {
+    const p = this.settle(id);
+    if (p && p.method !== 'initialize') this.cancelUpstream(id, reason);
+  }
+
+  /** Ends the session from the client side (DELETE, idle, shutdown): answers what is pending. */
+  async close(reason: ProxyError): Promise<void> {
+    this.finish(reason);
+    await this.upstream.close();
+  }
+
+  private fromUpstream(frame: Frame, relatedId?: JsonRpcId): void {
+    this.lastActivity = Date.now();
+    const msg = frame.msg;
+    if (isResponse(msg)) {
+      const id = msg.id;
+      const p = id === null ? undefined : this.settle(id);
+      if (!p) {
+        this.opts.log.debug({ id }, 'dropped an upstream response nobody waits for');
+        return;
+      }
+      if (p.method === 'initialize' && msg.result) this.protocolVersion = String(msg.result.protocolVersion);
+      this.sink.deliver(frame, id!);
+      return;
+    }
+    if (msg.method === 'notifications/progress') {
+      const token = (msg.params as { progressToken?: string | number } | undefined)?.progressToken;
+      const owner = token === undefined ? undefined : this.progressOwners.get(token);
+      if (owner !== undefined) {
+        this.pending.get(owner)?.timer.refresh(); // progress means the upstream is alive
+        return this.sink.deliver(frame, owner);
+      }
+    }
+    this.sink.deliver(frame, relatedId);
+  }
+
+  private timeout(id: JsonRpcId): void {
+    const p = this.settle(id);
+    if (!p) return;
+    const ms = this.opts.requestTimeoutMs;
+    this.opts.log.warn({ id, method: p.method, ms }, 'upstream request timed out');
+    this.answer(id, new ProxyError('REQUEST_TIMEOUT', `The upstream did not answer ${p.method} within ${ms} ms`, { timeoutMs: ms }));
+    if (p.method !== 'initialize') this.cancelUpstream(id, `Request timed out after ${ms} ms`);
+  }
+
+  private cancelUpstream(id: JsonRpcId, reason: string): void {
+    if (this.ended) return;
+    this.upstream.send({ msg: { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } } });
+  }
+
+  private settle(id: JsonRpcId): Pending | undefined {
+    const p = this.pending.get(id);
+    if (!p) return undefined;
+    clearTimeout(p.timer);
+    this.pending.delete(id);
+    if (p.progressToken !== undefined) this.progressOwners.delete(p.progressToken);
+    return p;
+  }
+
+  private answer(id: JsonRpcId, err: ProxyError): void {
+    this.sink.deliver({ msg: errorResponse(id, toJsonRpcError(err)) }, id);
+  }
+
+  /** Answers every pending request with `err`, then tells the sink; runs once. */
+  private finish(err: ProxyError): void {
+    if (this.ended) return;
+    this.ended = true;
+    for (const id of [...this.pending.keys()]) {
+      this.settle(id);
+      this.answer(id, err);
+    }
+    this.sink.end(err);
+  }
+}

@@ -1,0 +1,270 @@
+/**
+ * A Streamable HTTP upstream (MCP 2025-11-25 transport) over an undici keep-alive dispatcher.
+ * One instance is one upstream MCP session: it learns the session id and protocol version from
+ * the initialize exchange it relays, opens the GET stream after `notifications/initialized`,
+ * resumes SSE streams with Last-Event-ID after the server's `retry` delay, and ends with DELETE.
+ */
+import type { Logger } from 'pino';
+import { request, type Dispatcher } from 'undici';
+import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
+import {
+  errorResponse,
+  isRequest,
+  isResponse,
+  parsePayload,
+  serialize,
+  type Frame,
+  type JsonRpcId,
+} from '../jsonrpc/message.js';
+import { createSseReader } from './sse.js';
+import type { HttpUpstreamSpec, UpstreamConnection, UpstreamEvents } from './types.js';
+
+export interface HttpUpstreamOptions {
+  dispatcher: Dispatcher;
+  /** Delay before resuming a dropped stream when the server sent no `retry`. */
+  defaultRetryMs: number;
+  /** How many times one stream is resumed before giving up. */
+  maxResumes: number;
+}
+
+const ACCEPT = 'application/json, text/event-stream';
+
+export function createHttpUpstream(
+  spec: HttpUpstreamSpec,
+  events: UpstreamEvents,
+  log: Logger,
+  opts: HttpUpstreamOptions,
+): UpstreamConnection {
+  let sessionId: string | undefined;
+  let protocolVersion: string | undefined;
+  let initializeId: JsonRpcId | undefined;
+  let closed = false;
+  const lifetime = new AbortController();
+  /** Abort handles of POST streams still waiting for a response, by request id. */
+  const inFlight = new Map<JsonRpcId, AbortController>();
+
+  const headers = (extra: Record<string, string>): Record<string, string> => {
+    const h: Record<string, string> = { ...spec.headers, ...extra };
+    if (sessionId) h['mcp-session-id'] = sessionId;
+    if (protocolVersion) h['mcp-protocol-version'] = protocolVersion;
+    return h;
+  };
+
+  const fail = (err: ProxyError) => {
+    if (closed) return;
+    closed = true;
+    lifetime.abort();
+    events.onClose(err);
+  };
+
+  const sessionExpired = () =>
+    fail(new ProxyError('UPSTREAM_SESSION_EXPIRED', 'The upstream session has ended (HTTP 404); initialize a new session'));
+
+  /** Delivers one message from the server; notes what the initialize response teaches. */
+  const deliver = (frame: Frame, relatedId?: JsonRpcId) => {
+    const msg = frame.msg;
+    if (isResponse(msg) && msg.id !== null) {
+      inFlight.delete(msg.id);
+      if (msg.id === initializeId && msg.result) {
+        protocolVersion = String(msg.result.protocolVersion ?? '') || undefined;
+        initializeId = undefined;
+      }
+    }
+    events.onMessage(frame, relatedId);
+  };
+
+  const answerWithError = (ids: JsonRpcId[], err: ProxyError) => {
+    for (const id of ids) {
+      if (inFlight.delete(id)) events.onMessage({ msg: errorResponse(id, toJsonRpcError(err)) }, id);
+    }
+  };
+
+  /** Reads an SSE body; returns true when it ended normally. */
+  const readSse = async (body: AsyncIterable<Buffer>, relatedId: JsonRpcId | undefined, state: StreamState) => {
+    const reader = createSseReader((ev) => {
+      if (ev.event !== 'message' || ev.data === '') return; // priming events carry only an id
+      const parsed = parsePayload(ev.data);
+      if (!parsed.ok) {
+        log.warn({ data: ev.data.slice(0, 200) }, 'upstream sent an SSE event that is not JSON-RPC; skipped');
+        return;
+      }
+      for (const frame of parsed.frames) deliver(frame, relatedId);
+    });
+    for await (const chunk of body) reader.feed(chunk.toString());
+    state.lastEventId = reader.lastEventId ?? state.lastEventId;
+    state.retryMs = reader.retryMs ?? state.retryMs;
+  };
+
+  /** Resumes a dropped stream with GET + Last-Event-ID until `done()` or the resume budget is spent. */
+  const resume = async (relatedId: JsonRpcId | undefined, state: StreamState, done: () => boolean, signal: AbortSignal) => {
+    for (let attempt = 0; attempt < opts.maxResumes && !done() && !signal.aborted; attempt++) {
+      await sleep(state.retryMs ?? opts.defaultRetryMs, signal);
+      if (signal.aborted) return;
+      const res = await request(spec.url, {
+        method: 'GET',
+        dispatcher: opts.dispatcher,
+        signal,
+        headers: headers({ accept: 'text/event-stream', ...(state.lastEventId ? { 'last-event-id': state.lastEventId } : {}) }),
+      });
+      if (res.statusCode === 404) {
+        await res.body.dump();
+        return sessionExpired();
+      }
+      if (res.statusCode !== 200) {
+        await res.body.dump();
+        return;
+      }
+      await readSse(res.body, relatedId, state);
+    }
+  };
+
+  const post = async (frame: Frame) => {
+    const msg = frame.msg;
+    const ids = isRequest(msg) ? [msg.id] : [];
+    const abort = new AbortController();
+    const signal = AbortSignal.any([lifetime.signal, abort.signal]);
+    for (const id of ids) inFlight.set(id, abort);
+    try {
+      const res = await request(spec.url, {
+        method: 'POST',
+        dispatcher: opts.dispatcher,
+        signal,
+        headers: headers({ 'content-type': 'application/json', accept: ACCEPT }),
+        body: serialize(frame),
+      });
+      const newSession = res.headers['mcp-session-id'];
+      if (typeof newSession === 'string' && !sessionId) sessionId = newSession;
+      if (res.statusCode === 404 && sessionId) {
+        await res.body.dump();
+        return sessionExpired();
+      }
+      const type = String(res.headers['content-type'] ?? '');
+      if (res.statusCode >= 200 && res.statusCode < 300) {
+        if (type.startsWith('text/event-stream')) {
+          const state: StreamState = {};
+          await readSse(res.body, ids[0], state);
+          const answered = () => !ids.some((id) => inFlight.has(id));
+          if (!answered() && state.lastEventId) await resume(ids[0], state, answered, signal);
+        } else if (type.startsWith('application/json')) {
+          deliverBody(await res.body.text(), ids[0]);
+        } else {
+          await res.body.dump();
+        }
+        if (!signal.aborted) {
+          answerWithError(ids, new ProxyError('UPSTREAM_PROTOCOL', 'The upstream ended the response without answering'));
+        }
+        if (isNotification(msg, 'notifications/initialized')) void openGetStream();
+        return;
+      }
+      // An error status: relay a JSON-RPC error body as is, or describe the status.
+      const text = await res.body.text();
+      if (type.startsWith('application/json') && deliverBody(text, ids[0], true)) return;
+      answerWithError(ids, new ProxyError('UPSTREAM_PROTOCOL', `The upstream answered HTTP ${res.statusCode}`, { body: text.slice(0, 500) }));
+      if (ids.length === 0) log.warn({ status: res.statusCode, body: text.slice(0, 200) }, 'upstream rejected a message');
+    } catch (err) {
+      if (lifetime.signal.aborted || abort.signal.aborted) return;
+      log.warn({ err: (err as Error).message, url: spec.url }, 'upstream request failed');
+      answerWithError(ids, new ProxyError('UPSTREAM_UNREACHABLE', `The upstream could not be reached: ${(err as Error).message}`));
+    } finally {
+      for (const id of ids) if (inFlight.get(id) === abort) inFlight.delete(id);
+    }
+  };
+
+  /** Returns false when the body held no JSON-RPC message. */
+  const deliverBody = (text: string, relatedId: JsonRpcId | undefined, quiet = false) => {
+    const parsed = parsePayload(text);
+    if (!parsed.ok) {
+      if (!quiet) log.warn({ body: text.slice(0, 200) }, 'upstream answered with a body that is not JSON-RPC');
+      return false;
+    }
+    for (const frame of parsed.frames) deliver(frame, relatedId);
+    return true;
+  };
+
+  const openGetStream = async () => {
+    const state: StreamState = {};
+    let first = true;
+    while (!closed) {
+      try {
+        if (!first) await sleep(state.retryMs ?? opts.defaultRetryMs, lifetime.signal);
+        if (closed) return;
+        first = false;
+        const res = await request(spec.url, {
+          method: 'GET',
+          dispatcher: opts.dispatcher,
+          signal: lifetime.signal,
+          headers: headers({ accept: 'text/event-stream', ...(state.lastEventId ? { 'last-event-id': state.lastEventId } : {}) }),
+        });
+        if (res.statusCode === 404) {
+          await res.body.dump();
+          return sessionExpired();
+        }
+        if (res.statusCode !== 200) {
+          await res.body.dump();
+          log.debug({ status: res.statusCode }, 'upstream offers no GET stream');
+          return;
+        }
+        await readSse(res.body, undefined, state);
+      } catch (err) {
+        if (closed) return;
+        log.debug({ err: (err as Error).message }, 'upstream GET stream dropped; reconnecting');
+      }
+    }
+  };
+
+  return {
+    kind: 'http',
+    send(frame) {
+      if (closed) return;
+      const msg = frame.msg;
+      if (isRequest(msg) && msg.method === 'initialize') initializeId = msg.id;
+      void post(frame);
+      // A cancelled request's stream would stay open forever: drop it after telling the server.
+      if (isNotification(msg, 'notifications/cancelled')) {
+        const id = (msg as { params?: { requestId?: JsonRpcId } }).params?.requestId;
+        if (id !== undefined) setImmediate(() => inFlight.get(id)?.abort());
+      }
+    },
+    async close() {
+      if (closed && !sessionId) return;
+      const id = sessionId;
+      sessionId = undefined;
+      closed = true;
+      lifetime.abort();
+      if (!id) return;
+      try {
+        const res = await request(spec.url, {
+          method: 'DELETE',
+          dispatcher: opts.dispatcher,
+          headers: { ...spec.headers, 'mcp-session-id': id, ...(protocolVersion ? { 'mcp-protocol-version': protocolVersion } : {}) },
+          signal: AbortSignal.timeout(2000),
+        });
+        await res.body.dump();
+      } catch (err) {
+        log.debug({ err: (err as Error).message }, 'upstream session DELETE failed');
+      }
+    },
+  };
+}
+
+interface StreamState {
+  lastEventId?: string;
+  retryMs?: number;
+}
+
+function isNotification(msg: Frame['msg'], method: string): boolean {
+  return 'method' in msg && msg.method === method && !('id' in msg && msg.id !== undefined);
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,121 @@
+/**
+ * A stdio upstream: one child process holding one MCP session. Lines on its stdout are messages
+ * (non-JSON lines are logged and skipped); its stderr goes to the log, and the last lines are
+ * kept to explain a crash. The child runs in its own process group so that closing reaps
+ * whatever it spawned too.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Logger } from 'pino';
+import { ProxyError } from '../jsonrpc/errors.js';
+import { parsePayload, serialize, type Frame } from '../jsonrpc/message.js';
+import { lineSplitter } from './lines.js';
+import type { StdioUpstreamSpec, UpstreamConnection, UpstreamEvents } from './types.js';
+
+const STDERR_TAIL_LINES = 20;
+
+export interface StdioUpstreamOptions {
+  /** Time to wait after closing stdin, then after SIGTERM, before the next step. */
+  shutdownGraceMs: number;
+  /** Live children, so the process can reap them all on exit. */
+  children: Set<ChildProcess>;
+}
+
+export function createStdioUpstream(
+  spec: StdioUpstreamSpec,
+  events: UpstreamEvents,
+  log: Logger,
+  opts: StdioUpstreamOptions,
+): UpstreamConnection {
+  const child = spawn(spec.command, spec.args, {
+    cwd: spec.cwd,
+    env: { ...process.env, ...spec.env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+    detached: true,
+  });
+  opts.children.add(child);
+  const stderrTail: string[] = [];
+  let closing = false;
+  let closed = false;
+  let exited: Promise<void> | undefined;
+
+  const finish = (err: ProxyError) => {
+    if (closed) return;
+    closed = true;
+    opts.children.delete(child);
+    events.onClose(err);
+  };
+
+  child.stdout!.on('data', lineSplitter((line) => {
+    const parsed = parsePayload(line);
+    if (!parsed.ok) {
+      log.warn({ line: line.slice(0, 200) }, 'upstream printed a line that is not JSON-RPC; skipped');
+      return;
+    }
+    for (const frame of parsed.frames) events.onMessage(frame);
+  }));
+  child.stderr!.on('data', lineSplitter((line) => {
+    stderrTail.push(line);
+    if (stderrTail.length > STDERR_TAIL_LINES) stderrTail.shift();
+    log.debug({ stderr: line }, 'upstream stderr');
+  }));
+  child.stdin!.on('error', (err) => log.debug({ err: err.message }, 'upstream stdin closed'));
+
+  child.on('error', (err) => {
+    log.error({ command: spec.command, err: err.message }, 'upstream process could not start');
+    finish(new ProxyError('UPSTREAM_START_FAILED', `Upstream command "${spec.command}" could not start: ${err.message}`));
+  });
+  child.on('exit', (code, signal) => {
+    killGroup(child, 'SIGKILL'); // whatever it spawned and left behind
+    if (!closing) {
+      log.warn({ pid: child.pid, code, signal, stderr: stderrTail.join('\n') }, 'upstream process exited');
+    } else {
+      log.debug({ pid: child.pid, code, signal }, 'upstream process reaped');
+    }
+    const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+    finish(new ProxyError('UPSTREAM_CLOSED', `Upstream process ${how}`, { exitCode: code, signal }));
+  });
+  log.debug({ pid: child.pid, command: spec.command, args: spec.args }, 'upstream process started');
+
+  return {
+    kind: 'stdio',
+    send(frame: Frame) {
+      if (closed || !child.stdin!.writable) return;
+      child.stdin!.write(serialize(frame) + '\n');
+    },
+    close() {
+      exited ??= reap(child, opts.shutdownGraceMs, () => {
+        closing = true;
+      });
+      return exited;
+    },
+  };
+}
+
+/** Closes stdin, then signals the process group: SIGTERM, then SIGKILL, each after a grace period. */
+function reap(child: ChildProcess, graceMs: number, markClosing: () => void): Promise<void> {
+  markClosing();
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timers: NodeJS.Timeout[] = [];
+    child.once('exit', () => {
+      timers.forEach(clearTimeout);
+      resolve();
+    });
+    child.stdin!.end();
+    timers.push(setTimeout(() => killGroup(child, 'SIGTERM'), graceMs));
+    timers.push(setTimeout(() => killGroup(child, 'SIGKILL'), graceMs * 2));
+  });
+}
+
+export function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    try {
+      child.kill(signal);
+    } catch {
+      /* already gone */
+    }
+  }
+}

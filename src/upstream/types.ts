@@ -1,0 +1,41 @@
+/**
+ * What a relay session needs from the server side: send frames, get frames and one final close.
+ * Transports (stdio child, Streamable HTTP) implement it; framing lives in each transport.
+ */
+import type { Logger } from 'pino';
+import type { ProxyError } from '../jsonrpc/errors.js';
+import type { Frame, JsonRpcId } from '../jsonrpc/message.js';
+
+export interface UpstreamEvents {
+  /**
+   * A message from the server. `relatedId` is the client request whose response stream carried
+   * it, when the transport knows (HTTP); stdio never knows.
+   */
+  onMessage(frame: Frame, relatedId?: JsonRpcId): void;
+  /** The upstream session is gone for good (exit, crash, expiry); called at most once. */
+  onClose(err: ProxyError): void;
+}
+
+export interface UpstreamConnection {
+  readonly kind: 'stdio' | 'http';
+  /** Fire and forget: failures come back as error responses through onMessage, or as onClose. */
+  send(frame: Frame): void;
+  /** Ends the upstream session and releases its process or connections. Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface StdioUpstreamSpec {
+  kind: 'stdio';
+  command: string;
+  args: string[];
+  env?: Record<string, string>;
+  cwd?: string;
+}
+export interface HttpUpstreamSpec {
+  kind: 'http';
+  url: string;
+  headers: Record<string, string>;
+}
+export type UpstreamSpec = StdioUpstreamSpec | HttpUpstreamSpec;
+
+export type UpstreamFactory = (events: UpstreamEvents, log: Logger) => UpstreamConnection;
