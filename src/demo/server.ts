@@ -26,6 +26,7 @@ export const DEMO_CITIES: ReadonlyArray<{ name: string; country: string; elevati
 ];
 
 const CONDITIONS = ['sunny', 'mostly sunny', 'partly cloudy', 'mostly cloudy', 'overcast', 'light rain', 'showers', 'fog', 'light snow'];
+const WET = new Set(['light rain', 'showers', 'light snow']);
 const COMPASS = ['N', 'NE', 'E', 'SE', 'S', 'SW', 'W', 'NW'];
 const DAYS = ['Today', 'Tomorrow', 'Day after tomorrow'];
 const HUBS = ['Olten', 'Bern', 'Zurich', 'Arth-Goldau', 'Bellinzona', 'Lausanne', 'Basel'];
@@ -38,6 +39,13 @@ function hash(text: string): number {
     h = Math.imul(h, 0x01000193) >>> 0;
   }
   return h >>> 0;
+}
+
+/** Snow only when it is cold, rain only when it is not freezing. */
+function plausible(conditions: string, temperature: number): string {
+  if (conditions === 'light snow' && temperature > 2) return 'light rain';
+  if ((conditions === 'light rain' || conditions === 'showers') && temperature <= 0) return 'light snow';
+  return conditions;
 }
 
 /** Canonical display name: a known city's spelling, else the trimmed input with a capital initial. */
@@ -65,19 +73,20 @@ export function weatherFor(city: string): DemoWeather {
   const h = hash(location.toLowerCase());
   const temperature = (h % 31) - 5; // -5 .. 25 °C
   const wind = (h >>> 5) % 41; // 0 .. 40 km/h
+  const conditions = plausible(CONDITIONS[(h >>> 11) % CONDITIONS.length], temperature);
   const trend = ((h >>> 29) % 5) - 2; // -2 .. +2 °C per day
   const forecast = DAYS.map((day, i) => {
     const d = hash(`${location.toLowerCase()}#${i}`);
     const high = temperature + i * trend + (d % 3);
-    return { day, high_c: high, low_c: high - 5 - ((d >>> 3) % 5), conditions: CONDITIONS[(d >>> 7) % CONDITIONS.length] };
+    return { day, high_c: high, low_c: high - 5 - ((d >>> 3) % 5), conditions: plausible(CONDITIONS[(d >>> 7) % CONDITIONS.length], high) };
   });
   return {
     location,
     temperature_c: temperature,
     feels_like_c: temperature - Math.round(wind / 8),
-    conditions: CONDITIONS[(h >>> 11) % CONDITIONS.length],
+    conditions,
     humidity_percent: 30 + ((h >>> 15) % 66),
-    precipitation_probability: ((h >>> 19) % 11) / 10,
+    precipitation_probability: ((WET.has(conditions) ? 6 : 0) + ((h >>> 19) % 5)) / 10,
     wind_speed_kmh: wind,
     wind_direction: COMPASS[(h >>> 23) % COMPASS.length],
     uv_index: (h >>> 26) % 9,
@@ -91,7 +100,7 @@ function weatherProse(w: DemoWeather): string {
   return [
     `## Current Weather in ${w.location}`,
     '',
-    `It is currently ${w.temperature_c}°C in ${w.location} and ${w.conditions}, feeling like ${w.feels_like_c}°C with the wind. ` +
+    `It is currently ${w.temperature_c}°C in ${w.location} (${w.conditions}), feeling like ${w.feels_like_c}°C with the wind. ` +
       `There is a ${Math.round(w.precipitation_probability * 100)}% chance of precipitation in the next few hours, and the forecast shows ${trend} over the coming days.`,
     '',
     `Temperature: ${w.temperature_c}°C`,
