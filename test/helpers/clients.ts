@@ -66,20 +66,20 @@ export async function connectDirect(upstream: UpstreamRef): Promise<Connected> {
 }
 
 /** `upstreamArg` is what `--upstream` gets: a command line or a URL. */
-export async function connectViaProxy(front: Front, upstreamArg: string, extraArgs: string[] = []): Promise<Connected> {
+export async function connectViaProxy(front: Front, upstreamArg: string, extraArgs: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<Connected> {
   const received: Record<string, unknown[]> = {};
   const client = newClient(received);
   if (front === 'stdio') {
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [PROXY_MAIN, '--stdio', '--upstream', upstreamArg, '--log-level', 'warn', ...extraArgs],
-      env: { ...process.env } as Record<string, string>,
+      env: { ...process.env, ...env } as Record<string, string>,
       stderr: 'pipe',
     });
     await client.connect(transport);
     return { client, received, transport, close: () => client.close() };
   }
-  const proxy = await startProxy(['--upstream', upstreamArg, ...extraArgs]);
+  const proxy = await startProxy(['--upstream', upstreamArg, ...extraArgs], env);
   const transport = new StreamableHTTPClientTransport(new URL(proxy.url));
   await client.connect(transport);
   return {

@@ -1,0 +1,54 @@
+/**
+ * A deliberately low-level Streamable HTTP client (fetch), for tests that need exact statuses,
+ * headers and bodies, or that misbehave on purpose.
+ */
+export interface RawReply {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** JSON-RPC messages in the body (JSON or SSE `data:` lines). */
+  messages: any[];
+}
+
+export const INIT = {
+  jsonrpc: '2.0',
+  id: 0,
+  method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw-test', version: '1' } },
+};
+
+export async function rawPost(url: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<RawReply> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    signal,
+  });
+  return read(res);
+}
+
+export async function read(res: Response): Promise<RawReply> {
+  const text = await res.text();
+  let messages: any[] = [];
+  if ((res.headers.get('content-type') ?? '').includes('text/event-stream')) {
+    messages = text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)));
+  } else if (text) {
+    const v = JSON.parse(text);
+    messages = Array.isArray(v) ? v : [v];
+  }
+  return { status: res.status, headers: res.headers, text, messages };
+}
+
+/** Initializes a session; returns headers to send on every later request. */
+export async function rawSession(url: string): Promise<Record<string, string>> {
+  const init = await rawPost(url, INIT);
+  const id = init.headers.get('mcp-session-id');
+  if (init.status !== 200 || !id) throw new Error(`initialize failed: ${init.status} ${init.text}`);
+  const headers = { 'mcp-session-id': id, 'mcp-protocol-version': '2025-11-25' };
+  await rawPost(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
+  return headers;
+}
+
+export function callTool(id: number, name: string, args: Record<string, unknown> = {}): unknown {
+  return { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } };
+}
