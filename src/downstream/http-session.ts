@@ -53,9 +53,12 @@ export class HttpSession implements ClientSink {
     });
   }
 
-  /** Returns false when the session already has a GET stream (HTTP 409). */
-  attachGetStream(stream: SseStream): boolean {
-    if (this.getStream?.isOpen) return false;
+  get hasGetStream(): boolean {
+    return this.getStream?.isOpen ?? false;
+  }
+
+  /** Makes `stream` the session's GET stream and flushes what waited for one. */
+  attachGetStream(stream: SseStream): void {
     this.getStream = stream;
     stream.onClose(() => {
       if (this.getStream === stream) this.getStream = undefined;
@@ -63,7 +66,6 @@ export class HttpSession implements ClientSink {
     const waiting = this.backlog;
     this.backlog = [];
     for (const json of waiting) stream.send(json);
-    return true;
   }
 
   deliver(frame: Frame, relatedId?: JsonRpcId): void {

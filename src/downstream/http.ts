@@ -131,12 +131,10 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     }
     const session = sessionFor(req, reply);
     if (!session) return reply;
+    if (session.hasGetStream) return rpcError(reply, 409, INVALID_REQUEST, 'Conflict: this session already has a GET stream open');
     if (req.headers['last-event-id']) log.debug({ session: session.id }, 'client asked to resume a stream; replay is not kept, opening a fresh one');
     reply.hijack();
-    const stream = new SseStream(reply.raw, { 'mcp-session-id': session.id });
-    if (!session.attachGetStream(stream)) {
-      stream.end();
-    }
+    session.attachGetStream(new SseStream(reply.raw, { 'mcp-session-id': session.id }));
   });
 
   app.delete(listen.path, async (req, reply) => {

@@ -55,6 +55,7 @@ export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstr
     done,
     async close() {
       input.off('data', onData);
+      input.destroy(); // an open stdin would keep the process alive
       await relay.close(new ProxyError('SHUTTING_DOWN', 'The proxy is shutting down'));
     },
   };

@@ -183,12 +183,13 @@ export function createHttpUpstream(
 
   const openGetStream = async () => {
     const state: StreamState = {};
-    let first = true;
+    let failures = -1; // -1: the first attempt goes without delay
     while (!closed) {
       try {
-        if (!first) await sleep(state.retryMs ?? opts.defaultRetryMs, lifetime.signal);
+        // Back off while the upstream is down: retry, 2×, 4×… up to 30 s.
+        if (failures >= 0) await sleep(Math.min((state.retryMs ?? opts.defaultRetryMs) * 2 ** failures, 30_000), lifetime.signal);
         if (closed) return;
-        first = false;
+        failures++;
         const res = await request(spec.url, {
           method: 'GET',
           dispatcher: opts.dispatcher,
@@ -204,6 +205,7 @@ export function createHttpUpstream(
           log.debug({ status: res.statusCode }, 'upstream offers no GET stream');
           return;
         }
+        failures = 0;
         await readSse(res.body, undefined, state);
       } catch (err) {
         if (closed) return;

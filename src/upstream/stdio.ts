@@ -64,8 +64,9 @@ export function createStdioUpstream(
     log.error({ command: spec.command, err: err.message }, 'upstream process could not start');
     finish(new ProxyError('UPSTREAM_START_FAILED', `Upstream command "${spec.command}" could not start: ${err.message}`));
   });
-  child.on('exit', (code, signal) => {
-    killGroup(child, 'SIGKILL'); // whatever it spawned and left behind
+  child.on('exit', () => killGroup(child, 'SIGKILL')); // whatever it spawned and left behind
+  // 'close' comes after stdout and stderr are drained, so the last words of a crash are logged.
+  child.on('close', (code, signal) => {
     if (!closing) {
       log.warn({ pid: child.pid, code, signal, stderr: stderrTail.join('\n') }, 'upstream process exited');
     } else {

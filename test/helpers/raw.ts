@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 /**
  * A deliberately low-level Streamable HTTP client (fetch), for tests that need exact statuses,
  * headers and bodies, or that misbehave on purpose.
@@ -25,6 +26,18 @@ export async function rawPost(url: string, body: unknown, headers: Record<string
     signal,
   });
   return read(res);
+}
+
+/** A POST with an arbitrary Host header (fetch forbids setting it). */
+export function postWithHost(url: string, host: string, body: unknown): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: 'POST', headers: { host, 'content-type': 'application/json', accept: 'application/json, text/event-stream' } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
 }
 
 export async function read(res: Response): Promise<RawReply> {

@@ -1,0 +1,244 @@
+/**
+ * Failure behaviour with real processes: an upstream that crashes, hangs, prints garbage or
+ * cannot start; clients that send bad JSON, oversized bodies, wrong sessions or headers, or go
+ * away. Each case has a defined answer, nothing hangs, and no child outlives its session.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callTool, INIT, postWithHost, rawPost, rawSession } from '../helpers/raw.js';
+import { commandLine, eventually, fixtureArgv, freePort, isAlive, PROXY_MAIN, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { lineSplitter } from '../../src/upstream/lines.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'proxy-failures-'));
+const cancelLog = join(dir, 'cancel.log');
+const FAULTY = commandLine(fixtureArgv('faulty-server'));
+
+function writeConfig(name: string, yaml: string): string {
+  const file = join(dir, name);
+  writeFileSync(file, yaml);
+  return file;
+}
+
+const cancelled = (): Array<{ cancelled: number; reason: string }> =>
+  existsSync(cancelLog) ? readFileSync(cancelLog, 'utf8').trim().split('\n').map((l) => JSON.parse(l)) : [];
+
+async function toolText(url: string, headers: Record<string, string>, id: number, name: string, args = {}): Promise<string> {
+  const reply = await rawPost(url, callTool(id, name, args), headers);
+  return reply.messages.at(-1)?.result?.content?.[0]?.text;
+}
+
+describe('an HTTP-front proxy in front of a faulty stdio upstream', () => {
+  let proxy: Running;
+  let url: string;
+
+  beforeAll(async () => {
+    const config = writeConfig('faulty.yaml', [
+      'upstream:',
+      `  command: ${JSON.stringify(FAULTY)}`,
+      '  env:',
+      `    FAULTY_LOG: ${JSON.stringify(cancelLog)}`,
+      'listen:',
+      '  maxBodyBytes: 4096',
+      'timeouts:',
+      '  requestMs: 800',
+      '  sessionIdleMs: 600',
+      '  shutdownGraceMs: 500',
+    ].join('\n'));
+    proxy = await startProxy(['--config', config]);
+    url = proxy.url;
+  });
+  afterAll(stopAll);
+
+  it('answers every pending request when the upstream exits mid-call, ends the session, and serves new ones', async () => {
+    const headers = await rawSession(url);
+    const hanging = rawPost(url, callTool(1, 'hang'), headers);
+    await new Promise((r) => setTimeout(r, 200));
+    const crashed = await rawPost(url, callTool(2, 'crash'), headers);
+    expect(crashed.messages).toEqual([
+      { jsonrpc: '2.0', id: 2, error: { code: -32000, message: 'Upstream process exited with code 3', data: { code: 'UPSTREAM_CLOSED', exitCode: 3, signal: null } } },
+    ]);
+    expect((await hanging).messages[0].error.data.code).toBe('UPSTREAM_CLOSED');
+    expect((await rawPost(url, callTool(3, 'echo', { text: 'x' }), headers)).status).toBe(404);
+    const fresh = await rawSession(url);
+    expect(await toolText(url, fresh, 4, 'echo', { text: 'new session' })).toBe('new session');
+    expect(proxy.stderr()).toContain('crashing'); // the upstream's stderr tail is logged
+  });
+
+  it('times out a hanging request, cancels it upstream, and keeps the session', async () => {
+    const headers = await rawSession(url);
+    const reply = await rawPost(url, callTool(7, 'hang'), headers);
+    expect(reply.messages[0]).toMatchObject({ id: 7, error: { code: -32001, data: { code: 'REQUEST_TIMEOUT', timeoutMs: 800 } } });
+    await eventually(() => cancelled().some((c) => c.cancelled === 7 && /timed out/.test(c.reason)), 5000, 'upstream cancellation');
+    expect(await toolText(url, headers, 8, 'echo', { text: 'alive' })).toBe('alive');
+  });
+
+  it('skips non-JSON lines from the upstream and logs them', async () => {
+    const headers = await rawSession(url);
+    expect(await toolText(url, headers, 1, 'garbage')).toBe('after garbage');
+    expect(proxy.stderr()).toContain('not JSON-RPC');
+  });
+
+  it('rejects malformed JSON (-32700), invalid requests (-32600) and oversized bodies (413)', async () => {
+    const headers = await rawSession(url);
+    const bad = await rawPost(url, '{"jsonrpc":"2.0",', headers);
+    expect(bad.status).toBe(400);
+    expect(bad.messages[0]).toMatchObject({ id: null, error: { code: -32700 } });
+    const invalid = await rawPost(url, { jsonrpc: '2.0', id: 5, method: 42 }, headers);
+    expect(invalid.messages[0]).toMatchObject({ id: 5, error: { code: -32600 } });
+    expect((await rawPost(url, { jsonrpc: '1.0', id: 6, method: 'ping' }, headers)).messages[0]).toMatchObject({ id: 6, error: { code: -32600 } });
+    const big = await rawPost(url, callTool(9, 'echo', { text: 'x'.repeat(10_000) }), headers);
+    expect(big.status).toBe(413);
+    expect(big.messages[0].error.message).toContain('4096 bytes');
+    expect(await toolText(url, headers, 10, 'echo', { text: 'fine' })).toBe('fine');
+  });
+
+  it('checks sessions, protocol versions and Accept headers', async () => {
+    const headers = await rawSession(url);
+    expect((await rawPost(url, callTool(1, 'echo'), {})).status).toBe(400);
+    expect((await rawPost(url, callTool(1, 'echo'), { 'mcp-session-id': 'nope' })).status).toBe(404);
+    expect((await rawPost(url, callTool(1, 'echo'), { ...headers, 'mcp-protocol-version': '1999-01-01' })).status).toBe(400);
+    expect((await rawPost(url, INIT, headers)).status).toBe(400); // already initialized
+    expect((await fetch(url, { headers: { ...headers, accept: 'application/json' } })).status).toBe(406);
+    const get = new AbortController();
+    const first = await fetch(url, { headers: { ...headers, accept: 'text/event-stream' }, signal: get.signal });
+    expect(first.status).toBe(200);
+    expect((await fetch(url, { headers: { ...headers, accept: 'text/event-stream' } })).status).toBe(409);
+    get.abort();
+  });
+
+  it('refuses foreign Origin and Host headers (DNS rebinding) and accepts local ones', async () => {
+    expect((await rawPost(url, INIT, { origin: 'http://evil.example' })).status).toBe(403);
+    expect(await postWithHost(url, 'evil.example', INIT)).toBe(403);
+    expect(await postWithHost(url, 'evil.example:80', INIT)).toBe(403);
+    const ok = await rawPost(url, INIT, { origin: 'http://localhost:5173' });
+    expect(ok.status).toBe(200);
+    await fetch(url, { method: 'DELETE', headers: { 'mcp-session-id': ok.headers.get('mcp-session-id')! } });
+  });
+
+  it('cancels upstream work when the client closes the response stream', async () => {
+    const headers = await rawSession(url);
+    const abort = new AbortController();
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+      body: JSON.stringify(callTool(31, 'hang')),
+      signal: abort.signal,
+    });
+    expect(res.status).toBe(200);
+    abort.abort();
+    await eventually(() => cancelled().some((c) => c.cancelled === 31 && /closed the response stream/.test(c.reason)), 5000, 'upstream cancellation');
+  });
+
+  it('reaps the child when the client ends the session, and when the session idles', async () => {
+    const a = await rawSession(url);
+    const pidA = Number(await toolText(url, a, 1, 'pid'));
+    expect(isAlive(pidA)).toBe(true);
+    expect((await fetch(url, { method: 'DELETE', headers: a })).status).toBe(200);
+    await eventually(() => !isAlive(pidA), 5000, 'child reaped after DELETE');
+    expect((await rawPost(url, callTool(2, 'echo'), a)).status).toBe(404);
+
+    const b = await rawSession(url);
+    const pidB = Number(await toolText(url, b, 1, 'pid'));
+    await eventually(() => !isAlive(pidB), 10_000, 'idle child reaped');
+    expect((await rawPost(url, callTool(2, 'echo'), b)).status).toBe(404);
+  });
+});
+
+describe('upstream start failures', () => {
+  afterAll(stopAll);
+
+  it('answers initialize with an error and reports degraded health when the command cannot start', async () => {
+    const proxy = await startProxy(['--upstream', '/nonexistent/mcp-server --flag']);
+    const reply = await rawPost(proxy.url, INIT);
+    expect(reply.messages[0]).toMatchObject({ id: 0, error: { code: -32000, data: { code: 'UPSTREAM_START_FAILED' } } });
+    expect(reply.messages[0].error.message).toContain('ENOENT');
+    const health = await fetch(proxy.url.replace('/mcp', '/healthz'));
+    expect(health.status).toBe(503);
+    expect(await health.json()).toMatchObject({ status: 'degraded', upstream: { kind: 'stdio' } });
+  });
+
+  it('answers initialize with an error when the upstream dies at start', async () => {
+    const proxy = await startProxy(['--upstream', FAULTY], { FAULTY_START: 'crash' });
+    const reply = await rawPost(proxy.url, INIT);
+    expect(reply.messages[0]).toMatchObject({ id: 0, error: { data: { code: 'UPSTREAM_CLOSED', exitCode: 2 } } });
+    expect(proxy.stderr()).toContain('boom');
+  });
+});
+
+describe('shutdown reaps every child', () => {
+  afterAll(stopAll);
+
+  it.each(['SIGTERM', 'SIGINT'] as const)('on %s', async (signal) => {
+    const proxy = await startProxy(['--upstream', FAULTY]);
+    const pids: number[] = [];
+    for (let i = 0; i < 2; i++) {
+      const headers = await rawSession(proxy.url);
+      pids.push(Number(await toolText(proxy.url, headers, 1, 'pid')));
+    }
+    expect(pids.every(isAlive)).toBe(true);
+    expect(await proxy.stop(signal)).toBe(0);
+    await eventually(() => pids.every((p) => !isAlive(p)), 5000, 'children reaped');
+  });
+});
+
+describe('the stdio front', () => {
+  /** Starts `--stdio` and returns helpers to write lines and read the replies. */
+  function stdioProxy(env: NodeJS.ProcessEnv = {}) {
+    const proc = spawn(process.execPath, [PROXY_MAIN, '--stdio', '--upstream', FAULTY], { env: { ...process.env, ...env } });
+    const lines: any[] = [];
+    proc.stdout.on('data', lineSplitter((l) => lines.push(JSON.parse(l))));
+    const exited = new Promise<number | null>((r) => proc.once('exit', r));
+    return { proc, lines, exited, send: (m: unknown) => proc.stdin.write((typeof m === 'string' ? m : JSON.stringify(m)) + '\n') };
+  }
+
+  it('answers garbage with -32700, relays calls, and reaps the child when stdin closes', async () => {
+    const p = stdioProxy();
+    p.send('not json at all');
+    p.send(INIT);
+    p.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    p.send(callTool(1, 'pid'));
+    await eventually(() => p.lines.length >= 3, 10_000, 'replies');
+    expect(p.lines[0]).toMatchObject({ id: null, error: { code: -32700 } });
+    const pid = Number(p.lines[2].result.content[0].text);
+    expect(isAlive(pid)).toBe(true);
+    p.proc.stdin.end();
+    expect(await p.exited).toBe(0);
+    await eventually(() => !isAlive(pid), 5000, 'child reaped');
+  });
+
+  it('answers pending requests and exits non-zero when the upstream crashes', async () => {
+    const p = stdioProxy();
+    p.send(INIT);
+    p.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    p.send(callTool(1, 'hang'));
+    p.send(callTool(2, 'crash'));
+    expect(await p.exited).toBe(1);
+    expect(p.lines.slice(1).map((l) => [l.id, l.error?.data?.code])).toEqual([[1, 'UPSTREAM_CLOSED'], [2, 'UPSTREAM_CLOSED']]);
+  });
+});
+
+describe('a Streamable HTTP upstream that goes away', () => {
+  afterAll(stopAll);
+
+  it('answers pending requests when the upstream dies, and ends the session when it comes back without it', async () => {
+    const port = await freePort();
+    let upstream = await startHttpFixture('faulty-server', {}, port);
+    const proxy = await startProxy(['--upstream', upstream.url]);
+    const headers = await rawSession(proxy.url);
+    expect(await toolText(proxy.url, headers, 1, 'echo', { text: 'up' })).toBe('up');
+    const hanging = rawPost(proxy.url, callTool(2, 'hang'), headers);
+    await new Promise((r) => setTimeout(r, 200));
+    await upstream.stop('SIGKILL');
+    expect((await hanging).messages[0]).toMatchObject({ id: 2, error: { code: -32000 } });
+
+    upstream = await startHttpFixture('faulty-server', {}, port); // a new process: our session is unknown there
+    const expired = await rawPost(proxy.url, callTool(3, 'echo', { text: 'again' }), headers);
+    expect(expired.messages[0]).toMatchObject({ id: 3, error: { data: { code: 'UPSTREAM_SESSION_EXPIRED' } } });
+    expect((await rawPost(proxy.url, callTool(4, 'echo'), headers)).status).toBe(404); // the client re-initializes
+    const fresh = await rawSession(proxy.url);
+    expect(await toolText(proxy.url, fresh, 5, 'echo', { text: 'recovered' })).toBe('recovered');
+  });
+});
