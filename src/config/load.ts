@@ -36,7 +36,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
       throw new ConfigError([`${file}: cannot read the config file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`]);
     }
     const lines = new LineCounter();
-    const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false });
+    const doc = parseDocument(text, { lineCounter: lines });
     if (doc.errors.length > 0) {
       throw new ConfigError(doc.errors.map((e) => {
         const at = e.linePos?.[0];
@@ -48,7 +48,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
       throw new ConfigError([`${file}:1:1: the config file must be a YAML mapping (key: value pairs)`]);
     }
     const missing: string[] = [];
-    raw = interpolate(value, env, [], (path, name) => missing.push(`${file}${lineOf(doc, lines, path)}: ${keyPath(path)}: environment variable ${name} is not set (use \${${name}:-default} for a fallback)`));
+    raw = interpolate(dropNulls(value), env, [], (path, name) => missing.push(`${file}${lineOf(doc, lines, path)}: ${keyPath(path)}: environment variable ${name} is not set (use \${${name}:-default} for a fallback)`));
     if (missing.length) throw new ConfigError(missing);
     locate = (path) => `${file}${lineOf(doc, lines, path)}: ${keyPath(path)}`;
   }
@@ -102,6 +102,15 @@ function interpolate(value: unknown, env: NodeJS.ProcessEnv, path: PropertyKey[]
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolate(v, env, [...path, k], missing)]));
   }
   return value;
+}
+
+/** A key written with no value (`upstream:` followed by comments only) means "the defaults". */
+function dropNulls(value: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([, v]) => v !== null)
+      .map(([k, v]) => [k, isPlainObject(v) ? dropNulls(v) : v]),
+  );
 }
 
 function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {

@@ -9,7 +9,7 @@ const headerMap = z.record(z.string(), z.string()).describe('HTTP headers sent t
 
 export const upstreamSchema = z
   .object({
-    url: z.url({ protocol: /^https?$/ }).optional().describe('Streamable HTTP endpoint of the upstream server, e.g. http://127.0.0.1:3000/mcp.'),
+    url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional().describe('Streamable HTTP endpoint of the upstream server, e.g. http://127.0.0.1:3000/mcp.'),
     command: z
       .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
       .optional()

@@ -65,21 +65,22 @@ export async function connectDirect(upstream: UpstreamRef): Promise<Connected> {
   return { client, received, transport, close: () => client.close() };
 }
 
-/** `upstreamArg` is what `--upstream` gets: a command line or a URL. */
-export async function connectViaProxy(front: Front, upstreamArg: string, extraArgs: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<Connected> {
+/** `upstreamArg` is what `--upstream` gets: a command line or a URL; undefined = the demo. */
+export async function connectViaProxy(front: Front, upstreamArg: string | undefined, extraArgs: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<Connected> {
   const received: Record<string, unknown[]> = {};
   const client = newClient(received);
+  const upstreamArgs = upstreamArg === undefined ? [] : ['--upstream', upstreamArg];
   if (front === 'stdio') {
     const transport = new StdioClientTransport({
       command: process.execPath,
-      args: [PROXY_MAIN, '--stdio', '--upstream', upstreamArg, '--log-level', 'warn', ...extraArgs],
+      args: [PROXY_MAIN, '--stdio', ...upstreamArgs, '--log-level', 'warn', ...extraArgs],
       env: { ...process.env, ...env } as Record<string, string>,
       stderr: 'pipe',
     });
     await client.connect(transport);
     return { client, received, transport, close: () => client.close() };
   }
-  const proxy = await startProxy(['--upstream', upstreamArg, ...extraArgs], env);
+  const proxy = await startProxy([...upstreamArgs, ...extraArgs], env);
   const transport = new StreamableHTTPClientTransport(new URL(proxy.url));
   await client.connect(transport);
   return {

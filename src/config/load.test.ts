@@ -1,0 +1,70 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from './load.js';
+import { configJsonSchema } from './schema.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'proxy-config-'));
+function file(name: string, text: string): string {
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  return path;
+}
+function problems(fn: () => unknown): string[] {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('gives the documented defaults with no file', () => {
+    const config = loadConfig({});
+    expect(config.listen).toMatchObject({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4194304 });
+    expect(config.timeouts).toEqual({ requestMs: 60000, sessionIdleMs: 600000, shutdownGraceMs: 2000 });
+    expect(config.upstream.url ?? config.upstream.command).toBeUndefined();
+  });
+
+  it('loads the shipped default.yaml and examples', () => {
+    for (const f of ['config/default.yaml', 'config/examples/everything.yaml', 'config/examples/stdio-server.yaml']) {
+      expect(() => loadConfig({ file: f, env: {} })).not.toThrow();
+    }
+  });
+
+  it('interpolates ${VAR} and ${VAR:-fallback}', () => {
+    const path = file('env.yaml', 'upstream:\n  url: ${BASE:-http://127.0.0.1:1}/mcp\n  headers:\n    Authorization: Bearer ${TOKEN}\n');
+    const config = loadConfig({ file: path, env: { TOKEN: 's3cret' } });
+    expect(config.upstream).toMatchObject({ url: 'http://127.0.0.1:1/mcp', headers: { Authorization: 'Bearer s3cret' } });
+  });
+
+  it('names file, line, column and key for every problem at once', () => {
+    const path = file('bad.yaml', 'listen:\n  port: "abc"\n  bogus: 1\nupstream:\n  url: ftp://x\n');
+    expect(problems(() => loadConfig({ file: path }))).toEqual([
+      `${path}:5:8: upstream.url: must be an http:// or https:// URL`,
+      `${path}:2:9: listen.port: Invalid input: expected number, received string`,
+      `${path}:2:3: listen: unknown key(s) "bogus"`,
+    ]);
+  });
+
+  it('reports unset variables, YAML syntax errors, non-mappings and missing files', () => {
+    expect(problems(() => loadConfig({ file: file('v.yaml', 'upstream:\n  headers:\n    A: ${NOPE}\n'), env: {} }))[0]).toMatch(/v\.yaml:3:8: upstream\.headers\.A: environment variable NOPE is not set/);
+    expect(problems(() => loadConfig({ file: file('s.yaml', 'listen: [\n') }))[0]).toMatch(/s\.yaml:2:1: YAML syntax error/);
+    expect(problems(() => loadConfig({ file: file('l.yaml', '- a\n- b\n') }))[0]).toMatch(/must be a YAML mapping/);
+    expect(problems(() => loadConfig({ file: join(dir, 'missing.yaml') }))[0]).toMatch(/cannot read the config file \(ENOENT\)/);
+    expect(problems(() => loadConfig({ file: file('both.yaml', 'upstream:\n  url: http://127.0.0.1:1/mcp\n  command: x\n') }))[0]).toMatch(/either `url` or `command`/);
+  });
+
+  it('lets overrides (environment, flags) win over the file', () => {
+    const path = file('o.yaml', 'listen:\n  port: 9000\n  host: 127.0.0.2\n');
+    const config = loadConfig({ file: path, overrides: { listen: { port: 9100, host: undefined } } });
+    expect(config.listen).toMatchObject({ port: 9100, host: '127.0.0.2' });
+  });
+
+  it('keeps config/config.schema.json in step with the zod schema (npm run schema regenerates it)', () => {
+    expect(JSON.parse(readFileSync('config/config.schema.json', 'utf8'))).toEqual(configJsonSchema());
+  });
+});

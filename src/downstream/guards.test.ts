@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { hostGuard, originGuard } from './guards.js';
+
+describe('originGuard', () => {
+  it('accepts no Origin and loopback origins by default, nothing else', () => {
+    const ok = originGuard(undefined);
+    expect([undefined, 'http://localhost:3000', 'https://127.0.0.1', 'http://[::1]:8080'].map(ok)).toEqual([true, true, true, true]);
+    expect(['http://evil.example', 'http://localhost.evil.example', 'file://localhost', 'null'].map(ok)).toEqual([false, false, false, false]);
+  });
+  it('uses an explicit list exactly, or allows all with "*"', () => {
+    expect(originGuard(['https://app.example'])('https://app.example')).toBe(true);
+    expect(originGuard(['https://app.example'])('http://localhost:1')).toBe(false);
+    expect(originGuard(['*'])('http://anything')).toBe(true);
+  });
+});
+
+describe('hostGuard', () => {
+  it('accepts only loopback names when bound to loopback', () => {
+    const ok = hostGuard(undefined, '127.0.0.1');
+    expect(['localhost:8080', '127.0.0.1', '[::1]:1'].map(ok)).toEqual([true, true, true]);
+    expect(['evil.example', 'evil.example:8080', undefined].map(ok)).toEqual([false, false, false]);
+  });
+  it('checks nothing when bound elsewhere unless a list is given', () => {
+    expect(hostGuard(undefined, '0.0.0.0')('anything')).toBe(true);
+    expect(hostGuard(['mcp.internal'], '0.0.0.0')('mcp.internal:8080')).toBe(true);
+    expect(hostGuard(['mcp.internal'], '0.0.0.0')('other')).toBe(false);
+  });
+});

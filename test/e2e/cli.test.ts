@@ -1,0 +1,76 @@
+/**
+ * The CLI as a user meets it: help, version, validate, bad flags and configs (exit 2 with a
+ * message, no stack trace), a busy port, and the zero-config start in front of the demo server.
+ */
+import { execFile } from 'node:child_process';
+import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { connectViaProxy } from '../helpers/clients.js';
+import { PROXY_MAIN, startProxy, stopAll } from '../helpers/processes.js';
+
+const run = async (args: string[], env: NodeJS.ProcessEnv = {}) => {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [PROXY_MAIN, ...args], { env: { ...process.env, ...env }, timeout: 15_000 });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+};
+
+describe('the mcp-negotiate-proxy CLI', () => {
+  afterAll(stopAll);
+
+  it('prints help and the package version', async () => {
+    const help = await run(['--help']);
+    expect(help.code).toBe(0);
+    for (const flag of ['--upstream', '--stdio', '--host', '--port', '--config', '--log-level', '--request-timeout', 'MCP_PROXY_UPSTREAM']) {
+      expect(help.stdout).toContain(flag);
+    }
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+    expect((await run(['--version'])).stdout.trim()).toBe(pkg.version);
+  });
+
+  it('validates configs: OK with exit 0, precise problems with exit 2', async () => {
+    expect(await run(['validate', '--config', 'config/default.yaml'])).toMatchObject({ code: 0, stdout: 'config/default.yaml: OK\n' });
+    const bad = join(mkdtempSync(join(tmpdir(), 'cli-')), 'bad.yaml');
+    writeFileSync(bad, 'timeouts:\n  requestMs: -5\n');
+    const r = await run(['validate', '--config', bad]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`${bad}:2:14: timeouts.requestMs: Too small`);
+    expect(r.stderr).not.toContain('    at ');
+  });
+
+  it('refuses bad usage and a bad config at start-up with exit 2 and no stack trace', async () => {
+    for (const args of [['--port', 'eighty'], ['--bogus'], ['--config', '/nonexistent.yaml']]) {
+      const r = await run(args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(/^mcp-negotiate-proxy: /);
+      expect(r.stderr).not.toContain('    at ');
+    }
+    expect((await run([], { MCP_PROXY_LOG_LEVEL: 'loud' })).stderr).toContain('logLevel');
+  });
+
+  it('says when the port is taken', async () => {
+    const first = await startProxy([]);
+    const port = new URL(first.url).port;
+    const r = await run(['--port', port]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('EADDRINUSE');
+    expect(r.stderr).toContain('--port');
+  });
+
+  it('fronts the built-in demo server with no options at all', async () => {
+    const conn = await connectViaProxy('http', undefined);
+    const tools = (await conn.client.listTools()).tools.map((t) => t.name);
+    expect(tools).toEqual(expect.arrayContaining(['get_weather', 'plan_journey', 'convert_units']));
+    const weather = await conn.client.callTool({ name: 'get_weather', arguments: { city: 'Bern' } });
+    expect((weather.content as Array<{ text: string }>)[0].text).toContain('Bern');
+    const health = await fetch(conn.proxy!.url.replace('/mcp', '/healthz'));
+    expect(await health.json()).toMatchObject({ status: 'ok', upstream: { kind: 'stdio' }, sessions: 1 });
+    await conn.close();
+  });
+});
