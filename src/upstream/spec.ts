@@ -13,7 +13,24 @@ export function resolveUpstream(config: UpstreamConfig, demoEntry: string): Upst
   return { kind: 'stdio', command: process.execPath, args: [demoEntry], env: config.env };
 }
 
-/** A one-line description for logs and /healthz, without header values. */
+const SECRET_NAME = /(token|secret|passw(or)?d|api[-_]?key|^key$|auth|credential)/i;
+
+/** A one-line description for logs and /healthz, with secret-looking values masked. */
 export function describeUpstream(spec: UpstreamSpec): string {
-  return spec.kind === 'http' ? spec.url : [spec.command, ...spec.args].join(' ');
+  if (spec.kind === 'http') return redactUrl(spec.url);
+  const words = [spec.command, ...spec.args].map((word, i, all) => {
+    const eq = word.indexOf('=');
+    if (eq > 0 && SECRET_NAME.test(word.slice(0, eq).replace(/^-+/, ''))) return `${word.slice(0, eq)}=***`;
+    const previous = all[i - 1];
+    if (previous?.startsWith('-') && !previous.includes('=') && SECRET_NAME.test(previous.replace(/^-+/, ''))) return '***';
+    return word;
+  });
+  return words.join(' ');
+}
+
+function redactUrl(raw: string): string {
+  const url = new URL(raw);
+  if (url.password) url.password = '***';
+  for (const name of [...url.searchParams.keys()]) if (SECRET_NAME.test(name)) url.searchParams.set(name, '***');
+  return url.toString().replaceAll('%2A%2A%2A', '***');
 }

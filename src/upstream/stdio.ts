@@ -75,7 +75,7 @@ export function createStdioUpstream(
     const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
     finish(new ProxyError('UPSTREAM_CLOSED', `Upstream process ${how}`, { exitCode: code, signal }));
   });
-  log.debug({ pid: child.pid, command: spec.command, args: spec.args }, 'upstream process started');
+  log.debug({ pid: child.pid }, 'upstream process started');
 
   return {
     kind: 'stdio',

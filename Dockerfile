@@ -1,0 +1,25 @@
+# syntax=docker/dockerfile:1
+# mcp-negotiate-proxy: build with the dev toolchain, ship only dist/ and production dependencies.
+
+FROM node:22-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+RUN npm ci --ignore-scripts
+COPY src ./src
+RUN npm run build && npm prune --omit=dev
+
+FROM node:22-bookworm-slim
+ENV NODE_ENV=production \
+    MCP_PROXY_HOST=0.0.0.0 \
+    MCP_PROXY_PORT=8080
+WORKDIR /app
+COPY --from=build --chown=root:root /app/node_modules ./node_modules
+COPY --from=build --chown=root:root /app/dist ./dist
+COPY package.json ./
+COPY config ./config
+# The image's unprivileged user; the proxy needs no write access anywhere.
+USER node
+EXPOSE 8080
+HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.MCP_PROXY_PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+ENTRYPOINT ["node", "dist/main.js"]

@@ -1,0 +1,61 @@
+/**
+ * Benchmark knobs, all from the environment so `npm run bench` needs no arguments. Every loop in
+ * the benchmark is bounded by one of these counts and by a time cap.
+ */
+function int(name: string, fallback: number, min: number, max: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer in [${min}, ${max}], got "${raw}"`);
+  return n;
+}
+
+function list(name: string, fallback: string[], allowed: string[]): string[] {
+  const raw = process.env[name];
+  if (!raw) return fallback;
+  const items = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const item of items) if (!allowed.includes(item)) throw new Error(`${name}: unknown item "${item}" (allowed: ${allowed.join(', ')})`);
+  return items;
+}
+
+export interface Settings {
+  /** Measured sequential calls per run, lean upstream (this batch also yields the proxy CPU figure). */
+  calls: number;
+  /** Measured sequential calls per run, server-everything upstream (slower per call). */
+  callsEverything: number;
+  /** Warm-up calls before every measured batch (per client). */
+  warmup: number;
+  /** Concurrent clients (one session each). */
+  clients: number;
+  /** Measured calls in total across the concurrent clients. */
+  concCalls: number;
+  concCallsEverything: number;
+  /** Cap on one measured batch; a batch stopped by it reports how many calls it made. */
+  runSeconds: number;
+  /** Whole-benchmark cap: scenarios not started by then are skipped (and listed as skipped). */
+  totalSeconds: number;
+  /** Sessions held open for the memory measurement. */
+  sessions: number;
+  /** Upstream for the memory measurement. */
+  memUpstream: 'faulty' | 'everything' | 'lean';
+  upstreams: string[];
+  /** Set to a directory to run every proxy under `node --cpu-prof` (profiles written there). */
+  profileDir: string | undefined;
+}
+
+export function loadSettings(): Settings {
+  return {
+    calls: int('BENCH_CALLS', 6000, 10, 1_000_000),
+    callsEverything: int('BENCH_CALLS_EVERYTHING', 3000, 10, 1_000_000),
+    warmup: int('BENCH_WARMUP', 500, 0, 100_000),
+    clients: int('BENCH_CLIENTS', 8, 1, 64),
+    concCalls: int('BENCH_CONC_CALLS', 8000, 10, 1_000_000),
+    concCallsEverything: int('BENCH_CONC_CALLS_EVERYTHING', 4000, 10, 1_000_000),
+    runSeconds: int('BENCH_RUN_SECONDS', 10, 1, 600),
+    totalSeconds: int('BENCH_TOTAL_SECONDS', 240, 10, 3600),
+    sessions: int('BENCH_SESSIONS', 500, 1, 5000),
+    memUpstream: list('BENCH_MEM_UPSTREAM', ['faulty'], ['faulty', 'everything', 'lean'])[0] as Settings['memUpstream'],
+    upstreams: list('BENCH_UPSTREAMS', ['lean', 'everything'], ['lean', 'everything']),
+    profileDir: process.env.BENCH_PROFILE_DIR || undefined,
+  };
+}
