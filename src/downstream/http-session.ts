@@ -40,6 +40,11 @@ export class HttpSession implements ClientSink {
     return this.exchanges.size === 0 && !this.getStream?.isOpen && this.relay.pendingCount === 0;
   }
 
+  /** Is a response stream already waiting for the answer to `id`? */
+  isWaiting(id: JsonRpcId): boolean {
+    return this.exchanges.has(id);
+  }
+
   /** Registers a POST's channel as the place the answers to `ids` go. */
   addExchange(channel: ResponseChannel, ids: JsonRpcId[]): void {
     const exchange: Exchange = { channel, waiting: new Set(ids) };

@@ -6,7 +6,7 @@
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
-import { ProxyError } from '../jsonrpc/errors.js';
+import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
 import { INVALID_REQUEST, errorResponse, isRequest, parsePayload, type JsonRpcId } from '../jsonrpc/message.js';
 import type { ClientSink, RelaySession } from '../relay/session.js';
 import { hostGuard, originGuard } from './guards.js';
@@ -117,6 +117,11 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     if (ids.length === 0) {
       for (const frame of frames) session.relay.fromClient(frame);
       return reply.code(202).send();
+    }
+    const duplicate = ids.find((id) => session.isWaiting(id));
+    if (duplicate !== undefined) {
+      const err = new ProxyError('DUPLICATE_ID', `Request id ${JSON.stringify(duplicate)} is already in use`);
+      return reply.code(400).type('application/json').send(JSON.stringify(errorResponse(duplicate, toJsonRpcError(err))));
     }
     reply.hijack();
     const headers = { 'mcp-session-id': session.id };

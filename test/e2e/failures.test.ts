@@ -93,6 +93,20 @@ describe('an HTTP-front proxy in front of a faulty stdio upstream', () => {
     expect(big.status).toBe(413);
     expect(big.messages[0].error.message).toContain('4096 bytes');
     expect(await toolText(url, headers, 10, 'echo', { text: 'fine' })).toBe('fine');
+    // The same id twice while the first is in flight: the duplicate is refused, the first completes.
+    const first = rawPost(url, callTool(50, 'slow_progress', { steps: 1, delayMs: 300 }), headers);
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await rawPost(url, callTool(50, 'echo', { text: 'dup' }), headers)).messages[0]).toMatchObject({ id: 50, error: { code: -32600, data: { code: 'DUPLICATE_ID' } } });
+    expect((await first).messages.at(-1)).toMatchObject({ id: 50, result: { content: [{ text: 'done 1' }] } });
+  });
+
+  it('answers in JSON when the client accepts only JSON, and answers batches in one array', async () => {
+    const headers = await rawSession(url);
+    const json = await rawPost(url, callTool(1, 'echo', { text: 'plain' }), { ...headers, accept: 'application/json' });
+    expect(json.headers.get('content-type')).toContain('application/json');
+    expect(json.messages).toEqual([{ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'plain' }] } }]);
+    const batch = await rawPost(url, [callTool(2, 'echo', { text: 'a' }), callTool(3, 'echo', { text: 'b' })], { ...headers, accept: 'application/json' });
+    expect(batch.messages.map((m) => [m.id, m.result.content[0].text]).sort()).toEqual([[2, 'a'], [3, 'b']]);
   });
 
   it('checks sessions, protocol versions and Accept headers', async () => {
