@@ -38,6 +38,7 @@ export const listenSchema = z
       .optional()
       .describe('Host header names accepted. Default when bound to loopback: localhost, 127.0.0.1, [::1]. Otherwise all.'),
     maxBodyBytes: z.number().int().positive().default(4 * 1024 * 1024).describe('Largest accepted request body; larger ones get 413.'),
+    maxSessions: z.number().int().positive().default(1000).describe('Most concurrent HTTP sessions (each may hold an upstream process); initialize beyond it gets 503.'),
   })
   .strict();
 
@@ -52,7 +53,7 @@ export const timeoutsSchema = z
 export const configSchema = z
   .object({
     upstream: upstreamSchema.default({ args: [], env: {}, headers: {} }),
-    listen: listenSchema.default({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4 * 1024 * 1024 }),
+    listen: listenSchema.default({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4 * 1024 * 1024, maxSessions: 1000 }),
     timeouts: timeoutsSchema.default({ requestMs: 60_000, sessionIdleMs: 10 * 60_000, shutdownGraceMs: 2_000 }),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level (logs always go to stderr).'),
   })

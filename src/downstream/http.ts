@@ -108,6 +108,10 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     if (init) {
       if (frames.length > 1) return rpcError(reply, 400, INVALID_REQUEST, 'Invalid Request: initialize must be sent alone');
       if (req.headers['mcp-session-id']) return rpcError(reply, 400, INVALID_REQUEST, 'Invalid Request: this session is already initialized');
+      if (sessions.size >= listen.maxSessions) {
+        log.warn({ sessions: sessions.size }, 'session limit reached; refusing initialize');
+        return rpcError(reply, 503, -32000, `Too many sessions (limit ${listen.maxSessions}); try again later`);
+      }
       session = openSession();
     } else {
       session = sessionFor(req, reply);

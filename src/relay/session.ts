@@ -29,8 +29,6 @@ interface Pending {
 }
 
 export class RelaySession {
-  /** The protocol version the upstream agreed to at initialize. */
-  protocolVersion: string | undefined;
   /** Last time a message passed either way (ms since epoch). */
   lastActivity = Date.now();
   private readonly pending = new Map<JsonRpcId, Pending>();
@@ -96,7 +94,6 @@ export class RelaySession {
         this.opts.log.debug({ id }, 'dropped an upstream response nobody waits for');
         return;
       }
-      if (p.method === 'initialize' && msg.result) this.protocolVersion = String(msg.result.protocolVersion);
       this.sink.deliver(frame, id!);
       return;
     }

@@ -161,6 +161,20 @@ describe('an HTTP-front proxy in front of a faulty stdio upstream', () => {
   });
 });
 
+describe('the session limit', () => {
+  afterAll(stopAll);
+
+  it('refuses initialize beyond listen.maxSessions with 503, and admits again once a session ends', async () => {
+    const proxy = await startProxy(['--config', writeConfig('limit.yaml', `upstream:\n  command: ${JSON.stringify(FAULTY)}\nlisten:\n  maxSessions: 1\n`)]);
+    const first = await rawSession(proxy.url);
+    const refused = await rawPost(proxy.url, INIT);
+    expect(refused.status).toBe(503);
+    expect(refused.messages[0].error.message).toContain('limit 1');
+    await fetch(proxy.url, { method: 'DELETE', headers: first });
+    expect((await rawPost(proxy.url, INIT)).status).toBe(200);
+  });
+});
+
 describe('upstream start failures', () => {
   afterAll(stopAll);
 
