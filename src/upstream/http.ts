@@ -95,26 +95,29 @@ export function createHttpUpstream(
     state.retryMs = reader.retryMs ?? state.retryMs;
   };
 
+  /** GET the session's stream (resuming after `state.lastEventId`); undefined when there is none. */
+  const getStream = async (state: StreamState, signal: AbortSignal) => {
+    const res = await request(spec.url, {
+      method: 'GET',
+      dispatcher: opts.dispatcher,
+      signal,
+      headers: headers({ accept: 'text/event-stream', ...(state.lastEventId ? { 'last-event-id': state.lastEventId } : {}) }),
+    });
+    if (res.statusCode === 200) return res.body;
+    await res.body.dump();
+    if (res.statusCode === 404) sessionExpired();
+    else log.debug({ status: res.statusCode }, 'upstream offers no GET stream');
+    return undefined;
+  };
+
   /** Resumes a dropped stream with GET + Last-Event-ID until `done()` or the resume budget is spent. */
   const resume = async (relatedId: JsonRpcId | undefined, state: StreamState, done: () => boolean, signal: AbortSignal) => {
     for (let attempt = 0; attempt < opts.maxResumes && !done() && !signal.aborted; attempt++) {
       await sleep(state.retryMs ?? opts.defaultRetryMs, signal);
       if (signal.aborted) return;
-      const res = await request(spec.url, {
-        method: 'GET',
-        dispatcher: opts.dispatcher,
-        signal,
-        headers: headers({ accept: 'text/event-stream', ...(state.lastEventId ? { 'last-event-id': state.lastEventId } : {}) }),
-      });
-      if (res.statusCode === 404) {
-        await res.body.dump();
-        return sessionExpired();
-      }
-      if (res.statusCode !== 200) {
-        await res.body.dump();
-        return;
-      }
-      await readSse(res.body, relatedId, state);
+      const body = await getStream(state, signal);
+      if (!body) return;
+      await readSse(body, relatedId, state);
     }
   };
 
@@ -190,23 +193,10 @@ export function createHttpUpstream(
         if (failures >= 0) await sleep(Math.min((state.retryMs ?? opts.defaultRetryMs) * 2 ** failures, 30_000), lifetime.signal);
         if (closed) return;
         failures++;
-        const res = await request(spec.url, {
-          method: 'GET',
-          dispatcher: opts.dispatcher,
-          signal: lifetime.signal,
-          headers: headers({ accept: 'text/event-stream', ...(state.lastEventId ? { 'last-event-id': state.lastEventId } : {}) }),
-        });
-        if (res.statusCode === 404) {
-          await res.body.dump();
-          return sessionExpired();
-        }
-        if (res.statusCode !== 200) {
-          await res.body.dump();
-          log.debug({ status: res.statusCode }, 'upstream offers no GET stream');
-          return;
-        }
+        const body = await getStream(state, lifetime.signal);
+        if (!body) return;
         failures = 0;
-        await readSse(res.body, undefined, state);
+        await readSse(body, undefined, state);
       } catch (err) {
         if (closed) return;
         log.debug({ err: (err as Error).message }, 'upstream GET stream dropped; reconnecting');
