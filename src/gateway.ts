@@ -69,7 +69,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   };
 
   const openSession = (sink: ClientSink, sessionLog: Logger) =>
-    new RelaySession((events) => connect(events, sessionLog), sink, { requestTimeoutMs: config.timeouts.requestMs, log: sessionLog });
+    new RelaySession((events) => connect(events, sessionLog), sink, { requestTimeoutMs: config.timeouts.requestMs, initializeTimeoutMs: config.timeouts.initializeMs, log: sessionLog });
 
   const reportHealth = () => ({
     ok: health.startFailure === undefined,

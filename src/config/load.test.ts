@@ -24,8 +24,8 @@ function problems(fn: () => unknown): string[] {
 describe('loadConfig', () => {
   it('gives the documented defaults with no file', () => {
     const config = loadConfig({});
-    expect(config.listen).toMatchObject({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4194304 });
-    expect(config.timeouts).toEqual({ requestMs: 60000, sessionIdleMs: 600000, shutdownGraceMs: 2000 });
+    expect(config.listen).toMatchObject({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4194304, responseMode: 'auto', maxSessions: 1000 });
+    expect(config.timeouts).toEqual({ requestMs: 60000, initializeMs: 120000, sessionIdleMs: 600000, shutdownGraceMs: 2000 });
     expect(config.upstream.url ?? config.upstream.command).toBeUndefined();
   });
 

@@ -38,6 +38,10 @@ export const listenSchema = z
       .optional()
       .describe('Host header names accepted. Default when bound to loopback: localhost, 127.0.0.1, [::1]. Otherwise all.'),
     maxBodyBytes: z.number().int().positive().default(4 * 1024 * 1024).describe('Largest accepted request body; larger ones get 413.'),
+    responseMode: z
+      .enum(['auto', 'sse', 'json'])
+      .default('auto')
+      .describe('How POSTs are answered: auto = plain JSON when the answer is immediate and alone, SSE when there is more to stream; sse = always SSE; json = always JSON (progress then goes to the GET stream).'),
     maxSessions: z.number().int().positive().default(1000).describe('Most concurrent HTTP sessions (each may hold an upstream process); initialize beyond it gets 503.'),
   })
   .strict();
@@ -45,6 +49,7 @@ export const listenSchema = z
 export const timeoutsSchema = z
   .object({
     requestMs: z.number().int().positive().default(60_000).describe('Per-request upstream timeout; progress notifications restart it.'),
+    initializeMs: z.number().int().positive().default(120_000).describe('Timeout of initialize, which includes starting a stdio upstream (npx may download first).'),
     sessionIdleMs: z.number().int().positive().default(10 * 60_000).describe('An HTTP session with no traffic, no pending request and no open GET stream is ended after this.'),
     shutdownGraceMs: z.number().int().positive().default(2_000).describe('Grace period when stopping a stdio upstream: stdin closed, then SIGTERM, then SIGKILL.'),
   })
@@ -53,8 +58,8 @@ export const timeoutsSchema = z
 export const configSchema = z
   .object({
     upstream: upstreamSchema.default({ args: [], env: {}, headers: {} }),
-    listen: listenSchema.default({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4 * 1024 * 1024, maxSessions: 1000 }),
-    timeouts: timeoutsSchema.default({ requestMs: 60_000, sessionIdleMs: 10 * 60_000, shutdownGraceMs: 2_000 }),
+    listen: listenSchema.default({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4 * 1024 * 1024, responseMode: 'auto', maxSessions: 1000 }),
+    timeouts: timeoutsSchema.default({ requestMs: 60_000, initializeMs: 120_000, sessionIdleMs: 10 * 60_000, shutdownGraceMs: 2_000 }),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level (logs always go to stderr).'),
   })
   .strict();

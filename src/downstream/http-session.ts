@@ -9,12 +9,12 @@ import type { Logger } from 'pino';
 import type { ProxyError } from '../jsonrpc/errors.js';
 import { isResponse, serialize, type Frame, type JsonRpcId } from '../jsonrpc/message.js';
 import type { ClientSink, RelaySession } from '../relay/session.js';
-import { SseStream, type ResponseChannel } from './streams.js';
+import type { PostReply, SseStream } from './streams.js';
 
 const BACKLOG_LIMIT = 1000;
 
 interface Exchange {
-  channel: ResponseChannel;
+  channel: PostReply;
   waiting: Set<JsonRpcId>;
 }
 
@@ -46,7 +46,7 @@ export class HttpSession implements ClientSink {
   }
 
   /** Registers a POST's channel as the place the answers to `ids` go. */
-  addExchange(channel: ResponseChannel, ids: JsonRpcId[]): void {
+  addExchange(channel: PostReply, ids: JsonRpcId[]): void {
     const exchange: Exchange = { channel, waiting: new Set(ids) };
     for (const id of ids) this.exchanges.set(id, exchange);
     channel.onClose(() => {
@@ -76,14 +76,15 @@ export class HttpSession implements ClientSink {
   deliver(frame: Frame, relatedId?: JsonRpcId): void {
     const json = serialize(frame);
     const exchange = relatedId === undefined ? undefined : this.exchanges.get(relatedId);
-    if (exchange?.channel.isOpen && (exchange.channel instanceof SseStream || isResponse(frame.msg))) {
-      exchange.channel.send(json);
-      if (isResponse(frame.msg) && frame.msg.id === relatedId) this.answered(exchange, relatedId!);
+    if (exchange?.channel.isOpen && (exchange.channel.canStream || isResponse(frame.msg))) {
+      const answers = isResponse(frame.msg) && frame.msg.id === relatedId;
+      exchange.channel.send(json, answers && exchange.waiting.size === 1);
+      if (answers) this.answered(exchange, relatedId!);
       return;
     }
     if (this.getStream?.isOpen) return this.getStream.send(json);
     for (const other of this.exchanges.values()) {
-      if (other.channel instanceof SseStream && other.channel.isOpen) return other.channel.send(json);
+      if (other.channel.canStream && other.channel.isOpen) return other.channel.send(json, false);
     }
     if (this.backlog.length >= BACKLOG_LIMIT) {
       this.backlog.shift();

@@ -11,7 +11,10 @@ import { INVALID_REQUEST, errorResponse, isRequest, parsePayload, type JsonRpcId
 import type { ClientSink, RelaySession } from '../relay/session.js';
 import { hostGuard, originGuard } from './guards.js';
 import { HttpSession } from './http-session.js';
-import { JsonReply, SseStream } from './streams.js';
+import { PostReply, SseStream } from './streams.js';
+
+/** In `auto` mode, a POST whose answer takes longer than this becomes an SSE stream. */
+const STREAM_AFTER_MS = 100;
 
 export const LEGACY_PROTOCOL_VERSIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'];
 
@@ -96,7 +99,8 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
   app.post(listen.path, async (req, reply) => {
     const accept = String(req.headers.accept ?? '*/*');
     const wantsSse = accept.includes('text/event-stream') || accept.includes('*/*');
-    if (!wantsSse && !accept.includes('application/json')) {
+    const wantsJson = accept.includes('application/json') || accept.includes('*/*');
+    if (!wantsSse && !wantsJson) {
       return rpcError(reply, 406, INVALID_REQUEST, 'Not Acceptable: accept application/json or text/event-stream');
     }
     if (typeof req.body !== 'string') return rpcError(reply, 400, INVALID_REQUEST, 'Request body is empty');
@@ -128,8 +132,8 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
       return reply.code(400).type('application/json').send(JSON.stringify(errorResponse(duplicate, toJsonRpcError(err))));
     }
     reply.hijack();
-    const headers = { 'mcp-session-id': session.id };
-    const channel = wantsSse ? new SseStream(reply.raw, headers) : new JsonReply(reply.raw, headers, batch);
+    const mode = !wantsSse ? 'json' : !wantsJson ? 'sse' : listen.responseMode;
+    const channel = new PostReply(reply.raw, { 'mcp-session-id': session.id }, mode, batch, STREAM_AFTER_MS);
     session.addExchange(channel, ids);
     for (const frame of frames) session.relay.fromClient(frame);
   });

@@ -1,42 +1,40 @@
 /**
- * The client-facing halves of a Streamable HTTP exchange: an SSE stream (a POST's response
- * stream or the session's GET stream) and a JSON response that waits for all its answers.
+ * The client-facing halves of a Streamable HTTP exchange: the session's GET stream (SSE from the
+ * start) and the reply to a POST, which is plain JSON or SSE as the exchange requires.
  */
 import type { ServerResponse } from 'node:http';
 
-/** A server-sent events stream over a raw Node response. */
-export class SseStream {
-  private open = true;
+const SSE_HEADERS = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache, no-transform',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+};
 
+/** One JSON-RPC message as an SSE `message` event. */
+function sseEvent(json: string): string {
+  // Multi-line JSON (pretty-printed by an upstream) needs one `data:` field per line.
+  const data = json.includes('\n') ? json.split(/\r?\n/).join('\ndata: ') : json;
+  return `event: message\ndata: ${data}\n\n`;
+}
+
+/** A server-sent events stream that starts at once (the session's GET stream). */
+export class SseStream {
   constructor(private readonly res: ServerResponse, headers: Record<string, string>) {
-    res.writeHead(200, {
-      'content-type': 'text/event-stream',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-      ...headers,
-    });
+    res.writeHead(200, { ...SSE_HEADERS, ...headers });
     res.flushHeaders();
-    res.once('close', () => {
-      this.open = false;
-    });
   }
 
   get isOpen(): boolean {
-    return this.open && !this.res.writableEnded;
+    return !this.res.writableEnded && !this.res.destroyed;
   }
 
-  /** Writes one JSON-RPC message as a `message` event. */
   send(json: string): void {
-    if (!this.isOpen) return;
-    // Multi-line JSON (pretty-printed by an upstream) needs one `data:` field per line.
-    const data = json.includes('\n') ? json.split(/\r?\n/).join('\ndata: ') : json;
-    this.res.write(`event: message\ndata: ${data}\n\n`);
+    if (this.isOpen) this.res.write(sseEvent(json));
   }
 
   end(): void {
     if (!this.res.writableEnded) this.res.end();
-    this.open = false;
   }
 
   onClose(fn: () => void): void {
@@ -44,36 +42,89 @@ export class SseStream {
   }
 }
 
-/** A JSON reply: collects the responses of a POST and sends them once all have arrived. */
-export class JsonReply {
-  private readonly bodies: string[] = [];
+/**
+ * How a POST is answered: `sse` always streams; `json` never does (the client accepts only
+ * JSON, or the operator chose it); `auto` answers with plain JSON when the response is the first
+ * and only message and comes within `streamAfterMs`, and otherwise becomes an SSE stream. Plain
+ * JSON is the cheaper path for both sides; the stream is there for progress and server requests.
+ */
+export type ReplyMode = 'auto' | 'sse' | 'json';
+
+export class PostReply {
+  private streaming = false;
   private done = false;
+  private readonly bodies: string[] = [];
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly res: ServerResponse,
     private readonly headers: Record<string, string>,
+    private readonly mode: ReplyMode,
     private readonly batch: boolean,
-  ) {}
+    streamAfterMs: number,
+  ) {
+    if (mode === 'sse' || (mode === 'auto' && batch)) this.startStream();
+    else if (mode === 'auto') this.timer = setTimeout(() => this.startStream(), streamAfterMs);
+  }
+
+  /** Can this reply carry notifications and requests besides the responses? */
+  get canStream(): boolean {
+    return this.mode !== 'json';
+  }
 
   get isOpen(): boolean {
     return !this.done && !this.res.destroyed;
   }
 
-  send(json: string): void {
-    this.bodies.push(json);
+  /** Sends one message; `last` means no other message will follow on this reply. */
+  send(json: string, last: boolean): void {
+    if (!this.isOpen) return;
+    if (this.mode === 'json') {
+      this.bodies.push(json);
+      if (last) this.end();
+      return;
+    }
+    if (!this.streaming) {
+      if (last && !this.batch) return this.finishJson(json);
+      this.startStream();
+    }
+    if (last) {
+      this.done = true;
+      this.res.end(sseEvent(json)); // the event and the end of the stream in one write
+    } else {
+      this.res.write(sseEvent(json));
+    }
   }
 
   end(): void {
     if (this.done) return;
-    this.done = true;
-    const body = this.batch ? `[${this.bodies.join(',')}]` : this.bodies[0] ?? '';
-    this.res.writeHead(200, { 'content-type': 'application/json', ...this.headers });
-    this.res.end(body);
+    if (this.streaming) {
+      this.done = true;
+      this.res.end();
+    } else {
+      this.finishJson(this.batch ? `[${this.bodies.join(',')}]` : (this.bodies[0] ?? ''));
+    }
   }
 
   onClose(fn: () => void): void {
-    this.res.once('close', fn);
+    this.res.once('close', () => {
+      clearTimeout(this.timer);
+      fn();
+    });
+  }
+
+  private startStream(): void {
+    if (this.streaming || this.done) return;
+    clearTimeout(this.timer);
+    this.streaming = true;
+    this.res.writeHead(200, { ...SSE_HEADERS, ...this.headers });
+    this.res.flushHeaders();
+  }
+
+  private finishJson(body: string): void {
+    clearTimeout(this.timer);
+    this.done = true;
+    this.res.writeHead(200, { 'content-type': 'application/json', ...this.headers });
+    this.res.end(body);
   }
 }
-
-export type ResponseChannel = SseStream | JsonReply;

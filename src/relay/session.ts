@@ -19,6 +19,8 @@ export interface ClientSink {
 export interface RelayOptions {
   /** No answer within this time → a timeout error to the client and a cancellation upstream. */
   requestTimeoutMs: number;
+  /** The same for initialize, which also waits for a stdio upstream to start. */
+  initializeTimeoutMs: number;
   log: Logger;
 }
 
@@ -65,7 +67,7 @@ export class RelaySession {
         return this.sink.deliver({ msg: errorResponse(msg.id, toJsonRpcError(new ProxyError('DUPLICATE_ID', `Request id ${JSON.stringify(msg.id)} is already in use`))) }, msg.id);
       }
       const progressToken = (msg.params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
-      const timer = setTimeout(() => this.timeout(msg.id), this.opts.requestTimeoutMs);
+      const timer = setTimeout(() => this.timeout(msg.id), this.limitFor(msg.method));
       this.pending.set(msg.id, { method: msg.method, timer, progressToken });
       if (progressToken !== undefined) this.progressOwners.set(progressToken, msg.id);
     }
@@ -111,10 +113,14 @@ export class RelaySession {
   private timeout(id: JsonRpcId): void {
     const p = this.settle(id);
     if (!p) return;
-    const ms = this.opts.requestTimeoutMs;
+    const ms = this.limitFor(p.method);
     this.opts.log.warn({ id, method: p.method, ms }, 'upstream request timed out');
     this.answer(id, new ProxyError('REQUEST_TIMEOUT', `The upstream did not answer ${p.method} within ${ms} ms`, { timeoutMs: ms }));
     if (p.method !== 'initialize') this.cancelUpstream(id, `Request timed out after ${ms} ms`);
+  }
+
+  private limitFor(method: string): number {
+    return method === 'initialize' ? this.opts.initializeTimeoutMs : this.opts.requestTimeoutMs;
   }
 
   private cancelUpstream(id: JsonRpcId, reason: string): void {
@@ -132,6 +138,7 @@ export class RelaySession {
   }
 
   private answer(id: JsonRpcId, err: ProxyError): void {
+    this.lastActivity = Date.now();
     this.sink.deliver({ msg: errorResponse(id, toJsonRpcError(err)) }, id);
   }
 

@@ -44,7 +44,7 @@ describe('an HTTP-front proxy in front of a faulty stdio upstream', () => {
       '  maxBodyBytes: 4096',
       'timeouts:',
       '  requestMs: 800',
-      '  sessionIdleMs: 600',
+      '  sessionIdleMs: 2500', // short for the idle test, long enough for a loaded machine
       '  shutdownGraceMs: 500',
     ].join('\n'));
     proxy = await startProxy(['--config', config]);
@@ -156,7 +156,7 @@ describe('an HTTP-front proxy in front of a faulty stdio upstream', () => {
 
     const b = await rawSession(url);
     const pidB = Number(await toolText(url, b, 1, 'pid'));
-    await eventually(() => !isAlive(pidB), 10_000, 'idle child reaped');
+    await eventually(() => !isAlive(pidB), 15_000, 'idle child reaped');
     expect((await rawPost(url, callTool(2, 'echo'), b)).status).toBe(404);
   });
 });
