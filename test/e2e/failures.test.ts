@@ -64,7 +64,7 @@ describe('an HTTP-front proxy in front of a faulty stdio upstream', () => {
     expect((await rawPost(url, callTool(3, 'echo', { text: 'x' }), headers)).status).toBe(404);
     const fresh = await rawSession(url);
     expect(await toolText(url, fresh, 4, 'echo', { text: 'new session' })).toBe('new session');
-    expect(proxy.stderr()).toContain('crashing'); // the upstream's stderr tail is logged
+    await eventually(() => proxy.stderr().includes('crashing'), 5000, 'the upstream stderr tail in the log');
   });
 
   it('times out a hanging request, cancels it upstream, and keeps the session', async () => {
@@ -78,7 +78,7 @@ describe('an HTTP-front proxy in front of a faulty stdio upstream', () => {
   it('skips non-JSON lines from the upstream and logs them', async () => {
     const headers = await rawSession(url);
     expect(await toolText(url, headers, 1, 'garbage')).toBe('after garbage');
-    expect(proxy.stderr()).toContain('not JSON-RPC');
+    await eventually(() => proxy.stderr().includes('not JSON-RPC'), 5000, 'a warning in the log');
   });
 
   it('rejects malformed JSON (-32700), invalid requests (-32600) and oversized bodies (413)', async () => {
@@ -192,7 +192,7 @@ describe('upstream start failures', () => {
     const proxy = await startProxy(['--upstream', FAULTY], { FAULTY_START: 'crash' });
     const reply = await rawPost(proxy.url, INIT);
     expect(reply.messages[0]).toMatchObject({ id: 0, error: { data: { code: 'UPSTREAM_CLOSED', exitCode: 2 } } });
-    expect(proxy.stderr()).toContain('boom');
+    await eventually(() => proxy.stderr().includes('boom'), 5000, 'the upstream stderr tail in the log');
   });
 });
 
