@@ -54,9 +54,10 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     rpcError(reply, status, status >= 500 ? -32603 : INVALID_REQUEST, message);
   });
 
-  app.addHook('onRequest', async (req, reply) => {
+  app.addHook('onRequest', (req, reply, done) => {
     if (!hostOk(req.headers.host)) return rpcError(reply, 403, INVALID_REQUEST, `Host header "${req.headers.host ?? ''}" is not allowed`);
     if (!originOk(req.headers.origin)) return rpcError(reply, 403, INVALID_REQUEST, `Origin "${req.headers.origin}" is not allowed`);
+    done();
   });
 
   app.get('/healthz', async (_req, reply) => {

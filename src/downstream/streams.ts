@@ -124,7 +124,7 @@ export class PostReply {
   private finishJson(body: string): void {
     clearTimeout(this.timer);
     this.done = true;
-    this.res.writeHead(200, { 'content-type': 'application/json', ...this.headers });
+    this.res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...this.headers });
     this.res.end(body);
   }
 }

@@ -40,6 +40,8 @@ export function createHttpUpstream(
   let initializeId: JsonRpcId | undefined;
   let closed = false;
   const lifetime = new AbortController();
+  /** Every POST still running, so that ending the session aborts them all. */
+  const posts = new Set<AbortController>();
   /** Abort handles of POST streams still waiting for a response, by request id. */
   const inFlight = new Map<JsonRpcId, AbortController>();
 
@@ -53,8 +55,13 @@ export function createHttpUpstream(
   const fail = (err: ProxyError) => {
     if (closed) return;
     closed = true;
-    lifetime.abort();
+    abortAll();
     events.onClose(err);
+  };
+
+  const abortAll = () => {
+    lifetime.abort();
+    for (const abort of posts) abort.abort();
   };
 
   const sessionExpired = () =>
@@ -125,7 +132,8 @@ export function createHttpUpstream(
     const msg = frame.msg;
     const ids = isRequest(msg) ? [msg.id] : [];
     const abort = new AbortController();
-    const signal = AbortSignal.any([lifetime.signal, abort.signal]);
+    const signal = abort.signal;
+    posts.add(abort);
     for (const id of ids) inFlight.set(id, abort);
     try {
       const res = await request(spec.url, {
@@ -165,10 +173,11 @@ export function createHttpUpstream(
       answerWithError(ids, new ProxyError('UPSTREAM_PROTOCOL', `The upstream answered HTTP ${res.statusCode}`, { body: text.slice(0, 500) }));
       if (ids.length === 0) log.warn({ status: res.statusCode, body: text.slice(0, 200) }, 'upstream rejected a message');
     } catch (err) {
-      if (lifetime.signal.aborted || abort.signal.aborted) return;
+      if (signal.aborted) return;
       log.warn({ err: (err as Error).message, url: spec.url }, 'upstream request failed');
       answerWithError(ids, new ProxyError('UPSTREAM_UNREACHABLE', `The upstream could not be reached: ${(err as Error).message}`));
     } finally {
+      posts.delete(abort);
       for (const id of ids) if (inFlight.get(id) === abort) inFlight.delete(id);
     }
   };
@@ -222,7 +231,7 @@ export function createHttpUpstream(
       const id = sessionId;
       sessionId = undefined;
       closed = true;
-      lifetime.abort();
+      abortAll();
       if (!id) return;
       try {
         const res = await request(spec.url, {

@@ -1,0 +1,66 @@
+/**
+ * Backward compatibility at the byte level: a client that declares nothing gets exactly the
+ * bytes the upstream wrote, through the stdio front and through the HTTP front, for every
+ * method the built-in demo server offers.
+ */
+import { spawn } from 'node:child_process';
+import { afterAll, describe, expect, it } from 'vitest';
+import { lineSplitter } from '../../src/upstream/lines.js';
+import { rawPost } from '../helpers/raw.js';
+import { eventually, PROXY_MAIN, ROOT, startProxy, stopAll } from '../helpers/processes.js';
+
+const DEMO = `${ROOT}dist/demo/main.js`;
+const initialize = { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bytes', version: '1' } } };
+const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
+const REQUESTS = [
+  ['tools/list', {}],
+  ['tools/call', { name: 'get_weather', arguments: { city: 'Lugano' } }],
+  ['tools/call', { name: 'plan_journey', arguments: { from: 'Bern', to: 'Lugano', date: '2026-05-01' } }],
+  ['tools/call', { name: 'convert_units', arguments: { value: 12, from: 'km', to: 'mi' } }],
+  ['tools/call', { name: 'convert_units', arguments: { value: 1, from: 'kg', to: 'km' } }],
+  ['resources/list', {}],
+  ['resources/templates/list', {}],
+  ['resources/read', { uri: 'demo://cities' }],
+  ['resources/read', { uri: 'demo://guide' }],
+  ['resources/read', { uri: 'demo://weather/bern' }],
+  ['prompts/list', {}],
+  ['prompts/get', { name: 'trip_briefing', arguments: { destination: 'Zurich', days: '2' } }],
+  ['completion/complete', { ref: { type: 'ref/resource', uri: 'demo://weather/{city}' }, argument: { name: 'city', value: 'Lu' } }],
+  ['ping', {}],
+  ['no/such/method', { extra: [1, 2] }],
+].map(([method, params], i) => ({ jsonrpc: '2.0', id: i + 1, method, params }));
+
+/** Speaks raw lines to a stdio process; returns every line it answered, by request id (the server answers concurrent requests in any order). */
+async function converse(argv: string[]): Promise<string[]> {
+  const proc = spawn(process.execPath, argv, { stdio: ['pipe', 'pipe', 'ignore'] });
+  const lines: string[] = [];
+  proc.stdout.on('data', lineSplitter((l) => lines.push(l)));
+  const send = (m: unknown) => proc.stdin.write(JSON.stringify(m) + '\n');
+  send(initialize);
+  await eventually(() => lines.length === 1, 15_000, 'initialize answer');
+  send(initialized);
+  for (const r of REQUESTS) send(r);
+  await eventually(() => lines.length === REQUESTS.length + 1, 15_000, 'all answers');
+  proc.stdin.end();
+  await new Promise((r) => proc.once('exit', r));
+  return lines.sort((a, b) => JSON.parse(a).id - JSON.parse(b).id);
+}
+
+describe('a client that declares nothing gets the upstream bytes unchanged', () => {
+  afterAll(stopAll);
+
+  it('through the stdio front and the HTTP front', async () => {
+    const direct = await converse([DEMO]);
+    expect(direct.length).toBe(REQUESTS.length + 1);
+    expect(await converse([PROXY_MAIN, '--stdio', '--log-level', 'silent'])).toEqual(direct);
+
+    const proxy = await startProxy([]);
+    const headers = { accept: 'application/json' }; // plain JSON bodies: one message each, nothing added
+    const init = await rawPost(proxy.url, initialize, headers);
+    const session = { ...headers, 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+    await rawPost(proxy.url, initialized, session);
+    const overHttp = [init.text];
+    for (const r of REQUESTS) overHttp.push((await rawPost(proxy.url, r, session)).text);
+    expect(overHttp).toEqual(direct);
+  });
+});
