@@ -23,14 +23,18 @@ export interface Settings {
   calls: number;
   /** Measured sequential calls per run, server-everything upstream (slower per call). */
   callsEverything: number;
-  /** Warm-up calls before every measured batch (per client). */
+  /** Warm-up calls per route (in total over its sessions), before its first measured batch... */
   warmup: number;
+  /** ...or this long, whichever ends first. */
+  warmupSeconds: number;
   /** Concurrent clients (one session each). */
   clients: number;
   /** Measured calls in total across the concurrent clients. */
   concCalls: number;
   concCallsEverything: number;
-  /** Cap on one measured batch; a batch stopped by it reports how many calls it made. */
+  /** Direct and proxied batches alternate this many times each; the counts are split over them. */
+  rounds: number;
+  /** Cap on one route's measured calls (over all rounds); a batch stopped by it says so. */
   runSeconds: number;
   /** Whole-benchmark cap: scenarios not started by then are skipped (and listed as skipped). */
   totalSeconds: number;
@@ -39,6 +43,8 @@ export interface Settings {
   /** Upstream for the memory measurement. */
   memUpstream: 'faulty' | 'everything' | 'lean';
   upstreams: string[];
+  /** The lean server's HTTP mode answers POSTs with one-event SSE streams instead of JSON. */
+  leanSse: boolean;
   /** Set to a directory to run every proxy under `node --cpu-prof` (profiles written there). */
   profileDir: string | undefined;
 }
@@ -47,15 +53,18 @@ export function loadSettings(): Settings {
   return {
     calls: int('BENCH_CALLS', 6000, 10, 1_000_000),
     callsEverything: int('BENCH_CALLS_EVERYTHING', 3000, 10, 1_000_000),
-    warmup: int('BENCH_WARMUP', 500, 0, 100_000),
+    warmup: int('BENCH_WARMUP', 2500, 0, 100_000),
+    warmupSeconds: int('BENCH_WARMUP_SECONDS', 3, 1, 120),
     clients: int('BENCH_CLIENTS', 8, 1, 64),
     concCalls: int('BENCH_CONC_CALLS', 8000, 10, 1_000_000),
     concCallsEverything: int('BENCH_CONC_CALLS_EVERYTHING', 4000, 10, 1_000_000),
+    rounds: int('BENCH_ROUNDS', 2, 1, 10),
     runSeconds: int('BENCH_RUN_SECONDS', 10, 1, 600),
     totalSeconds: int('BENCH_TOTAL_SECONDS', 240, 10, 3600),
     sessions: int('BENCH_SESSIONS', 500, 1, 5000),
     memUpstream: list('BENCH_MEM_UPSTREAM', ['faulty'], ['faulty', 'everything', 'lean'])[0] as Settings['memUpstream'],
     upstreams: list('BENCH_UPSTREAMS', ['lean', 'everything'], ['lean', 'everything']),
+    leanSse: ['1', 'true', 'yes'].includes((process.env.BENCH_LEAN_SSE ?? '').toLowerCase()),
     profileDir: process.env.BENCH_PROFILE_DIR || undefined,
   };
 }
