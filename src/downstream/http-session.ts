@@ -31,10 +31,6 @@ export class HttpSession implements ClientSink {
     private readonly onEnd: (session: HttpSession, reason: ProxyError) => void,
   ) {}
 
-  get isEnded(): boolean {
-    return this.ended;
-  }
-
   /** Nothing in flight and no stream open: a candidate for idle reaping. */
   get isQuiet(): boolean {
     return this.exchanges.size === 0 && !this.getStream?.isOpen && this.relay.pendingCount === 0;

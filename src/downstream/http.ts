@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
 import { INVALID_REQUEST, errorResponse, isRequest, parsePayload, type JsonRpcId } from '../jsonrpc/message.js';
-import type { ClientSink, RelaySession } from '../relay/session.js';
+import { duplicateId, type ClientSink, type RelaySession } from '../relay/session.js';
 import { hostGuard, originGuard } from './guards.js';
 import { HttpSession } from './http-session.js';
 import { PostReply, SseStream } from './streams.js';
@@ -30,7 +30,6 @@ export interface HttpDownstreamOptions {
 
 export interface HttpDownstream {
   url: string;
-  sessionCount(): number;
   close(): Promise<void>;
 }
 
@@ -129,8 +128,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     }
     const duplicate = ids.find((id) => session.isWaiting(id));
     if (duplicate !== undefined) {
-      const err = new ProxyError('DUPLICATE_ID', `Request id ${JSON.stringify(duplicate)} is already in use`);
-      return reply.code(400).type('application/json').send(JSON.stringify(errorResponse(duplicate, toJsonRpcError(err))));
+      return reply.code(400).type('application/json').send(JSON.stringify(errorResponse(duplicate, toJsonRpcError(duplicateId(duplicate)))));
     }
     reply.hijack();
     const mode = !wantsSse ? 'json' : !wantsJson ? 'sse' : listen.responseMode;
@@ -173,7 +171,6 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
   const url = new URL(listen.path, address.replace('0.0.0.0', '127.0.0.1').replace('[::]', '[::1]')).toString();
   return {
     url,
-    sessionCount: () => sessions.size,
     async close() {
       clearInterval(reaper);
       const reason = new ProxyError('SHUTTING_DOWN', 'The proxy is shutting down');

@@ -53,19 +53,13 @@ export class RelaySession {
     return this.pending.size;
   }
 
-  get isEnded(): boolean {
-    return this.ended;
-  }
-
   /** A message from the client. */
   fromClient(frame: Frame): void {
     this.lastActivity = Date.now();
     const msg = frame.msg;
     if (isRequest(msg)) {
       if (this.ended) return this.answer(msg.id, new ProxyError('UPSTREAM_CLOSED', 'The upstream session has ended'));
-      if (this.pending.has(msg.id)) {
-        return this.sink.deliver({ msg: errorResponse(msg.id, toJsonRpcError(new ProxyError('DUPLICATE_ID', `Request id ${JSON.stringify(msg.id)} is already in use`))) }, msg.id);
-      }
+      if (this.pending.has(msg.id)) return this.answer(msg.id, duplicateId(msg.id));
       const progressToken = (msg.params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
       const timer = setTimeout(() => this.timeout(msg.id), this.limitFor(msg.method));
       this.pending.set(msg.id, { method: msg.method, timer, progressToken });
@@ -152,4 +146,8 @@ export class RelaySession {
     }
     this.sink.end(err);
   }
+}
+
+export function duplicateId(id: JsonRpcId): ProxyError {
+  return new ProxyError('DUPLICATE_ID', `Request id ${JSON.stringify(id)} is already in use`);
 }

@@ -161,7 +161,7 @@ export function createHttpUpstream(
         } else {
           await res.body.dump();
         }
-        if (!signal.aborted) {
+        if (!signal.aborted && ids.some((id) => inFlight.has(id))) {
           answerWithError(ids, new ProxyError('UPSTREAM_PROTOCOL', 'The upstream ended the response without answering'));
         }
         if (isNotification(msg, 'notifications/initialized')) void openGetStream();
