@@ -43,7 +43,9 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const spec = resolveUpstream(config.upstream, demoEntry);
   const target = describeUpstream(spec);
   const children = new Set<ChildProcess>();
-  const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: null });
+  // The relay's own timers decide when a request has taken too long; undici's 300 s defaults
+  // would cut off long tool calls and quiet GET streams.
+  const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: null, bodyTimeout: 0, headersTimeout: 0 });
   const health = { startFailure: undefined as string | undefined, lastExit: undefined as string | undefined };
   let http: HttpDownstream | undefined;
   let stdio: StdioDownstream | undefined;
@@ -103,7 +105,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
         health: reportHealth,
         log,
       });
-      if (spec.kind === 'http') void probe(spec.url, dispatcher, log);
+      if (spec.kind === 'http') void probe(spec.url, target, dispatcher, log);
       log.info({ url: http.url }, 'listening');
       return { url: http.url };
     },
@@ -119,12 +121,12 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
 }
 
 /** Tells the operator at start-up whether an HTTP upstream answers at all. */
-async function probe(url: string, dispatcher: Agent, log: Logger): Promise<void> {
+async function probe(url: string, target: string, dispatcher: Agent, log: Logger): Promise<void> {
   try {
     const res = await request(url, { method: 'GET', dispatcher, headers: { accept: 'text/event-stream' }, signal: AbortSignal.timeout(3000) });
     await res.body.dump();
-    log.info({ url, status: res.statusCode }, 'upstream reachable');
+    log.info({ upstream: target, status: res.statusCode }, 'upstream reachable');
   } catch (err) {
-    log.warn({ url, err: (err as Error).message }, 'upstream not reachable yet; sessions will fail until it is');
+    log.warn({ upstream: target, err: (err as Error).message }, 'upstream not reachable yet; sessions will fail until it is');
   }
 }

@@ -43,6 +43,7 @@ async function main(): Promise<number> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGHUP', () => stop('SIGHUP'));
 
   await gateway.start();
   const reason = await gateway.done;

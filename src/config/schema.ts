@@ -36,7 +36,7 @@ export const listenSchema = z
     allowedHosts: z
       .array(z.string())
       .optional()
-      .describe('Host header names accepted. Default when bound to loopback: localhost, 127.0.0.1, [::1]. Otherwise all.'),
+      .describe('Host header values accepted (name or name:port; DNS-rebinding protection). Default: localhost, 127.x.y.z and [::1], wherever the proxy is bound. "*" allows all.'),
     maxBodyBytes: z.number().int().positive().default(4 * 1024 * 1024).describe('Largest accepted request body; larger ones get 413.'),
     responseMode: z
       .enum(['auto', 'sse', 'json'])

@@ -5,7 +5,7 @@ describe('originGuard', () => {
   it('accepts no Origin and loopback origins by default, nothing else', () => {
     const ok = originGuard(undefined);
     expect([undefined, 'http://localhost:3000', 'https://127.0.0.1', 'http://[::1]:8080'].map(ok)).toEqual([true, true, true, true]);
-    expect(['http://evil.example', 'http://localhost.evil.example', 'file://localhost', 'null'].map(ok)).toEqual([false, false, false, false]);
+    expect(['http://evil.example', 'http://localhost.evil.example', 'http://127.attacker.example', 'file://localhost', 'null'].map(ok)).toEqual([false, false, false, false, false]);
   });
   it('uses an explicit list exactly, or allows all with "*"', () => {
     expect(originGuard(['https://app.example'])('https://app.example')).toBe(true);
@@ -15,14 +15,15 @@ describe('originGuard', () => {
 });
 
 describe('hostGuard', () => {
-  it('accepts only loopback names when bound to loopback', () => {
-    const ok = hostGuard(undefined, '127.0.0.1');
-    expect(['localhost:8080', '127.0.0.1', '[::1]:1'].map(ok)).toEqual([true, true, true]);
-    expect(['evil.example', 'evil.example:8080', undefined].map(ok)).toEqual([false, false, false]);
+  it('accepts only loopback names by default, wherever the proxy is bound', () => {
+    const ok = hostGuard(undefined);
+    expect(['localhost:8080', '127.0.0.1', '127.0.0.2:80', '[::1]:1'].map(ok)).toEqual([true, true, true, true]);
+    expect(['evil.example', 'evil.example:8080', '127.attacker.example', undefined].map(ok)).toEqual([false, false, false, false]);
   });
-  it('checks nothing when bound elsewhere unless a list is given', () => {
-    expect(hostGuard(undefined, '0.0.0.0')('anything')).toBe(true);
-    expect(hostGuard(['mcp.internal'], '0.0.0.0')('mcp.internal:8080')).toBe(true);
-    expect(hostGuard(['mcp.internal'], '0.0.0.0')('other')).toBe(false);
+  it('uses an explicit list (with or without ports), or allows all with "*"', () => {
+    expect(hostGuard(['mcp.internal'])('mcp.internal:8080')).toBe(true);
+    expect(hostGuard(['mcp.internal:8080'])('mcp.internal:8080')).toBe(true);
+    expect(hostGuard(['mcp.internal'])('localhost')).toBe(false);
+    expect(hostGuard(['*'])('anything')).toBe(true);
   });
 });

@@ -2,10 +2,13 @@
  * DNS-rebinding protection for the HTTP endpoint: which Origin and Host headers are accepted.
  * Browsers always send Origin on cross-site requests; non-browser clients usually send none.
  */
+import { isIPv4 } from 'node:net';
+
 const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 
+/** localhost, [::1] or a 127.x.y.z address (not a name that merely starts with "127."). */
 export function isLoopbackHost(host: string): boolean {
-  return LOOPBACK_NAMES.has(host) || host.startsWith('127.');
+  return LOOPBACK_NAMES.has(host) || (isIPv4(host) && host.startsWith('127.'));
 }
 
 /** Returns a predicate over the Origin header (undefined = header absent, always accepted). */
@@ -25,13 +28,19 @@ export function originGuard(allowed: string[] | undefined): (origin: string | un
   };
 }
 
-/** Returns a predicate over the Host header; only enforced by default when bound to loopback. */
-export function hostGuard(allowed: string[] | undefined, bindHost: string): (host: string | undefined) => boolean {
-  if (allowed?.includes('*') || (!allowed && !isLoopbackHost(bindHost))) return () => true;
+/**
+ * Returns a predicate over the Host header. Without a list only loopback names pass, wherever
+ * the proxy is bound: a container binding 0.0.0.0 behind a port published on 127.0.0.1 is still
+ * reached as localhost, and any other name must be listed on purpose. Entries may carry a port.
+ */
+export function hostGuard(allowed: string[] | undefined): (host: string | undefined) => boolean {
+  if (allowed?.includes('*')) return () => true;
   const names = new Set((allowed ?? [...LOOPBACK_NAMES]).map((h) => h.toLowerCase()));
   return (host) => {
     if (host === undefined) return false;
-    return names.has(hostnameOf(host));
+    const h = host.toLowerCase();
+    const name = hostnameOf(h);
+    return names.has(h) || names.has(name) || (!allowed && isLoopbackHost(name));
   };
 }
 

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { ProxyError } from '../jsonrpc/errors.js';
+import { ProxyError } from '../jsonrpc/errors.js';
 import { isResponse, serialize, type Frame, type JsonRpcId } from '../jsonrpc/message.js';
 import type { ClientSink, RelaySession } from '../relay/session.js';
 import type { PostReply, SseStream } from './streams.js';
@@ -25,6 +25,8 @@ export class HttpSession implements ClientSink {
   private getStream: SseStream | undefined;
   private backlog: string[] = [];
   private ended = false;
+  /** The id of the initialize request that opened the session, until it is answered. */
+  private initializeId: JsonRpcId | undefined;
 
   constructor(
     private readonly log: Logger,
@@ -42,24 +44,32 @@ export class HttpSession implements ClientSink {
   }
 
   /** Registers a POST's channel as the place the answers to `ids` go. */
-  addExchange(channel: PostReply, ids: JsonRpcId[]): void {
+  addExchange(channel: PostReply, ids: JsonRpcId[], initialize = false): void {
     const exchange: Exchange = { channel, waiting: new Set(ids) };
     for (const id of ids) this.exchanges.set(id, exchange);
+    if (initialize) this.initializeId = ids[0];
     channel.onClose(() => {
       for (const id of exchange.waiting) {
         this.exchanges.delete(id);
         this.relay.abandon(id, 'The client closed the response stream');
+        if (id === this.initializeId) this.closeFailed('The client gave up on initialize');
       }
       exchange.waiting.clear();
     });
   }
 
-  get hasGetStream(): boolean {
-    return this.getStream?.isOpen ?? false;
+  heartbeat(): void {
+    this.getStream?.ping();
   }
 
-  /** Makes `stream` the session's GET stream and flushes what waited for one. */
+  cancelled(id: JsonRpcId): void {
+    const exchange = this.exchanges.get(id);
+    if (exchange) this.answered(exchange, id);
+  }
+
+  /** Makes `stream` the session's GET stream (a reconnecting client replaces its old one) and flushes what waited for one. */
   attachGetStream(stream: SseStream): void {
+    this.getStream?.end();
     this.getStream = stream;
     stream.onClose(() => {
       if (this.getStream === stream) this.getStream = undefined;
@@ -72,6 +82,11 @@ export class HttpSession implements ClientSink {
   deliver(frame: Frame, relatedId?: JsonRpcId): void {
     const json = serialize(frame);
     const exchange = relatedId === undefined ? undefined : this.exchanges.get(relatedId);
+    if (isResponse(frame.msg) && frame.msg.id === this.initializeId && relatedId === this.initializeId) {
+      this.initializeId = undefined;
+      // A session whose initialize failed is of no use: end it (the client starts a new one).
+      if (frame.msg.error) setImmediate(() => this.closeFailed('initialize failed'));
+    }
     if (exchange?.channel.isOpen && (exchange.channel.canStream || isResponse(frame.msg))) {
       const answers = isResponse(frame.msg) && frame.msg.id === relatedId;
       exchange.channel.send(json, answers && exchange.waiting.size === 1);
@@ -99,6 +114,10 @@ export class HttpSession implements ClientSink {
     this.exchanges.clear();
     this.getStream?.end();
     this.onEnd(this, reason);
+  }
+
+  private closeFailed(why: string): void {
+    void this.relay.close(new ProxyError('UPSTREAM_START_FAILED', why));
   }
 
   private answered(exchange: Exchange, id: JsonRpcId): void {

@@ -37,7 +37,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
   const { listen, log } = opts;
   const sessions = new Map<string, HttpSession>();
   const originOk = originGuard(listen.allowedOrigins);
-  const hostOk = hostGuard(listen.allowedHosts, listen.host);
+  const hostOk = hostGuard(listen.allowedHosts);
   const app = Fastify({ bodyLimit: listen.maxBodyBytes, forceCloseConnections: true, logger: false });
 
   app.removeAllContentTypeParsers();
@@ -116,7 +116,12 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
         log.warn({ sessions: sessions.size }, 'session limit reached; refusing initialize');
         return rpcError(reply, 503, -32000, `Too many sessions (limit ${listen.maxSessions}); try again later`);
       }
-      session = openSession();
+      try {
+        session = openSession();
+      } catch (err) {
+        log.error({ err: (err as Error).message }, 'could not open a session');
+        return rpcError(reply, 503, -32000, `Could not start a session: ${(err as Error).message}`);
+      }
     } else {
       session = sessionFor(req, reply);
       if (!session) return reply;
@@ -126,14 +131,14 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
       for (const frame of frames) session.relay.fromClient(frame);
       return reply.code(202).send();
     }
-    const duplicate = ids.find((id) => session.isWaiting(id));
+    const duplicate = ids.find((id, i) => session.isWaiting(id) || ids.indexOf(id) !== i);
     if (duplicate !== undefined) {
       return reply.code(400).type('application/json').send(JSON.stringify(errorResponse(duplicate, toJsonRpcError(duplicateId(duplicate)))));
     }
     reply.hijack();
     const mode = !wantsSse ? 'json' : !wantsJson ? 'sse' : listen.responseMode;
     const channel = new PostReply(reply.raw, { 'mcp-session-id': session.id }, mode, batch, STREAM_AFTER_MS);
-    session.addExchange(channel, ids);
+    session.addExchange(channel, ids, init !== undefined);
     for (const frame of frames) session.relay.fromClient(frame);
   });
 
@@ -143,7 +148,6 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     }
     const session = sessionFor(req, reply);
     if (!session) return reply;
-    if (session.hasGetStream) return rpcError(reply, 409, INVALID_REQUEST, 'Conflict: this session already has a GET stream open');
     if (req.headers['last-event-id']) log.debug({ session: session.id }, 'client asked to resume a stream; replay is not kept, opening a fresh one');
     reply.hijack();
     session.attachGetStream(new SseStream(reply.raw, { 'mcp-session-id': session.id }));
@@ -156,15 +160,18 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     return reply.code(200).send();
   });
 
+  // Every tick: a keep-alive comment on each GET stream (so a vanished client's socket errors
+  // out and its stream closes), then idle sessions are ended.
   const reaper = setInterval(() => {
     const cutoff = Date.now() - opts.sessionIdleMs;
     for (const session of sessions.values()) {
+      session.heartbeat();
       if (session.isQuiet && session.relay.lastActivity < cutoff) {
         log.info({ session: session.id }, 'session idle; ending it');
         void session.relay.close(new ProxyError('CLIENT_GONE', 'The session was idle too long'));
       }
     }
-  }, Math.min(opts.sessionIdleMs / 2, 30_000));
+  }, Math.min(opts.sessionIdleMs / 2, 25_000));
   reaper.unref();
 
   const address = await app.listen({ host: listen.host, port: listen.port });

@@ -33,6 +33,11 @@ export class SseStream {
     if (this.isOpen) this.res.write(sseEvent(json));
   }
 
+  /** An SSE comment: keeps proxies from timing the stream out and reveals a dead socket. */
+  ping(): void {
+    if (this.isOpen) this.res.write(': ping\n\n');
+  }
+
   end(): void {
     if (!this.res.writableEnded) this.res.end();
   }

@@ -18,7 +18,8 @@ export type ProxyErrorCode =
   | 'REQUEST_TIMEOUT'
   | 'CLIENT_GONE'
   | 'DUPLICATE_ID'
-  | 'SHUTTING_DOWN';
+  | 'SHUTTING_DOWN'
+  | 'TRANSFORM_FAILED';
 
 const WIRE_CODES: Record<ProxyErrorCode, number> = {
   UPSTREAM_CLOSED: CONNECTION_CLOSED,
@@ -30,6 +31,7 @@ const WIRE_CODES: Record<ProxyErrorCode, number> = {
   CLIENT_GONE: CONNECTION_CLOSED,
   DUPLICATE_ID: INVALID_REQUEST,
   SHUTTING_DOWN: CONNECTION_CLOSED,
+  TRANSFORM_FAILED: INTERNAL_ERROR,
 };
 
 export class ProxyError extends Error {

@@ -6,12 +6,14 @@
  */
 import type { Logger } from 'pino';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
-import { errorResponse, isRequest, isResponse, type Frame, type JsonRpcId } from '../jsonrpc/message.js';
+import { errorResponse, isNotification, isRequest, isResponse, type Frame, type JsonRpcId } from '../jsonrpc/message.js';
 import type { UpstreamConnection, UpstreamEvents } from '../upstream/types.js';
 
 export interface ClientSink {
   /** Delivers a message to the client; `relatedId` names the client request it belongs to. */
   deliver(frame: Frame, relatedId?: JsonRpcId): void;
+  /** The client cancelled request `id`: no answer will come for it. */
+  cancelled?(id: JsonRpcId): void;
   /** The session is over; every pending request has been answered already. */
   end(reason: ProxyError): void;
 }
@@ -21,17 +23,28 @@ export interface RelayOptions {
   requestTimeoutMs: number;
   /** The same for initialize, which also waits for a stdio upstream to start. */
   initializeTimeoutMs: number;
+  /** Reshapes results for the negotiated context (content negotiation); absent = pure relay. */
+  shaper?: ResultShaper;
   log: Logger;
+}
+
+/** What the relay asks of content negotiation: see src/negotiation/session.ts. */
+export interface ResultShaper {
+  onInitialize(params: Record<string, unknown> | undefined): void;
+  /** A replacement result, or undefined to relay the upstream's bytes. */
+  shape(method: string, name: string | undefined, result: Record<string, unknown>): Record<string, unknown> | undefined | Promise<Record<string, unknown> | undefined>;
 }
 
 interface Pending {
   method: string;
+  /** Tool or prompt name, or resource URI. */
+  name?: string;
   timer: NodeJS.Timeout;
   progressToken?: string | number;
 }
 
 export class RelaySession {
-  /** Last time a message passed either way (ms since epoch). */
+  /** Last time the client sent something or got an answer (ms since epoch); upstream chatter does not count. */
   lastActivity = Date.now();
   private readonly pending = new Map<JsonRpcId, Pending>();
   private readonly progressOwners = new Map<string | number, JsonRpcId>();
@@ -60,10 +73,17 @@ export class RelaySession {
     if (isRequest(msg)) {
       if (this.ended) return this.answer(msg.id, new ProxyError('UPSTREAM_CLOSED', 'The upstream session has ended'));
       if (this.pending.has(msg.id)) return this.answer(msg.id, duplicateId(msg.id));
-      const progressToken = (msg.params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
+      const params = msg.params;
+      const progressToken = (params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
       const timer = setTimeout(() => this.timeout(msg.id), this.limitFor(msg.method));
-      this.pending.set(msg.id, { method: msg.method, timer, progressToken });
+      const name = typeof params?.name === 'string' ? params.name : typeof params?.uri === 'string' ? params.uri : undefined;
+      this.pending.set(msg.id, { method: msg.method, name, timer, progressToken });
       if (progressToken !== undefined) this.progressOwners.set(progressToken, msg.id);
+      if (msg.method === 'initialize') this.opts.shaper?.onInitialize(params);
+    } else if (isNotification(msg) && msg.method === 'notifications/cancelled') {
+      // The client gave up on a request: nothing will answer it, so stop waiting for it here.
+      const id = (msg.params as { requestId?: JsonRpcId } | undefined)?.requestId;
+      if (id !== undefined && this.settle(id)) this.sink.cancelled?.(id);
     }
     if (!this.ended) this.upstream.send(frame);
   }
@@ -81,7 +101,6 @@ export class RelaySession {
   }
 
   private fromUpstream(frame: Frame, relatedId?: JsonRpcId): void {
-    this.lastActivity = Date.now();
     const msg = frame.msg;
     if (isResponse(msg)) {
       const id = msg.id;
@@ -90,7 +109,14 @@ export class RelaySession {
         this.opts.log.debug({ id }, 'dropped an upstream response nobody waits for');
         return;
       }
-      this.sink.deliver(frame, id!);
+      this.lastActivity = Date.now();
+      const shaped = msg.result && this.opts.shaper ? this.opts.shaper.shape(p.method, p.name, msg.result) : undefined;
+      if (shaped === undefined) return this.sink.deliver(frame, id!);
+      if (!(shaped instanceof Promise)) return this.sink.deliver({ msg: { ...msg, result: shaped } }, id!);
+      shaped.then(
+        (result) => this.sink.deliver(result ? { msg: { ...msg, result } } : frame, id!),
+        (err) => this.sink.deliver({ msg: errorResponse(id!, toJsonRpcError(err)) }, id!),
+      );
       return;
     }
     if (msg.method === 'notifications/progress') {

@@ -4,6 +4,7 @@
  * the initialize exchange it relays, opens the GET stream after `notifications/initialized`,
  * resumes SSE streams with Last-Event-ID after the server's `retry` delay, and ends with DELETE.
  */
+import { StringDecoder } from 'node:string_decoder';
 import type { Logger } from 'pino';
 import { request, type Dispatcher } from 'undici';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
@@ -86,7 +87,7 @@ export function createHttpUpstream(
     }
   };
 
-  /** Reads an SSE body; returns true when it ended normally. */
+  /** Reads an SSE body to its end, delivering each message; notes where a resume would start. */
   const readSse = async (body: AsyncIterable<Buffer>, relatedId: JsonRpcId | undefined, state: StreamState) => {
     const reader = createSseReader((ev) => {
       if (ev.event !== 'message' || ev.data === '') return; // priming events carry only an id
@@ -97,9 +98,14 @@ export function createHttpUpstream(
       }
       for (const frame of parsed.frames) deliver(frame, relatedId);
     });
-    for await (const chunk of body) reader.feed(chunk.toString());
-    state.lastEventId = reader.lastEventId ?? state.lastEventId;
-    state.retryMs = reader.retryMs ?? state.retryMs;
+    const decoder = new StringDecoder('utf8'); // a character may be split across chunks
+    try {
+      for await (const chunk of body) reader.feed(decoder.write(chunk));
+    } finally {
+      // Kept even when the stream breaks off, so a resume starts after the last event seen.
+      state.lastEventId = reader.lastEventId ?? state.lastEventId;
+      state.retryMs = reader.retryMs ?? state.retryMs;
+    }
   };
 
   /** GET the session's stream (resuming after `state.lastEventId`); undefined when there is none. */
@@ -110,10 +116,11 @@ export function createHttpUpstream(
       signal,
       headers: headers({ accept: 'text/event-stream', ...(state.lastEventId ? { 'last-event-id': state.lastEventId } : {}) }),
     });
-    if (res.statusCode === 200) return res.body;
+    if (res.statusCode === 200 && String(res.headers['content-type']).startsWith('text/event-stream')) return res.body;
     await res.body.dump();
     if (res.statusCode === 404) sessionExpired();
-    else log.debug({ status: res.statusCode }, 'upstream offers no GET stream');
+    else if (res.statusCode === 405 || res.statusCode === 200) log.debug({ status: res.statusCode }, 'upstream offers no GET stream');
+    else throw new Error(`GET stream answered HTTP ${res.statusCode}`); // transient: retried with backoff
     return undefined;
   };
 
@@ -122,11 +129,36 @@ export function createHttpUpstream(
     for (let attempt = 0; attempt < opts.maxResumes && !done() && !signal.aborted; attempt++) {
       await sleep(state.retryMs ?? opts.defaultRetryMs, signal);
       if (signal.aborted) return;
-      const body = await getStream(state, signal);
-      if (!body) return;
-      await readSse(body, relatedId, state);
+      try {
+        const body = await getStream(state, signal);
+        if (!body) return;
+        await readSse(body, relatedId, state);
+      } catch (err) {
+        if (signal.aborted) return;
+        log.debug({ err: (err as Error).message, attempt }, 'resuming the upstream stream failed; retrying');
+      }
     }
   };
+
+  /** Aborts what is running and DELETEs the upstream session (once; close() returns this). */
+  const endSession = async () => {
+    const id = sessionId;
+    closed = true;
+    abortAll();
+    if (!id) return;
+    try {
+      const res = await request(spec.url, {
+        method: 'DELETE',
+        dispatcher: opts.dispatcher,
+        headers: { ...spec.headers, 'mcp-session-id': id, ...(protocolVersion ? { 'mcp-protocol-version': protocolVersion } : {}) },
+        signal: AbortSignal.timeout(2000),
+      });
+      await res.body.dump();
+    } catch (err) {
+      log.debug({ err: (err as Error).message }, 'upstream session DELETE failed');
+    }
+  };
+  let ending: Promise<void> | undefined;
 
   const post = async (frame: Frame) => {
     const msg = frame.msg;
@@ -153,8 +185,13 @@ export function createHttpUpstream(
       if (res.statusCode >= 200 && res.statusCode < 300) {
         if (type.startsWith('text/event-stream')) {
           const state: StreamState = {};
-          await readSse(res.body, ids[0], state);
           const answered = () => !ids.some((id) => inFlight.has(id));
+          try {
+            await readSse(res.body, ids[0], state);
+          } catch (err) {
+            if (signal.aborted || !state.lastEventId) throw err; // not resumable
+            log.debug({ err: (err as Error).message }, 'upstream response stream broke off; resuming');
+          }
           if (!answered() && state.lastEventId) await resume(ids[0], state, answered, signal);
         } else if (type.startsWith('application/json')) {
           deliverBody(await res.body.text(), ids[0]);
@@ -169,12 +206,13 @@ export function createHttpUpstream(
       }
       // An error status: relay a JSON-RPC error body as is, or describe the status.
       const text = await res.body.text();
-      if (type.startsWith('application/json') && deliverBody(text, ids[0], true)) return;
+      const rejection = type.startsWith('application/json') ? requestError(text, ids) : undefined;
+      if (rejection) deliver(rejection, ids[0]);
       answerWithError(ids, new ProxyError('UPSTREAM_PROTOCOL', `The upstream answered HTTP ${res.statusCode}`, { body: text.slice(0, 500) }));
       if (ids.length === 0) log.warn({ status: res.statusCode, body: text.slice(0, 200) }, 'upstream rejected a message');
     } catch (err) {
       if (signal.aborted) return;
-      log.warn({ err: (err as Error).message, url: spec.url }, 'upstream request failed');
+      log.warn({ err: (err as Error).message }, 'upstream request failed');
       answerWithError(ids, new ProxyError('UPSTREAM_UNREACHABLE', `The upstream could not be reached: ${(err as Error).message}`));
     } finally {
       posts.delete(abort);
@@ -183,14 +221,10 @@ export function createHttpUpstream(
   };
 
   /** Returns false when the body held no JSON-RPC message. */
-  const deliverBody = (text: string, relatedId: JsonRpcId | undefined, quiet = false) => {
+  const deliverBody = (text: string, relatedId: JsonRpcId | undefined) => {
     const parsed = parsePayload(text);
-    if (!parsed.ok) {
-      if (!quiet) log.warn({ body: text.slice(0, 200) }, 'upstream answered with a body that is not JSON-RPC');
-      return false;
-    }
+    if (!parsed.ok) return log.warn({ body: text.slice(0, 200) }, 'upstream answered with a body that is not JSON-RPC');
     for (const frame of parsed.frames) deliver(frame, relatedId);
-    return true;
   };
 
   const openGetStream = async () => {
@@ -226,26 +260,23 @@ export function createHttpUpstream(
         if (id !== undefined) setImmediate(() => inFlight.get(id)?.abort());
       }
     },
-    async close() {
-      if (closed && !sessionId) return;
-      const id = sessionId;
-      sessionId = undefined;
-      closed = true;
-      abortAll();
-      if (!id) return;
-      try {
-        const res = await request(spec.url, {
-          method: 'DELETE',
-          dispatcher: opts.dispatcher,
-          headers: { ...spec.headers, 'mcp-session-id': id, ...(protocolVersion ? { 'mcp-protocol-version': protocolVersion } : {}) },
-          signal: AbortSignal.timeout(2000),
-        });
-        await res.body.dump();
-      } catch (err) {
-        log.debug({ err: (err as Error).message }, 'upstream session DELETE failed');
-      }
+    close() {
+      ending ??= endSession();
+      return ending;
     },
   };
+}
+
+/**
+ * The JSON-RPC error in an error-status body, as the answer to the one request of the POST.
+ * Servers often send such errors with `id: null` (they failed before reading the id).
+ */
+function requestError(text: string, ids: JsonRpcId[]): Frame | undefined {
+  const parsed = parsePayload(text);
+  if (!parsed.ok || parsed.batch || ids.length !== 1) return undefined;
+  const msg = parsed.frames[0].msg;
+  if (!isResponse(msg) || !msg.error) return undefined;
+  return msg.id === ids[0] ? parsed.frames[0] : { msg: { ...msg, id: ids[0] } };
 }
 
 interface StreamState {

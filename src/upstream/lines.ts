@@ -1,11 +1,15 @@
 /**
  * Newline-delimited framing: feed chunks, get complete lines (without the newline or a trailing
- * CR). Used for stdio on both sides.
+ * CR). Used for stdio on both sides. Bytes are decoded as a stream, so a multi-byte character
+ * split across two chunks arrives whole.
  */
+import { StringDecoder } from 'node:string_decoder';
+
 export function lineSplitter(onLine: (line: string) => void): (chunk: Buffer | string) => void {
   let pending = '';
+  const decoder = new StringDecoder('utf8');
   return function feed(chunk) {
-    const text = pending + chunk.toString();
+    const text = pending + (typeof chunk === 'string' ? chunk : decoder.write(chunk));
     let start = 0;
     let nl = text.indexOf('\n', start);
     while (nl !== -1) {

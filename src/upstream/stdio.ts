@@ -45,7 +45,17 @@ export function createStdioUpstream(
     events.onClose(err);
   };
 
-  child.stdout!.on('data', lineSplitter((line) => {
+  // First, so that a failed spawn (ENOENT, EMFILE) is an answer, never an unhandled error.
+  child.on('error', (err) => {
+    log.error({ command: spec.command, err: err.message }, 'upstream process could not start');
+    finish(new ProxyError('UPSTREAM_START_FAILED', `Upstream command "${spec.command}" could not start: ${err.message}`));
+  });
+  if (!child.stdout || !child.stdin || !child.stderr) {
+    // Node gives no pipes when the spawn failed outright; the 'error' above follows.
+    return { kind: 'stdio', send() {}, close: async () => undefined };
+  }
+
+  child.stdout.on('data', lineSplitter((line) => {
     const parsed = parsePayload(line);
     if (!parsed.ok) {
       log.warn({ line: line.slice(0, 200) }, 'upstream printed a line that is not JSON-RPC; skipped');
@@ -53,17 +63,13 @@ export function createStdioUpstream(
     }
     for (const frame of parsed.frames) events.onMessage(frame);
   }));
-  child.stderr!.on('data', lineSplitter((line) => {
+  child.stderr.on('data', lineSplitter((line) => {
     stderrTail.push(line);
     if (stderrTail.length > STDERR_TAIL_LINES) stderrTail.shift();
     log.debug({ stderr: line }, 'upstream stderr');
   }));
-  child.stdin!.on('error', (err) => log.debug({ err: err.message }, 'upstream stdin closed'));
+  child.stdin.on('error', (err) => log.debug({ err: err.message }, 'upstream stdin closed'));
 
-  child.on('error', (err) => {
-    log.error({ command: spec.command, err: err.message }, 'upstream process could not start');
-    finish(new ProxyError('UPSTREAM_START_FAILED', `Upstream command "${spec.command}" could not start: ${err.message}`));
-  });
   child.on('exit', () => killGroup(child, 'SIGKILL')); // whatever it spawned and left behind
   // 'close' comes after stdout and stderr are drained, so the last words of a crash are logged.
   child.on('close', (code, signal) => {

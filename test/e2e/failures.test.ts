@@ -67,6 +67,15 @@ describe('an HTTP-front proxy in front of a faulty stdio upstream', () => {
     await eventually(() => proxy.stderr().includes('crashing'), 5000, 'the upstream stderr tail in the log');
   });
 
+  it("forgets a request the client cancelled, and ends that request's stream", async () => {
+    const headers = await rawSession(url);
+    const hanging = rawPost(url, callTool(21, 'hang'), headers);
+    await new Promise((r) => setTimeout(r, 200));
+    await rawPost(url, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 21, reason: 'user pressed stop' } }, headers);
+    expect((await hanging).messages).toEqual([]); // no answer for a cancelled request, not even a timeout later
+    await eventually(() => cancelled().some((c) => c.cancelled === 21 && c.reason === 'user pressed stop'), 5000, 'upstream cancellation');
+  });
+
   it('times out a hanging request, cancels it upstream, and keeps the session', async () => {
     const headers = await rawSession(url);
     const reply = await rawPost(url, callTool(7, 'hang'), headers);
@@ -116,11 +125,13 @@ describe('an HTTP-front proxy in front of a faulty stdio upstream', () => {
     expect((await rawPost(url, callTool(1, 'echo'), { ...headers, 'mcp-protocol-version': '1999-01-01' })).status).toBe(400);
     expect((await rawPost(url, INIT, headers)).status).toBe(400); // already initialized
     expect((await fetch(url, { headers: { ...headers, accept: 'application/json' } })).status).toBe(406);
-    const get = new AbortController();
-    const first = await fetch(url, { headers: { ...headers, accept: 'text/event-stream' }, signal: get.signal });
+    // A second GET stream (a client reconnecting) replaces the first, which ends.
+    const first = await fetch(url, { headers: { ...headers, accept: 'text/event-stream' } });
     expect(first.status).toBe(200);
-    expect((await fetch(url, { headers: { ...headers, accept: 'text/event-stream' } })).status).toBe(409);
-    get.abort();
+    const second = new AbortController();
+    expect((await fetch(url, { headers: { ...headers, accept: 'text/event-stream' }, signal: second.signal })).status).toBe(200);
+    expect(await first.text()).toBe('');
+    second.abort();
   });
 
   it('refuses foreign Origin and Host headers (DNS rebinding) and accepts local ones', async () => {

@@ -38,6 +38,8 @@ function brokenServer(): Server {
           return res.writeHead(500, { 'content-type': 'text/plain' }).end('database on fire');
         case 'rpcError':
           return res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32602, message: 'bad arguments', data: { field: 'x' } } }));
+        case 'rpcErrorNullId':
+          return res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32000, message: 'Bad Request: no session' } }));
         case 'silent':
           return sse([]);
         case 'garbage':
@@ -74,6 +76,10 @@ describe('an HTTP upstream that misbehaves', () => {
 
   it("relays the upstream's own JSON-RPC error body as it is", async () => {
     expect(await answer(2, 'rpcError')).toEqual({ jsonrpc: '2.0', id: 2, error: { code: -32602, message: 'bad arguments', data: { field: 'x' } } });
+  });
+
+  it('gives an error body sent with id null to the request it answers', async () => {
+    expect(await answer(5, 'rpcErrorNullId')).toEqual({ jsonrpc: '2.0', id: 5, error: { code: -32000, message: 'Bad Request: no session' } });
   });
 
   it('answers a request whose stream ended without a response', async () => {
