@@ -12,6 +12,8 @@ import type { Config } from './config/schema.js';
 import { startHttpDownstream, type HttpDownstream } from './downstream/http.js';
 import { startStdioDownstream, type StdioDownstream } from './downstream/stdio.js';
 import type { ProxyError } from './jsonrpc/errors.js';
+import { Negotiation } from './negotiation/session.js';
+import type { CompiledRule } from './pipeline/rules.js';
 import { RelaySession, type ClientSink } from './relay/session.js';
 import { createHttpUpstream } from './upstream/http.js';
 import { describeUpstream, resolveUpstream } from './upstream/spec.js';
@@ -25,6 +27,8 @@ export interface GatewayDeps {
   stdout?: Writable;
   /** Entry point of the built-in demo upstream. */
   demoEntry?: string;
+  /** Compiled content-negotiation rules (src/pipeline/load.ts); none = a pure relay. */
+  rules?: CompiledRule[];
 }
 
 export interface Gateway {
@@ -70,8 +74,14 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       : createStdioUpstream(spec, watched, sessionLog, { shutdownGraceMs: config.timeouts.shutdownGraceMs, children });
   };
 
+  const rules = deps.rules ?? [];
   const openSession = (sink: ClientSink, sessionLog: Logger) =>
-    new RelaySession((events) => connect(events, sessionLog), sink, { requestTimeoutMs: config.timeouts.requestMs, initializeTimeoutMs: config.timeouts.initializeMs, log: sessionLog });
+    new RelaySession((events) => connect(events, sessionLog), sink, {
+      requestTimeoutMs: config.timeouts.requestMs,
+      initializeTimeoutMs: config.timeouts.initializeMs,
+      shaper: rules.length ? new Negotiation({ rules, log: sessionLog }) : undefined,
+      log: sessionLog,
+    });
 
   const reportHealth = () => ({
     ok: health.startFailure === undefined,

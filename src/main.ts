@@ -9,6 +9,8 @@ import { HELP, parseCli, UsageError } from './cli.js';
 import { ConfigError, loadConfig } from './config/load.js';
 import { configJsonSchema } from './config/schema.js';
 import { createGateway } from './gateway.js';
+import { loadRules } from './pipeline/load.js';
+import { RuleError } from './pipeline/rules.js';
 
 async function main(): Promise<number> {
   const request = parseCli(process.argv.slice(2), process.env);
@@ -17,7 +19,8 @@ async function main(): Promise<number> {
   if (request.command === 'schema') return print(JSON.stringify(configJsonSchema(), null, 2));
 
   const config = loadConfig({ file: request.configFile, overrides: request.overrides });
-  if (request.command === 'validate') return print(`${request.configFile ?? '(defaults)'}: OK`);
+  const rules = await loadRules(config.contentNegotiation, request.configFile);
+  if (request.command === 'validate') return print(`${request.configFile ?? '(defaults)'}: OK (${rules.length} content-negotiation rules)`);
 
   const log = pino(
     {
@@ -27,7 +30,7 @@ async function main(): Promise<number> {
     },
     pino.destination({ fd: 2, sync: false }),
   );
-  const gateway = createGateway(config, { log });
+  const gateway = createGateway(config, { log, rules });
   process.on('exit', () => gateway.killChildrenNow());
 
   let stopping = false;
@@ -71,8 +74,9 @@ main().then(
     process.exitCode = code;
   },
   (err) => {
-    if (err instanceof UsageError || err instanceof ConfigError) {
-      process.stderr.write(`mcp-negotiate-proxy: ${err instanceof ConfigError ? 'invalid configuration\n  ' + err.problems.join('\n  ') : err.message}\n`);
+    if (err instanceof UsageError || err instanceof ConfigError || err instanceof RuleError) {
+      const problems = err instanceof UsageError ? undefined : err.problems;
+      process.stderr.write(`mcp-negotiate-proxy: ${problems ? 'invalid configuration\n  ' + problems.join('\n  ') : err.message}\n`);
       process.exitCode = 2;
       return;
     }

@@ -4,6 +4,7 @@
  * zero-config product. The JSON Schema in config/config.schema.json is generated from this.
  */
 import { z } from 'zod';
+import { ruleSchema } from '../pipeline/rules.js';
 
 const headerMap = z.record(z.string(), z.string()).describe('HTTP headers sent to an HTTP upstream; values may use ${ENV_VAR}.');
 
@@ -55,11 +56,21 @@ export const timeoutsSchema = z
   })
   .strict();
 
+export const negotiationSchema = z
+  .object({
+    enabled: z.boolean().default(true).describe('Speak io.modelcontextprotocol/content-negotiation for the upstream and reshape results for clients that declare feature tags.'),
+    useDefaultRules: z.boolean().default(true).describe("Append the built-in rules (the SEP's tag registry: format=json, format=markdown, format=text, verbosity=compact, agent/human audience) after your own."),
+    rules: z.array(ruleSchema).default([]).describe('Your rules, in execution order.'),
+    plugins: z.array(z.string()).default([]).describe('ES modules (paths relative to the config file) exporting transformers.'),
+  })
+  .strict();
+
 export const configSchema = z
   .object({
     upstream: upstreamSchema.default({ args: [], env: {}, headers: {} }),
     listen: listenSchema.default({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4 * 1024 * 1024, responseMode: 'auto', maxSessions: 1000 }),
     timeouts: timeoutsSchema.default({ requestMs: 60_000, initializeMs: 120_000, sessionIdleMs: 10 * 60_000, shutdownGraceMs: 2_000 }),
+    contentNegotiation: negotiationSchema.default({ enabled: true, useDefaultRules: true, rules: [], plugins: [] }),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level (logs always go to stderr).'),
   })
   .strict();

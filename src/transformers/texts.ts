@@ -1,0 +1,45 @@
+/**
+ * Applies a text → text function to every text a result carries for people: tool result text
+ * blocks, resource text contents (optionally changing their mimeType) and prompt message text.
+ * Returns undefined when nothing changed, so an untouched result keeps its original bytes.
+ */
+import { isTextBlock, type McpResult } from '../pipeline/types.js';
+
+export function mapTexts(
+  result: McpResult,
+  method: string,
+  fn: (text: string) => string,
+  mime?: { from: string; to: string },
+): McpResult | undefined {
+  let changed = false;
+  const mapBlock = (block: unknown) => {
+    if (!isTextBlock(block)) return block;
+    const text = fn(block.text);
+    if (text === block.text) return block;
+    changed = true;
+    return { ...block, text };
+  };
+  if (method === 'tools/call' && Array.isArray(result.content) && result.isError !== true) {
+    const content = result.content.map(mapBlock);
+    return changed ? { ...result, content } : undefined;
+  }
+  if (method === 'prompts/get' && Array.isArray(result.messages)) {
+    const messages = result.messages.map((m: Record<string, unknown>) => {
+      if (!m || typeof m !== 'object') return m;
+      const content = Array.isArray(m.content) ? m.content.map(mapBlock) : mapBlock(m.content);
+      return content === m.content ? m : { ...m, content };
+    });
+    return changed ? { ...result, messages } : undefined;
+  }
+  if (method === 'resources/read' && Array.isArray(result.contents)) {
+    const contents = result.contents.map((c: Record<string, unknown>) => {
+      if (typeof c?.text !== 'string' || (mime && c.mimeType !== undefined && c.mimeType !== mime.from && !String(c.mimeType).startsWith('text/'))) return c;
+      const text = fn(c.text);
+      if (text === c.text) return c;
+      changed = true;
+      return { ...c, text, ...(mime && c.mimeType === mime.from ? { mimeType: mime.to } : {}) };
+    });
+    return changed ? { ...result, contents } : undefined;
+  }
+  return undefined;
+}
