@@ -1,0 +1,81 @@
+/**
+ * Properties every built-in transformer keeps, on arbitrary results (fast-check): it never
+ * throws, it never drops a block it does not own (images, audio, links, embedded resources,
+ * blobs), and what it returns is still valid against the 2025-11-25 protocol schema.
+ */
+import { readFileSync } from 'node:fs';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import fc from 'fast-check';
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { parseFeatures } from '../negotiation/features.js';
+import { builtinTransformers } from '../pipeline/registry.js';
+import type { McpResult, TransformContext } from '../pipeline/types.js';
+
+const ajv = new Ajv2020({ strict: false });
+ajv.addSchema(JSON.parse(readFileSync(new URL('../../../shared/spec/schema-2025-11-25.json', import.meta.url), 'utf8')), 'mcp');
+const validate = (def: string, value: unknown) => ajv.validate(`mcp#/$defs/${def}`, value) || ajv.errorsText();
+
+const log = pino({ level: 'silent' });
+const audienceArb = fc.option(fc.record({ audience: fc.subarray(['user', 'assistant'] as const, { minLength: 1 }) }), { nil: undefined });
+/** Text that looks like what servers write: prose, markdown, JSON, tables, key: value lines. */
+const textArb = fc.oneof(
+  fc.string(),
+  fc.json(),
+  fc.constantFrom('# Title\n\nSome **bold** prose.\n\n## Examples\n\n- a: 1\n- b: two', '| A | B |\n|---|---|\n| 1 | x |', 'Temperature: 8\nHumidity: 72', '```json\n{"a": [1, 2]}\n```', 'see {"k": "v"} here'),
+  fc.array(fc.constantFrom('# H', '## Tips', '- item', 'key: value', '| a |', '|---|', 'text.', '**x**', '\n', '`code`', '[l](http://x)'), { maxLength: 12 }).map((parts) => parts.join('\n')),
+);
+const textBlock = fc.record({ type: fc.constant('text'), text: textArb, annotations: audienceArb }, { requiredKeys: ['type', 'text'] });
+const otherBlock = fc.oneof(
+  fc.record({ type: fc.constant('image'), data: fc.base64String(), mimeType: fc.constant('image/png') }),
+  fc.record({ type: fc.constant('resource_link'), uri: fc.constant('demo://x'), name: fc.string({ minLength: 1 }) }),
+  fc.record({ type: fc.constant('resource'), resource: fc.record({ uri: fc.constant('demo://y'), text: fc.string() }) }),
+);
+const toolResult = fc.record(
+  { content: fc.array(fc.oneof(textBlock, otherBlock), { maxLength: 5 }), isError: fc.boolean(), structuredContent: fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.jsonValue()) },
+  { requiredKeys: ['content'] },
+);
+const resourceResult = fc.record({
+  contents: fc.array(
+    fc.oneof(
+      fc.record({ uri: fc.constant('demo://r'), mimeType: fc.constantFrom('text/markdown', 'application/json', 'text/plain'), text: textArb }),
+      fc.record({ uri: fc.constant('demo://b'), mimeType: fc.constant('application/octet-stream'), blob: fc.base64String() }),
+    ),
+    { maxLength: 3 },
+  ),
+});
+const promptResult = fc.record({ messages: fc.array(fc.record({ role: fc.constantFrom('user', 'assistant'), content: fc.oneof(textBlock, otherBlock) }), { maxLength: 4 }) });
+const toolsList = fc.record({
+  tools: fc.array(fc.record({ name: fc.string({ minLength: 1, maxLength: 10 }), description: textArb, inputSchema: fc.constant({ type: 'object', properties: { a: { type: 'string', description: 'An a. More.' } } }) }), { maxLength: 4 }),
+});
+
+const CASES: Array<[string, string, fc.Arbitrary<McpResult>]> = [
+  ['tools/call', 'CallToolResult', toolResult as fc.Arbitrary<McpResult>],
+  ['resources/read', 'ReadResourceResult', resourceResult as fc.Arbitrary<McpResult>],
+  ['prompts/get', 'GetPromptResult', promptResult as fc.Arbitrary<McpResult>],
+  ['tools/list', 'ListToolsResult', toolsList as fc.Arbitrary<McpResult>],
+];
+const FEATURES = [['agent', 'format=json'], ['human', 'format=markdown'], ['format=text'], ['verbosity=compact'], ['agent'], ['human']];
+
+/** Blocks a transformer does not own: everything but text (audience may drop blocks for the other audience). */
+const foreignBlocks = (r: McpResult) => JSON.stringify([...((r.content as unknown[]) ?? []), ...((r.messages as Array<{ content: unknown }>) ?? []).map((m) => m.content)].filter((b) => (b as { type?: string }).type !== 'text'));
+const binaries = (r: McpResult) => JSON.stringify(((r.contents as Array<{ blob?: string }>) ?? []).filter((c) => c.blob !== undefined));
+
+describe.each([...builtinTransformers().values()])('transformer $name', (transformer) => {
+  const fn = transformer.create(transformer.options.parse(undefined));
+  it.each(CASES)('on %s: never throws, keeps foreign blocks and blobs, stays schema-valid', async (method, def, arb) => {
+    await fc.assert(
+      fc.asyncProperty(arb, fc.constantFrom(...FEATURES), async (result, tags) => {
+        const ctx: TransformContext = { method, name: 'x', features: parseFeatures(tags).features, era: 'legacy', log };
+        const before = JSON.stringify(result);
+        const out = await fn(result, ctx);
+        expect(JSON.stringify(result)).toBe(before); // the input is never mutated
+        if (out === undefined) return;
+        expect(validate(def, out)).toBe(true);
+        if (transformer.name !== 'audience') expect(foreignBlocks(out)).toBe(foreignBlocks(result));
+        expect(binaries(out)).toBe(binaries(result));
+      }),
+      { numRuns: 150 },
+    );
+  });
+});
