@@ -10,6 +10,10 @@ Usage:
   mcp-negotiate-proxy [options]                 serve (HTTP on 127.0.0.1:8080/mcp by default)
   mcp-negotiate-proxy validate --config <file>  check a config file and exit
   mcp-negotiate-proxy schema                    print the config file's JSON Schema
+  mcp-negotiate-proxy explain [--config <file>] --features agent,format=json
+                      [--method tools/call] [--name get_weather] [--input result.json]
+                                                show which rules match and what they make of a
+                                                result (a file, or a built-in sample), offline
 
 Options:
   --upstream <cmd|url>     the server behind the proxy: a command line that starts a stdio server
@@ -32,12 +36,14 @@ Examples:
   mcp-negotiate-proxy --stdio --upstream "node my-server.js"
 `;
 
-export type CliCommand = 'serve' | 'validate' | 'schema' | 'help' | 'version';
+export type CliCommand = 'serve' | 'validate' | 'schema' | 'explain' | 'help' | 'version';
 
 export interface CliRequest {
   command: CliCommand;
   configFile?: string;
   overrides: Record<string, unknown>;
+  /** For `explain`. */
+  explain?: { features: string[]; method: string; name?: string; input?: string };
 }
 
 export class UsageError extends Error {}
@@ -56,6 +62,10 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
         config: { type: 'string' },
         'request-timeout': { type: 'string' },
         'log-level': { type: 'string' },
+        features: { type: 'string' },
+        method: { type: 'string' },
+        name: { type: 'string' },
+        input: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -79,13 +89,16 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
     timeouts: { requestMs: integer(pick(values['request-timeout'], 'MCP_PROXY_REQUEST_TIMEOUT'), '--request-timeout') },
     logLevel: pick(values['log-level'], 'MCP_PROXY_LOG_LEVEL'),
   };
-  return { command, configFile: pick(values.config, 'MCP_PROXY_CONFIG'), overrides };
+  const explain = command === 'explain'
+    ? { features: (values.features ?? '').split(',').map((f) => f.trim()).filter(Boolean), method: values.method ?? 'tools/call', name: values.name, input: values.input }
+    : undefined;
+  return { command, configFile: pick(values.config, 'MCP_PROXY_CONFIG'), overrides, explain };
 }
 
 function positionalCommand(positionals: string[]): CliCommand {
   if (positionals.length === 0) return 'serve';
   const [first, ...rest] = positionals;
-  if (rest.length > 0 || !['validate', 'schema'].includes(first)) {
+  if (rest.length > 0 || !['validate', 'schema', 'explain'].includes(first)) {
     throw new UsageError(`Unexpected argument "${positionals.join(' ')}". Did you mean --upstream "${positionals.join(' ')}"?\nRun with --help for the options.`);
   }
   return first as CliCommand;

@@ -8,6 +8,7 @@ import pino from 'pino';
 import { HELP, parseCli, UsageError } from './cli.js';
 import { ConfigError, loadConfig } from './config/load.js';
 import { configJsonSchema } from './config/schema.js';
+import { explain } from './explain.js';
 import { createGateway } from './gateway.js';
 import { loadRules } from './pipeline/load.js';
 import { RuleError } from './pipeline/rules.js';
@@ -21,6 +22,7 @@ async function main(): Promise<number> {
   const config = loadConfig({ file: request.configFile, overrides: request.overrides });
   const rules = await loadRules(config.contentNegotiation, request.configFile);
   if (request.command === 'validate') return print(`${request.configFile ?? '(defaults)'}: OK (${rules.length} content-negotiation rules)`);
+  if (request.command === 'explain') return print(await explain(rules, request.explain!));
 
   const log = pino(
     {

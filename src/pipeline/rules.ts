@@ -18,7 +18,10 @@ export const ruleSchema = z
     name: z.string().optional().describe('A label for logs and explain.'),
     when: z
       .object({
-        method: z.union([z.enum(SHAPED_METHODS), z.array(z.enum(SHAPED_METHODS)).min(1)]).optional().describe('Methods whose results the rule shapes (default: all).'),
+        method: z
+          .union([z.enum(SHAPED_METHODS), z.array(z.enum(SHAPED_METHODS)).min(1)], { error: `must be one of ${SHAPED_METHODS.join(', ')}, or a list of them` })
+          .optional()
+          .describe('Methods whose results the rule shapes (default: all).'),
         name: z.string().optional().describe('Glob over the tool or prompt name or resource URI (* and ?).'),
         features: z.array(z.string()).default([]).describe('Feature predicates that must all hold: agent, !interactive, format=json, format!=xml.'),
       })
