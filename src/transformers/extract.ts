@@ -3,7 +3,6 @@
  * block, the first JSON object in prose, markdown tables (→ arrays of objects) and `key: value`
  * lines (→ objects, numbers and booleans typed). Returns undefined when there is nothing.
  */
-import { Lexer, type Tokens } from 'marked';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -30,9 +29,10 @@ function fencedJson(text: string): Json | undefined {
   return undefined;
 }
 
-/** The first balanced `{…}` in the text that parses as JSON. */
+/** The first balanced `{…}` in the text that parses as JSON (a few candidates at most: the scan is linear). */
 function embeddedObject(text: string): Json | undefined {
-  for (let start = text.indexOf('{'); start !== -1; start = text.indexOf('{', start + 1)) {
+  let tries = 0;
+  for (let start = text.indexOf('{'); start !== -1 && tries++ < 8; start = text.indexOf('{', start + 1)) {
     const end = matchingBrace(text, start);
     if (end === -1) return undefined;
     try {
@@ -63,29 +63,47 @@ function matchingBrace(text: string, start: number): number {
 /** `Label: value`, optionally as a list item (emphasis markers are stripped first). */
 const KEY_VALUE = /^\s*(?:[-*+]\s+)?([A-Za-z][\w ()%/.-]{0,40}?)\s*:\s+(\S.*)$/;
 
-/** Tables and `key: value` lines, from markdown tokens; needs at least two facts. */
+/**
+ * Tables and `key: value` lines, read line by line (a linear scan: results can be large);
+ * a table is keyed by the heading above it. Needs at least two facts to count as data.
+ */
 function proseData(text: string): Json | undefined {
   const out: Record<string, Json> = {};
   let facts = 0;
   let heading = '';
-  const walk = (tokens: Tokens.Generic[]) => {
-    for (const token of tokens) {
-      if (token.type === 'heading') heading = (token as Tokens.Heading).text;
-      else if (token.type === 'table') {
-        const table = token as Tokens.Table;
-        const keys = table.header.map((h) => keyOf(h.text));
-        const rows = table.rows.map((row) => Object.fromEntries(row.map((cell, i) => [keys[i] ?? `column_${i + 1}`, typed(cell.text)])));
-        out[uniqueKey(out, keyOf(heading) || 'table')] = rows;
-        facts += 2;
-      } else if (token.type === 'paragraph' || token.type === 'text') {
-        for (const line of (token as Tokens.Paragraph).text.split('\n')) facts += keyValue(line, out);
-      } else if (token.type === 'list') {
-        for (const item of (token as Tokens.List).items) for (const line of item.text.split('\n')) facts += keyValue(line, out);
-      }
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    const h = /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
+    if (h) {
+      heading = h[1];
+      continue;
     }
-  };
-  walk(new Lexer().lex(text) as Tokens.Generic[]);
+    if (line.trimStart().startsWith('|') && TABLE_RULE.test(lines[i + 1] ?? '')) {
+      const keys = cells(line).map((c, j) => keyOf(c) || `column_${j + 1}`);
+      const rows: Json[] = [];
+      for (i += 2; i < lines.length && lines[i].trimStart().startsWith('|'); i++) {
+        rows.push(Object.fromEntries(cells(lines[i]).map((c, j) => [keys[j] ?? `column_${j + 1}`, typed(c)])));
+      }
+      i--;
+      out[uniqueKey(out, keyOf(heading) || 'table')] = rows;
+      facts += 2;
+      continue;
+    }
+    facts += keyValue(line, out);
+  }
   return facts >= 2 ? out : undefined;
+}
+
+const TABLE_RULE = /^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$/;
+
+/** The cells of a markdown table row, without emphasis markers. */
+function cells(row: string): string[] {
+  return row
+    .trim()
+    .replace(/^\||\|$/g, '')
+    .split(/(?<!\\)\|/)
+    .map((c) => c.replace(/\\\|/g, '|').replace(/\*\*|__|`/g, '').trim());
 }
 
 function keyValue(line: string, out: Record<string, Json>): number {
