@@ -6,9 +6,10 @@
 import { readFileSync } from 'node:fs';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { eventually, PROXY_MAIN, startProxy, stopAll, type Running } from '../helpers/processes.js';
 
 const EXTENSION = 'io.modelcontextprotocol/content-negotiation';
 const schema = JSON.parse(readFileSync(new URL('../../../shared/spec/schema-2025-11-25.json', import.meta.url), 'utf8'));
@@ -104,5 +105,15 @@ describe('content negotiation in front of a server that does not speak it', () =
     expect(valid('GetPromptResult', prompt)).toBe(true);
     expect(JSON.stringify(prompt)).not.toMatch(/\*\*|##/);
     await eventually(() => /"features":\["format=text","modality=text","sampling"\]/.test(proxy.stderr()), 5000, 'the negotiated features in the debug log');
+  });
+
+  it('negotiates over the stdio front too', async () => {
+    const client = new Client({ name: 'stdio-negotiation', version: '1' }, { capabilities: { extensions: { [EXTENSION]: { version: '1.0', features: ['agent', 'format=json'] } } } as never });
+    await client.connect(new StdioClientTransport({ command: process.execPath, args: [PROXY_MAIN, '--stdio', '--log-level', 'silent'], stderr: 'ignore' }));
+    clients.push(client);
+    const result = await client.callTool({ name: 'convert_units', arguments: { value: 12, from: 'km', to: 'mi' } });
+    expect(result.structuredContent).toBeUndefined(); // one sentence, no data in it: left as it was
+    const weather = await client.callTool({ name: 'get_weather', arguments: { city: 'Lugano' } });
+    expect(weather.structuredContent).toHaveProperty('conditions');
   });
 });
