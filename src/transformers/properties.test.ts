@@ -3,18 +3,15 @@
  * throws, it never drops a block it does not own (images, audio, links, embedded resources,
  * blobs), and what it returns is still valid against the 2025-11-25 protocol schema.
  */
-import { readFileSync } from 'node:fs';
-import { Ajv2020 } from 'ajv/dist/2020.js';
 import fc from 'fast-check';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
+import { protocolCheck } from '../../test/helpers/protocol-schema.js';
 import { parseFeatures } from '../negotiation/features.js';
 import { builtinTransformers } from '../pipeline/registry.js';
 import type { McpResult, TransformContext } from '../pipeline/types.js';
 
-const ajv = new Ajv2020({ strict: false });
-ajv.addSchema(JSON.parse(readFileSync(new URL('../../../shared/spec/schema-2025-11-25.json', import.meta.url), 'utf8')), 'mcp');
-const validate = (def: string, value: unknown) => ajv.validate(`mcp#/$defs/${def}`, value) || ajv.errorsText();
+const validate = protocolCheck;
 
 const log = pino({ level: 'silent' });
 const audienceArb = fc.option(fc.record({ audience: fc.subarray(['user', 'assistant'] as const, { minLength: 1 }) }), { nil: undefined });

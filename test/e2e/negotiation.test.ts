@@ -3,22 +3,18 @@
  * demo server (which knows nothing of it): the SEP's test cases, per-client shapes on one
  * upstream at the same time, and results that stay valid against the protocol schema.
  */
-import { readFileSync } from 'node:fs';
-import { Ajv2020 } from 'ajv/dist/2020.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { protocolCheck } from '../helpers/protocol-schema.js';
 import { eventually, PROXY_MAIN, startProxy, stopAll, type Running } from '../helpers/processes.js';
 
 const EXTENSION = 'io.modelcontextprotocol/content-negotiation';
-const schema = JSON.parse(readFileSync(new URL('../../../shared/spec/schema-2025-11-25.json', import.meta.url), 'utf8'));
-const ajv = new Ajv2020({ strict: false });
-ajv.addSchema(schema, 'mcp');
 const valid = (def: string, value: unknown) => {
-  const ok = ajv.validate(`mcp#/$defs/${def}`, value);
-  if (!ok) throw new Error(`${def}: ${ajv.errorsText()}`);
-  return ok;
+  const check = protocolCheck(def, value);
+  if (check !== true) throw new Error(`${def}: ${check}`);
+  return true;
 };
 
 async function connect(url: string, features?: unknown[], extra: Record<string, unknown> = {}): Promise<Client> {
