@@ -10,6 +10,8 @@
 import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
 import pino from 'pino';
 import { Negotiation } from '../src/negotiation/session.js';
+import { VariantCatalog } from '../src/negotiation/variant-scope.js';
+import { serverVariantsSchema } from '../src/negotiation/variants.js';
 import { DEFAULT_RULES } from '../src/pipeline/defaults.js';
 import { builtinTransformers } from '../src/pipeline/registry.js';
 import { compileRules } from '../src/pipeline/rules.js';
@@ -52,7 +54,7 @@ const KINDS = [
 ];
 
 function negotiation(tags: string[]): Negotiation {
-  const n = new Negotiation({ rules, log });
+  const n = new Negotiation({ rules, variants: new VariantCatalog(serverVariantsSchema.parse({})), log });
   n.onInitialize({ capabilities: { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: '1.0', features: tags } } } });
   return n;
 }

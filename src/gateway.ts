@@ -13,6 +13,7 @@ import { startHttpDownstream, type HttpDownstream } from './downstream/http.js';
 import { startStdioDownstream, type StdioDownstream } from './downstream/stdio.js';
 import type { ProxyError } from './jsonrpc/errors.js';
 import { Negotiation } from './negotiation/session.js';
+import { VariantCatalog } from './negotiation/variant-scope.js';
 import type { CompiledRule } from './pipeline/rules.js';
 import { RelaySession, type ClientSink } from './relay/session.js';
 import { createHttpUpstream } from './upstream/http.js';
@@ -75,11 +76,12 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   };
 
   const rules = deps.rules ?? [];
+  const variants = new VariantCatalog(config.serverVariants);
   const openSession = (sink: ClientSink, sessionLog: Logger) =>
     new RelaySession((events) => connect(events, sessionLog), sink, {
       requestTimeoutMs: config.timeouts.requestMs,
       initializeTimeoutMs: config.timeouts.initializeMs,
-      shaper: rules.length ? new Negotiation({ rules, log: sessionLog }) : undefined,
+      shaper: new Negotiation({ rules, variants, log: sessionLog }),
       log: sessionLog,
     });
 

@@ -4,6 +4,7 @@
  * zero-config product. The JSON Schema in config/config.schema.json is generated from this.
  */
 import { z } from 'zod';
+import { serverVariantsSchema } from '../negotiation/variants.js';
 import { ruleSchema } from '../pipeline/rules.js';
 
 const headerMap = z.record(z.string(), z.string()).describe('HTTP headers sent to an HTTP upstream; values may use ${ENV_VAR}.');
@@ -71,6 +72,7 @@ export const configSchema = z
     listen: listenSchema.default({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4 * 1024 * 1024, responseMode: 'auto', maxSessions: 1000 }),
     timeouts: timeoutsSchema.default({ requestMs: 60_000, initializeMs: 120_000, sessionIdleMs: 10 * 60_000, shutdownGraceMs: 2_000 }),
     contentNegotiation: negotiationSchema.default({ enabled: true, useDefaultRules: true, rules: [], plugins: [] }),
+    serverVariants: serverVariantsSchema.default({ variants: [], maxAdvertised: 5 }).describe('Server variants (SEP-2053): ranked views of the upstream.'),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level (logs always go to stderr).'),
   })
   .strict();

@@ -8,7 +8,10 @@ import type { Logger } from 'pino';
 import { runPipeline } from '../pipeline/run.js';
 import type { CompiledRule } from '../pipeline/rules.js';
 import type { McpResult } from '../pipeline/types.js';
+import type { JsonRpcErrorObject, JsonRpcRequest } from '../jsonrpc/message.js';
 import { FeatureSet, parseFeatures } from './features.js';
+import { VariantScope, type VariantCatalog } from './variant-scope.js';
+import { SERVER_VARIANTS } from './variants.js';
 import { modalityTags, samplingModalities } from './modalities.js';
 
 export const CONTENT_NEGOTIATION = 'io.modelcontextprotocol/content-negotiation';
@@ -16,6 +19,8 @@ const MAX_SETTINGS_BYTES = 4096;
 
 export interface NegotiationSetup {
   rules: CompiledRule[];
+  /** The configured server variants (possibly none). */
+  variants: VariantCatalog;
   log: Logger;
 }
 
@@ -27,13 +32,29 @@ export class Negotiation {
   /** The upstream speaks the extension itself: pass through, never transform twice. */
   upstreamNative = false;
   private readonly outputSchemas = new Map<string, Record<string, unknown>>();
+  private readonly variants: VariantScope;
+  /** The server-variants payload for the initialize result, when the client declared the extension. */
+  private variantsOffer: Record<string, unknown> | undefined;
+  /** The upstream offers variants itself and the proxy has none configured: pass the key through. */
+  private upstreamVariants = false;
 
-  constructor(private readonly setup: NegotiationSetup) {}
+  constructor(private readonly setup: NegotiationSetup) {
+    this.variants = new VariantScope(setup.variants, setup.log);
+  }
+
+  /** Server-variant checks for a request; see VariantScope.check. */
+  onRequest(req: JsonRpcRequest): { error: JsonRpcErrorObject } | { request?: JsonRpcRequest; scope?: string } | undefined {
+    if (this.upstreamVariants) return undefined;
+    const check = this.variants.check(req);
+    if (check && 'variant' in check) return { request: check.request, scope: check.variant };
+    return check;
+  }
 
   /** Reads the client's initialize params (untrusted: every field is checked). */
   onInitialize(params: Record<string, unknown> | undefined): void {
     const capabilities = isObject(params?.capabilities) ? params.capabilities : {};
     const settings = isObject(capabilities.extensions) ? capabilities.extensions[CONTENT_NEGOTIATION] : undefined;
+    this.variantsOffer = this.variants.onInitialize(capabilities);
     const { modalities, problem } = samplingModalities(capabilities);
     this.modalities = modalities;
     if (problem) this.setup.log.warn({ problem }, 'client sampling modalities ignored');
@@ -59,17 +80,34 @@ export class Negotiation {
     );
   }
 
-  /** A replacement for `result`, or undefined to keep the upstream's bytes. */
-  shape(method: string, name: string | undefined, result: McpResult): McpResult | undefined | Promise<McpResult | undefined> {
-    if (method === 'tools/list') this.rememberOutputSchemas(result);
-    if (!this.declared) return undefined;
-    if (method === 'initialize') return this.advertise(result);
-    if (this.upstreamNative || this.features.isEmpty) return undefined;
-    const ctx = { method, name, features: this.features, era: 'legacy' as const, outputSchema: name ? this.outputSchemas.get(name) : undefined, log: this.setup.log };
-    return runPipeline(this.setup.rules, result, ctx).then((o) => {
-      if (o.applied.length) this.setup.log.debug({ method, name, applied: o.applied }, 'result shaped');
-      return o.result;
+  /** A replacement for `result`, or undefined to keep the upstream's bytes. `variant`: the request's server variant. */
+  shape(method: string, name: string | undefined, result: McpResult, variant?: string): McpResult | undefined | Promise<McpResult | undefined> {
+    if (method === 'initialize') return this.initializeResult(result);
+    const viewed = variant === undefined ? undefined : this.variants.view(method, result, variant);
+    const current = viewed ?? result;
+    if (method === 'tools/list') this.rememberOutputSchemas(current);
+    // Rules run for a client that negotiates content, and for any request made in a variant
+    // (rules may name variants); a client with neither gets the upstream's bytes.
+    const negotiating = this.declared && !this.upstreamNative && !this.features.isEmpty;
+    if (!negotiating && variant === undefined) return viewed;
+    const features = negotiating ? this.features : FeatureSet.EMPTY;
+    const ctx = { method, name, features, variant, era: 'legacy' as const, outputSchema: name ? this.outputSchemas.get(name) : undefined, log: this.setup.log };
+    return runPipeline(this.setup.rules, current, ctx).then((o) => {
+      if (o.applied.length) this.setup.log.debug({ method, name, variant, applied: o.applied }, 'result shaped');
+      return o.result ?? viewed;
     });
+  }
+
+  /** Adds what this session negotiated to the upstream's initialize result. */
+  private initializeResult(result: McpResult): McpResult | undefined {
+    const capabilities = isObject(result.capabilities) ? result.capabilities : {};
+    const extensions = isObject(capabilities.extensions) ? capabilities.extensions : {};
+    this.upstreamVariants = extensions[SERVER_VARIANTS] !== undefined && !this.setup.variants.enabled;
+    const withNegotiation = this.declared ? this.advertise(result) : undefined;
+    if (!this.variantsOffer || this.upstreamVariants) return withNegotiation;
+    const base = withNegotiation ?? result;
+    const caps = base.capabilities as Record<string, any>;
+    return { ...base, capabilities: { ...caps, extensions: { ...caps.extensions, [SERVER_VARIANTS]: this.variantsOffer } } };
   }
 
   private advertise(result: McpResult): McpResult | undefined {

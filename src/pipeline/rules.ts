@@ -24,6 +24,7 @@ export const ruleSchema = z
           .describe('Methods whose results the rule shapes (default: all).'),
         name: z.string().optional().describe('Glob over the tool or prompt name or resource URI (* and ?).'),
         features: z.array(z.string()).default([]).describe('Feature predicates that must all hold: agent, !interactive, format=json, format!=xml.'),
+        variant: z.union([z.string(), z.array(z.string()).min(1)]).optional().describe('Server variant(s) the rule applies to (see serverVariants).'),
       })
       .strict()
       .default({ features: [] }),
@@ -38,6 +39,7 @@ export interface CompiledRule {
   label: string;
   methods?: Set<string>;
   name?: RegExp;
+  variants?: Set<string>;
   features: FeatureTag[];
   steps: Array<{ name: string; fn: TransformFn }>;
   onError: 'pass' | 'fail';
@@ -69,7 +71,8 @@ export function compileRules(rules: RuleConfig[], transformers: Map<string, Tran
       return [{ name, fn: transformer.create(parsed.data) }];
     });
     const methods = rule.when.method === undefined ? undefined : new Set(Array.isArray(rule.when.method) ? rule.when.method : [rule.when.method]);
-    return { label: rule.name ?? `rule ${i + 1}`, methods, name: rule.when.name ? globToRegExp(rule.when.name) : undefined, features, steps, onError: rule.onError };
+    const variants = rule.when.variant === undefined ? undefined : new Set(Array.isArray(rule.when.variant) ? rule.when.variant : [rule.when.variant]);
+    return { label: rule.name ?? `rule ${i + 1}`, methods, name: rule.when.name ? globToRegExp(rule.when.name) : undefined, variants, features, steps, onError: rule.onError };
   });
   if (problems.length) throw new RuleError(problems);
   return compiled;

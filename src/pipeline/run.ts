@@ -8,8 +8,9 @@ import type { FeatureSet } from '../negotiation/features.js';
 import type { CompiledRule } from './rules.js';
 import type { McpResult, TransformContext } from './types.js';
 
-export function ruleMatches(rule: CompiledRule, method: string, name: string | undefined, features: FeatureSet): boolean {
+export function ruleMatches(rule: CompiledRule, method: string, name: string | undefined, features: FeatureSet, variant?: string): boolean {
   if (rule.methods && !rule.methods.has(method)) return false;
+  if (rule.variants && (variant === undefined || !rule.variants.has(variant))) return false;
   if (rule.name && (name === undefined || !rule.name.test(name))) return false;
   return rule.features.every((f) => features.satisfies(f));
 }
@@ -29,7 +30,7 @@ export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx:
   const applied: string[] = [];
   let failures = 0;
   for (const rule of rules) {
-    if (!ruleMatches(rule, ctx.method, ctx.name, ctx.features)) continue;
+    if (!ruleMatches(rule, ctx.method, ctx.name, ctx.features, ctx.variant)) continue;
     for (const step of rule.steps) {
       const label = `${rule.label} › ${step.name}`;
       try {

@@ -16,6 +16,8 @@ export interface TransformContext {
   /** Tool or prompt name, or resource URI, when the method has one. */
   name?: string;
   features: FeatureSet;
+  /** The server variant the request was made in, when variants are offered. */
+  variant?: string;
   era: 'legacy' | 'modern';
   /** For tools/call: the tool's declared outputSchema, when the session has listed it. */
   outputSchema?: Record<string, unknown>;

@@ -6,7 +6,7 @@
  */
 import type { Logger } from 'pino';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
-import { errorResponse, isNotification, isRequest, isResponse, type Frame, type JsonRpcId } from '../jsonrpc/message.js';
+import { errorResponse, isNotification, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcRequest } from '../jsonrpc/message.js';
 import type { UpstreamConnection, UpstreamEvents } from '../upstream/types.js';
 
 export interface ClientSink {
@@ -31,14 +31,18 @@ export interface RelayOptions {
 /** What the relay asks of content negotiation: see src/negotiation/session.ts. */
 export interface ResultShaper {
   onInitialize(params: Record<string, unknown> | undefined): void;
+  /** Checks a client request before it goes upstream: an error to answer, or a rewritten request and a scope for its result. */
+  onRequest(req: JsonRpcRequest): { error: JsonRpcErrorObject } | { request?: JsonRpcRequest; scope?: string } | undefined;
   /** A replacement result, or undefined to relay the upstream's bytes. */
-  shape(method: string, name: string | undefined, result: Record<string, unknown>): Record<string, unknown> | undefined | Promise<Record<string, unknown> | undefined>;
+  shape(method: string, name: string | undefined, result: Record<string, unknown>, scope?: string): Record<string, unknown> | undefined | Promise<Record<string, unknown> | undefined>;
 }
 
 interface Pending {
   method: string;
   /** Tool or prompt name, or resource URI. */
   name?: string;
+  /** What the shaper said about the request (the server variant it was made in). */
+  scope?: string;
   timer: NodeJS.Timeout;
   progressToken?: string | number;
 }
@@ -73,11 +77,14 @@ export class RelaySession {
     if (isRequest(msg)) {
       if (this.ended) return this.answer(msg.id, new ProxyError('UPSTREAM_CLOSED', 'The upstream session has ended'));
       if (this.pending.has(msg.id)) return this.answer(msg.id, duplicateId(msg.id));
+      const check = this.opts.shaper?.onRequest(msg);
+      if (check && 'error' in check) return this.sink.deliver({ msg: errorResponse(msg.id, check.error) }, msg.id);
+      if (check?.request) frame = { msg: check.request };
       const params = msg.params;
       const progressToken = (params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
       const timer = setTimeout(() => this.timeout(msg.id), this.limitFor(msg.method));
       const name = typeof params?.name === 'string' ? params.name : typeof params?.uri === 'string' ? params.uri : undefined;
-      this.pending.set(msg.id, { method: msg.method, name, timer, progressToken });
+      this.pending.set(msg.id, { method: msg.method, name, scope: check?.scope, timer, progressToken });
       if (progressToken !== undefined) this.progressOwners.set(progressToken, msg.id);
       if (msg.method === 'initialize') this.opts.shaper?.onInitialize(params);
     } else if (isNotification(msg) && msg.method === 'notifications/cancelled') {
@@ -110,7 +117,7 @@ export class RelaySession {
         return;
       }
       this.lastActivity = Date.now();
-      const shaped = msg.result && this.opts.shaper ? this.opts.shaper.shape(p.method, p.name, msg.result) : undefined;
+      const shaped = msg.result && this.opts.shaper ? this.opts.shaper.shape(p.method, p.name, msg.result, p.scope) : undefined;
       if (shaped === undefined) return this.sink.deliver(frame, id!);
       if (!(shaped instanceof Promise)) return this.sink.deliver({ msg: { ...msg, result: shaped } }, id!);
       shaped.then(

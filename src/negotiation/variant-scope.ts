@@ -1,0 +1,177 @@
+/**
+ * One session's server variants: the ranked list it was offered at initialize, and per request
+ * the active variant, its namespace checks, its cursors, and its view of list results (items
+ * filtered, titles and descriptions overridden, input schemas simplified). The variant key is
+ * stripped before a request goes upstream (the upstream does not know variants).
+ */
+import type { Logger } from 'pino';
+import type { JsonRpcErrorObject, JsonRpcRequest } from '../jsonrpc/message.js';
+import { INVALID_PARAMS } from '../jsonrpc/message.js';
+import { globToRegExp } from '../pipeline/rules.js';
+import type { McpResult } from '../pipeline/types.js';
+import { CursorSigner } from './cursors.js';
+import { advertise, parseVariantHints, rankVariants, SERVER_VARIANTS, VARIANT_META_KEY, type ServerVariantsConfig, type VariantConfig } from './variants.js';
+
+export type RequestCheck = { error: JsonRpcErrorObject } | { request?: JsonRpcRequest; variant?: string } | undefined;
+
+interface CompiledVariant {
+  config: VariantConfig;
+  tools: (name: string) => boolean;
+  resources: (uri: string) => boolean;
+  prompts: (name: string) => boolean;
+}
+
+const LISTS: Record<string, { key: string; kind: 'tools' | 'resources' | 'prompts'; field: string }> = {
+  'tools/list': { key: 'tools', kind: 'tools', field: 'name' },
+  'prompts/list': { key: 'prompts', kind: 'prompts', field: 'name' },
+  'resources/list': { key: 'resources', kind: 'resources', field: 'uri' },
+  'resources/templates/list': { key: 'resourceTemplates', kind: 'resources', field: 'uriTemplate' },
+};
+
+/** Shared by every session: compiled globs and the cursor key. */
+export class VariantCatalog {
+  readonly variants: CompiledVariant[];
+  readonly signer: CursorSigner;
+
+  constructor(readonly config: ServerVariantsConfig) {
+    this.signer = new CursorSigner(config.cursorSecret);
+    this.variants = config.variants.map((v) => ({ config: v, tools: matcher(v.tools), resources: matcher(v.resources), prompts: matcher(v.prompts) }));
+  }
+
+  get enabled(): boolean {
+    return this.variants.length > 0;
+  }
+}
+
+function matcher(g: { include: string[]; exclude: string[] }): (name: string) => boolean {
+  const include = g.include.map(globToRegExp);
+  const exclude = g.exclude.map(globToRegExp);
+  return (name) => include.some((r) => r.test(name)) && !exclude.some((r) => r.test(name));
+}
+
+export class VariantScope {
+  private ranked: CompiledVariant[];
+  private offered: string[];
+  /** The client declared the extension: the default variant applies even without a key. */
+  private declared = false;
+  private readonly warned = new Set<string>();
+
+  constructor(private readonly catalog: VariantCatalog, private readonly log: Logger) {
+    this.ranked = catalog.variants;
+    this.offered = this.ranked.map((v) => v.config.id);
+  }
+
+  /** Ranks the variants for the client's hints; returns the payload to advertise to a client that declared the extension. */
+  onInitialize(capabilities: Record<string, any>): Record<string, unknown> | undefined {
+    if (!this.catalog.enabled) return undefined;
+    const settings = capabilities?.extensions?.[SERVER_VARIANTS];
+    const hints = parseVariantHints(settings?.variantHints);
+    const order = rankVariants(this.catalog.variants.map((v) => v.config), hints);
+    this.ranked = order.map((c) => this.catalog.variants.find((v) => v.config === c)!);
+    const payload = advertise(order, this.catalog.config.maxAdvertised);
+    // A client that declared the extension may use what it was shown; one that did not, any.
+    if (settings === undefined) return undefined;
+    this.declared = true;
+    this.offered = (payload.availableVariants as Array<{ id: string }>).map((v) => v.id);
+    this.log.debug({ hints: hints.hints, ranked: order.map((v) => v.id) }, 'server variants ranked');
+    return payload;
+  }
+
+  /** Validates the variant and the names a request uses; strips the variant key before it goes upstream. */
+  check(req: JsonRpcRequest): RequestCheck {
+    const meta = req.params?._meta as Record<string, unknown> | undefined;
+    const requested = meta?.[VARIANT_META_KEY];
+    if (!this.catalog.enabled) {
+      return requested === undefined ? undefined : { error: { code: INVALID_PARAMS, message: 'Server variants not supported' } };
+    }
+    // A client that knows nothing of variants gets the upstream as it is (backward compatibility).
+    if (requested === undefined && !this.declared) return undefined;
+    if (requested !== undefined && (typeof requested !== 'string' || !this.offered.includes(requested))) {
+      return { error: { code: INVALID_PARAMS, message: 'Invalid server variant', data: { requestedVariant: requested, availableVariants: this.offered } } };
+    }
+    const active = this.ranked.find((v) => v.config.id === (requested ?? this.ranked[0].config.id))!;
+    const id = active.config.id;
+    if (active.config.status === 'deprecated' && !this.warned.has(id)) {
+      this.warned.add(id);
+      this.log.warn({ variant: id, replacement: active.config.deprecationInfo?.replacement }, 'client uses a deprecated variant');
+    }
+    const unknown = this.outsideNamespace(req, active);
+    if (unknown) return { error: { code: INVALID_PARAMS, message: unknown, data: { activeVariant: id, hint: 'This may be available in other variants' } } };
+    let params = req.params ?? {};
+    if (typeof params.cursor === 'string' && LISTS[req.method]) {
+      const c = this.catalog.signer.unwrap(params.cursor, id);
+      if (!c.ok && c.reason === 'variant') {
+        return { error: { code: INVALID_PARAMS, message: 'Cursor invalid for requested variant', data: { cursorVariant: c.cursorVariant, requestedVariant: id } } };
+      }
+      if (!c.ok) return { error: { code: INVALID_PARAMS, message: 'Invalid cursor', data: { activeVariant: id } } };
+      params = { ...params, cursor: c.cursor };
+    }
+    if (requested !== undefined) {
+      const { [VARIANT_META_KEY]: _drop, ...rest } = meta!;
+      params = { ...params, _meta: rest };
+      if (Object.keys(rest).length === 0) delete (params as { _meta?: unknown })._meta;
+    }
+    return { request: params === req.params ? undefined : { ...req, params }, variant: id };
+  }
+
+  /** The variant's view of a result (lists filtered and rewritten, cursors wrapped, deprecation noted). */
+  view(method: string, result: McpResult, variantId: string): McpResult | undefined {
+    const variant = this.ranked.find((v) => v.config.id === variantId);
+    if (!variant) return undefined;
+    let out: McpResult | undefined;
+    const list = LISTS[method];
+    if (list && Array.isArray(result[list.key])) {
+      const items = (result[list.key] as Array<Record<string, unknown>>)
+        .filter((item) => variant[list.kind](String(item?.[list.field] ?? '')))
+        .map((item) => rewrite(item, method, variant.config));
+      out = { ...result, [list.key]: items };
+      if (typeof result.nextCursor === 'string') out.nextCursor = this.catalog.signer.wrap(result.nextCursor, variantId);
+    }
+    const info = variant.config.deprecationInfo;
+    if (variant.config.status === 'deprecated' && info) {
+      const base = out ?? result;
+      out = { ...base, _meta: { ...(base._meta as object), [`${SERVER_VARIANTS}/deprecation`]: { variant: variantId, ...info } } };
+    }
+    return out;
+  }
+
+  private outsideNamespace(req: JsonRpcRequest, v: CompiledVariant): string | undefined {
+    const p = req.params ?? {};
+    const ref = p.ref as { type?: string; name?: string; uri?: string } | undefined;
+    if (req.method === 'tools/call' && typeof p.name === 'string' && !v.tools(p.name)) return `Unknown tool: ${p.name}`;
+    if (req.method === 'prompts/get' && typeof p.name === 'string' && !v.prompts(p.name)) return `Unknown prompt: ${p.name}`;
+    if ((req.method === 'resources/read' || req.method === 'resources/subscribe') && typeof p.uri === 'string' && !v.resources(p.uri)) return `Unknown resource: ${p.uri}`;
+    if (req.method === 'completion/complete' && ref?.type === 'ref/prompt' && ref.name && !v.prompts(ref.name)) return `Unknown prompt: ${ref.name}`;
+    if (req.method === 'completion/complete' && ref?.type === 'ref/resource' && ref.uri && !v.resources(ref.uri)) return `Unknown resource: ${ref.uri}`;
+    return undefined;
+  }
+}
+
+function rewrite(item: Record<string, unknown>, method: string, v: VariantConfig): Record<string, unknown> {
+  const name = String(item.name ?? '');
+  const override = method === 'tools/list' ? v.toolOverrides[name] : method === 'prompts/list' ? v.promptOverrides[name] : undefined;
+  let out = override ? { ...item, ...override } : item;
+  if (method === 'tools/list' && (v.simplifySchemas.dropOptional || v.simplifySchemas.dropDescriptions) && isObject(item.inputSchema)) {
+    out = { ...out, inputSchema: simplify(item.inputSchema, v.simplifySchemas) };
+  }
+  return out;
+}
+
+function simplify(schema: Record<string, any>, how: { dropOptional: boolean; dropDescriptions: boolean }): Record<string, unknown> {
+  if (!isObject(schema.properties)) return schema;
+  const required = new Set(Array.isArray(schema.required) ? schema.required : []);
+  const properties = Object.fromEntries(
+    Object.entries(schema.properties as Record<string, Record<string, unknown>>)
+      .filter(([key]) => !how.dropOptional || required.has(key))
+      .map(([key, prop]) => {
+        if (!how.dropDescriptions || !isObject(prop)) return [key, prop];
+        const { description: _d, ...rest } = prop;
+        return [key, rest];
+      }),
+  );
+  return { ...schema, properties };
+}
+
+function isObject(v: unknown): v is Record<string, any> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
