@@ -7,7 +7,8 @@ import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
-import { INVALID_REQUEST, errorResponse, isRequest, parsePayload, type JsonRpcId } from '../jsonrpc/message.js';
+import { INVALID_REQUEST, errorResponse, isRequest, parsePayload, type Frame, type JsonRpcId, type JsonRpcRequest } from '../jsonrpc/message.js';
+import { withVariantHeader } from '../negotiation/variants.js';
 import { duplicateId, type ClientSink, type RelaySession } from '../relay/session.js';
 import { hostGuard, originGuard } from './guards.js';
 import { HttpSession } from './http-session.js';
@@ -106,7 +107,9 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     if (typeof req.body !== 'string') return rpcError(reply, 400, INVALID_REQUEST, 'Request body is empty');
     const parsed = parsePayload(req.body);
     if (!parsed.ok) return reply.code(400).type('application/json').send(JSON.stringify(parsed.error));
-    const { frames, batch } = parsed;
+    const { batch } = parsed;
+    const variantHeader = req.headers['mcp-server-variant'];
+    const frames = typeof variantHeader === 'string' ? parsed.frames.map((f) => headerVariant(f, variantHeader)) : parsed.frames;
     const init = frames.find((f) => isRequest(f.msg) && f.msg.method === 'initialize');
     let session: HttpSession | undefined;
     if (init) {
@@ -185,6 +188,12 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
       await app.close();
     },
   };
+}
+
+/** A request with the MCP-Server-Variant header applied (a new frame only when it changed). */
+function headerVariant(frame: Frame, header: string): Frame {
+  const msg = withVariantHeader(frame.msg as JsonRpcRequest, header);
+  return msg === frame.msg ? frame : { msg };
 }
 
 function rpcError(reply: FastifyReply, status: number, code: number, message: string): FastifyReply {

@@ -133,3 +133,14 @@ export function advertise(ranked: VariantConfig[], max: number): { availableVari
     moreVariantsAvailable: shown.length < ranked.length,
   };
 }
+
+/**
+ * The HTTP `MCP-Server-Variant` header as the request's variant, unless its `_meta` names one
+ * already (`_meta` wins). Returns the request unchanged when there is nothing to do.
+ */
+export function withVariantHeader<T extends { method?: string; id?: unknown; params?: Record<string, unknown> }>(msg: T, header: string | undefined): T {
+  if (header === undefined || msg.method === undefined || msg.id === undefined) return msg;
+  const meta = (msg.params?._meta ?? {}) as Record<string, unknown>;
+  if (meta[VARIANT_META_KEY] !== undefined) return msg;
+  return { ...msg, params: { ...msg.params, _meta: { ...meta, [VARIANT_META_KEY]: header } } };
+}

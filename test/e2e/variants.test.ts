@@ -76,6 +76,14 @@ describe('server variants in front of the demo server', () => {
     expect((await s.call('prompts/get', { name: 'trip_briefing', arguments: { destination: 'Bern' } }, 'readonly')).error.data).toEqual({ activeVariant: 'readonly', hint: expect.any(String) });
   });
 
+  it('takes the variant from the MCP-Server-Variant header too, with _meta winning', async () => {
+    const init = await rawPost(proxy.url, withHints({}), { accept: 'application/json' });
+    const headers = { accept: 'application/json', 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25', 'mcp-server-variant': 'readonly' };
+    const list = async (meta?: string) => (await rawPost(proxy.url, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: meta ? { _meta: { [KEY]: meta } } : {} }, headers)).messages[0].result.tools.length;
+    expect(await list()).toBe(2);
+    expect(await list('full')).toBe(3);
+  });
+
   it('keeps deprecated variants working, marks their results and warns once', async () => {
     const s = await session(proxy.url, {});
     const first = await s.call('tools/list', {}, 'v1');
