@@ -102,7 +102,9 @@ export class Negotiation {
   private initializeResult(result: McpResult): McpResult | undefined {
     const capabilities = isObject(result.capabilities) ? result.capabilities : {};
     const extensions = isObject(capabilities.extensions) ? capabilities.extensions : {};
-    this.upstreamVariants = extensions[SERVER_VARIANTS] !== undefined && !this.setup.variants.enabled;
+    const upstreamOffersVariants = extensions[SERVER_VARIANTS] !== undefined;
+    this.upstreamVariants = upstreamOffersVariants && !this.setup.variants.enabled;
+    this.variants.upstreamNative = upstreamOffersVariants;
     const withNegotiation = this.declared ? this.advertise(result) : undefined;
     if (!this.variantsOffer || this.upstreamVariants) return withNegotiation;
     const base = withNegotiation ?? result;

@@ -2,7 +2,8 @@
  * One session's server variants: the ranked list it was offered at initialize, and per request
  * the active variant, its namespace checks, its cursors, and its view of list results (items
  * filtered, titles and descriptions overridden, input schemas simplified). The variant key is
- * stripped before a request goes upstream (the upstream does not know variants).
+ * stripped before a request goes upstream, or, when the upstream implements variants itself,
+ * replaced by the variant's `upstreamVariant` (or its own id) for the backend to apply.
  */
 import type { Logger } from 'pino';
 import type { JsonRpcErrorObject, JsonRpcRequest } from '../jsonrpc/message.js';
@@ -54,6 +55,8 @@ export class VariantScope {
   private offered: string[];
   /** The client declared the extension: the default variant applies even without a key. */
   private declared = false;
+  /** The upstream implements variants itself: forward each request's variant (mapped) to it. */
+  upstreamNative = false;
   private readonly warned = new Set<string>();
 
   constructor(private readonly catalog: VariantCatalog, private readonly log: Logger) {
@@ -106,7 +109,10 @@ export class VariantScope {
       if (!c.ok) return { error: { code: INVALID_PARAMS, message: 'Invalid cursor', data: { activeVariant: id } } };
       params = { ...params, cursor: c.cursor };
     }
-    if (requested !== undefined) {
+    if (this.upstreamNative) {
+      // Carry the selection through, as the backend knows it.
+      params = { ...params, _meta: { ...meta, [VARIANT_META_KEY]: active.config.upstreamVariant ?? id } };
+    } else if (requested !== undefined) {
       const { [VARIANT_META_KEY]: _drop, ...rest } = meta!;
       params = { ...params, _meta: rest };
       if (Object.keys(rest).length === 0) delete (params as { _meta?: unknown })._meta;

@@ -147,3 +147,36 @@ describe('cursors and carry-over over a paginating upstream', () => {
     expect((await s.call('tools/list')).result.tools.length).toBeGreaterThan(5);
   });
 });
+
+describe('carry-through to an upstream that implements variants itself', () => {
+  afterAll(stopAll);
+  const upstream = commandLine([process.execPath, `${ROOT}test/fixtures/native-variants-server.mjs`]);
+  const which = async (s: Awaited<ReturnType<typeof session>>, variant?: string) => {
+    const r = await s.call('tools/call', { name: 'which', arguments: {} }, variant);
+    return r.result?.content[0].text ?? r.error;
+  };
+
+  it('forwards the mapped upstreamVariant and relays the backend errors', async () => {
+    const config = join(mkdtempSync(join(tmpdir(), 'variants-native-')), 'v.yaml');
+    writeFileSync(config, [
+      `upstream:\n  command: ${JSON.stringify(upstream)}`,
+      'serverVariants:',
+      '  variants:',
+      '    - { id: quick, description: Quick answers, upstreamVariant: fast }',
+      '    - { id: thorough, description: Deep answers, upstreamVariant: deep }',
+      '    - { id: mirror, description: Same id as the backend has none }',
+    ].join('\n'));
+    const proxy = await startProxy(['--config', config]);
+    const s = await session(proxy.url, {});
+    expect(s.init.capabilities.extensions[EXT].availableVariants.map((v: { id: string }) => v.id)).toEqual(['quick', 'thorough', 'mirror']);
+    expect([await which(s), await which(s, 'quick'), await which(s, 'thorough')]).toEqual(['fast', 'fast', 'deep']);
+    expect(await which(s, 'mirror')).toEqual({ code: -32602, message: 'Invalid server variant', data: { requestedVariant: 'mirror', availableVariants: ['fast', 'deep'] } });
+  });
+
+  it('passes variant keys through untouched when none are configured here', async () => {
+    const proxy = await startProxy(['--upstream', upstream]);
+    const s = await session(proxy.url, {});
+    expect(s.init.capabilities.extensions[EXT].availableVariants.map((v: { id: string }) => v.id)).toEqual(['fast', 'deep']);
+    expect([await which(s), await which(s, 'deep')]).toEqual(['none', 'deep']);
+  });
+});
