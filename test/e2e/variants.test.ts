@@ -138,6 +138,9 @@ describe('cursors and carry-over over a paginating upstream', () => {
     });
     expect(await s.call('resources/list', { cursor: allCursor.slice(0, -3) + 'abc' }, 'all')).toMatchObject({ error: { code: -32602, message: 'Invalid cursor' } });
     expect(await s.call('resources/read', { uri: 'faulty://item/2' }, 'odd')).toMatchObject({ error: { code: -32602, data: { activeVariant: 'odd' } } });
+    // Subscriptions are made in a variant: only to resources that variant shows.
+    expect(await s.call('resources/subscribe', { uri: 'faulty://counter' }, 'odd')).toMatchObject({ error: { code: -32602, message: 'Unknown resource: faulty://counter', data: { activeVariant: 'odd' } } });
+    expect(await s.call('resources/subscribe', { uri: 'faulty://counter' }, 'all')).toMatchObject({ result: {} });
   });
 
   it('says "Server variants not supported" when no variants are configured, and relays everything else as is', async () => {
