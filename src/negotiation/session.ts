@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { runPipeline } from '../pipeline/run.js';
 import type { CompiledRule } from '../pipeline/rules.js';
 import type { McpResult } from '../pipeline/types.js';
-import type { JsonRpcErrorObject, JsonRpcRequest } from '../jsonrpc/message.js';
+import type { JsonRpcErrorObject, JsonRpcNotification, JsonRpcRequest } from '../jsonrpc/message.js';
 import { FeatureSet, parseFeatures } from './features.js';
 import { VariantScope, type VariantCatalog } from './variant-scope.js';
 import { SERVER_VARIANTS } from './variants.js';
@@ -40,6 +40,10 @@ export class Negotiation {
 
   constructor(private readonly setup: NegotiationSetup) {
     this.variants = new VariantScope(setup.variants, setup.log);
+  }
+
+  onNotification(msg: JsonRpcNotification): JsonRpcNotification[] | undefined {
+    return this.variants.listChanged(msg);
   }
 
   /** Server-variant checks for a request; see VariantScope.check. */

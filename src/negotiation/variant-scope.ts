@@ -6,7 +6,7 @@
  * replaced by the variant's `upstreamVariant` (or its own id) for the backend to apply.
  */
 import type { Logger } from 'pino';
-import type { JsonRpcErrorObject, JsonRpcRequest } from '../jsonrpc/message.js';
+import type { JsonRpcErrorObject, JsonRpcNotification, JsonRpcRequest } from '../jsonrpc/message.js';
 import { INVALID_PARAMS } from '../jsonrpc/message.js';
 import { globToRegExp } from '../pipeline/rules.js';
 import type { McpResult } from '../pipeline/types.js';
@@ -21,6 +21,8 @@ interface CompiledVariant {
   resources: (uri: string) => boolean;
   prompts: (name: string) => boolean;
 }
+
+const LIST_CHANGED = new Set(['notifications/tools/list_changed', 'notifications/resources/list_changed', 'notifications/prompts/list_changed']);
 
 const LISTS: Record<string, { key: string; kind: 'tools' | 'resources' | 'prompts'; field: string }> = {
   'tools/list': { key: 'tools', kind: 'tools', field: 'name' },
@@ -118,6 +120,17 @@ export class VariantScope {
       if (Object.keys(rest).length === 0) delete (params as { _meta?: unknown })._meta;
     }
     return { request: params === req.params ? undefined : { ...req, params }, variant: id };
+  }
+
+  /**
+   * An upstream `list_changed` as one notification per variant offered to a client that declared
+   * the extension, each naming its variant in `params._meta` (the upstream's change may touch
+   * every view). Undefined: relay the notification as it is.
+   */
+  listChanged(msg: JsonRpcNotification): JsonRpcNotification[] | undefined {
+    if (!this.declared || this.upstreamNative || !LIST_CHANGED.has(msg.method)) return undefined;
+    const params = msg.params ?? {};
+    return this.offered.map((id) => ({ ...msg, params: { ...params, _meta: { ...(params._meta as object), [VARIANT_META_KEY]: id } } }));
   }
 
   /** The variant's view of a result (lists filtered and rewritten, cursors wrapped, deprecation noted). */

@@ -6,7 +6,7 @@
  */
 import type { Logger } from 'pino';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
-import { errorResponse, isNotification, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcRequest } from '../jsonrpc/message.js';
+import { errorResponse, isNotification, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
 import type { UpstreamConnection, UpstreamEvents } from '../upstream/types.js';
 
 export interface ClientSink {
@@ -33,6 +33,8 @@ export interface ResultShaper {
   onInitialize(params: Record<string, unknown> | undefined): void;
   /** Checks a client request before it goes upstream: an error to answer, or a rewritten request and a scope for its result. */
   onRequest(req: JsonRpcRequest): { error: JsonRpcErrorObject } | { request?: JsonRpcRequest; scope?: string } | undefined;
+  /** Notifications to send instead of an upstream notification, or undefined to relay it as is. */
+  onNotification?(msg: JsonRpcNotification): JsonRpcNotification[] | undefined;
   /** A replacement result, or undefined to relay the upstream's bytes. */
   shape(method: string, name: string | undefined, result: Record<string, unknown>, scope?: string): Record<string, unknown> | undefined | Promise<Record<string, unknown> | undefined>;
 }
@@ -125,6 +127,10 @@ export class RelaySession {
         (err) => this.sink.deliver({ msg: errorResponse(id!, toJsonRpcError(err)) }, id!),
       );
       return;
+    }
+    if (!isRequest(msg)) {
+      const replaced = this.opts.shaper?.onNotification?.(msg);
+      if (replaced) return replaced.forEach((n) => this.sink.deliver({ msg: n }, relatedId));
     }
     if (msg.method === 'notifications/progress') {
       const token = (msg.params as { progressToken?: string | number } | undefined)?.progressToken;

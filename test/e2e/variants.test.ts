@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INIT, rawPost } from '../helpers/raw.js';
 import { commandLine, eventually, fixtureArgv, ROOT, startProxy, stopAll, type Running } from '../helpers/processes.js';
@@ -141,6 +142,25 @@ describe('cursors and carry-over over a paginating upstream', () => {
     // Subscriptions are made in a variant: only to resources that variant shows.
     expect(await s.call('resources/subscribe', { uri: 'faulty://counter' }, 'odd')).toMatchObject({ error: { code: -32602, message: 'Unknown resource: faulty://counter', data: { activeVariant: 'odd' } } });
     expect(await s.call('resources/subscribe', { uri: 'faulty://counter' }, 'all')).toMatchObject({ result: {} });
+  });
+
+  it('sends list_changed once per offered variant, naming it in _meta', async () => {
+    const config = join(mkdtempSync(join(tmpdir(), 'variants-lc-')), 'v.yaml');
+    writeFileSync(config, `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\nserverVariants:\n  variants:\n    - { id: all, description: All }\n    - { id: lean, description: Lean, tools: { include: [echo] } }\n`);
+    const proxy = await startProxy(['--config', config]);
+    const seen: unknown[] = [];
+    const connect = async (declare: boolean) => {
+      const client = new Client({ name: 'lc', version: '1' }, { capabilities: (declare ? { extensions: { [EXT]: { variantHints: { hints: {} } } } } : {}) as never });
+      client.setNotificationHandler(ToolListChangedNotificationSchema, (n) => void seen.push([declare, n.params?._meta?.[KEY] ?? null]));
+      await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
+      return client;
+    };
+    const [declared, legacy] = await Promise.all([connect(true), connect(false)]);
+    await declared.callTool({ name: 'add_tool', arguments: { name: 'x1' } });
+    await legacy.callTool({ name: 'add_tool', arguments: { name: 'x2' } });
+    await eventually(() => seen.length >= 3, 5000, 'notifications');
+    expect(seen).toEqual([[true, 'all'], [true, 'lean'], [false, null]]);
+    await Promise.all([declared.close(), legacy.close()]);
   });
 
   it('says "Server variants not supported" when no variants are configured, and relays everything else as is', async () => {
