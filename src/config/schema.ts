@@ -72,7 +72,7 @@ export const configSchema = z
     listen: listenSchema.default({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4 * 1024 * 1024, responseMode: 'auto', maxSessions: 1000 }),
     timeouts: timeoutsSchema.default({ requestMs: 60_000, initializeMs: 120_000, sessionIdleMs: 10 * 60_000, shutdownGraceMs: 2_000 }),
     contentNegotiation: negotiationSchema.default({ enabled: true, useDefaultRules: true, rules: [], plugins: [] }),
-    serverVariants: serverVariantsSchema.default({ variants: [], maxAdvertised: 5 }).describe('Server variants (SEP-2053): ranked views of the upstream.'),
+    serverVariants: serverVariantsSchema.default({ variants: [], maxAdvertised: 5, mergeUpstream: true }).describe('Server variants (SEP-2053): ranked views of the upstream.'),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level (logs always go to stderr).'),
   })
   .strict();

@@ -109,6 +109,9 @@ export class Negotiation {
     const upstreamOffersVariants = extensions[SERVER_VARIANTS] !== undefined;
     this.upstreamVariants = upstreamOffersVariants && !this.setup.variants.enabled;
     this.variants.upstreamNative = upstreamOffersVariants;
+    if (upstreamOffersVariants && this.setup.variants.enabled) {
+      this.variantsOffer = this.variants.mergeUpstream(extensions[SERVER_VARIANTS]?.availableVariants) ?? this.variantsOffer;
+    }
     const withNegotiation = this.declared ? this.advertise(result) : undefined;
     if (!this.variantsOffer || this.upstreamVariants) return withNegotiation;
     const base = withNegotiation ?? result;

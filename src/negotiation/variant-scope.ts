@@ -11,7 +11,7 @@ import { INVALID_PARAMS } from '../jsonrpc/message.js';
 import { globToRegExp } from '../pipeline/rules.js';
 import type { McpResult } from '../pipeline/types.js';
 import { CursorSigner } from './cursors.js';
-import { advertise, parseVariantHints, rankVariants, SERVER_VARIANTS, VARIANT_META_KEY, type ServerVariantsConfig, type VariantConfig } from './variants.js';
+import { advertise, parseVariantHints, rankVariants, SERVER_VARIANTS, VARIANT_META_KEY, variantSchema, type ServerVariantsConfig, type VariantConfig, type VariantHints } from './variants.js';
 
 export type RequestCheck = { error: JsonRpcErrorObject } | { request?: JsonRpcRequest; variant?: string } | undefined;
 
@@ -46,6 +46,15 @@ export class VariantCatalog {
   }
 }
 
+const all = () => true;
+
+/** The fields of an upstream's ServerVariant that a variant config takes (hints: strings only). */
+function pick(raw: unknown): Record<string, unknown> {
+  const v = (raw ?? {}) as Record<string, unknown>;
+  const hints = Object.fromEntries(Object.entries((v.hints ?? {}) as object).filter(([, x]) => typeof x === 'string'));
+  return { id: v.id, description: v.description || String(v.id), hints, status: v.status, deprecationInfo: v.deprecationInfo };
+}
+
 function matcher(g: { include: string[]; exclude: string[] }): (name: string) => boolean {
   const include = g.include.map(globToRegExp);
   const exclude = g.exclude.map(globToRegExp);
@@ -55,6 +64,7 @@ function matcher(g: { include: string[]; exclude: string[] }): (name: string) =>
 export class VariantScope {
   private ranked: CompiledVariant[];
   private offered: string[];
+  private hints: VariantHints = { hints: {} };
   /** The client declared the extension: the default variant applies even without a key. */
   private declared = false;
   /** The upstream implements variants itself: forward each request's variant (mapped) to it. */
@@ -70,15 +80,36 @@ export class VariantScope {
   onInitialize(capabilities: Record<string, any>): Record<string, unknown> | undefined {
     if (!this.catalog.enabled) return undefined;
     const settings = capabilities?.extensions?.[SERVER_VARIANTS];
-    const hints = parseVariantHints(settings?.variantHints);
-    const order = rankVariants(this.catalog.variants.map((v) => v.config), hints);
-    this.ranked = order.map((c) => this.catalog.variants.find((v) => v.config === c)!);
-    const payload = advertise(order, this.catalog.config.maxAdvertised);
+    this.hints = parseVariantHints(settings?.variantHints);
+    this.declared = settings !== undefined;
+    return this.rank(this.catalog.variants);
+  }
+
+  /**
+   * Adds the upstream's own variants (those no configured variant maps to) as pass-through
+   * views, and ranks again; returns the new payload for a client that declared the extension.
+   */
+  mergeUpstream(available: unknown): Record<string, unknown> | undefined {
+    if (!this.catalog.config.mergeUpstream || !Array.isArray(available)) return undefined;
+    const taken = new Set(this.catalog.variants.flatMap((v) => [v.config.id, v.config.upstreamVariant ?? v.config.id]));
+    const extra = available.flatMap((raw) => {
+      const parsed = variantSchema.safeParse({ ...pick(raw), upstreamVariant: (raw as { id?: unknown })?.id });
+      return parsed.success && !taken.has(parsed.data.id) ? [{ config: parsed.data, tools: all, resources: all, prompts: all }] : [];
+    });
+    return extra.length ? this.rank([...this.catalog.variants, ...extra]) : undefined;
+  }
+
+  private rank(variants: CompiledVariant[]): Record<string, unknown> | undefined {
+    const order = rankVariants(variants.map((v) => v.config), this.hints);
+    this.ranked = order.map((c) => variants.find((v) => v.config === c)!);
     // A client that declared the extension may use what it was shown; one that did not, any.
-    if (settings === undefined) return undefined;
-    this.declared = true;
+    if (!this.declared) {
+      this.offered = this.ranked.map((v) => v.config.id);
+      return undefined;
+    }
+    const payload = advertise(order, this.catalog.config.maxAdvertised);
     this.offered = (payload.availableVariants as Array<{ id: string }>).map((v) => v.id);
-    this.log.debug({ hints: hints.hints, ranked: order.map((v) => v.id) }, 'server variants ranked');
+    this.log.debug({ hints: this.hints.hints, ranked: order.map((v) => v.id) }, 'server variants ranked');
     return payload;
   }
 

@@ -39,6 +39,7 @@ export const serverVariantsSchema = z
     variants: z.array(variantSchema).default([]).describe('The variants offered; none = the extension is off.'),
     maxAdvertised: z.number().int().min(1).max(50).default(5).describe('How many ranked variants initialize returns (moreVariantsAvailable says when there are more).'),
     cursorSecret: z.string().optional().describe('HMAC key binding pagination cursors to their variant (random per process when unset).'),
+    mergeUpstream: z.boolean().default(true).describe("When the upstream offers variants itself, add those not mapped by an upstreamVariant here to the list (as pass-through views)."),
   })
   .strict()
   .superRefine((cfg, ctx) => {

@@ -191,9 +191,19 @@ describe('carry-through to an upstream that implements variants itself', () => {
     ].join('\n'));
     const proxy = await startProxy(['--config', config]);
     const s = await session(proxy.url, {});
+    // "fast" and "deep" are mapped by quick and thorough, so nothing of the backend's is added.
     expect(s.init.capabilities.extensions[EXT].availableVariants.map((v: { id: string }) => v.id)).toEqual(['quick', 'thorough', 'mirror']);
     expect([await which(s), await which(s, 'quick'), await which(s, 'thorough')]).toEqual(['fast', 'fast', 'deep']);
     expect(await which(s, 'mirror')).toEqual({ code: -32602, message: 'Invalid server variant', data: { requestedVariant: 'mirror', availableVariants: ['fast', 'deep'] } });
+  });
+
+  it("merges the backend's unmapped variants into the offer, forwarding them as they are", async () => {
+    const config = join(mkdtempSync(join(tmpdir(), 'variants-merge-')), 'v.yaml');
+    writeFileSync(config, `upstream:\n  command: ${JSON.stringify(upstream)}\nserverVariants:\n  variants:\n    - { id: quick, description: Quick, upstreamVariant: fast }\n`);
+    const proxy = await startProxy(['--config', config]);
+    const s = await session(proxy.url, {});
+    expect(s.init.capabilities.extensions[EXT].availableVariants.map((v: { id: string }) => v.id)).toEqual(['quick', 'deep']);
+    expect([await which(s, 'quick'), await which(s, 'deep')]).toEqual(['fast', 'deep']);
   });
 
   it('passes variant keys through untouched when none are configured here', async () => {
