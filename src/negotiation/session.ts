@@ -42,6 +42,17 @@ export class Negotiation {
     this.variants = new VariantScope(setup.variants, setup.log);
   }
 
+  /**
+   * An error the upstream raised for a request made in a variant names that variant
+   * (`data.activeVariant`, SEP-2053), unless the upstream implements variants and speaks for itself.
+   */
+  annotateError(error: JsonRpcErrorObject, variant: string | undefined): JsonRpcErrorObject | undefined {
+    if (variant === undefined || this.variants.upstreamNative) return undefined;
+    const data = error.data ?? {};
+    if (typeof data !== 'object' || data === null || Array.isArray(data) || 'activeVariant' in data) return undefined;
+    return { ...error, data: { ...data, activeVariant: variant } };
+  }
+
   onNotification(msg: JsonRpcNotification): JsonRpcNotification[] | undefined {
     return this.variants.listChanged(msg);
   }

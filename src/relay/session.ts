@@ -33,6 +33,8 @@ export interface ResultShaper {
   onInitialize(params: Record<string, unknown> | undefined): void;
   /** Checks a client request before it goes upstream: an error to answer, or a rewritten request and a scope for its result. */
   onRequest(req: JsonRpcRequest): { error: JsonRpcErrorObject } | { request?: JsonRpcRequest; scope?: string } | undefined;
+  /** A replacement for an upstream error to a request with this scope, or undefined to relay it as is. */
+  annotateError?(error: JsonRpcErrorObject, scope: string | undefined): JsonRpcErrorObject | undefined;
   /** Notifications to send instead of an upstream notification, or undefined to relay it as is. */
   onNotification?(msg: JsonRpcNotification): JsonRpcNotification[] | undefined;
   /** A replacement result, or undefined to relay the upstream's bytes. */
@@ -119,6 +121,8 @@ export class RelaySession {
         return;
       }
       this.lastActivity = Date.now();
+      const error = msg.error && this.opts.shaper?.annotateError?.(msg.error, p.scope);
+      if (error) return this.sink.deliver({ msg: { ...msg, error } }, id!);
       const shaped = msg.result && this.opts.shaper ? this.opts.shaper.shape(p.method, p.name, msg.result, p.scope) : undefined;
       if (shaped === undefined) return this.sink.deliver(frame, id!);
       if (!(shaped instanceof Promise)) return this.sink.deliver({ msg: { ...msg, result: shaped } }, id!);

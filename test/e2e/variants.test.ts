@@ -67,6 +67,8 @@ describe('server variants in front of the demo server', () => {
     expect((await call('full')).result.content[0].text).toContain('Your journey from Bern to Lugano');
     expect(await call('readonly')).toMatchObject({ error: { code: -32602, message: 'Unknown tool: plan_journey', data: { activeVariant: 'readonly', hint: expect.any(String) } } });
     expect((await call('compact')).result.content[0].text).not.toContain('## Tips'); // the variant's trim rule
+    // An error the upstream raises for a request made in a variant names the variant too.
+    expect(await s.call('resources/read', { uri: 'demo://nowhere' }, 'full')).toMatchObject({ error: { data: { activeVariant: 'full' } } });
   });
 
   it('answers an unknown variant with the SEP error and the variants this session was offered', async () => {
