@@ -12,6 +12,7 @@ import type { Config } from './config/schema.js';
 import { startHttpDownstream, type HttpDownstream } from './downstream/http.js';
 import { startStdioDownstream, type StdioDownstream } from './downstream/stdio.js';
 import type { ProxyError } from './jsonrpc/errors.js';
+import { Metrics } from './metrics.js';
 import { Negotiation } from './negotiation/session.js';
 import { VariantCatalog } from './negotiation/variant-scope.js';
 import type { CompiledRule } from './pipeline/rules.js';
@@ -76,14 +77,19 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   };
 
   const rules = deps.rules ?? [];
+  const metrics = new Metrics({ sessions: () => http?.sessionCount() ?? (stdio ? 1 : 0), upstreamProcesses: () => children.size });
+  const counters = metrics.counters;
   const variants = new VariantCatalog(config.serverVariants);
-  const openSession = (sink: ClientSink, sessionLog: Logger) =>
-    new RelaySession((events) => connect(events, sessionLog), sink, {
+  const openSession = (sink: ClientSink, sessionLog: Logger) => {
+    counters.sessionsStarted++;
+    return new RelaySession((events) => connect(events, sessionLog), sink, {
       requestTimeoutMs: config.timeouts.requestMs,
       initializeTimeoutMs: config.timeouts.initializeMs,
-      shaper: new Negotiation({ rules, variants, log: sessionLog }),
+      shaper: new Negotiation({ rules, variants, counters, log: sessionLog }),
+      counters,
       log: sessionLog,
     });
+  };
 
   const reportHealth = () => ({
     ok: health.startFailure === undefined,
@@ -115,6 +121,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
         sessionIdleMs: config.timeouts.sessionIdleMs,
         openSession,
         health: reportHealth,
+        metrics: () => metrics.render(),
         log,
       });
       if (spec.kind === 'http') void probe(spec.url, target, dispatcher, log);

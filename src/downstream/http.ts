@@ -26,11 +26,14 @@ export interface HttpDownstreamOptions {
   openSession(sink: ClientSink, log: Logger): RelaySession;
   /** What /healthz reports; `ok: false` answers 503. */
   health(): { ok: boolean } & Record<string, unknown>;
+  /** The /metrics text (Prometheus format). */
+  metrics(): string;
   log: Logger;
 }
 
 export interface HttpDownstream {
   url: string;
+  sessionCount(): number;
   close(): Promise<void>;
 }
 
@@ -58,6 +61,10 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     if (!hostOk(req.headers.host)) return rpcError(reply, 403, INVALID_REQUEST, `Host header "${req.headers.host ?? ''}" is not allowed`);
     if (!originOk(req.headers.origin)) return rpcError(reply, 403, INVALID_REQUEST, `Origin "${req.headers.origin}" is not allowed`);
     done();
+  });
+
+  app.get('/metrics', async (_req, reply) => {
+    reply.type('text/plain; version=0.0.4').send(opts.metrics());
   });
 
   app.get('/healthz', async (_req, reply) => {
@@ -181,6 +188,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
   const url = new URL(listen.path, address.replace('0.0.0.0', '127.0.0.1').replace('[::]', '[::1]')).toString();
   return {
     url,
+    sessionCount: () => sessions.size,
     async close() {
       clearInterval(reaper);
       const reason = new ProxyError('SHUTTING_DOWN', 'The proxy is shutting down');

@@ -9,6 +9,7 @@ import { runPipeline } from '../pipeline/run.js';
 import type { CompiledRule } from '../pipeline/rules.js';
 import type { McpResult } from '../pipeline/types.js';
 import type { JsonRpcErrorObject, JsonRpcNotification, JsonRpcRequest } from '../jsonrpc/message.js';
+import type { Metrics } from '../metrics.js';
 import { FeatureSet, parseFeatures } from './features.js';
 import { VariantScope, type VariantCatalog } from './variant-scope.js';
 import { SERVER_VARIANTS } from './variants.js';
@@ -21,6 +22,8 @@ export interface NegotiationSetup {
   rules: CompiledRule[];
   /** The configured server variants (possibly none). */
   variants: VariantCatalog;
+  /** Counters for /metrics. */
+  counters?: Metrics['counters'];
   log: Logger;
 }
 
@@ -109,7 +112,13 @@ export class Negotiation {
     const ctx = { method, name, features, variant, era: 'legacy' as const, outputSchema: name ? this.outputSchemas.get(name) : undefined, log: this.setup.log };
     return runPipeline(this.setup.rules, current, ctx).then((o) => {
       if (o.applied.length) this.setup.log.debug({ method, name, variant, applied: o.applied }, 'result shaped');
-      return o.result ?? viewed;
+      const shaped = o.result ?? viewed;
+      const counters = this.setup.counters;
+      if (counters) {
+        counters.transformFailures += o.failures;
+        if (shaped) counters.resultsShaped++;
+      }
+      return shaped;
     });
   }
 

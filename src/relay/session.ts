@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
 import { errorResponse, isNotification, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
+import type { Metrics } from '../metrics.js';
 import type { UpstreamConnection, UpstreamEvents } from '../upstream/types.js';
 
 export interface ClientSink {
@@ -25,6 +26,8 @@ export interface RelayOptions {
   initializeTimeoutMs: number;
   /** Reshapes results for the negotiated context (content negotiation); absent = pure relay. */
   shaper?: ResultShaper;
+  /** Counters for /metrics. */
+  counters?: Metrics['counters'];
   log: Logger;
 }
 
@@ -66,7 +69,10 @@ export class RelaySession {
   ) {
     this.upstream = connect({
       onMessage: (frame, relatedId) => this.fromUpstream(frame, relatedId),
-      onClose: (err) => this.finish(err),
+      onClose: (err) => {
+        if (!this.ended && this.opts.counters) this.opts.counters.upstreamClosed++;
+        this.finish(err);
+      },
     });
   }
 
@@ -91,6 +97,7 @@ export class RelaySession {
       this.pending.set(msg.id, { method: msg.method, name, scope: check?.scope, timer, progressToken });
       if (progressToken !== undefined) this.progressOwners.set(progressToken, msg.id);
       if (msg.method === 'initialize') this.opts.shaper?.onInitialize(params);
+      if (this.opts.counters) this.opts.counters.requestsRelayed++;
     } else if (isNotification(msg) && msg.method === 'notifications/cancelled') {
       // The client gave up on a request: nothing will answer it, so stop waiting for it here.
       const id = (msg.params as { requestId?: JsonRpcId } | undefined)?.requestId;
@@ -151,6 +158,7 @@ export class RelaySession {
     const p = this.settle(id);
     if (!p) return;
     const ms = this.limitFor(p.method);
+    if (this.opts.counters) this.opts.counters.requestTimeouts++;
     this.opts.log.warn({ id, method: p.method, ms }, 'upstream request timed out');
     this.answer(id, new ProxyError('REQUEST_TIMEOUT', `The upstream did not answer ${p.method} within ${ms} ms`, { timeoutMs: ms }));
     if (p.method !== 'initialize') this.cancelUpstream(id, `Request timed out after ${ms} ms`);

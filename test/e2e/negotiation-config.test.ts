@@ -90,6 +90,33 @@ describe('negotiation config, explain and plugins', () => {
     }
   });
 
+  it('fails open when a transformer throws, and counts it in /metrics', async () => {
+    const plugin = file('explode.mjs', [
+      '// Lives outside the project, where zod cannot be imported: any object with a zod-style safeParse will do.',
+      "const options = { safeParse: (v) => ({ success: true, data: v ?? {} }) };",
+      "export const explode = { name: 'explode', description: 'throws', options, create: () => () => { throw new Error('kaboom'); } };",
+    ].join('\n'));
+    const config = file('explode.yaml', [
+      `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}`,
+      'contentNegotiation:',
+      `  plugins: [${JSON.stringify(plugin)}]`,
+      '  rules:',
+      '    - when: { features: [x-explode] }',
+      '      apply: [{ explode: {} }]',
+    ].join('\n'));
+    const proxy = await startProxy(['--config', config]);
+    const init = await rawPost(proxy.url, negotiating(['x-explode']));
+    const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+    const reply = await rawPost(proxy.url, callTool(1, 'echo', { text: 'unharmed' }), headers);
+    expect(reply.messages[0].result.content[0].text).toBe('unharmed');
+    const metrics = await (await fetch(proxy.url.replace('/mcp', '/metrics'))).text();
+    expect(metrics).toContain('mcp_proxy_transform_failures_total 1\n');
+    expect(metrics).toContain('mcp_proxy_sessions_started_total 1\n');
+    expect(metrics).toContain('mcp_proxy_requests_total 2\n');
+    expect(metrics).toMatch(/mcp_proxy_upstream_processes 1\n/);
+    expect(proxy.stderr()).toContain('kaboom');
+  });
+
   it('passes an upstream that speaks the extension itself straight through', async () => {
     const proxy = await startProxy(['--upstream', commandLine([process.execPath, `${ROOT}test/fixtures/native-negotiation-server.mjs`])]);
     const init = await rawPost(proxy.url, negotiating(['agent', 'format=json']), { accept: 'application/json' });
