@@ -33,6 +33,23 @@ const negotiating = (features: string[]) => ({
   params: { ...INIT.params, capabilities: { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: '1.0', features } } } },
 });
 
+/** A proxy in front of the faulty fixture whose one rule applies `transformer` (from `plugin`) for clients tagged `tag`. */
+async function echoThroughPlugin(name: string, plugin: string, transformer: string, tag: string, text: string) {
+  const config = file(`${name}.yaml`, [
+    `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}`,
+    'contentNegotiation:',
+    `  plugins: [${JSON.stringify(plugin)}]`,
+    '  rules:',
+    `    - when: { features: [${tag}] }`,
+    `      apply: [{ ${transformer}: {} }]`,
+  ].join('\n'));
+  const proxy = await startProxy(['--config', config]);
+  const init = await rawPost(proxy.url, negotiating([tag]));
+  const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+  const reply = await rawPost(proxy.url, callTool(1, 'echo', { text }), headers);
+  return { proxy, text: reply.messages[0].result.content[0].text as string };
+}
+
 describe('negotiation config, explain and plugins', () => {
   afterAll(stopAll);
 
@@ -66,19 +83,8 @@ describe('negotiation config, explain and plugins', () => {
   });
 
   it('runs a plugin transformer from the config, and refuses a broken plugin at start-up', async () => {
-    const config = file('plugin.yaml', [
-      `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}`,
-      'contentNegotiation:',
-      `  plugins: [${JSON.stringify(`${ROOT}examples/plugins/redact.mjs`)}]`,
-      '  rules:',
-      '    - when: { features: [x-redact] }',
-      '      apply: [{ redact: {} }]',
-    ].join('\n'));
-    const proxy = await startProxy(['--config', config]);
-    const init = await rawPost(proxy.url, negotiating(['x-redact']));
-    const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
-    const reply = await rawPost(proxy.url, callTool(1, 'echo', { text: 'write to ada@example.org' }), headers);
-    expect(reply.messages[0].result.content[0].text).toBe('write to [redacted]');
+    const redacted = await echoThroughPlugin('plugin', `${ROOT}examples/plugins/redact.mjs`, 'redact', 'x-redact', 'write to ada@example.org');
+    expect(redacted.text).toBe('write to [redacted]');
 
     const bad = file('bad-plugin.mjs', 'throw new Error("plugin exploded");\n');
     const empty = file('empty-plugin.mjs', 'export const notATransformer = 1;\n');
@@ -96,19 +102,8 @@ describe('negotiation config, explain and plugins', () => {
       "const options = { safeParse: (v) => ({ success: true, data: v ?? {} }) };",
       "export const explode = { name: 'explode', description: 'throws', options, create: () => () => { throw new Error('kaboom'); } };",
     ].join('\n'));
-    const config = file('explode.yaml', [
-      `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}`,
-      'contentNegotiation:',
-      `  plugins: [${JSON.stringify(plugin)}]`,
-      '  rules:',
-      '    - when: { features: [x-explode] }',
-      '      apply: [{ explode: {} }]',
-    ].join('\n'));
-    const proxy = await startProxy(['--config', config]);
-    const init = await rawPost(proxy.url, negotiating(['x-explode']));
-    const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
-    const reply = await rawPost(proxy.url, callTool(1, 'echo', { text: 'unharmed' }), headers);
-    expect(reply.messages[0].result.content[0].text).toBe('unharmed');
+    const { proxy, text } = await echoThroughPlugin('explode', plugin, 'explode', 'x-explode', 'unharmed');
+    expect(text).toBe('unharmed');
     const metrics = await (await fetch(proxy.url.replace('/mcp', '/metrics'))).text();
     expect(metrics).toContain('mcp_proxy_transform_failures_total 1\n');
     expect(metrics).toContain('mcp_proxy_sessions_started_total 1\n');
