@@ -103,7 +103,7 @@ export class Negotiation {
     if (method === 'initialize') return this.initializeResult(result);
     const viewed = variant === undefined ? undefined : this.variants.view(method, result, variant);
     const current = viewed ?? result;
-    if (method === 'tools/list') this.rememberOutputSchemas(current);
+    if (method === 'tools/list' && this.declared) this.rememberOutputSchemas(current); // only negotiation uses them
     // Rules run for a client that negotiates content, and for any request made in a variant
     // (rules may name variants); a client with neither gets the upstream's bytes.
     const negotiating = this.declared && !this.upstreamNative && !this.features.isEmpty;

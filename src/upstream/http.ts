@@ -10,6 +10,7 @@ import { request, type Dispatcher } from 'undici';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
 import {
   errorResponse,
+  isNotification,
   isRequest,
   isResponse,
   parsePayload,
@@ -201,7 +202,7 @@ export function createHttpUpstream(
         if (!signal.aborted && ids.some((id) => inFlight.has(id))) {
           answerWithError(ids, new ProxyError('UPSTREAM_PROTOCOL', 'The upstream ended the response without answering'));
         }
-        if (isNotification(msg, 'notifications/initialized')) void openGetStream();
+        if (isNotification(msg) && msg.method === 'notifications/initialized') void openGetStream();
         return;
       }
       // An error status: relay a JSON-RPC error body as is, or describe the status.
@@ -248,14 +249,13 @@ export function createHttpUpstream(
   };
 
   return {
-    kind: 'http',
     send(frame) {
       if (closed) return;
       const msg = frame.msg;
       if (isRequest(msg) && msg.method === 'initialize') initializeId = msg.id;
       void post(frame);
       // A cancelled request's stream would stay open forever: drop it after telling the server.
-      if (isNotification(msg, 'notifications/cancelled')) {
+      if (isNotification(msg) && msg.method === 'notifications/cancelled') {
         const id = (msg as { params?: { requestId?: JsonRpcId } }).params?.requestId;
         if (id !== undefined) setImmediate(() => inFlight.get(id)?.abort());
       }
@@ -282,10 +282,6 @@ function requestError(text: string, ids: JsonRpcId[]): Frame | undefined {
 interface StreamState {
   lastEventId?: string;
   retryMs?: number;
-}
-
-function isNotification(msg: Frame['msg'], method: string): boolean {
-  return 'method' in msg && msg.method === method && !('id' in msg && msg.id !== undefined);
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

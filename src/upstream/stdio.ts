@@ -52,7 +52,7 @@ export function createStdioUpstream(
   });
   if (!child.stdout || !child.stdin || !child.stderr) {
     // Node gives no pipes when the spawn failed outright; the 'error' above follows.
-    return { kind: 'stdio', send() {}, close: async () => undefined };
+    return { send() {}, close: async () => undefined };
   }
 
   child.stdout.on('data', lineSplitter((line) => {
@@ -84,7 +84,6 @@ export function createStdioUpstream(
   log.debug({ pid: child.pid }, 'upstream process started');
 
   return {
-    kind: 'stdio',
     send(frame: Frame) {
       if (closed || !child.stdin!.writable) return;
       child.stdin!.write(serialize(frame) + '\n');

@@ -2,7 +2,6 @@
  * What a relay session needs from the server side: send frames, get frames and one final close.
  * Transports (stdio child, Streamable HTTP) implement it; framing lives in each transport.
  */
-import type { Logger } from 'pino';
 import type { ProxyError } from '../jsonrpc/errors.js';
 import type { Frame, JsonRpcId } from '../jsonrpc/message.js';
 
@@ -17,7 +16,6 @@ export interface UpstreamEvents {
 }
 
 export interface UpstreamConnection {
-  readonly kind: 'stdio' | 'http';
   /** Fire and forget: failures come back as error responses through onMessage, or as onClose. */
   send(frame: Frame): void;
   /** Ends the upstream session and releases its process or connections. Idempotent. */
@@ -37,5 +35,3 @@ export interface HttpUpstreamSpec {
   headers: Record<string, string>;
 }
 export type UpstreamSpec = StdioUpstreamSpec | HttpUpstreamSpec;
-
-export type UpstreamFactory = (events: UpstreamEvents, log: Logger) => UpstreamConnection;
