@@ -80,12 +80,13 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const metrics = new Metrics({ sessions: () => http?.sessionCount() ?? (stdio ? 1 : 0), upstreamProcesses: () => children.size });
   const counters = metrics.counters;
   const variants = new VariantCatalog(config.serverVariants);
+  const unshapedNotices = new Set<string>();
   const openSession = (sink: ClientSink, sessionLog: Logger) => {
     counters.sessionsStarted++;
     return new RelaySession((events) => connect(events, sessionLog), sink, {
       requestTimeoutMs: config.timeouts.requestMs,
       initializeTimeoutMs: config.timeouts.initializeMs,
-      shaper: new Negotiation({ rules, variants, counters, log: sessionLog }),
+      shaper: new Negotiation({ rules, variants, limits: config.contentNegotiation.limits, unshapedNotices, counters, log: sessionLog }),
       counters,
       log: sessionLog,
     });

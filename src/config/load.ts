@@ -84,7 +84,8 @@ function lineOf(doc: Document, lines: LineCounter, path: PropertyKey[]): string 
   return `:${line}:${col}`;
 }
 
-const VAR = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+/** A fallback stops at the next `$`, so an unclosed `${A:-` cannot make the scan quadratic. */
+const VAR = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}$]*))?\}/g;
 
 /** Replaces ${VAR} and ${VAR:-default} in every string value; reports unset variables. */
 function interpolate(value: unknown, env: NodeJS.ProcessEnv, path: PropertyKey[], missing: (path: PropertyKey[], name: string) => void): any {

@@ -57,12 +57,33 @@ export const timeoutsSchema = z
   })
   .strict();
 
+const SHAPING_LIMITS = { maxResultBytes: 1024 * 1024, timeBudgetMs: 50 };
+
+export const shapingLimitsSchema = z
+  .object({
+    maxResultBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(SHAPING_LIMITS.maxResultBytes)
+      .describe('Results holding more text than this (characters) are relayed unchanged, never reshaped.'),
+    timeBudgetMs: z
+      .number()
+      .int()
+      .positive()
+      .default(SHAPING_LIMITS.timeBudgetMs)
+      .describe('Time one result may spend in the transformers; past it the upstream result is relayed unchanged (counted in /metrics, logged once per tool).'),
+  })
+  .strict()
+  .describe('Limits that keep untrusted upstream output from stalling the proxy.');
+
 export const negotiationSchema = z
   .object({
     enabled: z.boolean().default(true).describe('Speak io.modelcontextprotocol/content-negotiation for the upstream and reshape results for clients that declare feature tags.'),
     useDefaultRules: z.boolean().default(true).describe("Append the built-in rules (the SEP's tag registry: format=json, format=markdown, format=text, verbosity=compact, agent/human audience) after your own."),
     rules: z.array(ruleSchema).default([]).describe('Your rules, in execution order.'),
     plugins: z.array(z.string()).default([]).describe('ES modules (paths relative to the config file) exporting transformers.'),
+    limits: shapingLimitsSchema.default(SHAPING_LIMITS),
   })
   .strict();
 
@@ -71,7 +92,7 @@ export const configSchema = z
     upstream: upstreamSchema.default({ args: [], env: {}, headers: {} }),
     listen: listenSchema.default({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4 * 1024 * 1024, responseMode: 'auto', maxSessions: 1000 }),
     timeouts: timeoutsSchema.default({ requestMs: 60_000, initializeMs: 120_000, sessionIdleMs: 10 * 60_000, shutdownGraceMs: 2_000 }),
-    contentNegotiation: negotiationSchema.default({ enabled: true, useDefaultRules: true, rules: [], plugins: [] }),
+    contentNegotiation: negotiationSchema.default({ enabled: true, useDefaultRules: true, rules: [], plugins: [], limits: SHAPING_LIMITS }),
     serverVariants: serverVariantsSchema.default({ variants: [], maxAdvertised: 5, mergeUpstream: true }).describe('Server variants (SEP-2053): ranked views of the upstream.'),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level (logs always go to stderr).'),
   })

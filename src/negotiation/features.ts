@@ -15,7 +15,8 @@ export const MAX_TAGS = 64;
 
 const NAME = '[a-z][a-z0-9._-]*';
 const VALUE = '[A-Za-z0-9][A-Za-z0-9._+/-]*';
-const TAG = new RegExp(`^(!?)(${NAME})(?:(!?=)(${VALUE}))?$`);
+/** Exported for the regular-expression audit (test/safety). */
+export const TAG = new RegExp(`^(!?)(${NAME})(?:(!?=)(${VALUE}))?$`);
 
 /** Parses one tag; returns the reason when it is not well-formed. */
 export function parseTag(raw: unknown): FeatureTag | { invalid: string } {

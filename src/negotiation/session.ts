@@ -5,7 +5,7 @@
  * not declare the extension gets nothing changed, not even the initialize result.
  */
 import type { Logger } from 'pino';
-import { runPipeline } from '../pipeline/run.js';
+import { runPipeline, type PipelineLimits, type PipelineOutcome } from '../pipeline/run.js';
 import type { CompiledRule } from '../pipeline/rules.js';
 import type { McpResult } from '../pipeline/types.js';
 import type { JsonRpcErrorObject, JsonRpcNotification, JsonRpcRequest } from '../jsonrpc/message.js';
@@ -22,10 +22,17 @@ export interface NegotiationSetup {
   rules: CompiledRule[];
   /** The configured server variants (possibly none). */
   variants: VariantCatalog;
+  /** Size and time limits for reshaping one result. */
+  limits?: PipelineLimits;
+  /** Shared by every session: which tools were already reported as relayed unshaped (logged once each). */
+  unshapedNotices?: Set<string>;
   /** Counters for /metrics. */
   counters?: Metrics['counters'];
   log: Logger;
 }
+
+/** Tools named in unshaped-result warnings, at most; later ones are counted but not logged. */
+const MAX_NOTICES = 1000;
 
 export class Negotiation {
   features: FeatureSet = FeatureSet.EMPTY;
@@ -110,8 +117,9 @@ export class Negotiation {
     if (!negotiating && variant === undefined) return viewed;
     const features = negotiating ? this.features : FeatureSet.EMPTY;
     const ctx = { method, name, features, variant, era: 'legacy' as const, outputSchema: name ? this.outputSchemas.get(name) : undefined, log: this.setup.log };
-    return runPipeline(this.setup.rules, current, ctx).then((o) => {
+    return runPipeline(this.setup.rules, current, ctx, this.setup.limits).then((o) => {
       if (o.applied.length) this.setup.log.debug({ method, name, variant, applied: o.applied }, 'result shaped');
+      if (o.skipped) this.noteUnshaped(o.skipped, method, name);
       const shaped = o.result ?? viewed;
       const counters = this.setup.counters;
       if (counters) {
@@ -120,6 +128,18 @@ export class Negotiation {
       }
       return shaped;
     });
+  }
+
+  /** A result relayed unshaped because of a limit: counted always, logged once per method and tool. */
+  private noteUnshaped(reason: NonNullable<PipelineOutcome['skipped']>, method: string, name: string | undefined): void {
+    if (this.setup.counters) this.setup.counters.resultsUnshaped[reason]++;
+    const notices = this.setup.unshapedNotices;
+    const key = `${reason} ${method} ${name ?? ''}`;
+    if (!notices || notices.has(key) || notices.size >= MAX_NOTICES) return;
+    notices.add(key);
+    const limits = this.setup.limits;
+    const why = reason === 'size' ? `it is larger than contentNegotiation.limits.maxResultBytes (${limits?.maxResultBytes})` : `reshaping it took longer than contentNegotiation.limits.timeBudgetMs (${limits?.timeBudgetMs} ms)`;
+    this.setup.log.warn({ method, name, reason }, `result relayed unshaped: ${why}; further ones for this tool are only counted`);
   }
 
   /** Adds what this session negotiated to the upstream's initialize result. */

@@ -8,7 +8,7 @@
 import type { Logger } from 'pino';
 import type { JsonRpcErrorObject, JsonRpcNotification, JsonRpcRequest } from '../jsonrpc/message.js';
 import { INVALID_PARAMS } from '../jsonrpc/message.js';
-import { globToRegExp } from '../pipeline/rules.js';
+import { globMatcher } from '../pipeline/glob.js';
 import type { McpResult } from '../pipeline/types.js';
 import { CursorSigner } from './cursors.js';
 import { advertise, parseVariantHints, rankVariants, SERVER_VARIANTS, VARIANT_META_KEY, variantSchema, type ServerVariantsConfig, type VariantConfig, type VariantHints } from './variants.js';
@@ -56,9 +56,9 @@ function pick(raw: unknown): Record<string, unknown> {
 }
 
 function matcher(g: { include: string[]; exclude: string[] }): (name: string) => boolean {
-  const include = g.include.map(globToRegExp);
-  const exclude = g.exclude.map(globToRegExp);
-  return (name) => include.some((r) => r.test(name)) && !exclude.some((r) => r.test(name));
+  const include = g.include.map(globMatcher);
+  const exclude = g.exclude.map(globMatcher);
+  return (name) => include.some((matches) => matches(name)) && !exclude.some((matches) => matches(name));
 }
 
 export class VariantScope {

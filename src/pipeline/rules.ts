@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { parseTag, type FeatureTag } from '../negotiation/features.js';
+import { globMatcher, type NameMatcher } from './glob.js';
 import type { Transformer, TransformFn } from './types.js';
 
 export const SHAPED_METHODS = ['tools/call', 'resources/read', 'prompts/get', 'tools/list', 'prompts/list', 'resources/list', 'resources/templates/list'] as const;
@@ -38,7 +39,7 @@ export type RuleConfig = z.infer<typeof ruleSchema>;
 export interface CompiledRule {
   label: string;
   methods?: Set<string>;
-  name?: RegExp;
+  name?: NameMatcher;
   variants?: Set<string>;
   features: FeatureTag[];
   steps: Array<{ name: string; fn: TransformFn }>;
@@ -72,7 +73,7 @@ export function compileRules(rules: RuleConfig[], transformers: Map<string, Tran
     });
     const methods = rule.when.method === undefined ? undefined : new Set(Array.isArray(rule.when.method) ? rule.when.method : [rule.when.method]);
     const variants = rule.when.variant === undefined ? undefined : new Set(Array.isArray(rule.when.variant) ? rule.when.variant : [rule.when.variant]);
-    return { label: rule.name ?? `rule ${i + 1}`, methods, name: rule.when.name ? globToRegExp(rule.when.name) : undefined, variants, features, steps, onError: rule.onError };
+    return { label: rule.name ?? `rule ${i + 1}`, methods, name: rule.when.name ? globMatcher(rule.when.name) : undefined, variants, features, steps, onError: rule.onError };
   });
   if (problems.length) throw new RuleError(problems);
   return compiled;
@@ -83,9 +84,4 @@ export class RuleError extends Error {
     super(problems.join('\n'));
     this.name = 'RuleError';
   }
-}
-
-export function globToRegExp(glob: string): RegExp {
-  const body = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
-  return new RegExp(`^${body}$`);
 }

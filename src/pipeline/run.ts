@@ -1,46 +1,61 @@
 /**
  * Folds a result through the rules that match it, in order. Transformers fail open: an error
  * keeps the result as it was before that step, logs a warning and counts it, unless the rule
- * says `onError: fail`.
+ * says `onError: fail`. Limits protect the proxy from what upstreams send: a result larger
+ * than `maxResultBytes` is never reshaped, and one whose reshaping outlasts `timeBudgetMs`
+ * passes unchanged, whatever steps had already run.
  */
 import { ProxyError } from '../jsonrpc/errors.js';
 import type { FeatureSet } from '../negotiation/features.js';
+import { Budget, BudgetExceeded, largerThan } from './budget.js';
 import type { CompiledRule } from './rules.js';
 import type { McpResult, TransformContext } from './types.js';
+
+export interface PipelineLimits {
+  /** Results with more characters of text than this are relayed unchanged. */
+  maxResultBytes: number;
+  /** Reshaping one result may take this long; past it, the result is relayed unchanged. */
+  timeBudgetMs: number;
+}
 
 export function ruleMatches(rule: CompiledRule, method: string, name: string | undefined, features: FeatureSet, variant?: string): boolean {
   if (rule.methods && !rule.methods.has(method)) return false;
   if (rule.variants && (variant === undefined || !rule.variants.has(variant))) return false;
-  if (rule.name && (name === undefined || !rule.name.test(name))) return false;
+  if (rule.name && (name === undefined || !rule.name(name))) return false;
   return rule.features.every((f) => features.satisfies(f));
 }
 
 export interface PipelineOutcome {
-  /** The new result, or undefined when no step changed anything. */
+  /** The new result, or undefined when no step changed anything (or the pipeline gave up). */
   result: McpResult | undefined;
   /** `rule label › transformer` for every step that changed the result. */
   applied: string[];
   failures: number;
+  /** Why the result passed unchanged although rules matched: too large, or over its time budget. */
+  skipped?: 'size' | 'budget';
 }
 
-
-export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx: TransformContext): Promise<PipelineOutcome> {
+export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx: TransformContext, limits?: PipelineLimits): Promise<PipelineOutcome> {
+  const matching = rules.filter((rule) => ruleMatches(rule, ctx.method, ctx.name, ctx.features, ctx.variant));
+  if (matching.length === 0) return { result: undefined, applied: [], failures: 0 };
+  if (limits && largerThan(result, limits.maxResultBytes)) return { result: undefined, applied: [], failures: 0, skipped: 'size' };
+  const budget = limits ? new Budget(limits.timeBudgetMs) : ctx.budget;
+  const stepCtx = budget ? { ...ctx, budget } : ctx;
   let current = result;
-  let changed = false;
   const applied: string[] = [];
   let failures = 0;
-  for (const rule of rules) {
-    if (!ruleMatches(rule, ctx.method, ctx.name, ctx.features, ctx.variant)) continue;
+  for (const rule of matching) {
     for (const step of rule.steps) {
       const label = `${rule.label} › ${step.name}`;
       try {
-        const next = await step.fn(current, ctx);
+        budget?.checkNow();
+        const next = await step.fn(current, stepCtx);
         if (next !== undefined && next !== current) {
           current = next;
-          changed = true;
           applied.push(label);
         }
       } catch (err) {
+        if (err instanceof BudgetExceeded) return { result: undefined, applied: [], failures, skipped: 'budget' };
         if (rule.onError === 'fail') {
           throw new ProxyError('TRANSFORM_FAILED', `Transformer ${label} failed: ${(err as Error)?.message ?? String(err)}`, { step: label });
         }
@@ -49,5 +64,5 @@ export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx:
       }
     }
   }
-  return { result: changed ? current : undefined, applied, failures };
+  return { result: applied.length ? current : undefined, applied, failures };
 }

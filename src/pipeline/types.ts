@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { FeatureSet } from '../negotiation/features.js';
+import type { Budget } from './budget.js';
 
 /** A JSON-RPC `result` object as the upstream sent it (treat as untrusted data). */
 export type McpResult = Record<string, unknown>;
@@ -21,6 +22,8 @@ export interface TransformContext {
   era: 'legacy' | 'modern';
   /** For tools/call: the tool's declared outputSchema, when the session has listed it. */
   outputSchema?: Record<string, unknown>;
+  /** Time left for this result: loops over its text call `budget.check()` (see budget.ts). */
+  budget?: Budget;
   log: Logger;
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { testContext } from '../test-context.js';
+import { testContext } from '../_shared/test-context.js';
 import { audience } from './index.js';
 
 const result = {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { testContext } from '../test-context.js';
+import { testContext } from '../_shared/test-context.js';
 import { jsonExtract } from './index.js';
 
 const prose = { content: [{ type: 'text', text: 'Temperature: 8\nHumidity: 72' }, { type: 'image', data: 'AA==', mimeType: 'image/png' }] };

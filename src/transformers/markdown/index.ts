@@ -1,13 +1,15 @@
 /**
- * `markdown`: structured data rendered for people. For tools/call, `structuredContent` (or a
- * JSON text block) becomes one markdown text block; `structuredContent` stays when the tool
- * declares an outputSchema (clients validate it), otherwise it is dropped. JSON resources
- * become text/markdown. An optional template fills `{{key}}` / `{{a.b}}` from the data.
+ * `markdown`: structured data rendered for people. For tools/call, every text block that is a
+ * JSON document becomes markdown (tables, lists, sections, or a fenced `json` block when the
+ * data is deep); prose blocks stay as they are. A result with `structuredContent` and no text
+ * gets a rendering of it. `structuredContent` is dropped only when the tool declares no
+ * outputSchema and a rendered block showed exactly that data. JSON resources become
+ * text/markdown. An optional template fills `{{key}}` / `{{a.b}}` from the data.
  */
 import { z } from 'zod';
-import { parseJsonDocument } from '../extract.js';
-import { toMarkdown } from '../render.js';
 import { contentOf, isTextBlock, type McpResult, type Transformer } from '../../pipeline/types.js';
+import { isPlainObject, parseJsonDocument, type Json } from '../_shared/json.js';
+import { toMarkdown } from '../_shared/render.js';
 
 const options = z
   .object({
@@ -19,44 +21,65 @@ const options = z
   .strict()
   .default({});
 
+type Render = (data: Json) => string | undefined;
+
 export const markdown: Transformer<z.infer<typeof options>> = {
   name: 'markdown',
-  description: 'Render structured data (structuredContent, JSON text, JSON resources) as markdown: lists, tables, sections.',
+  description: 'Render structured data (JSON text blocks, structuredContent, JSON resources) as markdown: tables, lists, sections or a fenced json block; prose is left alone.',
   options,
   create({ title, template }) {
-    const render = (data: unknown, name: string | undefined) =>
-      template ? fill(template, data, name) : toMarkdown(data, title?.replace(/\{\{name\}\}/g, name ?? ''));
     return function markdownFn(result, ctx) {
-      if (ctx.method === 'resources/read') return resourceToMarkdown(result, (d) => render(d, ctx.name));
+      const render: Render = (data) => (template ? fill(template, data, ctx.name) : toMarkdown(data, title?.split('{{name}}').join(ctx.name ?? ''), ctx.budget));
+      if (ctx.method === 'resources/read') return resourceToMarkdown(result, render);
       if (ctx.method !== 'tools/call' || result.isError === true) return undefined;
-      const content = contentOf(result) ?? [];
-      const texts = content.filter(isTextBlock);
-      const data = result.structuredContent ?? (texts.length === 1 ? parseJsonDocument(texts[0].text) : undefined);
-      if (data === undefined || data === null || typeof data !== 'object') return undefined;
-      const out: McpResult = { ...result, content: [{ type: 'text', text: render(data, ctx.name) }, ...content.filter((b) => !isTextBlock(b))] };
-      if (!ctx.outputSchema) delete out.structuredContent;
-      return out;
+      return toolResultToMarkdown(result, render, ctx.outputSchema !== undefined);
     };
   },
 };
 
-function resourceToMarkdown(result: McpResult, render: (data: unknown) => string): McpResult | undefined {
+function toolResultToMarkdown(result: McpResult, render: Render, declared: boolean): McpResult | undefined {
+  const content = contentOf(result) ?? [];
+  const structured = result.structuredContent;
+  if (!content.some(isTextBlock)) {
+    const text = isPlainObject(structured) ? render(structured) : undefined;
+    return text === undefined ? undefined : { ...result, content: [{ type: 'text', text }, ...content] };
+  }
+  let changed = false;
+  let showedStructured = false;
+  const rendered = content.map((block) => {
+    if (!isTextBlock(block)) return block;
+    const data = parseJsonDocument(block.text);
+    const text = data === undefined ? undefined : render(data);
+    if (text === undefined) return block;
+    changed = true;
+    if (structured !== undefined && JSON.stringify(data) === JSON.stringify(structured)) showedStructured = true;
+    return { type: 'text', text, ...(block.annotations ? { annotations: block.annotations } : {}) };
+  });
+  if (!changed) return undefined;
+  const out: McpResult = { ...result, content: rendered };
+  if (showedStructured && !declared) delete out.structuredContent;
+  return out;
+}
+
+function resourceToMarkdown(result: McpResult, render: Render): McpResult | undefined {
   if (!Array.isArray(result.contents)) return undefined;
   let changed = false;
   const contents = result.contents.map((c: Record<string, unknown>) => {
     if (typeof c?.text !== 'string') return c;
     const data = parseJsonDocument(c.text);
-    if (data === undefined || data === null) return c;
+    const text = data === undefined ? undefined : render(data);
+    if (text === undefined) return c;
     changed = true;
-    return { ...c, mimeType: 'text/markdown', text: render(data) };
+    return { ...c, mimeType: 'text/markdown', text };
   });
   return changed ? { ...result, contents } : undefined;
 }
 
+/** Fills `{{path}}` placeholders (a linear scan of the template, which comes from the config). */
 function fill(template: string, data: unknown, name: string | undefined): string {
   return template.replace(/\{\{\s*([\w.]+)\s*\}\}/g, (_, path: string) => {
     if (path === 'name') return name ?? '';
     const v = path.split('.').reduce<unknown>((o, k) => (o && typeof o === 'object' ? (o as Record<string, unknown>)[k] : undefined), data);
-    return v === undefined ? '' : typeof v === 'object' ? toMarkdown(v) : String(v);
+    return v === undefined ? '' : typeof v === 'object' ? (toMarkdown(v) ?? '') : String(v);
   });
 }

@@ -1,12 +1,16 @@
 /**
- * `plain-text`: markdown to clean text with marked's lexer: no markup, lists keep their
- * bullets, tables become aligned `a | b` rows, links keep their target. Applies to tool result
- * text blocks, text/markdown resources (→ text/plain) and prompt message text.
+ * `plain-text`: markdown to clean text, one line at a time (linear in the input, whatever it
+ * holds): headings lose their #s, lists keep their bullets, tables become `a | b` rows, fenced
+ * and indented code stays verbatim, links keep their targets. Applies to tool result text
+ * blocks, markdown resources and resources without a mimeType (→ text/plain) and prompt
+ * message text.
  */
-import { Lexer, type Token, type Tokens } from 'marked';
 import { z } from 'zod';
-import { mapTexts } from '../texts.js';
+import type { Budget } from '../../pipeline/budget.js';
 import type { Transformer } from '../../pipeline/types.js';
+import { closesFence, indentOf, isBlank, isSetextUnderline, isTableDelimiter, isTableRow, isThematicBreak, parseFence, parseHeading, splitRow } from '../_shared/markdown-lines.js';
+import { mapTexts } from '../_shared/texts.js';
+import { inlineToText } from './inline.js';
 
 const options = z.object({}).strict().default({});
 
@@ -16,80 +20,126 @@ export const plainText: Transformer<z.infer<typeof options>> = {
   options,
   create() {
     return function plainTextFn(result, ctx) {
-      return mapTexts(result, ctx.method, toPlainText, { from: 'text/markdown', to: 'text/plain' });
+      return mapTexts(result, ctx.method, (text) => toPlainText(text, ctx.budget), { mimeTypes: ['text/markdown', ''], rename: { from: 'text/markdown', to: 'text/plain' } });
     };
   },
 };
 
-export function toPlainText(markdown: string): string {
-  return blocks(new Lexer().lex(markdown)).join('\n\n').replace(/\n{3,}/g, '\n\n').trim();
-}
+/** Widest column padded for alignment; wider tables are joined without padding. */
+const MAX_ALIGNED_WIDTH = 40;
 
-function blocks(tokens: Token[]): string[] {
+export function toPlainText(markdown: string, budget?: Budget): string {
+  const lines = markdown.split('\n');
   const out: string[] = [];
-  for (const token of tokens) {
-    switch (token.type) {
-      case 'heading':
-      case 'paragraph':
-        out.push(inline((token as Tokens.Heading).tokens ?? []));
-        break;
-      case 'list': {
-        const list = token as Tokens.List;
-        const start = typeof list.start === 'number' ? list.start : 1;
-        out.push(list.items.map((item, i) => `${list.ordered ? `${start + i}.` : '-'} ${blocks(item.tokens).join('\n  ')}`).join('\n'));
-        break;
-      }
-      case 'table': {
-        const table = token as Tokens.Table;
-        const rows = [table.header.map((c) => inline(c.tokens)), ...table.rows.map((r) => r.map((c) => inline(c.tokens)))];
-        const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-        out.push(rows.map((r) => r.map((c, i) => c.padEnd(widths[i])).join(' | ').trimEnd()).join('\n'));
-        break;
-      }
-      case 'code':
-        out.push((token as Tokens.Code).text);
-        break;
-      case 'blockquote':
-        out.push(...blocks((token as Tokens.Blockquote).tokens));
-        break;
-      case 'text':
-        out.push((token as Tokens.Text).tokens ? inline((token as Tokens.Text).tokens!) : (token as Tokens.Text).text);
-        break;
-      case 'html':
-        out.push((token as Tokens.HTML).text.replace(/<[^>]*>/g, '').trim());
-        break;
-      default:
-        break; // space, hr, def: nothing to say
+  let fence: { char: string; length: number } | undefined;
+  let inList = false;
+  let previous: 'blank' | 'paragraph' | 'code' | 'other' = 'blank';
+  for (let i = 0; i < lines.length; i++) {
+    budget?.check(lines[i].length + 1);
+    const line = lines[i].endsWith('\r') ? lines[i].slice(0, -1) : lines[i];
+    if (fence) {
+      if (closesFence(line, fence)) fence = undefined;
+      else out.push(line);
+      continue;
     }
+    if (isBlank(line)) {
+      out.push('');
+      if (previous !== 'code') previous = 'blank';
+      continue;
+    }
+    const indent = indentOf(line);
+    if (indent >= 4 && !inList && (previous === 'blank' || previous === 'code')) {
+      out.push(line); // indented code
+      previous = 'code';
+      continue;
+    }
+    const body = unquote(line);
+    const open = parseFence(body);
+    if (open) {
+      fence = open;
+      previous = 'other';
+      continue;
+    }
+    if (previous === 'paragraph' && isSetextUnderline(body)) {
+      previous = 'other';
+      continue;
+    }
+    if (isThematicBreak(body)) {
+      out.push('');
+      previous = 'other';
+      continue;
+    }
+    const heading = parseHeading(body);
+    if (heading) {
+      out.push(inlineToText(heading.text, budget));
+      inList = false;
+      previous = 'other';
+      continue;
+    }
+    if (isTableRow(body) && isTableDelimiter(unquote(lines[i + 1] ?? ''))) {
+      let end = i + 2;
+      while (end < lines.length && isTableRow(lines[end])) end++;
+      out.push(...table(body, lines.slice(i + 2, end).map(unquote), budget));
+      i = end - 1;
+      previous = 'other';
+      continue;
+    }
+    const item = listItem(body, budget);
+    if (item) {
+      inList = true;
+      out.push(item);
+    } else {
+      if (indent === 0) inList = false;
+      out.push(hardBreakless(inlineToText(inList ? body.trimEnd() : body.trim(), budget)));
+    }
+    previous = 'paragraph';
   }
-  return out.filter((b) => b !== '');
+  return squeezeBlankLines(out).join('\n').trim();
 }
 
-function inline(tokens: Token[]): string {
-  return tokens
-    .map((t) => {
-      switch (t.type) {
-        case 'link': {
-          const link = t as Tokens.Link;
-          const text = inline(link.tokens);
-          return text === link.href ? text : `${text} (${link.href})`;
-        }
-        case 'image':
-          return (t as Tokens.Image).text;
-        case 'br':
-          return '\n';
-        case 'codespan':
-          return decode((t as Tokens.Codespan).text);
-        case 'html':
-          return '';
-        default:
-          return 'tokens' in t && Array.isArray(t.tokens) && t.tokens.length ? inline(t.tokens) : decode((t as Tokens.Text).text ?? '');
-      }
-    })
-    .join('');
+/** The line without its blockquote markers (`> > text` → `text`). */
+function unquote(line: string): string {
+  let t = line;
+  for (;;) {
+    const s = t.trimStart();
+    if (s[0] !== '>' || t.length - s.length > 3) return t;
+    t = s[1] === ' ' ? s.slice(2) : s.slice(1);
+  }
 }
 
-/** marked escapes these in text tokens. */
-function decode(text: string): string {
-  return text.replace(/&amp;/g, '&').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'");
+/** `- item`, `* item`, `+ item`, `3. item`, `3) item`: the item with `-` or its number kept, inline markup removed. */
+function listItem(line: string, budget?: Budget): string | undefined {
+  const indent = line.length - line.trimStart().length;
+  const t = line.slice(indent);
+  let marker: string | undefined;
+  if ((t[0] === '-' || t[0] === '*' || t[0] === '+') && (t[1] === ' ' || t[1] === '\t')) marker = '-';
+  else {
+    let n = 0;
+    while (n < 9 && t.charCodeAt(n) >= 0x30 && t.charCodeAt(n) <= 0x39) n++;
+    if (n > 0 && (t[n] === '.' || t[n] === ')') && (t[n + 1] === ' ' || t[n + 1] === '\t')) marker = `${t.slice(0, n)}.`;
+  }
+  if (marker === undefined) return undefined;
+  const rest = t.slice(marker === '-' ? 2 : marker.length + 1).trim();
+  return `${' '.repeat(indent)}${marker} ${hardBreakless(inlineToText(rest, budget))}`;
+}
+
+/** A table's header and body rows (the delimiter row left out) as `a | b` lines, aligned when narrow. */
+function table(header: string, rows: string[], budget?: Budget): string[] {
+  const cells = [header, ...rows].map((r) => {
+    budget?.check(r.length + 1);
+    return splitRow(r).map((c) => inlineToText(c.trim(), budget));
+  });
+  const widths: number[] = [];
+  for (const row of cells) row.forEach((c, j) => (widths[j] = Math.max(widths[j] ?? 0, c.length)));
+  const aligned = widths.every((w) => w <= MAX_ALIGNED_WIDTH);
+  return cells.map((row) => row.map((c, j) => (aligned ? c.padEnd(widths[j]) : c)).join(' | ').trimEnd());
+}
+
+/** A trailing backslash or two trailing spaces mark a hard line break in markdown. */
+function hardBreakless(text: string): string {
+  return text.endsWith('\\') ? text.slice(0, -1) : text;
+}
+
+function squeezeBlankLines(lines: string[]): string[] {
+  return lines.filter((l, k) => l !== '' || lines[k - 1] !== '');
 }

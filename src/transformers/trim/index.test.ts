@@ -1,29 +1,91 @@
 import { describe, expect, it } from 'vitest';
-import { testContext } from '../test-context.js';
-import { dropNamedSections, firstSentence, trim } from './index.js';
+import { testContext } from '../_shared/test-context.js';
+import { trim } from './index.js';
+import { shorten } from './lists.js';
+import { dropNamedSections } from './prose.js';
 
 const defaults = trim.options.parse(undefined);
+const fn = trim.create(defaults);
+const text = (out: unknown) => (out as { content: Array<{ text: string }> }).content[0].text;
 
 describe('trim', () => {
   it('drops named sections with their subsections, up to the next heading of the same level', () => {
-    const text = '# Guide\nIntro\n## Examples\nex\n### More\nmore\n## Usage\nuse';
-    expect(dropNamedSections(text, new Set(['examples']))).toBe('# Guide\nIntro\n## Usage\nuse');
+    const lines = '# Guide\nIntro\n## Examples\nex\n### More\nmore\n## Usage\nuse'.split('\n');
+    expect(dropNamedSections(lines, new Set(['examples'])).join('\n')).toBe('# Guide\nIntro\n## Usage\nuse');
   });
 
-  it('collapses whitespace and caps the length with a marker', async () => {
-    const out = await trim.create({ ...defaults, maxLength: 10 })({ content: [{ type: 'text', text: 'abc   \n\n\n\n0123456789xyz' }] }, testContext('tools/call'));
-    expect(out).toEqual({ content: [{ type: 'text', text: 'abc\n\n01234… [truncated 8 characters]' }] });
-  });
-
-  it('shortens list descriptions to one sentence and drops schema property descriptions', async () => {
-    const out = await trim.create(defaults)(
-      { tools: [{ name: 't', description: 'Gets it. Then more words.', inputSchema: { type: 'object', properties: { a: { type: 'string', description: 'x' } } } }] },
-      testContext('tools/list'),
+  it('never drops the section a document opens with, nor everything', async () => {
+    const notes = '# Notes\n\nMeeting with Ada on 4 March.\n\n## Tips\n\nBook early.';
+    expect(text(await trim.create({ ...defaults, dropSections: ['Notes', 'Tips'] })({ content: [{ type: 'text', text: notes }] }, testContext('tools/call')))).toBe(
+      '# Notes\n\nMeeting with Ada on 4 March.',
     );
-    expect(out).toEqual({ tools: [{ name: 't', description: 'Gets it.', inputSchema: { type: 'object', properties: { a: { type: 'string' } } } }] });
+    expect(await fn({ content: [{ type: 'text', text: '## Tips\n\nBook early.' }] }, testContext('tools/call'))).toBeUndefined();
+    const onlyTips = '## Overview\n\n## Tips\n\nBook early.';
+    expect(await fn({ content: [{ type: 'text', text: onlyTips }] }, testContext('tools/call'))).toBeUndefined();
+    expect(text(await fn({ content: [{ type: 'text', text: 'Intro.\n\n## Tips\n\nBook early.' }] }, testContext('tools/call')))).toBe('Intro.');
   });
 
-  it('finds the first sentence', () => {
-    expect([firstSentence('One. Two.'), firstSentence('No stop'), firstSentence('v1.2 is out! Yes.')]).toEqual(['One.', 'No stop', 'v1.2 is out!']);
+  it('keeps fenced code whole, even when it holds a line that looks like a heading', async () => {
+    const md = 'Run it:\n\n```sh\n# Examples\nnpm test\n```\n\n## Examples\n\nx';
+    expect(text(await fn({ content: [{ type: 'text', text: md }] }, testContext('tools/call')))).toBe('Run it:\n\n```sh\n# Examples\nnpm test\n```');
+  });
+
+  it('removes trailing spaces and blank runs, and caps only when asked', async () => {
+    expect(text(await fn({ content: [{ type: 'text', text: 'abc   \n\n\n\nxyz' }] }, testContext('tools/call')))).toBe('abc\n\nxyz');
+    const capped = await trim.create({ ...defaults, maxLength: 10 })({ content: [{ type: 'text', text: 'abc\n\n0123456789xyz' }] }, testContext('tools/call'));
+    expect(text(capped)).toBe('abc\n\n01234… [truncated 8 characters]');
+  });
+
+  it('minifies JSON text, and beside structuredContent changes text only losslessly', async () => {
+    expect(text(await fn({ content: [{ type: 'text', text: '{\n  "a": 1\n}' }] }, testContext('tools/call')))).toBe('{"a":1}');
+    const file = '# Notes\n\nAll of it.\n\n## Examples\n\nkept';
+    expect(await fn({ content: [{ type: 'text', text: file }], structuredContent: { content: file } }, testContext('tools/call'))).toBeUndefined();
+  });
+
+  it('leaves data resources whole: JSON minified, code and CSV untouched, markdown compacted', async () => {
+    const out = await fn(
+      {
+        contents: [
+          { uri: 'a', mimeType: 'application/json', text: '[\n  1,\n  2\n]' },
+          { uri: 'b', mimeType: 'text/x-python', text: 'def f():\n\n\n\n    return 1   ' },
+          { uri: 'c', mimeType: 'text/csv', text: 'a,b\n\n\n\n1,2' },
+          { uri: 'd', mimeType: 'text/markdown', text: '# Doc\n\nBody.\n\n## Tips\n\nx' },
+        ],
+      },
+      testContext('resources/read'),
+    );
+    expect(out?.contents).toEqual([
+      { uri: 'a', mimeType: 'application/json', text: '[1,2]' },
+      { uri: 'b', mimeType: 'text/x-python', text: 'def f():\n\n\n\n    return 1   ' },
+      { uri: 'c', mimeType: 'text/csv', text: 'a,b\n\n\n\n1,2' },
+      { uri: 'd', mimeType: 'text/markdown', text: '# Doc\n\nBody.' },
+    ]);
+  });
+
+  it('shortens list descriptions and parameter descriptions, keeping every type, enum and required field', async () => {
+    const long = `Thinks step by step. ${'It revises earlier thoughts when needed. '.repeat(20)}`;
+    const tool = {
+      name: 't',
+      description: long,
+      inputSchema: {
+        type: 'object',
+        properties: { mode: { type: 'string', enum: ['a', 'b'], description: `Which mode. ${'More detail. '.repeat(20)}` }, n: { type: 'integer', minimum: 1, description: 'How many.' } },
+        required: ['mode'],
+      },
+    };
+    const out = (await fn({ tools: [tool] }, testContext('tools/list'))) as { tools: Array<typeof tool> };
+    const [t] = out.tools;
+    expect(t.description.length).toBeLessThanOrEqual(defaults.descriptionLength + 2);
+    expect(t.description).toMatch(/^Thinks step by step\. It revises.*\. …$/);
+    expect(t.inputSchema.properties.mode).toEqual({ type: 'string', enum: ['a', 'b'], description: expect.stringMatching(/^Which mode\. More detail\..* …$/) });
+    expect(t.inputSchema.properties.n).toEqual(tool.inputSchema.properties.n);
+    expect(t.inputSchema.required).toEqual(['mode']);
+    expect(await fn({ tools: [{ name: 'x', description: 'Gets it. Then more words.', inputSchema: { type: 'object' } }] }, testContext('tools/list'))).toBeUndefined();
+  });
+
+  it('shortens at a sentence end when one is near, else at a word', () => {
+    expect(shorten('One two. Three four five six seven.', 30)).toBe('One two. Three four five six …');
+    expect(shorten('Alpha beta. Gamma delta epsilon.', 20)).toBe('Alpha beta. …');
+    expect(shorten('  spaced\n\nout  ', 40)).toBe('spaced out');
   });
 });

@@ -1,98 +1,70 @@
 /**
- * `trim` (verbosity=compact): shorter text for small contexts. Results: named sections
- * (Examples, Tips, …) dropped, whitespace collapsed, length capped with an explicit marker.
- * Lists (tools, prompts, resources): descriptions cut to their first sentence, and input-schema
- * property descriptions dropped.
+ * `trim` (verbosity=compact): less to read, nothing of substance lost.
+ * - Prose (tool text, markdown resources, prompt messages): sections such as Examples and Tips
+ *   dropped (never the document's own title section, never down to nothing), trailing spaces
+ *   and runs of blank lines removed, optionally capped with a marker.
+ * - JSON text is minified; other data (code, CSV, YAML resources) is left as it is; a text
+ *   beside `structuredContent` changes only losslessly, so the two keep agreeing.
+ * - Lists (tools, prompts, resources): descriptions shortened at a sentence boundary, never
+ *   erased; parameter descriptions shortened; names, types, enums and required never touched.
  */
 import { z } from 'zod';
-import { mapTexts } from '../texts.js';
+import type { Budget } from '../../pipeline/budget.js';
 import type { McpResult, Transformer } from '../../pipeline/types.js';
+import { parseJsonDocument } from '../_shared/json.js';
+import { mapTexts } from '../_shared/texts.js';
+import { compactList } from './lists.js';
+import { compactProse } from './prose.js';
+
+const SECTIONS = ['Examples', 'Example', 'Tips', 'See also'];
 
 const options = z
   .object({
-    maxLength: z.number().int().positive().default(4000),
-    dropSections: z.array(z.string()).default(['Examples', 'Example', 'Tips', 'Notes', 'See also']),
+    /** Cap prose at this many characters (with a marker saying how much was cut); unset: no cap. */
+    maxLength: z.number().int().positive().optional(),
+    dropSections: z.array(z.string()).default(SECTIONS),
     /** Shorten descriptions in tools/list, prompts/list and resources/list. */
     lists: z.boolean().default(true),
+    descriptionLength: z.number().int().min(40).default(300),
+    parameterDescriptionLength: z.number().int().min(20).default(120),
   })
   .strict()
-  .default({ maxLength: 4000, dropSections: ['Examples', 'Example', 'Tips', 'Notes', 'See also'], lists: true });
+  .default({ dropSections: SECTIONS, lists: true, descriptionLength: 300, parameterDescriptionLength: 120 });
 
 export const trim: Transformer<z.infer<typeof options>> = {
   name: 'trim',
-  description: 'Compact output: drop sections such as Examples and Tips, collapse whitespace, cap length; first-sentence descriptions in lists.',
+  description: 'Compact output: drop sections such as Examples and Tips, remove blank runs, minify JSON text; shorter descriptions in lists. Never drops data or empties a result.',
   options,
-  create({ maxLength, dropSections, lists }) {
+  create({ maxLength, dropSections, lists, descriptionLength, parameterDescriptionLength }) {
     const drop = new Set(dropSections.map((s) => s.toLowerCase()));
-    const shorten = (text: string) => cap(collapse(dropNamedSections(text, drop)), maxLength);
+    const prose = (budget?: Budget) => (text: string) => minified(text) ?? compactProse(text, { drop, maxLength, budget });
     return function trimFn(result, ctx) {
-      if (ctx.method.endsWith('/list')) return lists ? trimList(result) : undefined;
-      return mapTexts(result, ctx.method, shorten);
+      if (ctx.method.endsWith('/list')) return lists ? compactList(result, { descriptionLength, parameterDescriptionLength }) : undefined;
+      if (ctx.method === 'resources/read') return compactResource(result, prose(ctx.budget));
+      const lossless = ctx.method === 'tools/call' && result.structuredContent !== undefined;
+      return mapTexts(result, ctx.method, lossless ? (t) => minified(t) ?? t : prose(ctx.budget), { mimeTypes: [] });
     };
   },
 };
 
-/** Removes markdown sections whose heading is in `names`, up to the next heading of the same or a higher level. */
-export function dropNamedSections(text: string, names: Set<string>): string {
-  const out: string[] = [];
-  let skipLevel = 0;
-  for (const line of text.split('\n')) {
-    const h = /^(#{1,6})\s+(.*?)\s*#*\s*$/.exec(line);
-    if (h) {
-      const level = h[1].length;
-      if (skipLevel && level > skipLevel) continue;
-      skipLevel = names.has(h[2].replace(/[*_:]/g, '').trim().toLowerCase()) ? level : 0;
-      if (skipLevel) continue;
-    } else if (skipLevel) continue;
-    out.push(line);
-  }
-  return out.join('\n');
+/** JSON text without its whitespace; undefined when the text is not a JSON document. */
+function minified(text: string): string | undefined {
+  const data = parseJsonDocument(text);
+  return data === undefined ? undefined : JSON.stringify(data);
 }
 
-function collapse(text: string): string {
-  return text.replace(/[ \t]+$/gm, '').replace(/\n{3,}/g, '\n\n').trim();
-}
-
-function cap(text: string, max: number): string {
-  if (text.length <= max) return text;
-  return `${text.slice(0, max).trimEnd()}… [truncated ${text.length - max} characters]`;
-}
-
-export function firstSentence(text: string): string {
-  const m = /^[\s\S]*?[.!?](?=\s|$)/.exec(text.trim());
-  return (m ? m[0] : text.trim()).replace(/\s+/g, ' ');
-}
-
-function trimList(result: McpResult): McpResult | undefined {
-  const key = ['tools', 'prompts', 'resources', 'resourceTemplates'].find((k) => Array.isArray(result[k]));
-  if (!key) return undefined;
+/** Resources: JSON minified, markdown (or untyped) prose compacted, everything else as it was. */
+function compactResource(result: McpResult, prose: (text: string) => string): McpResult | undefined {
+  if (!Array.isArray(result.contents)) return undefined;
   let changed = false;
-  const items = (result[key] as Array<Record<string, unknown>>).map((item) => {
-    if (!item || typeof item !== 'object') return item;
-    const next: Record<string, unknown> = { ...item };
-    if (typeof item.description === 'string') next.description = firstSentence(item.description);
-    if (item.inputSchema && typeof item.inputSchema === 'object') next.inputSchema = withoutDescriptions(item.inputSchema);
-    if (Array.isArray(item.arguments)) {
-      next.arguments = item.arguments.map((a: Record<string, unknown>) => (typeof a?.description === 'string' ? { ...a, description: firstSentence(a.description) } : a));
-    }
-    if (JSON.stringify(next) !== JSON.stringify(item)) changed = true;
-    return next;
+  const contents = result.contents.map((c: Record<string, unknown>) => {
+    if (typeof c?.text !== 'string') return c;
+    const mime = typeof c.mimeType === 'string' ? c.mimeType : '';
+    const text = c.text as string;
+    const next = mime === 'application/json' || mime.endsWith('+json') ? minified(text) : mime === 'text/markdown' || mime === '' ? prose(text) : undefined;
+    if (next === undefined || next === text) return c;
+    changed = true;
+    return { ...c, text: next };
   });
-  return changed ? { ...result, [key]: items } : undefined;
-}
-
-/** A JSON Schema without the `description` of its properties (the structure stays). */
-function withoutDescriptions(schema: unknown): unknown {
-  if (Array.isArray(schema)) return schema.map(withoutDescriptions);
-  if (!schema || typeof schema !== 'object') return schema;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(schema)) {
-    if (k === 'properties' && v && typeof v === 'object') {
-      out.properties = Object.fromEntries(Object.entries(v).map(([name, prop]) => {
-        const { description: _drop, ...rest } = (prop ?? {}) as Record<string, unknown>;
-        return [name, withoutDescriptions(rest)];
-      }));
-    } else out[k] = typeof v === 'object' ? withoutDescriptions(v) : v;
-  }
-  return out;
+  return changed ? { ...result, contents } : undefined;
 }

@@ -24,7 +24,7 @@ describe('toMarkdown', () => {
   });
 
   it('renders a top-level array of objects as a table and scalars inline', () => {
-    expect(toMarkdown([{ a: 1 }, { b: null }])).toBe('| A | B |\n| --- | --- |\n| 1 | — |\n| — | — |');
+    expect(toMarkdown([{ a: 1 }, { b: null }])).toBe('| A | B |\n| --- | --- |\n| 1 | — |\n| — | null |');
     expect(toMarkdown(42)).toBe('42');
   });
 

@@ -1,16 +1,19 @@
 /**
  * Applies a text → text function to every text a result carries for people: tool result text
- * blocks, resource text contents (optionally changing their mimeType) and prompt message text.
- * Returns undefined when nothing changed, so an untouched result keeps its original bytes.
+ * blocks, prompt message text, and resource text contents of the given mimeTypes (optionally
+ * renaming one of them). Returns undefined when nothing changed, so an untouched result keeps
+ * its original bytes.
  */
-import { isTextBlock, type McpResult } from '../pipeline/types.js';
+import { isTextBlock, type McpResult } from '../../pipeline/types.js';
 
-export function mapTexts(
-  result: McpResult,
-  method: string,
-  fn: (text: string) => string,
-  mime?: { from: string; to: string },
-): McpResult | undefined {
+export interface TextScope {
+  /** Resource contents with these mimeTypes are mapped (`''`: no mimeType); others are left alone. */
+  mimeTypes: readonly string[];
+  /** A new mimeType for mapped resource contents of `from`. */
+  rename?: { from: string; to: string };
+}
+
+export function mapTexts(result: McpResult, method: string, fn: (text: string) => string, scope: TextScope): McpResult | undefined {
   let changed = false;
   const mapBlock = (block: unknown) => {
     if (!isTextBlock(block)) return block;
@@ -33,11 +36,12 @@ export function mapTexts(
   }
   if (method === 'resources/read' && Array.isArray(result.contents)) {
     const contents = result.contents.map((c: Record<string, unknown>) => {
-      if (typeof c?.text !== 'string' || (mime && c.mimeType !== undefined && c.mimeType !== mime.from && !String(c.mimeType).startsWith('text/'))) return c;
+      const mimeType = typeof c?.mimeType === 'string' ? c.mimeType : '';
+      if (typeof c?.text !== 'string' || !scope.mimeTypes.includes(mimeType)) return c;
       const text = fn(c.text);
       if (text === c.text) return c;
       changed = true;
-      return { ...c, text, ...(mime && c.mimeType === mime.from ? { mimeType: mime.to } : {}) };
+      return { ...c, text, ...(scope.rename && mimeType === scope.rename.from ? { mimeType: scope.rename.to } : {}) };
     });
     return changed ? { ...result, contents } : undefined;
   }

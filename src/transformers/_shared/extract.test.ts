@@ -1,0 +1,87 @@
+import { describe, expect, it } from 'vitest';
+import { extractData, keyOf, keyValueOf, numberWithUnit, typed, typedEntry } from './extract.js';
+
+const data = (text: string) => extractData(text)?.data;
+
+describe('extractData', () => {
+  it('reads JSON documents (whole), fenced blocks and the first object in prose (partial)', () => {
+    expect(extractData(' {"a": 1} ')).toEqual({ data: { a: 1 }, whole: true });
+    expect(extractData('Here:\n```json\n[1, 2]\n```\nbye')).toEqual({ data: [1, 2], whole: false });
+    expect(data('The result is {"ok": true, "n": "}"} as computed.')).toEqual({ ok: true, n: '}' });
+  });
+
+  it('turns key: value lines and tables into typed data, units into keys, the opening heading into a title', () => {
+    const text = [
+      '## Current Weather in Bern',
+      '',
+      'It is mild today.',
+      '',
+      'Temperature: 8°C',
+      '**Humidity**: 72%',
+      '- Conditions: cloudy',
+      'Raining: false',
+      'Wind: 12 km/h from SW',
+      '',
+      '### 3-day forecast',
+      '',
+      '| Day | High | Low |',
+      '|---|---|---|',
+      '| Mon | 9°C | 2°C |',
+      '| Tue | 11°C | -4°C |',
+    ].join('\n');
+    expect(data(text)).toEqual({
+      title: 'Current Weather in Bern',
+      temperature_c: 8,
+      humidity_percent: 72,
+      conditions: 'cloudy',
+      raining: false,
+      wind: '12 km/h from SW',
+      '3_day_forecast': [
+        { day: 'Mon', high_c: 9, low_c: 2 },
+        { day: 'Tue', high_c: 11, low_c: -4 },
+      ],
+    });
+  });
+
+  it('keeps a column as strings when its cells do not share a unit, and repeated keys apart', () => {
+    expect(data('| A | B |\n|---|---|\n| 1 kg | x |\n| 2 m | 3 |')).toEqual({ table: [{ a: '1 kg', b: 'x' }, { a: '2 m', b: 3 }] });
+    expect(data('a: 1\na: 2\na: 3')).toEqual({ a: 1, a_2: 2, a_3: 3 });
+  });
+
+  it('finds nothing in plain prose, and no data nested too deeply', () => {
+    expect(extractData('Just a sentence. Another one: with a colon in the middle of it all.')).toBeUndefined();
+    expect(extractData('')).toBeUndefined();
+    expect(extractData('['.repeat(100) + ']'.repeat(100))).toBeUndefined();
+  });
+});
+
+describe('helpers', () => {
+  it('normalises keys and types values', () => {
+    expect(keyOf('Wind speed (km/h)')).toBe('wind_speed_km_h');
+    expect(keyOf('__a__b__')).toBe('a_b');
+    expect([typed('12'), typed('-1.5'), typed('true'), typed('8°C'), typed('007')]).toEqual([12, -1.5, true, '8°C', '007']);
+  });
+
+  it('splits a unit off a number', () => {
+    expect(['8°C', '72%', '12 km/h', '3.5 kg', '-2 °F', '5 million', '007 kg', '1e3 m', '12 km/h/s'].map(numberWithUnit)).toEqual([
+      { value: 8, unit: '°C' },
+      { value: 72, unit: '%' },
+      { value: 12, unit: 'km/h' },
+      { value: 3.5, unit: 'kg' },
+      { value: -2, unit: '°F' },
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    expect([typedEntry('temperature', '8°C'), typedEntry('humidity_percent', '72%'), typedEntry('wind', '12 km/h')]).toEqual([
+      ['temperature_c', 8],
+      ['humidity_percent', 72],
+      ['wind_km_h', 12],
+    ]);
+  });
+
+  it('reads key: value lines, and not URLs or long labels', () => {
+    expect([keyValueOf('- **UV index**: 3'), keyValueOf('https://example.org'), keyValueOf(`${'x'.repeat(50)}: y`), keyValueOf('Time:12')]).toEqual([['UV index', '3'], undefined, undefined, undefined]);
+  });
+});

@@ -1,0 +1,242 @@
+/**
+ * Finds structured data in text an upstream wrote for people: a JSON document, a fenced JSON
+ * block, the first JSON object in prose, markdown tables (→ arrays of objects) and `key: value`
+ * lines (→ object entries). Numbers are typed, and a unit after a number moves into the key
+ * (`Temperature: 8°C` → `temperature_c: 8`, `72%` → `_percent: 72`). The first heading, when
+ * the text starts with it, becomes `title`. Everything runs in one pass over the lines.
+ */
+import type { Budget } from '../../pipeline/budget.js';
+import { isPlainObject, MAX_DEPTH, parseJsonDocument, type Json } from './json.js';
+import { closesFence, isBlank, isTableDelimiter, isTableRow, parseFence, parseHeading, splitRow } from './markdown-lines.js';
+
+export type { Json } from './json.js';
+
+export interface Extracted {
+  data: Json;
+  /** The text was this data and nothing else (a JSON document): nothing of it is left behind. */
+  whole: boolean;
+}
+
+export function extractData(text: string, budget?: Budget): Extracted | undefined {
+  const doc = parseJsonDocument(text);
+  if (doc !== undefined) return { data: doc, whole: true };
+  const found = fencedJson(text, budget) ?? embeddedObject(text) ?? proseData(text, budget);
+  return found === undefined ? undefined : { data: found, whole: false };
+}
+
+/** The first fenced block (any info string) whose body is a JSON document. */
+function fencedJson(text: string, budget?: Budget): Json | undefined {
+  if (!text.includes('```') && !text.includes('~~~')) return undefined;
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    budget?.check(lines[i].length + 1);
+    const open = parseFence(lines[i]);
+    if (!open) continue;
+    let end = i + 1;
+    while (end < lines.length && !closesFence(lines[end], open)) end++;
+    const value = parseJsonDocument(lines.slice(i + 1, end).join('\n'));
+    if (value !== undefined) return value;
+    i = end;
+  }
+  return undefined;
+}
+
+/** The first balanced `{…}` in the text that parses as a JSON object (a few candidates at most). */
+function embeddedObject(text: string): Json | undefined {
+  let tries = 0;
+  for (let start = text.indexOf('{'); start !== -1 && tries++ < 8; start = text.indexOf('{', start + 1)) {
+    const end = matchingBrace(text, start);
+    if (end === -1) return undefined;
+    const value = parseJsonDocument(text.slice(start, end + 1));
+    if (isPlainObject(value)) return value;
+  }
+  return undefined;
+}
+
+/** Index of the `}` closing the `{` at `start`, skipping strings; -1 if none or nested too deep. */
+function matchingBrace(text: string, start: number): number {
+  let depth = 0;
+  let inString = false;
+  for (let i = start; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === '{' && ++depth > MAX_DEPTH) return -1;
+    else if (c === '}' && --depth === 0) return i;
+  }
+  return -1;
+}
+
+/**
+ * Tables and `key: value` lines, keyed by the heading above a table. Needs at least two facts
+ * to count as data.
+ */
+function proseData(text: string, budget?: Budget): Json | undefined {
+  const out: Record<string, Json> = {};
+  const key = keyMaker();
+  let facts = 0;
+  let heading = '';
+  const lines = text.split('\n');
+  const first = lines.findIndex((l) => !isBlank(l));
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    budget?.check(line.length + 1);
+    const h = parseHeading(line);
+    if (h) {
+      heading = h.text;
+      if (i === first) out[key('title')] = h.text;
+      continue;
+    }
+    if (isTableRow(line) && isTableDelimiter(lines[i + 1] ?? '')) {
+      let end = i + 2;
+      while (end < lines.length && isTableRow(lines[end])) end++;
+      out[key(keyOf(heading) || 'table')] = tableRows(lines[i], lines.slice(i + 2, end), budget);
+      facts += 2;
+      i = end - 1;
+      continue;
+    }
+    const kv = keyValueOf(line);
+    if (kv) {
+      const [name, value] = typedEntry(keyOf(kv[0]), kv[1]);
+      out[key(name)] = value;
+      facts++;
+    }
+  }
+  return facts >= 2 ? out : undefined;
+}
+
+/** Rows of a markdown table as objects; a column whose cells share a unit is typed (`high_c: 9`). */
+function tableRows(header: string, rows: string[], budget?: Budget): Json[] {
+  const keys = splitRow(header).map((c, j) => keyOf(plainCell(c)) || `column_${j + 1}`);
+  const cells = rows.map((r) => {
+    budget?.check(r.length + 1);
+    return splitRow(r).map(plainCell);
+  });
+  const width = cells.reduce((w, r) => Math.max(w, r.length), keys.length);
+  const out = cells.map(() => ({}) as Record<string, Json>);
+  for (let j = 0; j < width; j++) {
+    const column = cells.map((r) => r[j]);
+    const units = column.map((c) => (c ? numberWithUnit(c) : undefined));
+    const unit = units.find((u) => u !== undefined)?.unit;
+    const shared = unit !== undefined && column.every((c, k) => !c || units[k]?.unit === unit);
+    const key = shared ? withUnit(keys[j] ?? `column_${j + 1}`, unit) : (keys[j] ?? `column_${j + 1}`);
+    column.forEach((c, k) => {
+      if (c !== undefined) out[k][key] = shared && c !== '' ? units[k]!.value : typed(c);
+    });
+  }
+  return out;
+}
+
+/** A table cell without emphasis markers or code backticks. */
+function plainCell(cell: string): string {
+  let t = cell;
+  for (const marker of MARKERS) if (t.includes(marker)) t = t.split(marker).join('');
+  return t.trim();
+}
+
+const MARKERS = ['**', '__', '`'];
+
+/**
+ * `Label: value`, optionally as a list item, with emphasis markers removed: a label of at most
+ * 41 characters that starts with a letter, then a colon and whitespace, then a value.
+ */
+export function keyValueOf(line: string): [string, string] | undefined {
+  const t = (line.includes('**') || line.includes('__') ? line.split('**').join('').split('__').join('') : line).trimStart();
+  let start = 0;
+  if ((t[0] === '-' || t[0] === '*' || t[0] === '+') && (t[1] === ' ' || t[1] === '\t')) start = 2;
+  while (t[start] === ' ' || t[start] === '\t') start++;
+  const colon = t.indexOf(':', start);
+  if (colon === -1 || colon - start > 48) return undefined;
+  const label = t.slice(start, colon).trimEnd();
+  if (label.length === 0 || label.length > 41 || !/^[A-Za-z][\w ()%/.-]*$/.test(label)) return undefined;
+  const after = t[colon + 1];
+  if (after !== ' ' && after !== '\t') return undefined;
+  const value = t.slice(colon + 1).trim();
+  return value === '' ? undefined : [label, value];
+}
+
+/** "Wind speed (km/h)" → "wind_speed_km_h" (a linear scan: runs of other characters become one `_`). */
+export function keyOf(label: string): string {
+  let out = '';
+  let gap = false;
+  for (const ch of label.toLowerCase()) {
+    const c = ch.charCodeAt(0);
+    if ((c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39)) {
+      if (gap && out !== '') out += '_';
+      out += ch;
+      gap = false;
+    } else gap = true;
+  }
+  return out;
+}
+
+/** Keys that are unique in one object: a repeated key gets `_2`, `_3`, … (a counter per key keeps this linear). */
+function keyMaker(): (key: string) => string {
+  const used = new Set<string>();
+  const next = new Map<string, number>();
+  return (key) => {
+    const base = key || 'value';
+    let k = base;
+    for (let i = next.get(base) ?? 2; used.has(k); i++) {
+      k = `${base}_${i}`;
+      next.set(base, i + 1);
+    }
+    used.add(k);
+    return k;
+  };
+}
+
+const JSON_NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
+
+/** Numbers and booleans become typed; everything else stays the string it was. */
+export function typed(value: string): Json {
+  const v = value.trim();
+  if (JSON_NUMBER.test(v)) return Number(v);
+  if (v === 'true' || v === 'false') return v === 'true';
+  return v;
+}
+
+/** A key and its typed value: a number with a unit puts the unit in the key (`temperature` + `8°C` → `temperature_c`, 8). */
+export function typedEntry(key: string, raw: string): [string, Json] {
+  const m = numberWithUnit(raw);
+  return m ? [withUnit(key, m.unit), m.value] : [key, typed(raw)];
+}
+
+/**
+ * "8°C" → { value: 8, unit: "°C" }; "12 km/h", "72%", "3.5 kg" likewise. The unit is a symbol
+ * (%, ‰, °, °C) or one to five letters, optionally per one to three letters (km/h, m/s).
+ */
+export function numberWithUnit(raw: string): { value: number; unit: string } | undefined {
+  const v = raw.trim();
+  let i = v[0] === '-' ? 1 : 0;
+  const digits = i;
+  while (v.charCodeAt(i) >= 0x30 && v.charCodeAt(i) <= 0x39) i++;
+  if (i === digits) return undefined;
+  if (v[i] === '.') {
+    const frac = ++i;
+    while (v.charCodeAt(i) >= 0x30 && v.charCodeAt(i) <= 0x39) i++;
+    if (i === frac) return undefined;
+  }
+  const num = v.slice(0, i);
+  if (!JSON_NUMBER.test(num)) return undefined; // 007 stays a string, as it does without a unit
+  const unit = v.slice(v[i] === ' ' ? i + 1 : i);
+  return isUnit(unit) ? { value: Number(num), unit } : undefined;
+}
+
+function isUnit(unit: string): boolean {
+  if (unit.length === 0 || unit.length > 9) return false;
+  if (unit === '%' || unit === '‰' || unit === '°') return true;
+  const body = unit.startsWith('°') ? unit.slice(1) : unit;
+  if (unit.startsWith('°') && !/^[A-Za-z]$/.test(body)) return false;
+  const [per, ...rest] = body.split('/');
+  if (rest.length > 1) return false;
+  return /^[A-Za-zµ]{1,5}$/.test(per) && (rest.length === 0 || /^[A-Za-z]{1,3}$/.test(rest[0]));
+}
+
+/** `temperature` + `°C` → `temperature_c`; `humidity` + `%` → `humidity_percent` (no suffix twice). */
+export function withUnit(key: string, unit: string): string {
+  const suffix = unit === '%' ? 'percent' : unit === '‰' ? 'permille' : unit === '°' ? 'deg' : keyOf(unit);
+  return key.endsWith(`_${suffix}`) || key === suffix ? key : `${key}_${suffix}`;
+}
