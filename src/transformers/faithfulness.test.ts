@@ -9,6 +9,7 @@
 import fc from 'fast-check';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
+import { payload } from '../../test/helpers/payload.js';
 import { loadRecordings } from '../../test/recordings/record.js';
 import { parseFeatures } from '../negotiation/features.js';
 import { builtinTransformers } from '../pipeline/registry.js';
@@ -21,21 +22,6 @@ const log = pino({ level: 'silent' });
 const transformers = [...builtinTransformers().values()];
 const FEATURES = [['agent', 'format=json'], ['human', 'format=markdown'], ['format=text'], ['verbosity=compact'], ['agent'], ['human']];
 const COMPACT_DROPS = new Set(['examples', 'example', 'tips', 'see also']);
-
-/** The texts and data a result gives a client: text blocks, structuredContent, resource texts, prompt messages. */
-export function payload(result: McpResult): unknown[] {
-  const out: unknown[] = [];
-  const block = (b: unknown) => {
-    if (!isPlainObject(b)) return;
-    if (typeof b.text === 'string') out.push(b.text);
-    if (isPlainObject(b.resource) && typeof b.resource.text === 'string') out.push(b.resource.text);
-  };
-  if (Array.isArray(result.content)) result.content.forEach(block);
-  if (result.structuredContent !== undefined) out.push(result.structuredContent);
-  if (Array.isArray(result.contents)) result.contents.forEach(block);
-  if (Array.isArray(result.messages)) result.messages.forEach((m) => (isPlainObject(m) ? block(m.content) : undefined));
-  return out;
-}
 
 /** The payload minus what compact drops on purpose: the named sections of each text. */
 function withoutDroppedSections(values: unknown[]): unknown[] {
@@ -117,7 +103,7 @@ describe('on what real servers answered', () => {
   const recordings = loadRecordings();
 
   it('has results of every server to check', () => {
-    expect(new Set(recordings.map((r) => r.server))).toEqual(new Set(['server-everything', 'server-filesystem', 'server-memory', 'server-sequential-thinking']));
+    expect(new Set(recordings.map((r) => r.server))).toEqual(new Set(['server-everything', 'server-filesystem', 'server-memory', 'server-sequential-thinking', 'demo']));
   });
 
   it('loses no fact of any recorded result, in any transformer', async () => {

@@ -1,7 +1,7 @@
 /**
- * Records what real third-party MCP servers answer (`npm run record`): server-everything,
- * server-filesystem, server-memory and server-sequential-thinking, run from node_modules over
- * stdio with the official SDK client. The transformer tests replay these results ("no fact
+ * Records what real MCP servers answer (`npm run record`): server-everything, server-filesystem,
+ * server-memory and server-sequential-thinking, run from node_modules over stdio with the
+ * official SDK client, and the built-in demo server (prose like the content-negotiation SEP's). The transformer tests replay these results ("no fact
  * lost" on real output) without starting the servers. Paths of the scratch folder are written
  * as /workspace so the recordings do not change from run to run.
  */
@@ -107,7 +107,16 @@ async function record(): Promise<void> {
     const thinking = await session('server-sequential-thinking', [`${pkg('server-sequential-thinking')}/dist/index.js`], { DISABLE_THOUGHT_LOGGING: 'true' }, async (c) => [
       await call(c, 'sequentialthinking', { thought: 'The budget is 12,500 CHF; 3 of 5 items are booked.', nextThoughtNeeded: true, thoughtNumber: 1, totalThoughts: 3 }),
     ]);
-    for (const [name, recordings] of Object.entries({ everything, filesystem, memory, thinking })) {
+    const demo = await session('demo', ['--import', 'tsx', `${ROOT}src/demo/main.ts`], {}, async (c) => [
+      ...(await Promise.all(['Bern', 'Lugano', 'Zermatt'].map((city) => call(c, 'get_weather', { city })))),
+      await call(c, 'plan_journey', { from: 'Bern', to: 'Lugano', date: '2026-05-01' }),
+      await call(c, 'convert_units', { value: 12, from: 'km', to: 'mi' }),
+      await read(c, 'demo://cities'),
+      await read(c, 'demo://guide'),
+      await read(c, 'demo://weather/Bern'),
+      { method: 'prompts/get', name: 'trip_briefing', result: (await c.getPrompt({ name: 'trip_briefing', arguments: { destination: 'Zurich' } })) as Record<string, unknown> },
+    ]);
+    for (const [name, recordings] of Object.entries({ everything, filesystem, memory, thinking, demo })) {
       const text = JSON.stringify(recordings, null, 1).split(dir).join('/workspace');
       writeFileSync(join(OUT, `${name}.json`), text + '\n');
       console.log(`${name}: ${recordings.length} results`);
@@ -119,7 +128,7 @@ async function record(): Promise<void> {
 
 /** The recorded results of every server, for tests. */
 export function loadRecordings(): Recording[] {
-  return ['everything', 'filesystem', 'memory', 'thinking'].flatMap((name) => JSON.parse(readFileSync(join(OUT, `${name}.json`), 'utf8')) as Recording[]);
+  return ['everything', 'filesystem', 'memory', 'thinking', 'demo'].flatMap((name) => JSON.parse(readFileSync(join(OUT, `${name}.json`), 'utf8')) as Recording[]);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === realpathSync(process.argv[1])) await record();

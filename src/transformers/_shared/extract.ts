@@ -226,14 +226,19 @@ export function numberWithUnit(raw: string): { value: number; unit: string } | u
 }
 
 function isUnit(unit: string): boolean {
-  if (unit.length === 0 || unit.length > 9) return false;
   if (unit === '%' || unit === '‰' || unit === '°') return true;
-  const body = unit.startsWith('°') ? unit.slice(1) : unit;
-  if (unit.startsWith('°') && !/^[A-Za-z]$/.test(body)) return false;
-  const [per, ...rest] = body.split('/');
-  if (rest.length > 1) return false;
-  return /^[A-Za-zµ]{1,5}$/.test(per) && (rest.length === 0 || /^[A-Za-z]{1,3}$/.test(rest[0]));
+  if (unit[0] === '°') return unit.length === 2 && isAsciiLetter(unit.charCodeAt(1));
+  const slash = unit.indexOf('/');
+  const per = slash === -1 ? unit.length : slash;
+  return per >= 1 && per <= 5 && letters(unit, 0, per, true) && (slash === -1 || (unit.length - slash - 1 >= 1 && unit.length - slash - 1 <= 3 && letters(unit, slash + 1, unit.length, false)));
 }
+
+function letters(text: string, from: number, to: number, micro: boolean): boolean {
+  for (let i = from; i < to; i++) if (!isAsciiLetter(text.charCodeAt(i)) && !(micro && text[i] === 'µ')) return false;
+  return true;
+}
+
+const isAsciiLetter = (c: number) => (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a);
 
 /** `temperature` + `°C` → `temperature_c`; `humidity` + `%` → `humidity_percent` (no suffix twice). */
 export function withUnit(key: string, unit: string): string {

@@ -58,8 +58,7 @@ function eachFact(value: unknown, visit: Visit, budget?: Budget): boolean {
     const v = stack.pop();
     budget?.check();
     if (typeof v === 'string') {
-      budget?.check(v.length);
-      if (textFacts(v, visit)) return true;
+      if (textFacts(v, visit, budget)) return true;
     } else if (typeof v === 'number') {
       if (visit(`#${Math.abs(v)}`)) return true; // a sign is a dash in text: not told apart
     } else if (typeof v === 'boolean' || v === null) {
@@ -70,7 +69,7 @@ function eachFact(value: unknown, visit: Visit, budget?: Budget): boolean {
       for (const key in v) {
         if (!keys.has(key)) {
           keys.add(key);
-          if (textFacts(key, visit)) return true;
+          if (textFacts(key, visit, budget)) return true;
         }
         stack.push(v[key]);
       }
@@ -80,10 +79,11 @@ function eachFact(value: unknown, visit: Visit, budget?: Budget): boolean {
 }
 
 /** The facts of one string, in order; true when `visit` stopped the scan. */
-function textFacts(text: string, visit: Visit): boolean {
+function textFacts(text: string, visit: Visit, budget?: Budget): boolean {
   const n = text.length;
   let i = 0;
   while (i < n) {
+    budget?.check();
     const c = text.charCodeAt(i);
     let end = i + 1;
     let fact: string | undefined;

@@ -77,7 +77,10 @@ function inline(v: unknown): string {
 }
 
 function cell(v: unknown): string {
-  return inline(v).split('|').join('\\|').split('\r\n').join(' ').split('\n').join(' ');
+  let t = inline(v);
+  if (t.includes('|')) t = t.split('|').join('\\|');
+  if (t.includes('\n')) t = t.split('\r\n').join(' ').split('\n').join(' ');
+  return t;
 }
 
 /** "wind_speed_kmh" → "Wind speed kmh"; "temperatureC" → "Temperature c" (one linear scan). */

@@ -11,15 +11,12 @@ import { FORMATTING_TAGS } from '../_shared/facts.js';
 const SPECIAL = /[`[\]*_~<\\]/;
 const PUNCTUATION = new Set('!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~');
 
-/** `budget` is charged once per pass over the line, so that even one huge line is cut short in time. */
+/** `budget` is charged per character in every pass, so that even one huge line is cut short in time. */
 export function inlineToText(line: string, budget?: Budget): string {
   if (!SPECIAL.test(line)) return line;
-  const code = codeSpans(line);
-  budget?.check(line.length);
-  const links = linkTargets(line, code);
-  budget?.check(line.length);
-  const drop = pairedDelimiters(line, code);
-  budget?.check(line.length);
+  const code = codeSpans(line, budget);
+  const links = linkTargets(line, code, budget);
+  const drop = pairedDelimiters(line, code, budget);
   const out: string[] = [];
   let from = 0;
   let i = 0;
@@ -29,9 +26,10 @@ export function inlineToText(line: string, budget?: Budget): string {
     from = next;
   };
   while (i < line.length) {
-    const span = code.get(i);
-    if (span) {
-      emit(span.text, span.end);
+    budget?.check();
+    const spanEnd = code.get(i);
+    if (spanEnd !== undefined) {
+      emit(codeText(line, i, spanEnd), spanEnd);
       continue;
     }
     const c = line[i];
@@ -52,45 +50,62 @@ export function inlineToText(line: string, budget?: Budget): string {
   return out.join('');
 }
 
-interface CodeSpan {
-  text: string;
-  end: number;
-}
-
-/** Code spans keyed by their opening index: a run of n backticks up to the next run of exactly n. */
-function codeSpans(line: string): Map<number, CodeSpan> {
-  const spans = new Map<number, CodeSpan>();
+/**
+ * Code spans, as opening index → index after the closing run: a run of n backticks up to the
+ * next run of exactly n. Runs are kept in flat number arrays: a long line can hold a great many.
+ */
+function codeSpans(line: string, budget?: Budget): Map<number, number> {
+  const spans = new Map<number, number>();
   if (!line.includes('`')) return spans;
-  const runs: Array<{ start: number; length: number }> = [];
+  const starts: number[] = [];
+  const lengths: number[] = [];
   for (let i = 0; i < line.length; i++) {
+    budget?.check();
     if (line[i] !== '`' || line[i - 1] === '\\') continue;
     let n = 1;
     while (line[i + n] === '`') n++;
-    runs.push({ start: i, length: n });
+    starts.push(i);
+    lengths.push(n);
     i += n - 1;
   }
   // next[k]: the index of the next run as long as run k (one right-to-left pass).
-  const next = new Array<number>(runs.length).fill(-1);
+  const next = new Int32Array(starts.length);
   const lastOfLength = new Map<number, number>();
-  for (let k = runs.length - 1; k >= 0; k--) {
-    next[k] = lastOfLength.get(runs[k].length) ?? -1;
-    lastOfLength.set(runs[k].length, k);
+  for (let k = starts.length - 1; k >= 0; k--) {
+    budget?.check();
+    next[k] = lastOfLength.get(lengths[k]) ?? -1;
+    lastOfLength.set(lengths[k], k);
   }
-  for (let k = 0; k < runs.length; k++) {
+  for (let k = 0; k < starts.length; k++) {
+    budget?.check();
     const close = next[k];
     if (close === -1) continue;
-    const open = runs[k];
-    let text = line.slice(open.start + open.length, runs[close].start);
-    if (text.length > 2 && text.startsWith(' ') && text.endsWith(' ') && text.trim() !== '') text = text.slice(1, -1);
-    spans.set(open.start, { text, end: runs[close].start + runs[close].length });
+    spans.set(starts[k], starts[close] + lengths[close]);
     k = close;
   }
   return spans;
 }
 
-/** Indexes inside code spans, as [start, end) ranges, for the other passes to skip. */
-function skipper(code: Map<number, CodeSpan>): (i: number) => number {
-  return (i) => code.get(i)?.end ?? i;
+/** The text of the code span from `start` to `end`: backticks off, and one space each side when both are there. */
+function codeText(line: string, start: number, end: number): string {
+  let n = 0;
+  while (line[start + n] === '`') n++;
+  const text = line.slice(start + n, end - n);
+  return text.length > 2 && text.startsWith(' ') && text.endsWith(' ') && text.trim() !== '' ? text.slice(1, -1) : text;
+}
+
+/**
+ * Calls `visit(i)` for every index outside code spans and backslash escapes, left to right;
+ * `visit` returns the index to go on from.
+ */
+function scanMarkup(line: string, code: Map<number, number>, budget: Budget | undefined, visit: (i: number) => number): void {
+  for (let i = 0; i < line.length; ) {
+    budget?.check();
+    const spanEnd = code.get(i);
+    if (spanEnd !== undefined) i = spanEnd;
+    else if (line[i] === '\\') i += 2;
+    else i = visit(i);
+  }
 }
 
 interface Links {
@@ -101,28 +116,23 @@ interface Links {
 }
 
 /** `[text](target)` pairs, from bracket and parenthesis matches made with stacks. */
-function linkTargets(line: string, code: Map<number, CodeSpan>): Links {
+function linkTargets(line: string, code: Map<number, number>, budget?: Budget): Links {
   const links: Links = { opens: new Set(), closes: new Map() };
   if (!line.includes('](')) return links;
-  const skip = skipper(code);
   const bracketOf = new Map<number, number>(); // ] → [
   const parenOf = new Map<number, number>(); // ( → )
   const brackets: number[] = [];
   const parens: number[] = [];
-  for (let i = 0; i < line.length; i++) {
-    const j = skip(i);
-    if (j !== i) {
-      i = j - 1;
-      continue;
-    }
+  scanMarkup(line, code, budget, (i) => {
     const c = line[i];
-    if (c === '\\') i++;
-    else if (c === '[') brackets.push(i);
+    if (c === '[') brackets.push(i);
     else if (c === ']' && brackets.length) bracketOf.set(i, brackets.pop()!);
     else if (c === '(') parens.push(i);
     else if (c === ')' && parens.length) parenOf.set(parens.pop()!, i);
-  }
+    return i + 1;
+  });
   for (const [close, open] of bracketOf) {
+    budget?.check();
     const end = parenOf.get(close + 1);
     if (end === undefined) continue;
     let target = line.slice(close + 2, end).trim();
@@ -139,22 +149,12 @@ function linkTargets(line: string, code: Map<number, CodeSpan>): Links {
  * non-space, a closer preceded by non-space, same character and length, never inside a word
  * (so `snake_case` and `2*3*4` keep their characters). Returns start → run length.
  */
-function pairedDelimiters(line: string, code: Map<number, CodeSpan>): Map<number, number> {
+function pairedDelimiters(line: string, code: Map<number, number>, budget?: Budget): Map<number, number> {
   const drop = new Map<number, number>();
-  const skip = skipper(code);
   const openers = new Map<string, number[]>();
-  for (let i = 0; i < line.length; i++) {
-    const j = skip(i);
-    if (j !== i) {
-      i = j - 1;
-      continue;
-    }
+  scanMarkup(line, code, budget, (i) => {
     const c = line[i];
-    if (c === '\\') {
-      i++;
-      continue;
-    }
-    if (c !== '*' && c !== '_' && c !== '~') continue;
+    if (c !== '*' && c !== '_' && c !== '~') return i + 1;
     let n = 1;
     while (line[i + n] === c) n++;
     const before = kind(line[i - 1]);
@@ -172,8 +172,8 @@ function pairedDelimiters(line: string, code: Map<number, CodeSpan>): Map<number
       if (stack) stack.push(i);
       else openers.set(key, [i]);
     }
-    i += n - 1;
-  }
+    return i + n;
+  });
   return drop;
 }
 

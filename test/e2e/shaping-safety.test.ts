@@ -1,0 +1,139 @@
+/**
+ * Reshaping through the proxy is safe and faithful, end to end with real processes:
+ * - hostile upstream text (a heading followed by 10,000 spaces, a megabyte of unclosed markup)
+ *   is answered promptly while /healthz keeps answering, and SIGTERM still stops the proxy;
+ * - results over `maxResultBytes` or over `timeBudgetMs` pass unchanged, counted in /metrics
+ *   and logged once per tool;
+ * - real third-party servers (server-filesystem, server-sequential-thinking) keep what they
+ *   said: a compact file read is never emptied and agrees with its structuredContent, a JSON
+ *   file rendered as markdown is a fenced block or a table, not a `- **Content**:` wrapper, and
+ *   a compact tools/list shortens descriptions without erasing them or parameter descriptions.
+ */
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { callTool, INIT, rawPost } from '../helpers/raw.js';
+import { commandLine, eventually, fixtureArgv, ROOT, startProxy, stopAll, type Running } from '../helpers/processes.js';
+
+const EXTENSION = 'io.modelcontextprotocol/content-negotiation';
+const FAULTY = commandLine(fixtureArgv('faulty-server'));
+const server = (name: string) => `${ROOT}node_modules/@modelcontextprotocol/${name}/dist/index.js`;
+
+async function negotiatingSession(url: string, features: string[]): Promise<Record<string, string>> {
+  const init = await rawPost(url, { ...INIT, params: { ...INIT.params, capabilities: { extensions: { [EXTENSION]: { version: '1.0', features } } } } });
+  const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+  await rawPost(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
+  return headers;
+}
+
+async function connect(url: string, features: string[]): Promise<Client> {
+  const client = new Client({ name: 'shaping-safety', version: '1' }, { capabilities: { extensions: { [EXTENSION]: { version: '1.0', features } } } as never });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  return client;
+}
+
+const endpoint = (proxy: Running, path: string) => new URL(path, proxy.url).href;
+const echo = async (proxy: Running, headers: Record<string, string>, id: number, text: string) =>
+  (await rawPost(proxy.url, callTool(id, 'echo', { text }), headers)).messages[0].result as { content: Array<{ text: string }>; structuredContent?: unknown };
+
+describe('shaping hostile upstream output', () => {
+  afterAll(stopAll);
+
+  it('answers at once for a heading followed by 10,000 spaces and for a megabyte of unclosed markup, and keeps serving', async () => {
+    const proxy = await startProxy(['--upstream', FAULTY]);
+    const json = await negotiatingSession(proxy.url, ['agent', 'format=json']);
+    const compact = await negotiatingSession(proxy.url, ['verbosity=compact', 'format=text']);
+    const heading = `# a${' '.repeat(10_000)}x\n\nTemperature: 8°C`;
+    const megabyte = `# Report\n\n${'**a [b]('.repeat(60_000)}\n${'| x '.repeat(50_000)}\n${'`'.repeat(100_000)}`;
+    const [a, b, c, health] = await Promise.all([
+      echo(proxy, json, 1, heading),
+      echo(proxy, compact, 2, heading),
+      echo(proxy, compact, 3, megabyte),
+      fetch(endpoint(proxy, '/healthz')),
+    ]);
+    expect(health.status).toBe(200);
+    expect(a.content.map((b) => b.text).join('\n')).toContain('Temperature: 8°C'); // nothing was lost on the way
+    expect(b.content[0].text).toBe(`a${' '.repeat(10_000)}x\n\nTemperature: 8°C`);
+    expect(c.content[0].text.length).toBeGreaterThan(100_000);
+    expect((await fetch(endpoint(proxy, '/healthz'))).status).toBe(200);
+    expect(await proxy.stop('SIGTERM')).toBe(0);
+  });
+
+  it('relays results over the size limit or the time budget unchanged, counts them and logs each tool once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'shaping-limits-'));
+    const config = join(dir, 'limits.yaml');
+    writeFileSync(config, `upstream:\n  command: ${JSON.stringify(FAULTY)}\ncontentNegotiation:\n  limits: { maxResultBytes: 200000, timeBudgetMs: 1 }\n`);
+    const proxy = await startProxy(['--config', config]);
+    const session = await negotiatingSession(proxy.url, ['format=text']);
+    const big = `**bold** ${'word '.repeat(50_000)}`;
+    for (const id of [1, 2]) expect((await echo(proxy, session, id, big)).content[0].text).toBe(big);
+    // Under the size limit, but 12,000 lines of markup take far longer than 1 ms to reshape.
+    const slow = `**bold**\n${'- *item* [x](y)\n'.repeat(12_000)}`;
+    for (const id of [3, 4]) expect((await echo(proxy, session, id, slow)).content[0].text).toBe(slow);
+    const metrics = await (await fetch(endpoint(proxy, '/metrics'))).text();
+    expect(metrics).toContain('mcp_proxy_results_unshaped_total{reason="size"} 2');
+    expect(metrics).toContain('mcp_proxy_results_unshaped_total{reason="budget"} 2');
+    await eventually(() => proxy.stderr().includes('timeBudgetMs'), 5000, 'the budget warning');
+    expect(proxy.stderr().match(/result relayed unshaped/g)).toHaveLength(2); // once for size, once for budget
+  });
+});
+
+describe('shaping what real servers answer', () => {
+  const clients: Client[] = [];
+  afterAll(async () => {
+    await Promise.all(clients.map((c) => c.close()));
+    await stopAll();
+  });
+  const open = async (proxy: Running, features: string[]) => {
+    const client = await connect(proxy.url, features);
+    clients.push(client);
+    return client;
+  };
+
+  it('server-filesystem: compact never empties a note titled "Notes"; markdown renders a JSON file as a table, never a wrapper', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'shaping-fs-'));
+    mkdirSync(join(dir, 'docs'));
+    const note = '# Notes\n\nMeeting on 4 March with Ada (ada@example.org): budget 12,500 CHF.\n\n## Tips\n\nBook room 4.12 early.\n';
+    writeFileSync(join(dir, 'docs', 'notes.md'), note);
+    writeFileSync(join(dir, 'cities.json'), JSON.stringify([{ name: 'Bern', elevation_m: 540 }, { name: 'Lugano', elevation_m: 273 }], null, 2));
+    const proxy = await startProxy(['--upstream', commandLine([process.execPath, server('server-filesystem'), dir])]);
+
+    const compact = await open(proxy, ['verbosity=compact']);
+    const read = (await compact.callTool({ name: 'read_text_file', arguments: { path: join(dir, 'docs', 'notes.md') } })) as unknown as { content: Array<{ text: string }>; structuredContent: { content: string } };
+    expect(read.content[0].text).toBe(note);
+    expect(read.structuredContent.content).toBe(read.content[0].text);
+
+    const human = await open(proxy, ['human', 'format=markdown']);
+    const file = (await human.callTool({ name: 'read_text_file', arguments: { path: join(dir, 'cities.json') } })) as { content: Array<{ text: string }>; structuredContent: unknown };
+    expect(file.content[0].text).toBe('| Name | Elevation m |\n| --- | --- |\n| Bern | 540 |\n| Lugano | 273 |');
+    expect(file.content[0].text).not.toContain('**Content**');
+    expect(file.structuredContent).toEqual({ content: JSON.stringify([{ name: 'Bern', elevation_m: 540 }, { name: 'Lugano', elevation_m: 273 }], null, 2) });
+
+    const text = await open(proxy, ['format=text']);
+    const plain = (await text.callTool({ name: 'read_text_file', arguments: { path: join(dir, 'docs', 'notes.md') } })) as { content: Array<{ text: string }> };
+    expect(plain.content[0].text).toBe('Notes\n\nMeeting on 4 March with Ada (ada@example.org): budget 12,500 CHF.\n\nTips\n\nBook room 4.12 early.');
+  });
+
+  it("server-sequential-thinking: a compact tools/list shortens the 2,781-character description and keeps every parameter's description, type and bound", async () => {
+    const proxy = await startProxy(['--upstream', commandLine([process.execPath, server('server-sequential-thinking')])]);
+    const plain = await open(proxy, []);
+    const compact = await open(proxy, ['verbosity=compact']);
+    const [full] = (await plain.listTools()).tools;
+    const [short] = (await compact.listTools()).tools;
+    expect(full.description!.length).toBeGreaterThan(2000);
+    expect(short.description!.length).toBeGreaterThan(100);
+    expect(short.description!.length).toBeLessThanOrEqual(302);
+    expect(full.description!.replace(/\s+/g, ' ')).toContain(short.description!.replace(/ …$/, ''));
+    const props = (s: typeof full) => s.inputSchema.properties as Record<string, Record<string, unknown>>;
+    expect(Object.keys(props(short))).toEqual(Object.keys(props(full)));
+    for (const [name, prop] of Object.entries(props(full))) {
+      const { description, ...rest } = props(short)[name];
+      expect(rest).toEqual(Object.fromEntries(Object.entries(prop).filter(([k]) => k !== 'description')));
+      if (prop.description) expect(description).toBeTruthy();
+    }
+    expect(short.inputSchema.required).toEqual(full.inputSchema.required);
+  });
+});
