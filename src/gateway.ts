@@ -12,12 +12,15 @@ import type { Config } from './config/schema.js';
 import { startHttpDownstream, type HttpDownstream } from './downstream/http.js';
 import { startStdioDownstream, type StdioDownstream } from './downstream/stdio.js';
 import type { ProxyError } from './jsonrpc/errors.js';
+import { ModernCore, type ModernCoreOptions } from './fronts/modern/core.js';
 import { Metrics } from './metrics.js';
+import { PROXY_VERSION } from './version.js';
 import { Negotiation } from './negotiation/session.js';
 import { VariantCatalog } from './negotiation/variant-scope.js';
 import type { CompiledRule } from './pipeline/rules.js';
 import { RelaySession, type ClientSink } from './relay/session.js';
 import { createHttpUpstream } from './upstream/http.js';
+import { UpstreamPool } from './upstream/pool.js';
 import { describeUpstream, resolveUpstream } from './upstream/spec.js';
 import { createStdioUpstream, killGroup } from './upstream/stdio.js';
 import type { UpstreamConnection, UpstreamEvents } from './upstream/types.js';
@@ -81,6 +84,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const counters = metrics.counters;
   const variants = new VariantCatalog(config.serverVariants);
   const unshapedNotices = new Set<string>();
+  const modern = config.modern.enabled ? createModernCore(config, (events, poolLog) => connect(events, poolLog), { rules, variants, counters, unshapedNotices, log }) : undefined;
   const openSession = (sink: ClientSink, sessionLog: Logger) => {
     counters.sessionsStarted++;
     return new RelaySession((events) => connect(events, sessionLog), sink, {
@@ -112,6 +116,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
           input: deps.stdin ?? process.stdin,
           output: deps.stdout ?? process.stdout,
           openSession,
+          modern: modern?.core,
           log,
         });
         void stdio.done.then(settle);
@@ -121,6 +126,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
         listen: config.listen,
         sessionIdleMs: config.timeouts.sessionIdleMs,
         openSession,
+        modern: modern?.core,
         health: reportHealth,
         metrics: () => metrics.render(),
         log,
@@ -131,6 +137,8 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     },
     async close() {
       await Promise.all([http?.close(), stdio?.close()]);
+      modern?.core.close();
+      await modern?.pool.close();
       await dispatcher.close().catch(() => undefined);
       settle(undefined);
     },
@@ -138,6 +146,33 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       for (const child of children) killGroup(child, 'SIGKILL');
     },
   };
+}
+
+/** The modern-era core and the pool of upstream sessions it forwards through. */
+function createModernCore(
+  config: Config,
+  connect: (events: UpstreamEvents, log: Logger) => UpstreamConnection,
+  shared: { rules: CompiledRule[]; variants: VariantCatalog; counters: Metrics['counters']; unshapedNotices: Set<string>; log: Logger },
+): { core: ModernCore; pool: UpstreamPool } {
+  const log = shared.log.child({ era: 'modern' });
+  const pool = new UpstreamPool({
+    connect,
+    maxSessions: config.modern.pool.maxSessions,
+    idleMs: config.modern.pool.idleMs,
+    initializeTimeoutMs: config.timeouts.initializeMs,
+    clientInfo: { name: 'mcp-negotiate-proxy', version: PROXY_VERSION },
+    log,
+  });
+  const core = new ModernCore({
+    pool,
+    negotiation: { ...shared, limits: config.contentNegotiation.limits, outputSchemas: new Map(), log },
+    requestTimeoutMs: config.timeouts.requestMs,
+    inputTimeoutMs: config.modern.inputTimeoutMs,
+    stateSecret: config.modern.stateSecret,
+    cache: config.modern.cache as ModernCoreOptions['cache'],
+    log,
+  });
+  return { core, pool };
 }
 
 /** Tells the operator at start-up whether an HTTP upstream answers at all. */

@@ -3,7 +3,7 @@
  * The CLI entry point and the only file that touches process.*: arguments, config, logger,
  * signals, exit codes (0 done, 1 runtime failure, 2 bad usage or config).
  */
-import { readFileSync } from 'node:fs';
+import { PROXY_VERSION } from './version.js';
 import pino from 'pino';
 import { HELP, parseCli, UsageError } from './cli.js';
 import { ConfigError, loadConfig } from './config/load.js';
@@ -16,7 +16,7 @@ import { RuleError } from './pipeline/rules.js';
 async function main(): Promise<number> {
   const request = parseCli(process.argv.slice(2), process.env);
   if (request.command === 'help') return print(HELP);
-  if (request.command === 'version') return print(version());
+  if (request.command === 'version') return print(PROXY_VERSION);
   if (request.command === 'schema') return print(JSON.stringify(configJsonSchema(), null, 2));
 
   const config = loadConfig({ file: request.configFile, overrides: request.overrides });
@@ -66,10 +66,6 @@ function print(text: string): number {
   return 0;
 }
 
-function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
-}
 
 main().then(
   (code) => {

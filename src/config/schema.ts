@@ -87,12 +87,52 @@ export const negotiationSchema = z
   })
   .strict();
 
+const cacheHint = z
+  .object({
+    ttlMs: z.number().int().min(0).describe('How long a client may reuse the result (0: always stale).'),
+    cacheScope: z.enum(['private', 'public']).describe('public: shareable across authorization contexts (shared gateways may cache it); private: only within one.'),
+  })
+  .strict();
+
+const MODERN_DEFAULTS = {
+  enabled: true,
+  inputTimeoutMs: 5 * 60_000,
+  pool: { maxSessions: 16, idleMs: 5 * 60_000 },
+  cache: { default: { ttlMs: 0, cacheScope: 'private' as const } },
+};
+
+export const modernSchema = z
+  .object({
+    enabled: z.boolean().default(true).describe('Serve 2026-07-28 (modern, stateless) clients beside legacy ones on the same endpoint.'),
+    stateSecret: z
+      .string()
+      .min(16)
+      .optional()
+      .describe('Key that protects requestState in input_required results (e.g. ${MCP_PROXY_STATE_SECRET}); random per process when unset, so a retry must reach the same process.'),
+    inputTimeoutMs: z.number().int().positive().default(MODERN_DEFAULTS.inputTimeoutMs).describe('How long a call waits for the client to supply requested input (the retry) before it is cancelled upstream.'),
+    pool: z
+      .object({
+        maxSessions: z.number().int().positive().default(MODERN_DEFAULTS.pool.maxSessions).describe('Most upstream sessions (stdio: processes) serving modern requests; a call that may ask for input holds one alone.'),
+        idleMs: z.number().int().positive().default(MODERN_DEFAULTS.pool.idleMs).describe('An upstream session unused for this long is closed.'),
+      })
+      .strict()
+      .default(MODERN_DEFAULTS.pool),
+    cache: z
+      .object({ default: cacheHint.default(MODERN_DEFAULTS.cache.default) })
+      .catchall(cacheHint)
+      .default(MODERN_DEFAULTS.cache)
+      .describe('ttlMs and cacheScope put on server/discover, list and resources/read results, per method (e.g. "tools/list"), with a default.'),
+  })
+  .strict()
+  .describe('The modern protocol era (2026-07-28): stateless requests, server/discover, input_required rounds.');
+
 export const configSchema = z
   .object({
     upstream: upstreamSchema.default({ args: [], env: {}, headers: {} }),
     listen: listenSchema.default({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4 * 1024 * 1024, responseMode: 'auto', maxSessions: 1000 }),
     timeouts: timeoutsSchema.default({ requestMs: 60_000, initializeMs: 120_000, sessionIdleMs: 10 * 60_000, shutdownGraceMs: 2_000 }),
     contentNegotiation: negotiationSchema.default({ enabled: true, useDefaultRules: true, rules: [], plugins: [], limits: SHAPING_LIMITS }),
+    modern: modernSchema.default(MODERN_DEFAULTS),
     serverVariants: serverVariantsSchema.default({ variants: [], maxAdvertised: 5, mergeUpstream: true }).describe('Server variants (SEP-2053): ranked views of the upstream.'),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level (logs always go to stderr).'),
   })

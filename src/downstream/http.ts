@@ -8,8 +8,11 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
 import { INVALID_REQUEST, errorResponse, isRequest, parsePayload, type Frame, type JsonRpcId, type JsonRpcRequest } from '../jsonrpc/message.js';
+import { LEGACY_VERSIONS } from '../mcp/modern.js';
 import { withVariantHeader } from '../negotiation/variants.js';
 import { duplicateId, type ClientSink, type RelaySession } from '../relay/session.js';
+import type { ModernCore } from '../fronts/modern/core.js';
+import { isModernPost, serveModernPost } from '../fronts/modern/http.js';
 import { hostGuard, originGuard } from './guards.js';
 import { HttpSession } from './http-session.js';
 import { PostReply, SseStream } from './streams.js';
@@ -17,13 +20,14 @@ import { PostReply, SseStream } from './streams.js';
 /** In `auto` mode, a POST whose answer takes longer than this becomes an SSE stream. */
 const STREAM_AFTER_MS = 100;
 
-export const LEGACY_PROTOCOL_VERSIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'];
 
 export interface HttpDownstreamOptions {
   listen: Config['listen'];
   sessionIdleMs: number;
   /** Starts an upstream session for a new client session. */
   openSession(sink: ClientSink, log: Logger): RelaySession;
+  /** Serves modern (2026-07-28) requests; absent = legacy clients only. */
+  modern?: ModernCore;
   /** What /healthz reports; `ok: false` answers 503. */
   health(): { ok: boolean } & Record<string, unknown>;
   /** The /metrics text (Prometheus format). */
@@ -85,8 +89,8 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
       return undefined;
     }
     const version = req.headers['mcp-protocol-version'];
-    if (typeof version === 'string' && !LEGACY_PROTOCOL_VERSIONS.includes(version)) {
-      rpcError(reply, 400, INVALID_REQUEST, `Bad Request: unsupported MCP-Protocol-Version "${version}" (supported: ${LEGACY_PROTOCOL_VERSIONS.join(', ')})`);
+    if (typeof version === 'string' && !LEGACY_VERSIONS.includes(version)) {
+      rpcError(reply, 400, INVALID_REQUEST, `Bad Request: unsupported MCP-Protocol-Version "${version}" (supported: ${LEGACY_VERSIONS.join(', ')})`);
       return undefined;
     }
     return session;
@@ -117,6 +121,10 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     const { batch } = parsed;
     const variantHeader = req.headers['mcp-server-variant'];
     const frames = typeof variantHeader === 'string' ? parsed.frames.map((f) => headerVariant(f, variantHeader)) : parsed.frames;
+    if (opts.modern && isModernPost(req, frames)) {
+      const mode = !wantsSse ? 'json' : !wantsJson ? 'sse' : listen.responseMode;
+      return serveModernPost(opts.modern, req, reply, frames, batch, mode, STREAM_AFTER_MS);
+    }
     const init = frames.find((f) => isRequest(f.msg) && f.msg.method === 'initialize');
     let session: HttpSession | undefined;
     if (init) {

@@ -1,12 +1,16 @@
 /**
  * The stdio front: the proxy is the client's child process and speaks newline-delimited
- * JSON-RPC on stdin/stdout (stdout carries nothing else; logs go to stderr). One client, one
- * relay session; it ends when stdin closes or the upstream goes away.
+ * JSON-RPC on stdin/stdout (stdout carries nothing else; logs go to stderr). Each message is
+ * routed to an era first: a request with modern `_meta` is served statelessly by the modern
+ * core; anything else belongs to the one legacy relay session, started by the first such
+ * message. The front ends when stdin closes or the legacy session's upstream goes away.
  */
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
-import { ProxyError } from '../jsonrpc/errors.js';
-import { parsePayload, serialize } from '../jsonrpc/message.js';
+import type { ModernCore } from '../fronts/modern/core.js';
+import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
+import { errorResponse, isNotification, isRequest, parsePayload, serialize, type Frame, type JsonRpcId, type JsonRpcRequest } from '../jsonrpc/message.js';
+import { isModernMessage, modernContext } from '../mcp/modern.js';
 import { lineSplitter } from '../upstream/lines.js';
 import type { ClientSink, RelaySession } from '../relay/session.js';
 
@@ -14,6 +18,8 @@ export interface StdioDownstreamOptions {
   input: Readable;
   output: Writable;
   openSession(sink: ClientSink, log: Logger): RelaySession;
+  /** Serves modern (2026-07-28) requests; absent = legacy clients only. */
+  modern?: ModernCore;
   log: Logger;
 }
 
@@ -24,39 +30,86 @@ export interface StdioDownstream {
 }
 
 export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstream {
-  const { input, output, log } = opts;
+  const { input, output, log, modern } = opts;
   let finished!: (reason: ProxyError) => void;
   const done = new Promise<ProxyError>((resolve) => (finished = resolve));
   const write = (text: string) => {
     if (output.writable) output.write(text + '\n');
   };
-  const relay = opts.openSession(
-    {
-      deliver: (frame) => write(serialize(frame)),
-      end: (reason) => finished(reason),
-    },
-    log,
-  );
+  let relay: RelaySession | undefined;
+  const legacy = () =>
+    (relay ??= opts.openSession(
+      {
+        deliver: (frame) => write(serialize(frame)),
+        end: (reason) => finished(reason),
+      },
+      log,
+    ));
+  // Without the modern era there is nothing to wait for: start the upstream at once, as a relay does.
+  if (!modern) legacy();
+  /** Modern requests in flight, by the client's id: `notifications/cancelled` aborts them. */
+  const inFlight = new Map<JsonRpcId, AbortController>();
+
+  const serveModern = (core: ModernCore, req: JsonRpcRequest) => {
+    let ctx;
+    try {
+      ctx = modernContext(req);
+      core.checkMethod(req);
+    } catch (err) {
+      return write(JSON.stringify(errorResponse(req.id, toJsonRpcError(err, 'modern'))));
+    }
+    const abort = new AbortController();
+    inFlight.set(req.id, abort);
+    void core.handle(req, ctx, {
+      signal: abort.signal,
+      notify: (n) => {
+        if (!abort.signal.aborted) write(JSON.stringify(n));
+      },
+      answer: (res) => {
+        inFlight.delete(req.id);
+        if (!abort.signal.aborted) write(JSON.stringify(res));
+      },
+    });
+  };
+
+  const route = (frame: Frame) => {
+    const msg = frame.msg;
+    if (modern && isRequest(msg) && msg.method !== 'initialize' && isModernMessage(msg)) return serveModern(modern, msg);
+    if (isNotification(msg) && msg.method === 'notifications/cancelled') {
+      const abort = inFlight.get((msg.params as { requestId?: JsonRpcId } | undefined)?.requestId as JsonRpcId);
+      if (abort) return abort.abort(); // the modern request's answer is never written
+    }
+    legacy().fromClient(frame);
+  };
+
   const onData = lineSplitter((line) => {
     const parsed = parsePayload(line);
     if (!parsed.ok) {
       log.warn({ line: line.slice(0, 200) }, 'client sent an invalid message');
       return write(JSON.stringify(parsed.error));
     }
-    for (const frame of parsed.frames) relay.fromClient(frame);
+    for (const frame of parsed.frames) route(frame);
   });
+  const end = (reason: ProxyError) => {
+    for (const abort of inFlight.values()) abort.abort();
+    if (relay) void relay.close(reason);
+    else finished(reason);
+  };
   input.on('data', onData);
-  input.once('end', () => void relay.close(new ProxyError('CLIENT_GONE', 'The client closed stdin')));
+  input.once('end', () => end(new ProxyError('CLIENT_GONE', 'The client closed stdin')));
   output.on('error', (err) => {
     log.warn({ err: err.message }, 'stdout is gone; ending the session');
-    void relay.close(new ProxyError('CLIENT_GONE', 'The client stopped reading'));
+    end(new ProxyError('CLIENT_GONE', 'The client stopped reading'));
   });
   return {
     done,
     async close() {
       input.off('data', onData);
       input.destroy(); // an open stdin would keep the process alive
-      await relay.close(new ProxyError('SHUTTING_DOWN', 'The proxy is shutting down'));
+      const reason = new ProxyError('SHUTTING_DOWN', 'The proxy is shutting down');
+      for (const abort of inFlight.values()) abort.abort();
+      if (relay) await relay.close(reason);
+      else finished(reason);
     },
   };
 }

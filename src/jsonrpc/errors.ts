@@ -1,13 +1,20 @@
 /**
- * The proxy's own failures: a typed error with a stable string code, and the one function that
- * turns any error into a JSON-RPC error object. An upstream's JSON-RPC error is data and is
- * relayed as it came; it never passes through here.
+ * The proxy's own failures: a typed error with a stable string code, and the one place that
+ * turns any error into its wire form, per protocol era. An upstream's JSON-RPC error is data
+ * and is relayed as it came to legacy clients; for modern clients `modernUpstreamError` only
+ * renames the codes the 2026-07-28 revision forbids.
  */
-import { INTERNAL_ERROR, INVALID_REQUEST, type JsonRpcErrorObject } from './message.js';
+import { INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, type JsonRpcErrorObject } from './message.js';
 
-/** -32000 and -32001 are the codes the official SDKs use for these two situations. */
+/** -32000 and -32001 are the codes the official SDKs use for these two situations (legacy era). */
 export const CONNECTION_CLOSED = -32000;
 export const REQUEST_TIMEOUT = -32001;
+/** Codes the 2026-07-28 revision defines in its reserved range -32020…-32099. */
+export const HEADER_MISMATCH = -32020;
+export const MISSING_CLIENT_CAPABILITY = -32021;
+export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
+
+export type Era = 'legacy' | 'modern';
 
 export type ProxyErrorCode =
   | 'UPSTREAM_CLOSED'
@@ -15,25 +22,51 @@ export type ProxyErrorCode =
   | 'UPSTREAM_SESSION_EXPIRED'
   | 'UPSTREAM_UNREACHABLE'
   | 'UPSTREAM_PROTOCOL'
+  | 'UPSTREAM_BUSY'
   | 'REQUEST_TIMEOUT'
   | 'CLIENT_GONE'
   | 'DUPLICATE_ID'
   | 'SHUTTING_DOWN'
-  | 'TRANSFORM_FAILED';
+  | 'TRANSFORM_FAILED'
+  // Modern-era rejections of a request (each has the code and HTTP status the revision names).
+  | 'INVALID_META'
+  | 'UNSUPPORTED_PROTOCOL_VERSION'
+  | 'HEADER_MISMATCH'
+  | 'MISSING_CLIENT_CAPABILITY'
+  | 'METHOD_NOT_FOUND'
+  | 'INVALID_REQUEST_STATE'
+  | 'INPUT_TIMEOUT';
 
-const WIRE_CODES: Record<ProxyErrorCode, number> = {
-  UPSTREAM_CLOSED: CONNECTION_CLOSED,
-  UPSTREAM_START_FAILED: CONNECTION_CLOSED,
-  UPSTREAM_SESSION_EXPIRED: CONNECTION_CLOSED,
-  UPSTREAM_UNREACHABLE: CONNECTION_CLOSED,
-  UPSTREAM_PROTOCOL: INTERNAL_ERROR,
-  REQUEST_TIMEOUT: REQUEST_TIMEOUT,
-  CLIENT_GONE: CONNECTION_CLOSED,
-  DUPLICATE_ID: INVALID_REQUEST,
-  SHUTTING_DOWN: CONNECTION_CLOSED,
-  TRANSFORM_FAILED: INTERNAL_ERROR,
+interface WireForm {
+  legacy: number;
+  /** Modern clients never see the legacy range -32000…-32019 from the proxy. */
+  modern: number;
+  /** HTTP status when the error rejects a modern request before it reaches the upstream. */
+  status: number;
+}
+
+const WIRE: Record<ProxyErrorCode, WireForm> = {
+  UPSTREAM_CLOSED: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 200 },
+  UPSTREAM_START_FAILED: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 200 },
+  UPSTREAM_SESSION_EXPIRED: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 200 },
+  UPSTREAM_UNREACHABLE: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 200 },
+  UPSTREAM_PROTOCOL: { legacy: INTERNAL_ERROR, modern: INTERNAL_ERROR, status: 200 },
+  UPSTREAM_BUSY: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503 },
+  REQUEST_TIMEOUT: { legacy: REQUEST_TIMEOUT, modern: INTERNAL_ERROR, status: 200 },
+  CLIENT_GONE: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 200 },
+  DUPLICATE_ID: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 400 },
+  SHUTTING_DOWN: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503 },
+  TRANSFORM_FAILED: { legacy: INTERNAL_ERROR, modern: INTERNAL_ERROR, status: 200 },
+  INVALID_META: { legacy: INVALID_PARAMS, modern: INVALID_PARAMS, status: 400 },
+  UNSUPPORTED_PROTOCOL_VERSION: { legacy: INVALID_REQUEST, modern: UNSUPPORTED_PROTOCOL_VERSION, status: 400 },
+  HEADER_MISMATCH: { legacy: INVALID_REQUEST, modern: HEADER_MISMATCH, status: 400 },
+  MISSING_CLIENT_CAPABILITY: { legacy: INVALID_REQUEST, modern: MISSING_CLIENT_CAPABILITY, status: 400 },
+  METHOD_NOT_FOUND: { legacy: METHOD_NOT_FOUND, modern: METHOD_NOT_FOUND, status: 404 },
+  INVALID_REQUEST_STATE: { legacy: INVALID_PARAMS, modern: INVALID_PARAMS, status: 400 },
+  INPUT_TIMEOUT: { legacy: REQUEST_TIMEOUT, modern: INTERNAL_ERROR, status: 200 },
 };
 
+/** A failure of the proxy itself; `details` become fields of `data` (the revision's `supported`, `requested`, …). */
 export class ProxyError extends Error {
   constructor(
     readonly code: ProxyErrorCode,
@@ -43,12 +76,34 @@ export class ProxyError extends Error {
     super(message);
     this.name = 'ProxyError';
   }
+
+  /** The HTTP status for a modern request rejected with this error. */
+  get httpStatus(): number {
+    return WIRE[this.code].status;
+  }
 }
 
 /** The wire form of any error; `data.code` carries the stable string code for proxy errors. */
-export function toJsonRpcError(err: unknown): JsonRpcErrorObject {
+export function toJsonRpcError(err: unknown, era: Era = 'legacy'): JsonRpcErrorObject {
   if (err instanceof ProxyError) {
-    return { code: WIRE_CODES[err.code], message: err.message, data: { code: err.code, ...err.details } };
+    return { code: WIRE[err.code][era], message: err.message, data: { code: err.code, ...err.details } };
   }
   return { code: INTERNAL_ERROR, message: `Internal proxy error: ${(err as Error)?.message ?? String(err)}` };
+}
+
+const RESOURCE_NOT_FOUND = -32002;
+const URL_ELICITATION_REQUIRED = -32042;
+const DEFINED_MODERN = new Set([HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION]);
+
+/**
+ * An upstream (legacy) error as a modern client may receive it: -32002 becomes -32602 (the
+ * revision's code for an unknown resource), -32042 and codes the revision reserves but does not
+ * define become -32603; the original code stays in `data.upstreamCode`. Others pass unchanged.
+ */
+export function modernUpstreamError(error: JsonRpcErrorObject): JsonRpcErrorObject {
+  const code = error.code;
+  const reserved = code <= -32020 && code >= -32099 && !DEFINED_MODERN.has(code);
+  if (code !== RESOURCE_NOT_FOUND && code !== URL_ELICITATION_REQUIRED && !reserved) return error;
+  const data = typeof error.data === 'object' && error.data !== null && !Array.isArray(error.data) ? error.data : error.data === undefined ? {} : { value: error.data };
+  return { code: code === RESOURCE_NOT_FOUND ? INVALID_PARAMS : INTERNAL_ERROR, message: error.message, data: { ...data, upstreamCode: code } };
 }

@@ -28,8 +28,13 @@ export interface NegotiationSetup {
   unshapedNotices?: Set<string>;
   /** Counters for /metrics. */
   counters?: Metrics['counters'];
+  /** Output schemas by tool name, shared by modern requests (a session keeps its own). */
+  outputSchemas?: Map<string, Record<string, unknown>>;
   log: Logger;
 }
+
+/** Tools whose output schema is remembered, at most. */
+const MAX_OUTPUT_SCHEMAS = 10_000;
 
 /** Tools named in unshaped-result warnings, at most; later ones are counted but not logged. */
 const MAX_NOTICES = 1000;
@@ -41,7 +46,7 @@ export class Negotiation {
   declared = false;
   /** The upstream speaks the extension itself: pass through, never transform twice. */
   upstreamNative = false;
-  private readonly outputSchemas = new Map<string, Record<string, unknown>>();
+  private readonly outputSchemas: Map<string, Record<string, unknown>>;
   private readonly variants: VariantScope;
   /** The server-variants payload for the initialize result, when the client declared the extension. */
   private variantsOffer: Record<string, unknown> | undefined;
@@ -50,6 +55,26 @@ export class Negotiation {
 
   constructor(private readonly setup: NegotiationSetup) {
     this.variants = new VariantScope(setup.variants, setup.log);
+    this.outputSchemas = setup.outputSchemas ?? new Map();
+  }
+
+  /**
+   * The context of one modern request: its declared capabilities (from `_meta`) and what the
+   * upstream said at the pooled session's initialize. Nothing is carried between requests.
+   */
+  static forRequest(setup: NegotiationSetup, capabilities: Record<string, unknown>, upstream: McpResult): Negotiation {
+    const n = new Negotiation(setup);
+    n.onInitialize({ capabilities });
+    n.learnUpstream(upstream);
+    return n;
+  }
+
+  /** The proxy's extensions for `server/discover`: content negotiation, and the variants ranked for this request. */
+  discoverExtensions(): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    if (!this.upstreamNative && this.setup.rules.length > 0) out[CONTENT_NEGOTIATION] = {};
+    if (this.variantsOffer && !this.upstreamVariants) out[SERVER_VARIANTS] = this.variantsOffer;
+    return out;
   }
 
   /**
@@ -142,8 +167,8 @@ export class Negotiation {
     this.setup.log.warn({ method, name, reason }, `result relayed unshaped: ${why}; further ones for this tool are only counted`);
   }
 
-  /** Adds what this session negotiated to the upstream's initialize result. */
-  private initializeResult(result: McpResult): McpResult | undefined {
+  /** What the upstream's initialize result says about the extensions it implements itself. */
+  private learnUpstream(result: McpResult): void {
     const capabilities = isObject(result.capabilities) ? result.capabilities : {};
     const extensions = isObject(capabilities.extensions) ? capabilities.extensions : {};
     const upstreamOffersVariants = extensions[SERVER_VARIANTS] !== undefined;
@@ -152,6 +177,12 @@ export class Negotiation {
     if (upstreamOffersVariants && this.setup.variants.enabled) {
       this.variantsOffer = this.variants.mergeUpstream(extensions[SERVER_VARIANTS]?.availableVariants) ?? this.variantsOffer;
     }
+    if (extensions[CONTENT_NEGOTIATION] !== undefined) this.upstreamNative = true;
+  }
+
+  /** Adds what this session negotiated to the upstream's initialize result. */
+  private initializeResult(result: McpResult): McpResult | undefined {
+    this.learnUpstream(result);
     const withNegotiation = this.declared ? this.advertise(result) : undefined;
     if (!this.variantsOffer || this.upstreamVariants) return withNegotiation;
     const base = withNegotiation ?? result;
@@ -162,8 +193,7 @@ export class Negotiation {
   private advertise(result: McpResult): McpResult | undefined {
     const capabilities = isObject(result.capabilities) ? result.capabilities : {};
     const extensions = isObject(capabilities.extensions) ? capabilities.extensions : {};
-    if (extensions[CONTENT_NEGOTIATION] !== undefined) {
-      this.upstreamNative = true;
+    if (this.upstreamNative) {
       this.setup.log.info('upstream supports content negotiation itself; passing through');
       return undefined;
     }
@@ -176,7 +206,9 @@ export class Negotiation {
   private rememberOutputSchemas(result: McpResult): void {
     if (!Array.isArray(result.tools)) return;
     for (const tool of result.tools as Array<Record<string, unknown>>) {
-      if (typeof tool?.name === 'string' && isObject(tool.outputSchema)) this.outputSchemas.set(tool.name, tool.outputSchema);
+      if (typeof tool?.name !== 'string' || !isObject(tool.outputSchema)) continue;
+      if (this.outputSchemas.size >= MAX_OUTPUT_SCHEMAS && !this.outputSchemas.has(tool.name)) continue;
+      this.outputSchemas.set(tool.name, tool.outputSchema);
     }
   }
 }

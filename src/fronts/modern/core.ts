@@ -1,0 +1,254 @@
+/**
+ * The modern (2026-07-28) request core, shared by the HTTP and stdio fronts: one stateless
+ * request in, one answer out. It serves `server/discover` from the upstream's initialize result,
+ * forwards the rest through a pooled upstream session (ids remapped, the protocol's own `_meta`
+ * stripped), bridges input requests through `input_required` rounds, and hands results through
+ * the same variant and content-negotiation filters as legacy sessions, then adds what the
+ * revision requires (`resultType`, cache hints, serverInfo).
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { createRequestStateCodec, type RequestStateCodec, type ServerContext } from '@modelcontextprotocol/server';
+import type { Logger } from 'pino';
+import { canonicalJson } from '../../jsonrpc/canonical.js';
+import { modernUpstreamError, ProxyError, toJsonRpcError, type ProxyErrorCode } from '../../jsonrpc/errors.js';
+import { errorResponse, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
+import { CACHEABLE_METHODS, INPUT_METHODS, LOG_LEVELS, META, MODERN_METHODS, MODERN_VERSIONS, type ModernContext } from '../../mcp/modern.js';
+import { Negotiation, type NegotiationSetup } from '../../negotiation/session.js';
+import type { McpResult } from '../../pipeline/types.js';
+import type { UpstreamPool } from '../../upstream/pool.js';
+import { paramHeadersOf } from './headers.js';
+import { BridgedCall, type CallStep } from './mrtr.js';
+
+export interface CacheHint {
+  ttlMs: number;
+  cacheScope: 'public' | 'private';
+}
+
+export interface ModernCoreOptions {
+  pool: UpstreamPool;
+  negotiation: NegotiationSetup;
+  requestTimeoutMs: number;
+  /** How long a call parked for client input waits for the retry. */
+  inputTimeoutMs: number;
+  /** Key for `requestState` integrity (≥ 32 bytes after hashing; random per process when unset). */
+  stateSecret?: string;
+  /** Cache hints per method; `default` for the others. */
+  cache: Record<string, CacheHint> & { default: CacheHint };
+  /** Handles `subscriptions/listen` (src/fronts/modern/listen.ts). */
+  listen?(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<void>;
+  log: Logger;
+}
+
+/** Where a modern request's answer and its notifications go (an HTTP reply, stdout). */
+export interface ModernReply {
+  /** A notification about this request (progress, a log message the request asked for). */
+  notify(n: JsonRpcNotification): void;
+  answer(res: JsonRpcResponse): void;
+  /** Aborted when the client is gone or cancelled the request. */
+  signal: AbortSignal;
+}
+
+interface StateBinding {
+  method: string;
+  digest: string;
+}
+
+export class ModernCore {
+  private readonly parked = new Map<string, BridgedCall>();
+  /** Tools that mirror arguments into headers (x-mcp-header), learnt from tools/list results. */
+  private readonly toolHeaders = new Map<string, Map<string, string>>();
+  private readonly codec: RequestStateCodec<{ call: string; round: number }>;
+  private nextCall = 1;
+
+  constructor(private readonly opts: ModernCoreOptions) {
+    const key = opts.stateSecret ? createHash('sha256').update(opts.stateSecret).digest() : randomBytes(32);
+    this.codec = createRequestStateCodec({
+      key,
+      ttlSeconds: Math.ceil(opts.inputTimeoutMs / 1000),
+      // The SDK types the binding as its own request context; the proxy binds its own fields.
+      bind: (ctx) => bindingText(ctx as unknown as StateBinding),
+    }) as RequestStateCodec<{ call: string; round: number }>;
+  }
+
+  /** Mcp-Param-* header → argument for a tools/call, from the tool's listed input schema. */
+  paramHeaders(req: JsonRpcRequest): Map<string, string> | undefined {
+    return req.method === 'tools/call' && typeof req.params?.name === 'string' ? this.toolHeaders.get(req.params.name) : undefined;
+  }
+
+  get parkedCount(): number {
+    return this.parked.size;
+  }
+
+  /** Throws the rejection for a method the modern era does not have (404 on HTTP). */
+  checkMethod(req: JsonRpcRequest): void {
+    if (MODERN_METHODS.has(req.method)) return;
+    throw new ProxyError('METHOD_NOT_FOUND', `Method not found: ${req.method} is not part of protocol version ${MODERN_VERSIONS[0]}`);
+  }
+
+  /** Serves one request; every outcome, including the proxy's own failures, ends in `reply.answer`. */
+  async handle(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<void> {
+    try {
+      if (req.method === 'subscriptions/listen' && this.opts.listen) return await this.opts.listen(req, ctx, reply);
+      const result = req.method === 'server/discover' ? await this.discover(ctx) : await this.forward(req, ctx, reply);
+      if ('error' in result) reply.answer(errorResponse(req.id, result.error as JsonRpcResponse['error'] & object));
+      else reply.answer({ jsonrpc: '2.0', id: req.id, result: result.result });
+    } catch (err) {
+      if (!(err instanceof ProxyError)) this.opts.log.error({ err: (err as Error)?.message, method: req.method }, 'modern request failed');
+      reply.answer(errorResponse(req.id, toJsonRpcError(err, 'modern')));
+    }
+  }
+
+  close(): void {
+    for (const call of [...this.parked.values()]) call.expire();
+  }
+
+  private async discover(ctx: ModernContext): Promise<{ result: McpResult }> {
+    const server = await this.opts.pool.server();
+    const negotiation = Negotiation.forRequest(this.opts.negotiation, ctx.clientCapabilities, server);
+    const { tasks: _legacyTasks, ...capabilities } = (server.capabilities ?? {}) as Record<string, any>;
+    const extensions = { ...capabilities.extensions, ...negotiation.discoverExtensions() };
+    const result: McpResult = {
+      supportedVersions: MODERN_VERSIONS,
+      capabilities: Object.keys(extensions).length ? { ...capabilities, extensions } : capabilities,
+      ...(typeof server.instructions === 'string' ? { instructions: server.instructions } : {}),
+    };
+    return { result: this.complete('server/discover', result, server) };
+  }
+
+  private async forward(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<{ result: McpResult } | { error: unknown }> {
+    const server = await this.opts.pool.server();
+    const negotiation = Negotiation.forRequest(this.opts.negotiation, ctx.clientCapabilities, server);
+    const check = negotiation.onRequest(req);
+    if (check && 'error' in check) return { error: check.error };
+    const params = (check?.request ?? req).params ?? {};
+    const name = typeof params.name === 'string' ? params.name : typeof params.uri === 'string' ? params.uri : undefined;
+    const { call, step } = params.requestState !== undefined ? await this.resume(req, ctx, reply) : await this.start(req.method, upstreamParams(params, ctx), ctx, reply);
+    if (step.kind === 'input') return { result: await this.inputRequired(req, call, step) };
+    const { outcome } = step;
+    if ('failure' in outcome) throw outcome.failure;
+    const res = outcome.response;
+    if (res.error) {
+      const annotated = negotiation.annotateError(res.error, check?.scope) ?? res.error;
+      return { error: modernUpstreamError(proxyWireError(annotated)) };
+    }
+    if (req.method === 'tools/list') this.learnToolHeaders(res.result);
+    const shaped = (await negotiation.shape(req.method, name, res.result ?? {}, check?.scope)) ?? res.result ?? {};
+    return { result: this.complete(req.method, shaped, server) };
+  }
+
+  private async start(method: string, params: Record<string, unknown>, ctx: ModernContext, reply: ModernReply): Promise<{ call: BridgedCall; step: CallStep }> {
+    const capabilities = upstreamCapabilities(ctx.clientCapabilities);
+    // A call that may ask for input gets a session of its own: the upstream's request then belongs to it alone.
+    const exclusive = INPUT_METHODS.has(method) && Object.keys(capabilities).length > 0;
+    const lease = await this.opts.pool.acquire(capabilities, exclusive);
+    const key = String(this.nextCall++);
+    const call = new BridgedCall(lease, {
+      key,
+      method,
+      params,
+      clientCapabilities: ctx.clientCapabilities,
+      timeoutMs: this.opts.requestTimeoutMs,
+      inputTimeoutMs: this.opts.inputTimeoutMs,
+      signal: reply.signal,
+      onNotification: logFilter(ctx, reply),
+      onForget: () => this.parked.delete(key),
+    });
+    this.parked.set(key, call);
+    return { call, step: await call.next() };
+  }
+
+  /** Parks the call and tells the client what it must supply, with the state that resumes it. */
+  private async inputRequired(req: JsonRpcRequest, call: BridgedCall, step: Extract<CallStep, { kind: 'input' }>): Promise<McpResult> {
+    const requestState = await this.codec.mint({ call: call.key, round: call.round }, binding(req) as unknown as ServerContext);
+    return { resultType: 'input_required', inputRequests: step.inputRequests, requestState };
+  }
+
+  private async resume(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<{ call: BridgedCall; step: CallStep }> {
+    const params = req.params!;
+    if (typeof params.requestState !== 'string') throw new ProxyError('INVALID_REQUEST_STATE', 'Invalid params: requestState must be the string the server sent');
+    let state: { call: string; round: number };
+    try {
+      state = await this.codec.verify(params.requestState, binding(req) as unknown as ServerContext);
+    } catch (err) {
+      const why = (err as Error).message;
+      if (why === 'expired') throw new ProxyError('INVALID_REQUEST_STATE', 'requestState has expired: send the request again without requestState and inputResponses');
+      throw new ProxyError('INVALID_REQUEST_STATE', 'requestState is not valid for this request: it was altered, belongs to another request, or was issued by another proxy instance');
+    }
+    const call = this.parked.get(state.call);
+    if (!call || call.round !== state.round) {
+      throw new ProxyError('INVALID_REQUEST_STATE', 'No call is waiting for this requestState (it finished, timed out, or was answered already): send the request again without requestState');
+    }
+    const responses = params.inputResponses;
+    if (typeof responses !== 'object' || responses === null || Array.isArray(responses)) {
+      throw new ProxyError('INVALID_REQUEST_STATE', 'Invalid params: a retry with requestState needs inputResponses (an object keyed like inputRequests)');
+    }
+    return { call, step: await call.resume(responses as Record<string, unknown>, reply.signal, logFilter(ctx, reply)) };
+  }
+
+  private learnToolHeaders(result: McpResult | undefined): void {
+    const tools = result?.tools;
+    if (!Array.isArray(tools)) return;
+    for (const tool of tools as Array<Record<string, unknown>>) {
+      if (typeof tool?.name !== 'string') continue;
+      const headers = paramHeadersOf(tool.inputSchema);
+      if (headers) this.toolHeaders.set(tool.name, headers);
+      else this.toolHeaders.delete(tool.name);
+    }
+  }
+
+  /** A complete result as the revision wants it: resultType, cache hints where cacheable, serverInfo. */
+  private complete(method: string, result: McpResult, server: McpResult): McpResult {
+    const out: McpResult = { ...result, resultType: 'complete', _meta: { ...(result._meta as object), [META.serverInfo]: server.serverInfo } };
+    if (CACHEABLE_METHODS.has(method)) {
+      const hint = this.opts.cache[method] ?? this.opts.cache.default;
+      out.ttlMs = hint.ttlMs;
+      out.cacheScope = hint.cacheScope;
+    }
+    return out;
+  }
+}
+
+/** The request's params as the upstream sees them: no protocol `_meta`, no MRTR fields. */
+function upstreamParams(params: Record<string, unknown>, ctx: ModernContext): Record<string, unknown> {
+  const { _meta: _m, inputResponses: _i, requestState: _r, ...rest } = params;
+  const meta = ctx.progressToken === undefined ? ctx.passMeta : { ...ctx.passMeta, progressToken: ctx.progressToken };
+  return meta ? { ...rest, _meta: meta } : rest;
+}
+
+/** The capabilities a pooled upstream session is initialized with: those a legacy server acts on. */
+function upstreamCapabilities(declared: Record<string, any>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const name of ['sampling', 'elicitation', 'roots']) {
+    if (typeof declared[name] === 'object' && declared[name] !== null) out[name] = declared[name];
+  }
+  return out;
+}
+
+/** What a requestState is bound to: the method and a digest of its arguments. */
+function binding(req: JsonRpcRequest): StateBinding {
+  const { _meta: _m, inputResponses: _i, requestState: _r, ...rest } = req.params ?? {};
+  return { method: req.method, digest: createHash('sha256').update(canonicalJson(rest)).digest('base64url') };
+}
+
+function bindingText(b: StateBinding): string {
+  return `${b.method}\n${b.digest}`;
+}
+
+/** Progress always; `notifications/message` only at or above the request's log level (none without one). */
+function logFilter(ctx: ModernContext, reply: ModernReply): (n: JsonRpcNotification) => void {
+  return (n) => {
+    if (n.method === 'notifications/message') {
+      const level = LOG_LEVELS.indexOf(String(n.params?.level));
+      if (ctx.logLevel === undefined || level < ctx.logLevel) return;
+    }
+    reply.notify(n);
+  };
+}
+
+/** A legacy-coded error the proxy's upstream layer wrote (`data.code` names it) in its modern form. */
+function proxyWireError(error: NonNullable<JsonRpcResponse['error']>): NonNullable<JsonRpcResponse['error']> {
+  const data = error.data as { code?: unknown } | undefined;
+  if ((error.code !== -32000 && error.code !== -32001) || typeof data?.code !== 'string') return error;
+  const { code, ...details } = data as Record<string, unknown>;
+  return toJsonRpcError(new ProxyError(code as ProxyErrorCode, error.message, details), 'modern');
+}

@@ -1,0 +1,76 @@
+/**
+ * Streamable HTTP header rules of the modern era: the headers mirror the body so that
+ * intermediaries can route without parsing it, and the body stays authoritative. A missing or
+ * different header (after decoding the `=?base64?…?=` sentinel) is a HeaderMismatch (-32020).
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { ProxyError } from '../../jsonrpc/errors.js';
+import type { JsonRpcRequest } from '../../jsonrpc/message.js';
+
+const NAMED_METHODS: Record<string, 'name' | 'uri'> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' };
+
+/** A header value as the client meant it: the base64 sentinel decoded, others as they are. */
+export function decodeHeaderValue(value: string): string | undefined {
+  if (!value.startsWith('=?base64?') || !value.endsWith('?=')) return value;
+  const encoded = value.slice(9, -2);
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(encoded)) return undefined;
+  return Buffer.from(encoded, 'base64').toString('utf8');
+}
+
+function mismatch(message: string): ProxyError {
+  return new ProxyError('HEADER_MISMATCH', `Header mismatch: ${message}`);
+}
+
+function single(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v.join(',') : v;
+}
+
+/**
+ * Checks MCP-Protocol-Version, Mcp-Method and Mcp-Name against the body, and each Mcp-Param-*
+ * header whose argument the tool names through `x-mcp-header` (`paramHeaders`: header name,
+ * lower case, → argument). Unrecognized Mcp-Param-* headers are allowed.
+ */
+export function checkModernHeaders(headers: IncomingHttpHeaders, req: JsonRpcRequest, version: string, paramHeaders?: Map<string, string>): void {
+  const headerVersion = single(headers, 'mcp-protocol-version');
+  if (headerVersion === undefined) throw mismatch(`MCP-Protocol-Version header is required and must equal _meta protocolVersion "${version}"`);
+  if (headerVersion !== version) throw mismatch(`MCP-Protocol-Version "${headerVersion}" differs from _meta protocolVersion "${version}"`);
+  const method = single(headers, 'mcp-method');
+  if (method === undefined) throw mismatch(`Mcp-Method header is required and must equal the method "${req.method}"`);
+  if (method !== req.method) throw mismatch(`Mcp-Method "${method}" differs from the method "${req.method}"`);
+  const field = NAMED_METHODS[req.method];
+  if (field) {
+    const expected = req.params?.[field];
+    const raw = single(headers, 'mcp-name');
+    if (raw === undefined) throw mismatch(`Mcp-Name header is required for ${req.method} and must equal params.${field}`);
+    const name = decodeHeaderValue(raw);
+    if (name === undefined) throw mismatch('Mcp-Name carries a malformed base64 value');
+    if (name !== expected) throw mismatch(`Mcp-Name differs from params.${field}`);
+  }
+  if (!paramHeaders?.size || req.method !== 'tools/call') return;
+  const args = (req.params?.arguments ?? {}) as Record<string, unknown>;
+  for (const [header, argument] of paramHeaders) {
+    const value = args[argument];
+    const raw = single(headers, header);
+    if (value === undefined || value === null) {
+      if (raw !== undefined) throw mismatch(`${header} is set but argument "${argument}" is absent`);
+      continue;
+    }
+    if (raw === undefined) throw mismatch(`${header} header is required: argument "${argument}" is set`);
+    const decoded = decodeHeaderValue(raw);
+    if (decoded === undefined) throw mismatch(`${header} carries a malformed base64 value`);
+    if (decoded !== String(value)) throw mismatch(`${header} differs from argument "${argument}"`);
+  }
+}
+
+/** Header name (lower case) → argument, from a tool's input schema properties marked `x-mcp-header`. */
+export function paramHeadersOf(inputSchema: unknown): Map<string, string> | undefined {
+  const props = (inputSchema as { properties?: Record<string, Record<string, unknown>> } | undefined)?.properties;
+  if (typeof props !== 'object' || props === null) return undefined;
+  let out: Map<string, string> | undefined;
+  for (const [argument, schema] of Object.entries(props)) {
+    const name = schema?.['x-mcp-header'];
+    if (typeof name === 'string' && name) (out ??= new Map()).set(`mcp-param-${name.toLowerCase()}`, argument);
+  }
+  return out;
+}

@@ -1,0 +1,62 @@
+/**
+ * Modern requests on the Streamable HTTP endpoint: one message per POST, validated against
+ * `_meta` and the mirrored headers, answered with plain JSON or a request-scoped SSE stream
+ * (progress and requested log messages, then the response). Closing the stream cancels.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { toJsonRpcError, ProxyError } from '../../jsonrpc/errors.js';
+import { errorResponse, INVALID_REQUEST, isRequest, serialize, type Frame, type JsonRpcRequest } from '../../jsonrpc/message.js';
+import { LEGACY_VERSIONS, isModernMessage, modernContext } from '../../mcp/modern.js';
+import { PostReply, type ReplyMode } from '../../downstream/streams.js';
+import type { ModernCore } from './core.js';
+import { checkModernHeaders } from './headers.js';
+
+/** Is this POST modern? No session, not initialize, and a modern version in the header or `_meta`. */
+export function isModernPost(req: FastifyRequest, frames: Frame[]): boolean {
+  if (req.headers['mcp-session-id'] !== undefined) return false;
+  const msg = frames[0].msg as Partial<JsonRpcRequest>;
+  if (msg.method === 'initialize') return false;
+  const version = req.headers['mcp-protocol-version'];
+  if (typeof version === 'string' && version !== '' && !LEGACY_VERSIONS.includes(version)) return true;
+  return frames.length === 1 && isModernMessage(msg);
+}
+
+export function serveModernPost(core: ModernCore, req: FastifyRequest, reply: FastifyReply, frames: Frame[], batch: boolean, mode: ReplyMode, streamAfterMs: number): FastifyReply | undefined {
+  const msg = frames[0].msg;
+  if (batch) return reject(reply, 400, errorResponse(null, { code: INVALID_REQUEST, message: 'Invalid Request: protocol version 2026-07-28 takes one message per POST, not a batch' }));
+  if (!isRequest(msg)) {
+    if ('method' in msg) return reply.code(202).send();
+    return reject(reply, 400, errorResponse(null, { code: INVALID_REQUEST, message: 'Invalid Request: a modern client sends requests, never responses' }));
+  }
+  let ctx;
+  try {
+    ctx = modernContext(msg);
+    core.checkMethod(msg);
+    checkModernHeaders(req.headers, msg, ctx.protocolVersion, core.paramHeaders(msg));
+  } catch (err) {
+    const status = err instanceof ProxyError ? err.httpStatus : 500;
+    return reject(reply, status, errorResponse(msg.id, toJsonRpcError(err, 'modern')));
+  }
+  reply.hijack();
+  const channel = new PostReply(reply.raw, {}, mode, false, streamAfterMs);
+  const abort = new AbortController();
+  let answered = false;
+  channel.onClose(() => {
+    if (!answered) abort.abort();
+  });
+  void core.handle(msg, ctx, {
+    signal: abort.signal,
+    notify: (n) => {
+      if (channel.canStream) channel.send(JSON.stringify(n), false);
+    },
+    answer: (res) => {
+      answered = true;
+      channel.send(serialize({ msg: res }), true);
+    },
+  });
+  return undefined;
+}
+
+function reject(reply: FastifyReply, status: number, body: unknown): FastifyReply {
+  return reply.code(status).type('application/json').send(JSON.stringify(body));
+}

@@ -1,0 +1,166 @@
+/**
+ * The MRTR bridge: one modern call forwarded to a legacy upstream. When the upstream asks the
+ * client for input during the call (elicitation/create, sampling/createMessage, roots/list),
+ * the call is parked and the client gets an `input_required` result with an integrity-protected
+ * `requestState`; the client's retry carries the answers, which go upstream as responses to
+ * the parked requests, and the call goes on. Requests arriving together are asked together. A
+ * parked call nobody resumes is ended after `inputTimeoutMs` (the upstream's requests answered,
+ * the call cancelled); the proxy never depends on a retry.
+ */
+import { ProxyError } from '../../jsonrpc/errors.js';
+import { METHOD_NOT_FOUND, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../../jsonrpc/message.js';
+import { capabilityFor, declares, INPUT_METHODS } from '../../mcp/modern.js';
+import type { CallOutcome, UpstreamClient } from '../../upstream/client.js';
+import type { UpstreamLease } from '../../upstream/pool.js';
+
+const INPUT_REQUEST_METHODS = new Set(['elicitation/create', 'sampling/createMessage', 'roots/list']);
+/** Input requests the upstream sends within this window are asked in one round. */
+const GATHER_MS = 10;
+
+export type CallStep = { kind: 'input'; inputRequests: Record<string, { method: string; params?: Record<string, unknown> }> } | { kind: 'done'; outcome: CallOutcome };
+
+export interface CallOptions {
+  /** The call's name in the parked map (and in its requestState). */
+  key: string;
+  method: string;
+  params: Record<string, unknown> | undefined;
+  clientCapabilities: Record<string, any>;
+  timeoutMs: number;
+  inputTimeoutMs: number;
+  signal: AbortSignal;
+  /** Progress and log messages for whoever waits on the call now. */
+  onNotification(n: JsonRpcNotification): void;
+  /** The call parked for input timed out or ended: forget it. */
+  onForget(): void;
+}
+
+export class BridgedCall {
+  /** How many times the call has asked for input; a requestState names the round it answers. */
+  round = 0;
+  readonly key: string;
+  /** Set while a client waits for the next step; a parked call has none. */
+  private waiter: ((step: CallStep) => void) | undefined;
+  private readonly inputs = new Map<string, JsonRpcRequest>();
+  private result: CallOutcome | undefined;
+  private gather: NodeJS.Timeout | undefined;
+  private parkTimer: NodeJS.Timeout | undefined;
+  private readonly client: UpstreamClient;
+  private readonly id: JsonRpcId;
+  private notify: (n: JsonRpcNotification) => void;
+  private abort: AbortSignal;
+
+  constructor(private readonly lease: UpstreamLease, private readonly opts: CallOptions) {
+    this.client = lease.client;
+    this.key = opts.key;
+    this.notify = opts.onNotification;
+    this.abort = opts.signal;
+    const call = this.client.request(opts.method, opts.params, { onNotification: (n) => this.notify(n), onServerRequest: (r) => this.onInput(r) }, opts.timeoutMs);
+    this.id = call.id;
+    this.watch(opts.signal);
+    void call.outcome.then((o) => this.finish(o));
+  }
+
+  /** The next step of the call: input the client must give, or the upstream's outcome. */
+  next(): Promise<CallStep> {
+    return new Promise((resolve) => {
+      this.waiter = resolve;
+      if (this.result) return this.deliver({ kind: 'done', outcome: this.result });
+      if (this.inputs.size && !this.gather) this.flush();
+    });
+  }
+
+  /**
+   * The client's retry: its answers go upstream and the call goes on under the retry's signal
+   * and notification sink. Answers to keys never asked are ignored; keys left unanswered are asked again.
+   */
+  resume(responses: Record<string, unknown>, signal: AbortSignal, onNotification: (n: JsonRpcNotification) => void): Promise<CallStep> {
+    clearTimeout(this.parkTimer);
+    this.notify = onNotification;
+    this.watch(signal);
+    for (const [key, req] of this.inputs) {
+      const answer = responses[key];
+      if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) continue;
+      this.client.respond(req.id, { result: answer as Record<string, unknown> });
+      this.inputs.delete(key);
+    }
+    this.client.resume(this.id);
+    return this.next();
+  }
+
+  /** Ends a parked call that no retry resumed: answers its input requests and cancels it upstream. */
+  expire(): void {
+    for (const req of this.inputs.values()) {
+      if (req.method === 'elicitation/create') this.client.respond(req.id, { result: { action: 'cancel' } });
+      else this.client.respond(req.id, { error: { code: -32603, message: 'The client did not answer in time' } });
+    }
+    this.inputs.clear();
+    this.client.cancel(this.id, 'The client did not supply the requested input in time', new ProxyError('INPUT_TIMEOUT', 'The client did not supply the requested input in time'));
+  }
+
+  private watch(signal: AbortSignal): void {
+    this.abort = signal;
+    signal.addEventListener(
+      'abort',
+      () => {
+        // Only the signal of whoever waits now cancels: a finished round's stream may close freely.
+        if (this.abort === signal && this.waiter) this.client.cancel(this.id, 'The client cancelled the request', new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
+      },
+      { once: true },
+    );
+  }
+
+  private onInput(req: JsonRpcRequest): void {
+    if (!INPUT_METHODS.has(this.opts.method) || !INPUT_REQUEST_METHODS.has(req.method)) {
+      return this.client.respond(req.id, { error: { code: METHOD_NOT_FOUND, message: `${req.method} is not available during ${this.opts.method}` } });
+    }
+    const needed = capabilityFor(req.method, req.params)!;
+    if (!declares(this.opts.clientCapabilities, needed)) {
+      this.client.respond(req.id, { error: { code: METHOD_NOT_FOUND, message: `The client did not declare the capability ${req.method} needs` } });
+      const err = new ProxyError('MISSING_CLIENT_CAPABILITY', `The upstream needs ${req.method}, which this request's client capabilities do not declare`, { requiredCapabilities: needed });
+      return this.client.cancel(this.id, 'The client lacks a capability the call needs', err);
+    }
+    this.inputs.set(`${req.method.split('/')[0]}-${req.id}`, req);
+    this.gather ??= setTimeout(() => {
+      this.gather = undefined;
+      this.flush();
+    }, GATHER_MS);
+  }
+
+  /** Asks the waiting client for every pending input; the call waits upstream meanwhile. */
+  private flush(): void {
+    if (!this.waiter || this.inputs.size === 0 || this.result) return;
+    const inputRequests: Record<string, { method: string; params?: Record<string, unknown> }> = {};
+    for (const [key, req] of this.inputs) inputRequests[key] = { method: req.method, params: inputParams(req.params) };
+    this.client.hold(this.id);
+    this.round++;
+    this.parkTimer = setTimeout(() => this.expire(), this.opts.inputTimeoutMs);
+    this.deliver({ kind: 'input', inputRequests });
+  }
+
+  private finish(outcome: CallOutcome): void {
+    clearTimeout(this.gather);
+    clearTimeout(this.parkTimer);
+    this.result = outcome;
+    this.lease.release();
+    this.opts.onForget();
+    if (this.waiter) this.deliver({ kind: 'done', outcome });
+  }
+
+  private deliver(step: CallStep): void {
+    const waiter = this.waiter!;
+    this.waiter = undefined;
+    waiter(step);
+  }
+}
+
+/** An upstream input request's params as a modern client may see them (no legacy task or elicitation ids). */
+function inputParams(params: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  if (!params) return params;
+  const { elicitationId: _e, task: _t, ...rest } = params;
+  const meta = rest._meta as Record<string, unknown> | undefined;
+  if (meta && 'io.modelcontextprotocol/related-task' in meta) {
+    const { 'io.modelcontextprotocol/related-task': _r, ...m } = meta;
+    rest._meta = m;
+  }
+  return rest;
+}

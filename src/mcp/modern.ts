@@ -1,0 +1,112 @@
+/**
+ * The modern protocol era (2026-07-28): which requests belong to it, and the per-request
+ * context read from `params._meta` (version, capabilities, log level). Nothing here is taken
+ * from earlier requests or from the connection: every request stands alone.
+ */
+import { ProxyError } from '../jsonrpc/errors.js';
+import type { JsonRpcRequest } from '../jsonrpc/message.js';
+
+export const MODERN_VERSIONS = ['2026-07-28'];
+export const LEGACY_VERSIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'];
+/** What an UnsupportedProtocolVersion error lists: legacy versions are reached through initialize. */
+export const SUPPORTED_VERSIONS = [...MODERN_VERSIONS, '2025-11-25'];
+
+export const META = {
+  protocolVersion: 'io.modelcontextprotocol/protocolVersion',
+  clientCapabilities: 'io.modelcontextprotocol/clientCapabilities',
+  clientInfo: 'io.modelcontextprotocol/clientInfo',
+  logLevel: 'io.modelcontextprotocol/logLevel',
+  serverInfo: 'io.modelcontextprotocol/serverInfo',
+  subscriptionId: 'io.modelcontextprotocol/subscriptionId',
+} as const;
+
+/** The requests a modern client may send (2026-07-28 ClientRequest). */
+export const MODERN_METHODS = new Set([
+  'server/discover',
+  'subscriptions/listen',
+  'tools/list',
+  'tools/call',
+  'prompts/list',
+  'prompts/get',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'completion/complete',
+]);
+
+/** The only methods whose results may be `input_required`. */
+export const INPUT_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read']);
+
+/** Results that carry `ttlMs` and `cacheScope`. */
+export const CACHEABLE_METHODS = new Set(['server/discover', 'tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read']);
+
+export const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
+
+/** Does this message's `_meta` say it is a modern request? (Cheap: one property lookup.) */
+export function isModernMessage(msg: { params?: Record<string, unknown> }): boolean {
+  const meta = msg.params?._meta;
+  return typeof meta === 'object' && meta !== null && META.protocolVersion in meta;
+}
+
+export interface ModernContext {
+  protocolVersion: string;
+  clientCapabilities: Record<string, any>;
+  /** Severity index into LOG_LEVELS from which notifications/message are sent; undefined = none. */
+  logLevel?: number;
+  progressToken?: string | number;
+  /** The request's `_meta` without the protocol's own keys: what the upstream may see. */
+  passMeta: Record<string, unknown> | undefined;
+}
+
+/** Reads the request's `_meta`; throws the modern rejection when a required field is missing or bad. */
+export function modernContext(req: JsonRpcRequest): ModernContext {
+  const meta = req.params?._meta;
+  if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) {
+    throw new ProxyError('INVALID_META', `Invalid params: ${req.method} needs params._meta with "${META.protocolVersion}" and "${META.clientCapabilities}"`);
+  }
+  const m = meta as Record<string, unknown>;
+  const version = m[META.protocolVersion];
+  if (typeof version !== 'string' || version === '') {
+    throw new ProxyError('INVALID_META', `Invalid params: _meta["${META.protocolVersion}"] must be a protocol version string`);
+  }
+  if (!MODERN_VERSIONS.includes(version)) {
+    throw new ProxyError('UNSUPPORTED_PROTOCOL_VERSION', 'Unsupported protocol version', { supported: SUPPORTED_VERSIONS, requested: version });
+  }
+  const capabilities = m[META.clientCapabilities];
+  if (typeof capabilities !== 'object' || capabilities === null || Array.isArray(capabilities)) {
+    throw new ProxyError('INVALID_META', `Invalid params: _meta["${META.clientCapabilities}"] must be an object ({} declares none)`);
+  }
+  let logLevel: number | undefined;
+  if (m[META.logLevel] !== undefined) {
+    logLevel = LOG_LEVELS.indexOf(m[META.logLevel] as string);
+    if (logLevel < 0) throw new ProxyError('INVALID_META', `Invalid params: _meta["${META.logLevel}"] must be one of ${LOG_LEVELS.join(', ')}`);
+  }
+  const progressToken = typeof m.progressToken === 'string' || typeof m.progressToken === 'number' ? m.progressToken : undefined;
+  let passMeta: Record<string, unknown> | undefined;
+  for (const key in m) {
+    if (key.startsWith('io.modelcontextprotocol/') || key === 'progressToken') continue;
+    (passMeta ??= {})[key] = m[key];
+  }
+  return { protocolVersion: version, clientCapabilities: capabilities as Record<string, any>, logLevel, progressToken, passMeta };
+}
+
+/** The client capability a server→client request needs, as `requiredCapabilities` names it. */
+export function capabilityFor(method: string, params: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  if (method === 'sampling/createMessage') return params?.tools ? { sampling: { tools: {} } } : { sampling: {} };
+  if (method === 'roots/list') return { roots: {} };
+  if (method === 'elicitation/create') return params?.mode === 'url' ? { elicitation: { url: {} } } : { elicitation: { form: {} } };
+  return undefined;
+}
+
+/** Does the client's declaration cover `needed` (as returned by capabilityFor)? */
+export function declares(capabilities: Record<string, any>, needed: Record<string, unknown>): boolean {
+  const [name, sub] = Object.entries(needed)[0] as [string, Record<string, unknown>];
+  const declared = capabilities[name];
+  if (typeof declared !== 'object' || declared === null) return false;
+  if (name === 'elicitation') {
+    // An empty elicitation object means form mode (2025-11-25 compatibility).
+    const mode = Object.keys(sub)[0];
+    return declared[mode] !== undefined || (mode === 'form' && Object.keys(declared).length === 0);
+  }
+  return Object.keys(sub).every((k) => declared[k] !== undefined);
+}

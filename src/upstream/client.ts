@@ -1,0 +1,196 @@
+/**
+ * The proxy as a legacy (2025-11-25) client of the upstream: it issues its own request ids,
+ * sends its own initialize, keeps the pending map and fails every waiter when the connection
+ * closes. Server→client messages are routed to the call they belong to: by the HTTP stream
+ * that carried them, or, over stdio where nothing says so, to the only call in flight on an
+ * exclusive session. What belongs to no call is answered here (ping, roots/list) or handed to
+ * `onUnrelated` (list_changed, resources/updated).
+ */
+import type { Logger } from 'pino';
+import { ProxyError } from '../jsonrpc/errors.js';
+import { isRequest, isResponse, METHOD_NOT_FOUND, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
+import type { UpstreamConnection, UpstreamEvents } from './types.js';
+
+export const UPSTREAM_PROTOCOL_VERSION = '2025-11-25';
+
+export interface CallHooks {
+  /** Progress and log messages of this call (progress tokens already mapped back). */
+  onNotification?(n: JsonRpcNotification): void;
+  /** A server→client request made during this call; answer it with `client.respond`. */
+  onServerRequest?(r: JsonRpcRequest): void;
+}
+
+/** The upstream's response, or the proxy's own reason there is none (closed, timed out, cancelled). */
+export type CallOutcome = { response: JsonRpcResponse } | { failure: ProxyError };
+
+interface PendingCall {
+  method: string;
+  hooks: CallHooks;
+  resolve(outcome: CallOutcome): void;
+  timer?: NodeJS.Timeout;
+  timeoutMs: number;
+  /** The client's own progress token, restored on progress notifications. */
+  progressToken?: string | number;
+}
+
+export interface UpstreamClientOptions {
+  capabilities: Record<string, unknown>;
+  clientInfo: { name: string; version: string };
+  initializeTimeoutMs: number;
+  log: Logger;
+  /** Notifications that belong to no call. */
+  onUnrelated?(n: JsonRpcNotification): void;
+  /** The connection is gone (crash, exit, 404); every pending call was answered with `err`. */
+  onClose?(err: ProxyError): void;
+}
+
+export class UpstreamClient {
+  /** The upstream's initialize result, once ready. */
+  server: Record<string, unknown> | undefined;
+  readonly ready: Promise<Record<string, unknown>>;
+  closed: ProxyError | undefined;
+  private readonly connection: UpstreamConnection;
+  private readonly pending = new Map<JsonRpcId, PendingCall>();
+  private nextId = 1;
+
+  constructor(connect: (events: UpstreamEvents) => UpstreamConnection, private readonly opts: UpstreamClientOptions) {
+    this.connection = connect({ onMessage: (frame, related) => this.onMessage(frame, related), onClose: (err) => this.onClose(err) });
+    this.ready = this.initialize();
+    this.ready.catch(() => undefined); // failures reach whoever awaits ready
+  }
+
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
+  /** Sends a request under a fresh id; the outcome never rejects. */
+  request(method: string, params: Record<string, unknown> | undefined, hooks: CallHooks, timeoutMs: number, signal?: AbortSignal): { id: JsonRpcId; outcome: Promise<CallOutcome> } {
+    const id = this.nextId++;
+    const outcome = new Promise<CallOutcome>((resolve) => {
+      if (this.closed) return resolve({ failure: this.closed });
+      const clientToken = (params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
+      const call: PendingCall = { method, hooks, resolve, timeoutMs, progressToken: clientToken };
+      if (clientToken !== undefined) params = { ...params, _meta: { ...(params!._meta as object), progressToken: id } };
+      this.pending.set(id, call);
+      this.arm(id, call);
+      signal?.addEventListener('abort', () => this.cancel(id, 'The client cancelled the request', new ProxyError('CLIENT_GONE', 'The client cancelled the request')), { once: true });
+      this.connection.send({ msg: { jsonrpc: '2.0', id, method, params } });
+    });
+    return { id, outcome };
+  }
+
+  /** Stops the call's timer while the proxy waits for the client (input_required); `resume` restarts it. */
+  hold(id: JsonRpcId): void {
+    const call = this.pending.get(id);
+    if (call) clearTimeout(call.timer);
+  }
+
+  resume(id: JsonRpcId): void {
+    const call = this.pending.get(id);
+    if (call) this.arm(id, call);
+  }
+
+  /** Answers a server→client request. */
+  respond(id: JsonRpcId, outcome: { result: Record<string, unknown> } | { error: JsonRpcErrorObject }): void {
+    if (!this.closed) this.connection.send({ msg: { jsonrpc: '2.0', id, ...outcome } as JsonRpcResponse });
+  }
+
+  notify(method: string, params?: Record<string, unknown>): void {
+    if (!this.closed) this.connection.send({ msg: { jsonrpc: '2.0', method, params } });
+  }
+
+  /** Gives up on a call: `notifications/cancelled` upstream, and `err` to whoever waits. */
+  cancel(id: JsonRpcId, reason: string, err: ProxyError): void {
+    const call = this.settle(id);
+    if (!call) return;
+    this.notify('notifications/cancelled', { requestId: id, reason });
+    call.resolve({ failure: err });
+  }
+
+  close(): Promise<void> {
+    return this.connection.close();
+  }
+
+  private async initialize(): Promise<Record<string, unknown>> {
+    const { outcome } = this.request(
+      'initialize',
+      { protocolVersion: UPSTREAM_PROTOCOL_VERSION, capabilities: this.opts.capabilities, clientInfo: this.opts.clientInfo },
+      {},
+      this.opts.initializeTimeoutMs,
+    );
+    const done = await outcome;
+    if ('failure' in done) throw done.failure;
+    const res = done.response;
+    if (res.error) {
+      const err = new ProxyError('UPSTREAM_START_FAILED', `The upstream refused initialize: ${res.error.message}`, { upstreamError: res.error });
+      void this.connection.close();
+      throw err;
+    }
+    this.notify('notifications/initialized');
+    this.server = res.result ?? {};
+    return this.server;
+  }
+
+  private arm(id: JsonRpcId, call: PendingCall): void {
+    clearTimeout(call.timer);
+    call.timer = setTimeout(() => {
+      const ms = call.timeoutMs;
+      this.opts.log.warn({ id, method: call.method, ms }, 'upstream request timed out');
+      this.cancel(id, `Request timed out after ${ms} ms`, new ProxyError('REQUEST_TIMEOUT', `The upstream did not answer ${call.method} within ${ms} ms`, { timeoutMs: ms }));
+    }, call.timeoutMs);
+  }
+
+  private settle(id: JsonRpcId): PendingCall | undefined {
+    const call = this.pending.get(id);
+    if (!call) return undefined;
+    clearTimeout(call.timer);
+    this.pending.delete(id);
+    return call;
+  }
+
+  /** The call a server message belongs to: the HTTP stream's request, else the only call of an exclusive stdio session. */
+  private owner(related: JsonRpcId | undefined): PendingCall | undefined {
+    if (related !== undefined) return this.pending.get(related);
+    if (this.pending.size !== 1) return undefined;
+    const only = this.pending.values().next().value as PendingCall;
+    return only.method === 'initialize' ? undefined : only;
+  }
+
+  private onMessage(frame: Frame, related?: JsonRpcId): void {
+    const msg = frame.msg;
+    if (isResponse(msg)) {
+      const call = msg.id === null ? undefined : this.settle(msg.id);
+      if (call) call.resolve({ response: msg });
+      else this.opts.log.debug({ id: msg.id }, 'dropped an upstream response nobody waits for');
+      return;
+    }
+    if (isRequest(msg)) return this.onServerRequest(msg, related);
+    if (msg.method === 'notifications/progress') {
+      const token = (msg.params as { progressToken?: JsonRpcId } | undefined)?.progressToken;
+      const call = token === undefined ? undefined : this.pending.get(token);
+      if (call && call.progressToken !== undefined) {
+        this.arm(token!, call); // progress means the upstream is alive
+        call.hooks.onNotification?.({ ...msg, params: { ...msg.params, progressToken: call.progressToken } });
+      }
+      return;
+    }
+    if (msg.method === 'notifications/message') return this.owner(related)?.hooks.onNotification?.(msg);
+    this.opts.onUnrelated?.(msg);
+  }
+
+  private onServerRequest(req: JsonRpcRequest, related: JsonRpcId | undefined): void {
+    if (req.method === 'ping') return this.respond(req.id, { result: {} });
+    const call = this.owner(related);
+    if (call?.hooks.onServerRequest) return call.hooks.onServerRequest(req);
+    if (req.method === 'roots/list') return this.respond(req.id, { result: { roots: [] } });
+    this.opts.log.debug({ method: req.method }, 'answered an upstream request that belongs to no call');
+    this.respond(req.id, { error: { code: METHOD_NOT_FOUND, message: `${req.method} is not available: no client request to relate it to` } });
+  }
+
+  private onClose(err: ProxyError): void {
+    if (this.closed) return;
+    this.closed = err;
+    for (const id of [...this.pending.keys()]) this.settle(id)!.resolve({ failure: err });
+    this.opts.onClose?.(err);
+  }
+}
