@@ -152,6 +152,7 @@ export class ModernCore {
       signal: reply.signal,
       onNotification: logFilter(ctx, reply),
       onForget: () => this.parked.delete(key),
+      onExpired: () => this.opts.log.info({ method, call: key, inputTimeoutMs: this.opts.inputTimeoutMs }, 'a call waiting for client input got no retry in time; cancelled upstream'),
     });
     this.parked.set(key, call);
     return { call, step: await call.next() };

@@ -30,8 +30,10 @@ export interface CallOptions {
   signal: AbortSignal;
   /** Progress and log messages for whoever waits on the call now. */
   onNotification(n: JsonRpcNotification): void;
-  /** The call parked for input timed out or ended: forget it. */
+  /** The call is over (answered, failed or expired): forget it. */
   onForget(): void;
+  /** No retry came within inputTimeoutMs. */
+  onExpired?(): void;
 }
 
 export class BridgedCall {
@@ -133,7 +135,10 @@ export class BridgedCall {
     for (const [key, req] of this.inputs) inputRequests[key] = { method: req.method, params: inputParams(req.params) };
     this.client.hold(this.id);
     this.round++;
-    this.parkTimer = setTimeout(() => this.expire(), this.opts.inputTimeoutMs);
+    this.parkTimer = setTimeout(() => {
+      this.expire();
+      this.opts.onExpired?.();
+    }, this.opts.inputTimeoutMs);
     this.deliver({ kind: 'input', inputRequests });
   }
 
