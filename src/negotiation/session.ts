@@ -73,7 +73,8 @@ export class Negotiation {
   discoverExtensions(): Record<string, unknown> {
     const out: Record<string, unknown> = {};
     if (!this.upstreamNative && this.setup.rules.length > 0) out[CONTENT_NEGOTIATION] = {};
-    if (this.variantsOffer && !this.upstreamVariants) out[SERVER_VARIANTS] = this.variantsOffer;
+    const variants = this.variantsOffer ?? this.variants.offer();
+    if (variants && !this.upstreamVariants) out[SERVER_VARIANTS] = variants;
     return out;
   }
 

@@ -99,6 +99,12 @@ export class VariantScope {
     return extra.length ? this.rank([...this.catalog.variants, ...extra]) : undefined;
   }
 
+  /** The ranked variants as `availableVariants` (server/discover advertises them to every client). */
+  offer(): Record<string, unknown> | undefined {
+    if (!this.catalog.enabled) return undefined;
+    return advertise(this.ranked.map((v) => v.config), this.catalog.config.maxAdvertised);
+  }
+
   private rank(variants: CompiledVariant[]): Record<string, unknown> | undefined {
     const order = rankVariants(variants.map((v) => v.config), this.hints);
     this.ranked = order.map((c) => variants.find((v) => v.config === c)!);
