@@ -13,6 +13,7 @@ import { startHttpDownstream, type HttpDownstream } from './downstream/http.js';
 import { startStdioDownstream, type StdioDownstream } from './downstream/stdio.js';
 import type { ProxyError } from './jsonrpc/errors.js';
 import { ModernCore, type ModernCoreOptions } from './fronts/modern/core.js';
+import { ListenHub } from './fronts/modern/listen.js';
 import { Metrics } from './metrics.js';
 import { PROXY_VERSION } from './version.js';
 import { Negotiation } from './negotiation/session.js';
@@ -155,6 +156,7 @@ function createModernCore(
   shared: { rules: CompiledRule[]; variants: VariantCatalog; counters: Metrics['counters']; unshapedNotices: Set<string>; log: Logger },
 ): { core: ModernCore; pool: UpstreamPool } {
   const log = shared.log.child({ era: 'modern' });
+  let hub: ListenHub | undefined;
   const pool = new UpstreamPool({
     connect,
     maxSessions: config.modern.pool.maxSessions,
@@ -162,7 +164,10 @@ function createModernCore(
     initializeTimeoutMs: config.timeouts.initializeMs,
     clientInfo: { name: 'mcp-negotiate-proxy', version: PROXY_VERSION },
     log,
+    onUnrelated: (n) => hub?.publish(n),
   });
+  hub = new ListenHub(pool, log);
+  const listen = hub;
   const core = new ModernCore({
     pool,
     negotiation: { ...shared, limits: config.contentNegotiation.limits, outputSchemas: new Map(), log },
@@ -170,6 +175,7 @@ function createModernCore(
     inputTimeoutMs: config.modern.inputTimeoutMs,
     stateSecret: config.modern.stateSecret,
     cache: config.modern.cache as ModernCoreOptions['cache'],
+    listen: (req, ctx, reply) => listen.listen(req, ctx, reply),
     log,
   });
   return { core, pool };

@@ -81,6 +81,11 @@ export class PostReply {
     return !this.done && !this.res.destroyed;
   }
 
+  /** An SSE comment on a streaming reply: keeps proxies from timing it out, reveals a dead socket. */
+  ping(): void {
+    if (this.streaming && this.isOpen) this.res.write(': ping\n\n');
+  }
+
   /** Sends one message; `last` means no other message will follow on this reply. */
   send(json: string, last: boolean): void {
     if (!this.isOpen) return;

@@ -20,7 +20,7 @@ function meta(capabilities: Record<string, unknown> = {}, extra: Record<string, 
 
 /** A modern request with matching headers; `over` replaces headers (undefined removes one). */
 function modern(id: number, method: string, params: Record<string, unknown> = {}, capabilities: Record<string, unknown> = {}) {
-  const body = { jsonrpc: '2.0', id, method, params: { ...params, _meta: meta(capabilities, (params._meta as object) ?? {}) } };
+  const body = { jsonrpc: '2.0', id, method, params: { ...params, _meta: meta(capabilities, (params._meta as Record<string, unknown>) ?? {}) } };
   const headers: Record<string, string> = { 'mcp-protocol-version': V, 'mcp-method': method };
   const name = (params.name ?? params.uri) as string | undefined;
   if (name !== undefined && ['tools/call', 'prompts/get', 'resources/read'].includes(method)) headers['mcp-name'] = name;

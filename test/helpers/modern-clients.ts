@@ -33,6 +33,7 @@ function newModernClient(received: Record<string, unknown[]>, o: ModernOptions):
     { name: 'negotiate-proxy-modern-tests', version: '1.0.0' },
     { capabilities, versionNegotiation: { mode: o.mode === 'auto' ? 'auto' : { pin: MODERN } } } as ConstructorParameters<typeof Client>[1],
   );
+  if (o.input === false) return client; // the SDK refuses handlers for undeclared capabilities
   const note = (method: string, params: unknown) => (received[method] ??= []).push(params);
   client.setRequestHandler('sampling/createMessage', async (req) => {
     note('sampling/createMessage', req.params);

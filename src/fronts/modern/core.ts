@@ -46,6 +46,8 @@ export interface ModernReply {
   answer(res: JsonRpcResponse): void;
   /** Aborted when the client is gone or cancelled the request. */
   signal: AbortSignal;
+  /** Keeps a long stream open through proxies (an SSE comment). */
+  keepAlive?(): void;
 }
 
 interface StateBinding {

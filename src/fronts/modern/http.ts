@@ -49,6 +49,7 @@ export function serveModernPost(core: ModernCore, req: FastifyRequest, reply: Fa
     notify: (n) => {
       if (channel.canStream) channel.send(JSON.stringify(n), false);
     },
+    keepAlive: () => channel.ping(),
     answer: (res) => {
       answered = true;
       channel.send(serialize({ msg: res }), true);

@@ -1,0 +1,105 @@
+/**
+ * `subscriptions/listen` for modern clients: the acknowledgement first (the subset of the
+ * requested notifications the upstream can produce), then every opted-in list_changed and
+ * resources/updated, each tagged with the listen request's id as `subscriptionId`. One pooled
+ * upstream session is held while anyone listens; resource subscriptions are reference-counted,
+ * so the upstream sees one `resources/subscribe` per URI however many clients listen to it.
+ */
+import type { Logger } from 'pino';
+import { ProxyError } from '../../jsonrpc/errors.js';
+import type { JsonRpcId, JsonRpcNotification, JsonRpcRequest } from '../../jsonrpc/message.js';
+import { META, type ModernContext } from '../../mcp/modern.js';
+import type { UpstreamLease, UpstreamPool } from '../../upstream/pool.js';
+import type { ModernReply } from './core.js';
+
+const KINDS = {
+  toolsListChanged: { method: 'notifications/tools/list_changed', capability: 'tools' },
+  promptsListChanged: { method: 'notifications/prompts/list_changed', capability: 'prompts' },
+  resourcesListChanged: { method: 'notifications/resources/list_changed', capability: 'resources' },
+} as const;
+type Kind = keyof typeof KINDS;
+const MAX_URIS = 100;
+const KEEPALIVE_MS = 25_000;
+
+interface Listener {
+  id: JsonRpcId;
+  kinds: Set<string>;
+  uris: Set<string>;
+  reply: ModernReply;
+}
+
+export class ListenHub {
+  private readonly listeners = new Set<Listener>();
+  private readonly uriCounts = new Map<string, number>();
+
+  constructor(private readonly pool: UpstreamPool, private readonly log: Logger) {}
+
+  get size(): number {
+    return this.listeners.size;
+  }
+
+  /** Serves one listen request until the client closes its stream (or the proxy shuts down). */
+  async listen(req: JsonRpcRequest, _ctx: ModernContext, reply: ModernReply): Promise<void> {
+    const wanted = req.params?.notifications;
+    if (typeof wanted !== 'object' || wanted === null || Array.isArray(wanted)) {
+      throw new ProxyError('INVALID_META', 'Invalid params: subscriptions/listen needs params.notifications (toolsListChanged, promptsListChanged, resourcesListChanged, resourceSubscriptions)');
+    }
+    const w = wanted as Record<string, unknown>;
+    // Every listener leases the same shared session (same key, not exclusive): it stays open while anyone listens.
+    const lease = await this.pool.acquire({});
+    const caps = (lease.client.server?.capabilities ?? {}) as Record<string, { listChanged?: boolean; subscribe?: boolean } | undefined>;
+    const honoured: Record<string, unknown> = {};
+    const listener: Listener = { id: req.id, kinds: new Set(), uris: new Set(), reply };
+    for (const kind of Object.keys(KINDS) as Kind[]) {
+      if (w[kind] === true && caps[KINDS[kind].capability]?.listChanged) {
+        honoured[kind] = true;
+        listener.kinds.add(KINDS[kind].method);
+      }
+    }
+    if (Array.isArray(w.resourceSubscriptions) && caps.resources?.subscribe) {
+      const uris = w.resourceSubscriptions.filter((u): u is string => typeof u === 'string').slice(0, MAX_URIS);
+      for (const uri of uris) listener.uris.add(uri);
+      honoured.resourceSubscriptions = [...listener.uris];
+    }
+    const subscriptionId = { [META.subscriptionId]: req.id };
+    reply.notify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: honoured, _meta: subscriptionId } });
+    this.listeners.add(listener);
+    for (const uri of listener.uris) this.count(lease, uri, +1);
+    this.log.debug({ listeners: this.listeners.size, notifications: honoured }, 'listen stream opened');
+    const timer = setInterval(() => reply.keepAlive?.(), KEEPALIVE_MS);
+    timer.unref();
+    await new Promise<void>((resolve) => {
+      if (reply.signal.aborted) return resolve();
+      reply.signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+    clearInterval(timer);
+    this.listeners.delete(listener);
+    for (const uri of listener.uris) this.count(lease, uri, -1);
+    lease.release();
+    reply.answer({ jsonrpc: '2.0', id: req.id, result: { resultType: 'complete', _meta: subscriptionId } });
+  }
+
+  /** An upstream notification that belongs to no call: fanned out to the listeners that asked for it. */
+  publish(n: JsonRpcNotification): void {
+    if (this.listeners.size === 0) return;
+    const uri = n.method === 'notifications/resources/updated' ? String(n.params?.uri ?? '') : undefined;
+    for (const l of this.listeners) {
+      if (uri !== undefined ? !l.uris.has(uri) : !l.kinds.has(n.method)) continue;
+      l.reply.notify({ jsonrpc: '2.0', method: n.method, params: { ...n.params, _meta: { ...(n.params?._meta as object), [META.subscriptionId]: l.id } } });
+    }
+  }
+
+  private count(lease: UpstreamLease, uri: string, delta: number): void {
+    const n = (this.uriCounts.get(uri) ?? 0) + delta;
+    if (n > 0) this.uriCounts.set(uri, n);
+    else this.uriCounts.delete(uri);
+    if ((delta > 0 && n === 1) || (delta < 0 && n === 0)) {
+      const method = delta > 0 ? 'resources/subscribe' : 'resources/unsubscribe';
+      const { outcome } = lease.client.request(method, { uri }, {}, 30_000);
+      void outcome.then((o) => {
+        const failed = 'failure' in o ? o.failure.message : o.response.error?.message;
+        if (failed) this.log.warn({ uri, method, err: failed }, 'upstream refused a resource subscription change');
+      });
+    }
+  }
+}
