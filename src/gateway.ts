@@ -85,7 +85,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const counters = metrics.counters;
   const variants = new VariantCatalog(config.serverVariants);
   const unshapedNotices = new Set<string>();
-  const modern = config.modern.enabled ? createModernCore(config, (events, poolLog) => connect(events, poolLog), { rules, variants, counters, unshapedNotices, log }) : undefined;
+  const modern = config.modern.enabled ? createModernCore(config, spec.kind === 'stdio', (events, poolLog) => connect(events, poolLog), { rules, variants, counters, unshapedNotices, log }) : undefined;
   const openSession = (sink: ClientSink, sessionLog: Logger) => {
     counters.sessionsStarted++;
     return new RelaySession((events) => connect(events, sessionLog), sink, {
@@ -152,6 +152,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
 /** The modern-era core and the pool of upstream sessions it forwards through. */
 function createModernCore(
   config: Config,
+  stdioUpstream: boolean,
   connect: (events: UpstreamEvents, log: Logger) => UpstreamConnection,
   shared: { rules: CompiledRule[]; variants: VariantCatalog; counters: Metrics['counters']; unshapedNotices: Set<string>; log: Logger },
 ): { core: ModernCore; pool: UpstreamPool } {
@@ -161,6 +162,7 @@ function createModernCore(
     connect,
     maxSessions: config.modern.pool.maxSessions,
     idleMs: config.modern.pool.idleMs,
+    warmSpare: config.modern.pool.warmSpare && stdioUpstream,
     initializeTimeoutMs: config.timeouts.initializeMs,
     clientInfo: { name: 'mcp-negotiate-proxy', version: PROXY_VERSION },
     log,

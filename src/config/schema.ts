@@ -97,7 +97,7 @@ const cacheHint = z
 const MODERN_DEFAULTS = {
   enabled: true,
   inputTimeoutMs: 5 * 60_000,
-  pool: { maxSessions: 16, idleMs: 5 * 60_000 },
+  pool: { maxSessions: 16, idleMs: 5 * 60_000, warmSpare: true },
   cache: { default: { ttlMs: 0, cacheScope: 'private' as const } },
 };
 
@@ -114,6 +114,10 @@ export const modernSchema = z
       .object({
         maxSessions: z.number().int().positive().default(MODERN_DEFAULTS.pool.maxSessions).describe('Most upstream sessions (stdio: processes) serving modern requests; a call that may ask for input holds one alone.'),
         idleMs: z.number().int().positive().default(MODERN_DEFAULTS.pool.idleMs).describe('An upstream session unused for this long is closed.'),
+        warmSpare: z
+          .boolean()
+          .default(MODERN_DEFAULTS.pool.warmSpare)
+          .describe('Stdio upstream: keep one extra process started (from the first modern request on), so a new session waits for an initialize, not a process start.'),
       })
       .strict()
       .default(MODERN_DEFAULTS.pool),

@@ -86,8 +86,11 @@ export class PostReply {
     if (this.streaming && this.isOpen) this.res.write(': ping\n\n');
   }
 
-  /** Sends one message; `last` means no other message will follow on this reply. */
-  send(json: string, last: boolean): void {
+  /**
+   * Sends one message; `last` means no other message will follow on this reply. `status` is
+   * used when the reply ends as plain JSON (a stream has already said 200).
+   */
+  send(json: string, last: boolean, status = 200): void {
     if (!this.isOpen) return;
     if (this.mode === 'json') {
       this.bodies.push(json);
@@ -95,7 +98,7 @@ export class PostReply {
       return;
     }
     if (!this.streaming) {
-      if (last && !this.batch) return this.finishJson(json);
+      if (last && !this.batch) return this.finishJson(json, status);
       this.startStream();
     }
     if (last) {
@@ -131,10 +134,10 @@ export class PostReply {
     this.res.flushHeaders();
   }
 
-  private finishJson(body: string): void {
+  private finishJson(body: string, status = 200): void {
     clearTimeout(this.timer);
     this.done = true;
-    this.res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...this.headers });
+    this.res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...this.headers });
     this.res.end(body);
   }
 }

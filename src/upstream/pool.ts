@@ -27,8 +27,20 @@ export interface UpstreamPoolOptions {
   initializeTimeoutMs: number;
   clientInfo: { name: string; version: string };
   log: Logger;
+  /**
+   * Keep one upstream connection started but not yet initialized (a stdio child), so that a new
+   * session (a new capability set, or a call that needs a session alone) waits for an initialize
+   * rather than a process start. Started with the first session, never before.
+   */
+  warmSpare?: boolean;
   /** Notifications of any pooled session that belong to no call (list_changed, resources/updated). */
   onUnrelated?(n: JsonRpcNotification, client: UpstreamClient): void;
+}
+
+/** A started connection waiting for its session; events that come before it is taken are replayed. */
+interface Spare {
+  connection: UpstreamConnection;
+  take(events: UpstreamEvents): UpstreamConnection | undefined;
 }
 
 interface Entry {
@@ -43,6 +55,7 @@ export class UpstreamPool {
   private readonly entries = new Set<Entry>();
   private readonly reaper: NodeJS.Timeout;
   private closing = false;
+  private spare: Spare | undefined;
 
   constructor(private readonly opts: UpstreamPoolOptions) {
     this.reaper = setInterval(() => this.reapIdle(), Math.max(1000, Math.min(opts.idleMs / 2, 30_000)));
@@ -89,6 +102,9 @@ export class UpstreamPool {
   async close(): Promise<void> {
     this.closing = true;
     clearInterval(this.reaper);
+    const spare = this.spare;
+    this.spare = undefined;
+    await spare?.connection.close();
     await Promise.all([...this.entries].map((e) => e.client.close()));
     this.entries.clear();
   }
@@ -108,7 +124,7 @@ export class UpstreamPool {
     }
     const log = this.opts.log.child({ pool: this.entries.size + 1 });
     const entry: Entry = { key, leases: 0, exclusive: false, lastUsed: Date.now(), client: undefined! };
-    entry.client = new UpstreamClient((events) => this.opts.connect(events, log), {
+    entry.client = new UpstreamClient((events) => this.takeSpare(events) ?? this.opts.connect(events, log), {
       capabilities,
       clientInfo: this.opts.clientInfo,
       initializeTimeoutMs: this.opts.initializeTimeoutMs,
@@ -121,7 +137,40 @@ export class UpstreamPool {
     });
     this.entries.add(entry);
     log.debug({ capabilities: key, sessions: this.entries.size }, 'pooled upstream session started');
+    if (this.opts.warmSpare && !this.spare) this.spare = this.startSpare();
     return entry;
+  }
+
+  private takeSpare(events: UpstreamEvents): UpstreamConnection | undefined {
+    const spare = this.spare;
+    this.spare = undefined;
+    return spare?.take(events);
+  }
+
+  private startSpare(): Spare {
+    let target: UpstreamEvents | undefined;
+    let died = false;
+    const early: Array<(t: UpstreamEvents) => void> = [];
+    const connection = this.opts.connect(
+      {
+        onMessage: (frame, related) => (target ? target.onMessage(frame, related) : early.push((t) => t.onMessage(frame, related))),
+        onClose: (err) => {
+          died = true;
+          if (target) target.onClose(err);
+          else if (this.spare?.connection === connection) this.spare = undefined;
+        },
+      },
+      this.opts.log.child({ spare: true }),
+    );
+    return {
+      connection,
+      take(events) {
+        if (died) return undefined;
+        target = events;
+        for (const replay of early.splice(0)) replay(events);
+        return connection;
+      },
+    };
   }
 
   /** Frees a slot held by a session nobody uses (the oldest first). */

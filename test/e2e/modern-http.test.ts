@@ -96,7 +96,7 @@ describe('modern requests on the HTTP endpoint (conformance fixture over stdio)'
     const read = (await send(modern(42, 'resources/read', { uri: 'test://static-text' }))).messages[0].result;
     expect(read).toMatchObject({ resultType: 'complete', ttlMs: 0, cacheScope: 'private' });
     const discover = (await send(modern(43, 'server/discover'))).messages[0].result;
-    expect(discover).toMatchObject({ resultType: 'complete', supportedVersions: [V], ttlMs: 0, cacheScope: 'private' });
+    expect(discover).toMatchObject({ resultType: 'complete', supportedVersions: [V, '2025-11-25'], ttlMs: 0, cacheScope: 'private' });
     expect(discover.capabilities.extensions['io.modelcontextprotocol/content-negotiation']).toEqual({});
     expect(discover.capabilities.tasks).toBeUndefined();
     expect(discover._meta['io.modelcontextprotocol/serverInfo'].name).toBe('conformance-fixture-server');

@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import { canonicalJson } from '../../jsonrpc/canonical.js';
 import { modernUpstreamError, ProxyError, toJsonRpcError, type ProxyErrorCode } from '../../jsonrpc/errors.js';
 import { errorResponse, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
-import { CACHEABLE_METHODS, INPUT_METHODS, LOG_LEVELS, META, MODERN_METHODS, MODERN_VERSIONS, type ModernContext } from '../../mcp/modern.js';
+import { CACHEABLE_METHODS, INPUT_METHODS, LOG_LEVELS, META, MODERN_METHODS, MODERN_VERSIONS, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/modern.js';
 import { Negotiation, type NegotiationSetup } from '../../negotiation/session.js';
 import type { McpResult } from '../../pipeline/types.js';
 import type { UpstreamPool } from '../../upstream/pool.js';
@@ -110,7 +110,7 @@ export class ModernCore {
     const { tasks: _legacyTasks, ...capabilities } = (server.capabilities ?? {}) as Record<string, any>;
     const extensions = { ...capabilities.extensions, ...negotiation.discoverExtensions() };
     const result: McpResult = {
-      supportedVersions: MODERN_VERSIONS,
+      supportedVersions: SUPPORTED_VERSIONS,
       capabilities: Object.keys(extensions).length ? { ...capabilities, extensions } : capabilities,
       ...(typeof server.instructions === 'string' ? { instructions: server.instructions } : {}),
     };

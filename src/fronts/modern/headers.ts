@@ -13,7 +13,7 @@ const NAMED_METHODS: Record<string, 'name' | 'uri'> = { 'tools/call': 'name', 'p
 export function decodeHeaderValue(value: string): string | undefined {
   if (!value.startsWith('=?base64?') || !value.endsWith('?=')) return value;
   const encoded = value.slice(9, -2);
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(encoded)) return undefined;
+  if (encoded.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(encoded)) return undefined;
   return Buffer.from(encoded, 'base64').toString('utf8');
 }
 

@@ -4,21 +4,24 @@
  * (progress and requested log messages, then the response). Closing the stream cancels.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { toJsonRpcError, ProxyError } from '../../jsonrpc/errors.js';
+import { MISSING_CLIENT_CAPABILITY, ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
 import { errorResponse, INVALID_REQUEST, isRequest, serialize, type Frame, type JsonRpcRequest } from '../../jsonrpc/message.js';
-import { LEGACY_VERSIONS, isModernMessage, modernContext } from '../../mcp/modern.js';
+import { LEGACY_VERSIONS, META, isModernMessage, modernContext } from '../../mcp/modern.js';
 import { PostReply, type ReplyMode } from '../../downstream/streams.js';
 import type { ModernCore } from './core.js';
 import { checkModernHeaders } from './headers.js';
 
-/** Is this POST modern? No session, not initialize, and a modern version in the header or `_meta`. */
+/**
+ * Is this POST modern? Never with a session id. A modern version header says so, even for
+ * `initialize` (which the modern era does not have: 404); without one, `initialize` is legacy
+ * (a legacy client sends no version header with it) and modern `_meta` makes a request modern.
+ */
 export function isModernPost(req: FastifyRequest, frames: Frame[]): boolean {
   if (req.headers['mcp-session-id'] !== undefined) return false;
-  const msg = frames[0].msg as Partial<JsonRpcRequest>;
-  if (msg.method === 'initialize') return false;
   const version = req.headers['mcp-protocol-version'];
   if (typeof version === 'string' && version !== '' && !LEGACY_VERSIONS.includes(version)) return true;
-  return frames.length === 1 && isModernMessage(msg);
+  const msg = frames[0].msg as Partial<JsonRpcRequest>;
+  return frames.length === 1 && msg.method !== 'initialize' && isModernMessage(msg);
 }
 
 export function serveModernPost(core: ModernCore, req: FastifyRequest, reply: FastifyReply, frames: Frame[], batch: boolean, mode: ReplyMode, streamAfterMs: number): FastifyReply | undefined {
@@ -30,9 +33,11 @@ export function serveModernPost(core: ModernCore, req: FastifyRequest, reply: Fa
   }
   let ctx;
   try {
-    ctx = modernContext(msg);
+    // Headers first: a header that disagrees with the body is a mismatch whatever the version.
+    const bodyVersion = (msg.params?._meta as Record<string, unknown> | undefined)?.[META.protocolVersion];
+    if (typeof bodyVersion === 'string') checkModernHeaders(req.headers, msg, bodyVersion, core.paramHeaders(msg));
     core.checkMethod(msg);
-    checkModernHeaders(req.headers, msg, ctx.protocolVersion, core.paramHeaders(msg));
+    ctx = modernContext(msg);
   } catch (err) {
     const status = err instanceof ProxyError ? err.httpStatus : 500;
     return reject(reply, status, errorResponse(msg.id, toJsonRpcError(err, 'modern')));
@@ -52,7 +57,8 @@ export function serveModernPost(core: ModernCore, req: FastifyRequest, reply: Fa
     keepAlive: () => channel.ping(),
     answer: (res) => {
       answered = true;
-      channel.send(serialize({ msg: res }), true);
+      // A missing capability found during the call is still a rejection of the request (400).
+      channel.send(serialize({ msg: res }), true, res.error?.code === MISSING_CLIENT_CAPABILITY ? 400 : 200);
     },
   });
   return undefined;

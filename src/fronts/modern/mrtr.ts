@@ -14,6 +14,12 @@ import type { CallOutcome, UpstreamClient } from '../../upstream/client.js';
 import type { UpstreamLease } from '../../upstream/pool.js';
 
 const INPUT_REQUEST_METHODS = new Set(['elicitation/create', 'sampling/createMessage', 'roots/list']);
+/**
+ * A legacy server cannot name its input requests; one that wants stable inputRequests keys may
+ * put one in the request's `_meta` under this key (letters, digits, `_`, `-`, `.`; at most 64).
+ */
+export const INPUT_KEY_META = 'mcp-negotiate-proxy/inputKey';
+const INPUT_KEY = /^[A-Za-z0-9_.-]{1,64}$/;
 /** Input requests the upstream sends within this window are asked in one round. */
 const GATHER_MS = 10;
 
@@ -121,11 +127,18 @@ export class BridgedCall {
       const err = new ProxyError('MISSING_CLIENT_CAPABILITY', `The upstream needs ${req.method}, which this request's client capabilities do not declare`, { requiredCapabilities: needed });
       return this.client.cancel(this.id, 'The client lacks a capability the call needs', err);
     }
-    this.inputs.set(`${req.method.split('/')[0]}-${req.id}`, req);
+    this.inputs.set(this.keyFor(req), req);
     this.gather ??= setTimeout(() => {
       this.gather = undefined;
       this.flush();
     }, GATHER_MS);
+  }
+
+  /** The inputRequests key: the one the upstream names in `_meta` (see INPUT_KEY_META), else `<kind>-<id>`. */
+  private keyFor(req: JsonRpcRequest): string {
+    const named = (req.params?._meta as Record<string, unknown> | undefined)?.[INPUT_KEY_META];
+    if (typeof named === 'string' && INPUT_KEY.test(named) && !this.inputs.has(named)) return named;
+    return `${req.method.split('/')[0]}-${req.id}`;
   }
 
   /** Asks the waiting client for every pending input; the call waits upstream meanwhile. */
@@ -163,9 +176,10 @@ function inputParams(params: Record<string, unknown> | undefined): Record<string
   if (!params) return params;
   const { elicitationId: _e, task: _t, ...rest } = params;
   const meta = rest._meta as Record<string, unknown> | undefined;
-  if (meta && 'io.modelcontextprotocol/related-task' in meta) {
-    const { 'io.modelcontextprotocol/related-task': _r, ...m } = meta;
-    rest._meta = m;
+  if (meta && ('io.modelcontextprotocol/related-task' in meta || INPUT_KEY_META in meta)) {
+    const { 'io.modelcontextprotocol/related-task': _r, [INPUT_KEY_META]: _k, ...m } = meta;
+    if (Object.keys(m).length) rest._meta = m;
+    else delete rest._meta;
   }
   return rest;
 }
