@@ -1,10 +1,11 @@
 /**
- * The official conformance suite (server mode, 2025-11-25 requirements) through the proxy:
- * every scenario that passes against the fixture served directly passes through the proxy,
- * with a stdio upstream and with a Streamable HTTP upstream.
+ * The official conformance suite (server mode) through the proxy. 2025-11-25: every scenario
+ * that passes against the fixture served directly passes through the proxy. 2026-07-28: the
+ * fixture is legacy-only, so every scored modern scenario passes only through the proxy's
+ * dual-era front and input_required bridge. Both with a stdio and a Streamable HTTP upstream.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { runConformanceDetailed } from '../conformance/run.js';
+import { listServerScenarios, runConformanceDetailed } from '../conformance/run.js';
 import { commandLine, fixtureArgv, startHttpFixture, startProxy, stopAll } from '../helpers/processes.js';
 
 async function outcomes(url: string): Promise<Record<string, string>> {
@@ -26,6 +27,18 @@ describe('conformance suite through the proxy', () => {
     for (const proxy of [viaStdio, viaHttp]) {
       const got = await outcomes(proxy.url);
       expect(Object.fromEntries(passedDirectly.map((s) => [s, got[s]]))).toEqual(Object.fromEntries(passedDirectly.map((s) => [s, 'pass'])));
+    }
+  }, 600_000);
+
+  it('passes every scored 2026-07-28 scenario in front of the legacy-only fixture, for stdio and HTTP upstreams', async () => {
+    const { scored } = await listServerScenarios('2026-07-28');
+    expect(scored.length).toBeGreaterThanOrEqual(37);
+    const viaStdio = await startProxy(['--upstream', commandLine(fixtureArgv('conformance-server'))]);
+    const viaHttp = await startProxy(['--upstream', (await startHttpFixture('conformance-server')).url]);
+    for (const proxy of [viaStdio, viaHttp]) {
+      const detailed = await runConformanceDetailed(proxy.url, { specVersion: '2026-07-28', timeoutMs: 240_000 });
+      const failed = scored.filter((s) => detailed.get(s)?.outcome !== 'pass').map((s) => `${s}: ${detailed.get(s)?.problems.join(' | ') ?? 'not run'}`);
+      expect(failed).toEqual([]);
     }
   }, 600_000);
 });

@@ -21,10 +21,12 @@ const TOOL_ARGS: Record<string, Record<string, unknown>> = {
   'get-sum': { a: 2, b: 40 },
   'trigger-long-running-operation': { duration: 1, steps: 2 },
   'trigger-sampling-request': { prompt: 'What is a proxy?', maxTokens: 20 },
-  'get-roots-list': {},
   'trigger-elicitation-request': {},
 };
 const SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
+// get-roots-list reports the roots server-everything asked for right after initialize, which
+// belongs to no call: the proxy answers that one itself (no roots) for modern clients, who have
+// no session. Roots asked during a call are bridged (see modern-http.test.ts).
 
 /** Drops what only the modern era adds (serverInfo in _meta, cache hints); errors keep their code only. */
 function normalize(value: unknown): unknown {
@@ -117,7 +119,7 @@ describe.each(COMBOS)('v2 client ($mode), $front front ← $upstream upstream (s
     expect(modern.client.getNegotiatedProtocolVersion()).toBe('2026-07-28');
     const [want, got] = await Promise.all([exercise(direct.client), exercise(modern.client)]);
     expect(got).toEqual(want);
-    expect(Object.keys(modern.received).sort()).toEqual(['elicitation/create', 'roots/list', 'sampling/createMessage']);
+    expect(Object.keys(modern.received)).toEqual(expect.arrayContaining(['elicitation/create', 'sampling/createMessage']));
     expect(JSON.stringify(got['tool:trigger-sampling-request'])).toMatch(/sampled: .*What is a proxy\?/);
   }, 90_000);
 

@@ -1,0 +1,117 @@
+/**
+ * `npm run bench` (part): what the modern era costs the proxy next to the legacy path, in one
+ * run, HTTP front → stdio upstream. The same tools/call is sent as a legacy session request and
+ * as a modern stateless request, in alternating batches on warm connections; the proxy
+ * process's own CPU time (from /proc, children excluded) is divided by the calls. Then one MRTR
+ * round (a call that needs input, input_required, the retry, the result) against a plain call
+ * on the same proxy in front of the conformance fixture.
+ *
+ * Knobs (env): BENCH_ERA_CALLS (per era, default 4000), BENCH_ERA_ROUNDS (default 8),
+ * BENCH_MRTR_CALLS (default 300).
+ */
+import { Agent, request } from 'undici';
+import { CLK_TCK, commandLine, cpuTimes, LEAN_MAIN, ROOT, startProxy, stopAll } from './lib/procs.js';
+
+const CALLS = Number(process.env.BENCH_ERA_CALLS ?? 4000);
+const ROUNDS = Number(process.env.BENCH_ERA_ROUNDS ?? 8);
+const MRTR_CALLS = Number(process.env.BENCH_MRTR_CALLS ?? 300);
+const IN_FLIGHT = 4;
+const V = '2026-07-28';
+const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: IN_FLIGHT * 2 });
+
+type Send = (id: number) => Promise<unknown>;
+
+async function post(url: string, body: unknown, headers: Record<string, string>): Promise<any> {
+  const res = await request(url, { method: 'POST', dispatcher, body: JSON.stringify(body), headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers } });
+  const text = await res.body.text();
+  if (res.statusCode !== 200) throw new Error(`HTTP ${res.statusCode}: ${text.slice(0, 200)}`);
+  const json = text.startsWith('{') ? text : text.split('\n').filter((l) => l.startsWith('data: ')).at(-1)!.slice(6);
+  const msg = JSON.parse(json);
+  if (msg.error) throw new Error(JSON.stringify(msg.error));
+  return msg.result;
+}
+
+async function legacySession(url: string): Promise<Record<string, string>> {
+  const res = await request(url, { method: 'POST', dispatcher, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }), headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' } });
+  await res.body.text();
+  const headers = { 'mcp-session-id': String(res.headers['mcp-session-id']), 'mcp-protocol-version': '2025-11-25' };
+  await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers).catch(() => undefined);
+  return headers;
+}
+
+const modernMeta = (capabilities: Record<string, unknown> = {}) => ({ 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': capabilities, 'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' } });
+const modernHeaders = (method: string, name?: string) => ({ 'mcp-protocol-version': V, 'mcp-method': method, ...(name ? { 'mcp-name': name } : {}) });
+
+/** Runs `n` sends, IN_FLIGHT at a time; returns the proxy's CPU ms per send. */
+async function measure(pid: number, n: number, send: Send): Promise<number> {
+  const [u0, s0] = cpuTimes(pid);
+  let next = 0;
+  await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
+    while (next < n) await send(next++);
+  }));
+  const [u1, s1] = cpuTimes(pid);
+  return ((u1 - u0 + s1 - s0) * 1000) / CLK_TCK / n;
+}
+
+/** Alternating batches of each kind; returns the pooled CPU ms per call of each. */
+async function alternate(pid: number, kinds: Record<string, Send>, calls: number, rounds: number): Promise<Record<string, number>> {
+  const totals: Record<string, number> = {};
+  for (let r = 0; r < rounds; r++) {
+    for (const [name, send] of Object.entries(kinds)) totals[name] = (totals[name] ?? 0) + (await measure(pid, Math.ceil(calls / rounds), send));
+  }
+  return Object.fromEntries(Object.entries(totals).map(([k, v]) => [k, v / rounds]));
+}
+
+async function eras(): Promise<string[]> {
+  const proxy = await startProxy(commandLine([process.execPath, LEAN_MAIN]));
+  const legacyHeaders = await legacySession(proxy.url);
+  const call = (id: number) => ({ name: 'echo', arguments: { text: `hello ${id}` } });
+  const kinds: Record<string, Send> = {
+    legacy: (id) => post(proxy.url, { jsonrpc: '2.0', id, method: 'tools/call', params: call(id) }, legacyHeaders),
+    modern: (id) => post(proxy.url, { jsonrpc: '2.0', id, method: 'tools/call', params: { ...call(id), _meta: modernMeta() } }, modernHeaders('tools/call', 'echo')),
+  };
+  await alternate(proxy.proc.pid!, kinds, 1000, 2); // warm-up: JIT, pooled session, connections
+  const cpu = await alternate(proxy.proc.pid!, kinds, CALLS, ROUNDS);
+  await proxy.stop();
+  return [
+    `| path (HTTP front → stdio upstream, lean server) | proxy CPU per tools/call |`,
+    `|---|---:|`,
+    `| legacy session (raw bytes relayed) | ${cpu.legacy.toFixed(3)} ms |`,
+    `| modern stateless request | ${cpu.modern.toFixed(3)} ms |`,
+    `| ratio modern / legacy | **${(cpu.modern / cpu.legacy).toFixed(2)}×** (target ≤ 1.5×, ≤ 0.2 ms) |`,
+  ];
+}
+
+async function mrtr(): Promise<string[]> {
+  const fixture = [process.execPath, '--import', 'tsx', `${ROOT}test/fixtures/conformance-server.ts`];
+  const proxy = await startProxy(commandLine(fixture));
+  const caps = { elicitation: { form: {} } };
+  const plain: Send = (id) => post(proxy.url, { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'test_simple_text', arguments: {}, _meta: modernMeta(caps) } }, modernHeaders('tools/call', 'test_simple_text'));
+  const round: Send = async (id) => {
+    const name = 'test_input_required_result_elicitation';
+    const first = await post(proxy.url, { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: {}, _meta: modernMeta(caps) } }, modernHeaders('tools/call', name));
+    const done = await post(
+      proxy.url,
+      { jsonrpc: '2.0', id: `${id}r`, method: 'tools/call', params: { name, arguments: {}, inputResponses: { user_name: { action: 'accept', content: { name: 'Ada' } } }, requestState: first.requestState, _meta: modernMeta(caps) } },
+      modernHeaders('tools/call', name),
+    );
+    if (done.resultType !== 'complete') throw new Error('MRTR round did not complete');
+  };
+  await alternate(proxy.proc.pid!, { plain, round }, 100, 1);
+  const cpu = await alternate(proxy.proc.pid!, { plain, round }, MRTR_CALLS, 3);
+  await proxy.stop();
+  return [
+    `| modern tools/call in front of the conformance fixture (stdio) | proxy CPU |`,
+    `|---|---:|`,
+    `| plain call (complete at once) | ${cpu.plain.toFixed(3)} ms |`,
+    `| one MRTR round: call → input_required → retry with inputResponses → complete | ${cpu.round.toFixed(3)} ms |`,
+  ];
+}
+
+try {
+  const lines = ['## Protocol eras', '', ...(await eras()), '', ...(await mrtr()), ''];
+  process.stdout.write(lines.join('\n') + '\n');
+} finally {
+  await stopAll();
+  await dispatcher.close();
+}
