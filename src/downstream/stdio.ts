@@ -7,7 +7,7 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
-import type { ModernCore } from '../fronts/modern/core.js';
+import { Cancellation, type ModernCore } from '../fronts/modern/core.js';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
 import { errorResponse, isNotification, isRequest, parsePayload, serialize, type Frame, type JsonRpcId, type JsonRpcRequest } from '../jsonrpc/message.js';
 import { isModernMessage, modernContext } from '../mcp/modern.js';
@@ -48,7 +48,7 @@ export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstr
   // Without the modern era there is nothing to wait for: start the upstream at once, as a relay does.
   if (!modern) legacy();
   /** Modern requests in flight, by the client's id: `notifications/cancelled` aborts them. */
-  const inFlight = new Map<JsonRpcId, AbortController>();
+  const inFlight = new Map<JsonRpcId, Cancellation>();
 
   const serveModern = (core: ModernCore, req: JsonRpcRequest) => {
     let ctx;
@@ -58,16 +58,16 @@ export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstr
     } catch (err) {
       return write(JSON.stringify(errorResponse(req.id, toJsonRpcError(err, 'modern'))));
     }
-    const abort = new AbortController();
-    inFlight.set(req.id, abort);
+    const cancellation = new Cancellation();
+    inFlight.set(req.id, cancellation);
     void core.handle(req, ctx, {
-      signal: abort.signal,
+      cancellation,
       notify: (n) => {
-        if (!abort.signal.aborted) write(JSON.stringify(n));
+        if (!cancellation.cancelled) write(JSON.stringify(n));
       },
       answer: (res) => {
         inFlight.delete(req.id);
-        if (!abort.signal.aborted) write(JSON.stringify(res));
+        if (!cancellation.cancelled) write(JSON.stringify(res));
       },
     });
   };
@@ -76,8 +76,8 @@ export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstr
     const msg = frame.msg;
     if (modern && isRequest(msg) && msg.method !== 'initialize' && isModernMessage(msg)) return serveModern(modern, msg);
     if (isNotification(msg) && msg.method === 'notifications/cancelled') {
-      const abort = inFlight.get((msg.params as { requestId?: JsonRpcId } | undefined)?.requestId as JsonRpcId);
-      if (abort) return abort.abort(); // the modern request's answer is never written
+      const cancellation = inFlight.get((msg.params as { requestId?: JsonRpcId } | undefined)?.requestId as JsonRpcId);
+      if (cancellation) return cancellation.cancel(); // the modern request's answer is never written
     }
     legacy().fromClient(frame);
   };
@@ -91,7 +91,7 @@ export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstr
     for (const frame of parsed.frames) route(frame);
   });
   const end = (reason: ProxyError) => {
-    for (const abort of inFlight.values()) abort.abort();
+    for (const cancellation of inFlight.values()) cancellation.cancel();
     if (relay) void relay.close(reason);
     else finished(reason);
   };
@@ -107,7 +107,7 @@ export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstr
       input.off('data', onData);
       input.destroy(); // an open stdin would keep the process alive
       const reason = new ProxyError('SHUTTING_DOWN', 'The proxy is shutting down');
-      for (const abort of inFlight.values()) abort.abort();
+      for (const cancellation of inFlight.values()) cancellation.cancel();
       if (relay) await relay.close(reason);
       else finished(reason);
     },

@@ -44,10 +44,29 @@ export interface ModernReply {
   /** A notification about this request (progress, a log message the request asked for). */
   notify(n: JsonRpcNotification): void;
   answer(res: JsonRpcResponse): void;
-  /** Aborted when the client is gone or cancelled the request. */
-  signal: AbortSignal;
+  /** Fires when the client is gone or cancelled the request. */
+  cancellation: Cancellation;
   /** Keeps a long stream open through proxies (an SSE comment). */
   keepAlive?(): void;
+}
+
+/** A one-shot cancellation signal; an AbortController per request would cost more than the rest of it. */
+export class Cancellation {
+  cancelled = false;
+  private listeners: Array<() => void> | undefined;
+
+  onCancel(fn: () => void): void {
+    if (this.cancelled) fn();
+    else (this.listeners ??= []).push(fn);
+  }
+
+  cancel(): void {
+    if (this.cancelled) return;
+    this.cancelled = true;
+    const listeners = this.listeners ?? [];
+    this.listeners = undefined;
+    for (const fn of listeners) fn();
+  }
 }
 
 interface StateBinding {
@@ -151,7 +170,7 @@ export class ModernCore {
       clientCapabilities: ctx.clientCapabilities,
       timeoutMs: this.opts.requestTimeoutMs,
       inputTimeoutMs: this.opts.inputTimeoutMs,
-      signal: reply.signal,
+      cancellation: reply.cancellation,
       onNotification: logFilter(ctx, reply),
       onForget: () => this.parked.delete(key),
       onExpired: () => this.opts.log.info({ method, call: key, inputTimeoutMs: this.opts.inputTimeoutMs }, 'a call waiting for client input got no retry in time; cancelled upstream'),
@@ -185,7 +204,7 @@ export class ModernCore {
     if (typeof responses !== 'object' || responses === null || Array.isArray(responses)) {
       throw new ProxyError('INVALID_REQUEST_STATE', 'Invalid params: a retry with requestState needs inputResponses (an object keyed like inputRequests)');
     }
-    return { call, step: await call.resume(responses as Record<string, unknown>, reply.signal, logFilter(ctx, reply)) };
+    return { call, step: await call.resume(responses as Record<string, unknown>, reply.cancellation, logFilter(ctx, reply)) };
   }
 
   private learnToolHeaders(result: McpResult | undefined): void {

@@ -8,7 +8,7 @@ import { MISSING_CLIENT_CAPABILITY, ProxyError, toJsonRpcError } from '../../jso
 import { errorResponse, INVALID_REQUEST, isRequest, serialize, type Frame, type JsonRpcRequest } from '../../jsonrpc/message.js';
 import { LEGACY_VERSIONS, META, isModernMessage, modernContext } from '../../mcp/modern.js';
 import { PostReply, type ReplyMode } from '../../downstream/streams.js';
-import type { ModernCore } from './core.js';
+import { Cancellation, type ModernCore } from './core.js';
 import { checkModernHeaders } from './headers.js';
 
 /**
@@ -44,13 +44,13 @@ export function serveModernPost(core: ModernCore, req: FastifyRequest, reply: Fa
   }
   reply.hijack();
   const channel = new PostReply(reply.raw, {}, mode, false, streamAfterMs);
-  const abort = new AbortController();
+  const cancellation = new Cancellation();
   let answered = false;
   channel.onClose(() => {
-    if (!answered) abort.abort();
+    if (!answered) cancellation.cancel();
   });
   void core.handle(msg, ctx, {
-    signal: abort.signal,
+    cancellation,
     notify: (n) => {
       if (channel.canStream) channel.send(JSON.stringify(n), false);
     },

@@ -68,10 +68,7 @@ export class ListenHub {
     this.log.debug({ listeners: this.listeners.size, notifications: honoured }, 'listen stream opened');
     const timer = setInterval(() => reply.keepAlive?.(), KEEPALIVE_MS);
     timer.unref();
-    await new Promise<void>((resolve) => {
-      if (reply.signal.aborted) return resolve();
-      reply.signal.addEventListener('abort', () => resolve(), { once: true });
-    });
+    await new Promise<void>((resolve) => reply.cancellation.onCancel(resolve));
     clearInterval(timer);
     this.listeners.delete(listener);
     for (const uri of listener.uris) this.count(lease, uri, -1);

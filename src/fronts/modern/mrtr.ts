@@ -12,6 +12,7 @@ import { METHOD_NOT_FOUND, type JsonRpcId, type JsonRpcNotification, type JsonRp
 import { capabilityFor, declares, INPUT_METHODS } from '../../mcp/modern.js';
 import type { CallOutcome, UpstreamClient } from '../../upstream/client.js';
 import type { UpstreamLease } from '../../upstream/pool.js';
+import type { Cancellation } from './core.js';
 
 const INPUT_REQUEST_METHODS = new Set(['elicitation/create', 'sampling/createMessage', 'roots/list']);
 /**
@@ -33,7 +34,7 @@ export interface CallOptions {
   clientCapabilities: Record<string, any>;
   timeoutMs: number;
   inputTimeoutMs: number;
-  signal: AbortSignal;
+  cancellation: Cancellation;
   /** Progress and log messages for whoever waits on the call now. */
   onNotification(n: JsonRpcNotification): void;
   /** The call is over (answered, failed or expired): forget it. */
@@ -55,16 +56,16 @@ export class BridgedCall {
   private readonly client: UpstreamClient;
   private readonly id: JsonRpcId;
   private notify: (n: JsonRpcNotification) => void;
-  private abort: AbortSignal;
+  private current: Cancellation;
 
   constructor(private readonly lease: UpstreamLease, private readonly opts: CallOptions) {
     this.client = lease.client;
     this.key = opts.key;
     this.notify = opts.onNotification;
-    this.abort = opts.signal;
+    this.current = opts.cancellation;
     const call = this.client.request(opts.method, opts.params, { onNotification: (n) => this.notify(n), onServerRequest: (r) => this.onInput(r) }, opts.timeoutMs);
     this.id = call.id;
-    this.watch(opts.signal);
+    this.watch(opts.cancellation);
     void call.outcome.then((o) => this.finish(o));
   }
 
@@ -78,13 +79,13 @@ export class BridgedCall {
   }
 
   /**
-   * The client's retry: its answers go upstream and the call goes on under the retry's signal
+   * The client's retry: its answers go upstream and the call goes on under the retry's cancellation
    * and notification sink. Answers to keys never asked are ignored; keys left unanswered are asked again.
    */
-  resume(responses: Record<string, unknown>, signal: AbortSignal, onNotification: (n: JsonRpcNotification) => void): Promise<CallStep> {
+  resume(responses: Record<string, unknown>, cancellation: Cancellation, onNotification: (n: JsonRpcNotification) => void): Promise<CallStep> {
     clearTimeout(this.parkTimer);
     this.notify = onNotification;
-    this.watch(signal);
+    this.watch(cancellation);
     for (const [key, req] of this.inputs) {
       const answer = responses[key];
       if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) continue;
@@ -105,16 +106,12 @@ export class BridgedCall {
     this.client.cancel(this.id, 'The client did not supply the requested input in time', new ProxyError('INPUT_TIMEOUT', 'The client did not supply the requested input in time'));
   }
 
-  private watch(signal: AbortSignal): void {
-    this.abort = signal;
-    signal.addEventListener(
-      'abort',
-      () => {
-        // Only the signal of whoever waits now cancels: a finished round's stream may close freely.
-        if (this.abort === signal && this.waiter) this.client.cancel(this.id, 'The client cancelled the request', new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
-      },
-      { once: true },
-    );
+  private watch(cancellation: Cancellation): void {
+    this.current = cancellation;
+    cancellation.onCancel(() => {
+      // Only whoever waits now cancels: a finished round's stream may close freely.
+      if (this.current === cancellation && this.waiter) this.client.cancel(this.id, 'The client cancelled the request', new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
+    });
   }
 
   private onInput(req: JsonRpcRequest): void {
