@@ -162,6 +162,10 @@ export class ModernCore {
     // A call that may ask for input gets a session of its own: the upstream's request then belongs to it alone.
     const exclusive = INPUT_METHODS.has(method) && Object.keys(capabilities).length > 0;
     const lease = await this.opts.pool.acquire(capabilities, exclusive);
+    if (reply.cancellation.cancelled) {
+      lease.release();
+      throw new ProxyError('CLIENT_GONE', 'The client cancelled the request before it reached the upstream');
+    }
     const key = String(this.nextCall++);
     const call = new BridgedCall(lease, {
       key,

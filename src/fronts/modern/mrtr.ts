@@ -52,6 +52,8 @@ export class BridgedCall {
   private readonly inputs = new Map<string, JsonRpcRequest>();
   private result: CallOutcome | undefined;
   private gather: NodeJS.Timeout | undefined;
+  /** Waiting for the client's retry: the stream that asked may close without cancelling anything. */
+  private parked = false;
   private parkTimer: NodeJS.Timeout | undefined;
   private readonly client: UpstreamClient;
   private readonly id: JsonRpcId;
@@ -84,6 +86,7 @@ export class BridgedCall {
    */
   resume(responses: Record<string, unknown>, cancellation: Cancellation, onNotification: (n: JsonRpcNotification) => void): Promise<CallStep> {
     clearTimeout(this.parkTimer);
+    this.parked = false;
     this.notify = onNotification;
     this.watch(cancellation);
     for (const [key, req] of this.inputs) {
@@ -110,7 +113,7 @@ export class BridgedCall {
     this.current = cancellation;
     cancellation.onCancel(() => {
       // Only whoever waits now cancels: a finished round's stream may close freely.
-      if (this.current === cancellation && this.waiter) this.client.cancel(this.id, 'The client cancelled the request', new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
+      if (this.current === cancellation && !this.parked && !this.result) this.client.cancel(this.id, 'The client cancelled the request', new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
     });
   }
 
@@ -144,6 +147,7 @@ export class BridgedCall {
     const inputRequests: Record<string, { method: string; params?: Record<string, unknown> }> = {};
     for (const [key, req] of this.inputs) inputRequests[key] = { method: req.method, params: inputParams(req.params) };
     this.client.hold(this.id);
+    this.parked = true;
     this.round++;
     this.parkTimer = setTimeout(() => {
       this.expire();

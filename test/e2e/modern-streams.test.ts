@@ -1,8 +1,12 @@
 /**
- * subscriptions/listen for modern clients in front of a legacy server: the acknowledgement
- * names what the upstream can send, list_changed and resources/updated reach the listeners that
- * opted in (tagged with their subscriptionId), and a closed listen stream ends cleanly.
+ * Modern request streams in front of a legacy server (the faulty-server fixture over stdio):
+ * subscriptions/listen (the acknowledgement names what the upstream can send, list_changed and
+ * resources/updated reach the listeners that opted in, tagged with their subscriptionId, a
+ * closed listen stream ends cleanly), and a closed response stream cancelling the call upstream.
  */
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectModern, type ModernConnected } from '../helpers/modern-clients.js';
 import { commandLine, eventually, fixtureArgv, startProxy, stopAll, type Running } from '../helpers/processes.js';
@@ -57,5 +61,49 @@ describe('subscriptions/listen (faulty-server fixture over stdio)', () => {
     );
     expect(res.messages.at(-1).error).toMatchObject({ code: -32602, data: { code: 'INVALID_META' } });
     expect(res.messages.at(-1).id).toBe(9);
+  });
+});
+
+describe('a modern call whose client goes away (faulty-server over stdio)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'modern-cancel-'));
+  const cancelLog = join(dir, 'cancel.log');
+  /** Cancellations the fixture logged; a line still being written is skipped. */
+  const cancelled = (): Array<{ cancelled: number; reason: string }> =>
+    (existsSync(cancelLog) ? readFileSync(cancelLog, 'utf8') : '').split('\n').flatMap((line) => {
+      try {
+        return [JSON.parse(line)];
+      } catch {
+        return [];
+      }
+    });
+  let proxy: Running;
+
+  beforeAll(async () => {
+    const config = join(dir, 'proxy.yaml');
+    writeFileSync(config, `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\n  env:\n    FAULTY_LOG: ${JSON.stringify(cancelLog)}\n`);
+    proxy = await startProxy(['--config', config]);
+  }, 30_000);
+  afterAll(async () => {
+    await proxy?.stop();
+    await stopAll();
+  });
+
+  it('cancels the upstream call when the client closes the response stream', async () => {
+    const V = '2026-07-28';
+    const meta = { 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': {} };
+    // A first request starts the pooled upstream session, so the next call reaches the upstream at once.
+    const warm = await rawPost(proxy.url, { jsonrpc: '2.0', id: 4, method: 'tools/list', params: { _meta: meta } }, { 'mcp-protocol-version': V, 'mcp-method': 'tools/list' });
+    expect(warm.status).toBe(200);
+    const abort = new AbortController();
+    const res = await fetch(proxy.url, {
+      method: 'POST',
+      signal: abort.signal,
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': V, 'mcp-method': 'tools/call', 'mcp-name': 'hang' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'hang', arguments: {}, _meta: { 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': {} } } }),
+    });
+    // The reply turns into a stream when the answer takes longer than a moment: the call is upstream now.
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+    abort.abort();
+    await eventually(() => cancelled().some((c) => /cancelled the request/.test(c.reason)), 5000, 'upstream cancellation');
   });
 });
