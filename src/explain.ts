@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import pino from 'pino';
-import { parseFeatures } from './negotiation/features.js';
+import { parseFeatures } from './pipeline/features.js';
 import { ruleMatches, runPipeline } from './pipeline/run.js';
 import type { CompiledRule } from './pipeline/rules.js';
 import type { McpResult } from './pipeline/types.js';

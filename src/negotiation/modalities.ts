@@ -3,7 +3,7 @@
  * the SEP's default `["text"]`. Exposed to rules as `modality=<name>` tags; the client's
  * capabilities themselves are forwarded upstream unchanged.
  */
-import type { FeatureTag } from './features.js';
+import type { FeatureTag } from '../pipeline/features.js';
 
 const MODALITY = /^[a-z][a-z0-9.+-]{0,31}$/;
 

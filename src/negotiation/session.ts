@@ -10,7 +10,7 @@ import type { CompiledRule } from '../pipeline/rules.js';
 import type { McpResult } from '../pipeline/types.js';
 import type { JsonRpcErrorObject, JsonRpcNotification, JsonRpcRequest } from '../jsonrpc/message.js';
 import type { Metrics } from '../metrics.js';
-import { FeatureSet, parseFeatures } from './features.js';
+import { FeatureSet, parseFeatures } from '../pipeline/features.js';
 import { VariantScope, type VariantCatalog } from './variant-scope.js';
 import { SERVER_VARIANTS } from './variants.js';
 import { modalityTags, samplingModalities } from './modalities.js';

@@ -4,13 +4,20 @@
  */
 import { dirname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Config } from '../config/schema.js';
 import { DEFAULT_RULES } from './defaults.js';
 import { builtinTransformers } from './registry.js';
-import { compileRules, RuleError, type CompiledRule } from './rules.js';
+import { compileRules, RuleError, type CompiledRule, type RuleConfig } from './rules.js';
 import type { Transformer } from './types.js';
 
-export async function loadRules(config: Config['contentNegotiation'], configFile?: string): Promise<CompiledRule[]> {
+/** The `contentNegotiation` section of the config, as far as rules are concerned. */
+export interface RuleSetConfig {
+  enabled: boolean;
+  useDefaultRules: boolean;
+  rules: RuleConfig[];
+  plugins: string[];
+}
+
+export async function loadRules(config: RuleSetConfig, configFile?: string): Promise<CompiledRule[]> {
   if (!config.enabled) return [];
   const transformers = builtinTransformers();
   const base = configFile ? dirname(resolve(configFile)) : process.cwd();

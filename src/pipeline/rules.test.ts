@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { parseFeatures } from '../negotiation/features.js';
+import { parseFeatures } from './features.js';
 import { testContext } from '../transformers/_shared/test-context.js';
 import { builtinTransformers } from './registry.js';
 import { compileRules, RuleError, ruleSchema } from './rules.js';

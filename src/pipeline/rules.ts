@@ -4,7 +4,7 @@
  * config load, with the config path of every problem; YAML order is execution order.
  */
 import { z } from 'zod';
-import { parseTag, type FeatureTag } from '../negotiation/features.js';
+import { parseTag, type FeatureTag } from './features.js';
 import { globMatcher, type NameMatcher } from './glob.js';
 import type { Transformer, TransformFn } from './types.js';
 

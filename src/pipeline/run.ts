@@ -6,7 +6,7 @@
  * passes unchanged, whatever steps had already run.
  */
 import { ProxyError } from '../jsonrpc/errors.js';
-import type { FeatureSet } from '../negotiation/features.js';
+import type { FeatureSet } from './features.js';
 import { Budget, BudgetExceeded, largerThan } from './budget.js';
 import type { CompiledRule } from './rules.js';
 import type { McpResult, TransformContext } from './types.js';

@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import type { FeatureSet } from '../negotiation/features.js';
+import type { FeatureSet } from './features.js';
 import type { Budget } from './budget.js';
 
 /** A JSON-RPC `result` object as the upstream sent it (treat as untrusted data). */

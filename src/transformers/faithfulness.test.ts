@@ -11,7 +11,7 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { payload } from '../../test/helpers/payload.js';
 import { loadRecordings } from '../../test/recordings/record.js';
-import { parseFeatures } from '../negotiation/features.js';
+import { parseFeatures } from '../pipeline/features.js';
 import { builtinTransformers } from '../pipeline/registry.js';
 import type { McpResult, TransformContext } from '../pipeline/types.js';
 import { factsOf, missingFacts } from './_shared/facts.js';

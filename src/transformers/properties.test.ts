@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { protocolCheck } from '../../test/helpers/protocol-schema.js';
-import { parseFeatures } from '../negotiation/features.js';
+import { parseFeatures } from '../pipeline/features.js';
 import { builtinTransformers } from '../pipeline/registry.js';
 import type { McpResult, TransformContext } from '../pipeline/types.js';
 

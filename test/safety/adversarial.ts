@@ -6,7 +6,7 @@
  * `npm run bench` (bench/shaping.ts).
  */
 import pino from 'pino';
-import { parseFeatures } from '../../src/negotiation/features.js';
+import { parseFeatures } from '../../src/pipeline/features.js';
 import { builtinTransformers } from '../../src/pipeline/registry.js';
 import type { McpResult } from '../../src/pipeline/types.js';
 

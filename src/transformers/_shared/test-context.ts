@@ -1,6 +1,6 @@
 /** A TransformContext for unit tests. */
 import pino from 'pino';
-import { parseFeatures } from '../../negotiation/features.js';
+import { parseFeatures } from '../../pipeline/features.js';
 import type { TransformContext } from '../../pipeline/types.js';
 
 export function testContext(method: string, tags: string[] = [], extra: Partial<TransformContext> = {}): TransformContext {

@@ -3,6 +3,7 @@
  * grammar (presence `agent`, negation `!interactive`, equality `format=json`, negated equality
  * `format!=xml`, vendor `x-*`) and the set a client declared. Tags are untrusted hints for
  * shaping content, never permissions: anything malformed is dropped with a reason.
+ * It lives with the rules, which match on tags, so that the pipeline and the transformers never import the negotiation layer.
  */
 export type FeatureTag =
   | { kind: 'present'; name: string }
