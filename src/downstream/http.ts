@@ -7,7 +7,7 @@ import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
-import { INVALID_REQUEST, errorResponse, isRequest, parsePayload, type Frame, type JsonRpcId, type JsonRpcRequest } from '../jsonrpc/message.js';
+import { errorResponse, isRequest, parsePayload, type Frame, type JsonRpcId, type JsonRpcRequest } from '../jsonrpc/message.js';
 import { LEGACY_VERSIONS } from '../mcp/modern.js';
 import { withVariantHeader } from '../negotiation/variants.js';
 import { duplicateId, type ClientSink, type RelaySession } from '../relay/session.js';
@@ -53,17 +53,21 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
 
   app.setErrorHandler((err: { statusCode?: number; code?: string; message: string }, _req, reply) => {
     const status = err.statusCode ?? 500;
-    const message =
-      err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? `Request body is larger than the limit of ${listen.maxBodyBytes} bytes`
-      : err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 'Content-Type must be application/json'
-      : err.message;
-    if (status >= 500) log.error({ err: err.message }, 'HTTP handler failed');
-    rpcError(reply, status, status >= 500 ? -32603 : INVALID_REQUEST, message);
+    if (status >= 500) {
+      log.error({ err: err.message }, 'HTTP handler failed');
+      return reply.code(500).type('application/json').send(JSON.stringify(errorResponse(null, toJsonRpcError(err))));
+    }
+    rpcError(
+      reply,
+      err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? new ProxyError('BODY_TOO_LARGE', `Request body is larger than the limit of ${listen.maxBodyBytes} bytes`)
+      : err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? new ProxyError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json')
+      : new ProxyError('BAD_REQUEST', err.message),
+    );
   });
 
   app.addHook('onRequest', (req, reply, done) => {
-    if (!hostOk(req.headers.host)) return rpcError(reply, 403, INVALID_REQUEST, `Host header "${req.headers.host ?? ''}" is not allowed`);
-    if (!originOk(req.headers.origin)) return rpcError(reply, 403, INVALID_REQUEST, `Origin "${req.headers.origin}" is not allowed`);
+    if (!hostOk(req.headers.host)) return rpcError(reply, new ProxyError('FORBIDDEN', `Host header "${req.headers.host ?? ''}" is not allowed`));
+    if (!originOk(req.headers.origin)) return rpcError(reply, new ProxyError('FORBIDDEN', `Origin "${req.headers.origin}" is not allowed`));
     done();
   });
 
@@ -80,17 +84,17 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
   const sessionFor = (req: FastifyRequest, reply: FastifyReply): HttpSession | undefined => {
     const id = req.headers['mcp-session-id'];
     if (typeof id !== 'string' || id === '') {
-      rpcError(reply, 400, INVALID_REQUEST, 'Bad Request: Mcp-Session-Id header is required');
+      rpcError(reply, new ProxyError('BAD_REQUEST', 'Bad Request: Mcp-Session-Id header is required'));
       return undefined;
     }
     const session = sessions.get(id);
     if (!session) {
-      rpcError(reply, 404, -32001, 'Session not found: it ended or never existed; send initialize to start a new one');
+      rpcError(reply, new ProxyError('SESSION_NOT_FOUND', 'Session not found: it ended or never existed; send initialize to start a new one'));
       return undefined;
     }
     const version = req.headers['mcp-protocol-version'];
     if (typeof version === 'string' && !LEGACY_VERSIONS.includes(version)) {
-      rpcError(reply, 400, INVALID_REQUEST, `Bad Request: unsupported MCP-Protocol-Version "${version}" (supported: ${LEGACY_VERSIONS.join(', ')})`);
+      rpcError(reply, new ProxyError('BAD_REQUEST', `Bad Request: unsupported MCP-Protocol-Version "${version}" (supported: ${LEGACY_VERSIONS.join(', ')})`));
       return undefined;
     }
     return session;
@@ -113,9 +117,9 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     const wantsSse = accept.includes('text/event-stream') || accept.includes('*/*');
     const wantsJson = accept.includes('application/json') || accept.includes('*/*');
     if (!wantsSse && !wantsJson) {
-      return rpcError(reply, 406, INVALID_REQUEST, 'Not Acceptable: accept application/json or text/event-stream');
+      return rpcError(reply, new ProxyError('NOT_ACCEPTABLE', 'Not Acceptable: accept application/json or text/event-stream'));
     }
-    if (typeof req.body !== 'string') return rpcError(reply, 400, INVALID_REQUEST, 'Request body is empty');
+    if (typeof req.body !== 'string') return rpcError(reply, new ProxyError('BAD_REQUEST', 'Request body is empty'));
     const parsed = parsePayload(req.body);
     if (!parsed.ok) return reply.code(400).type('application/json').send(JSON.stringify(parsed.error));
     const { batch } = parsed;
@@ -128,17 +132,17 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     const init = frames.find((f) => isRequest(f.msg) && f.msg.method === 'initialize');
     let session: HttpSession | undefined;
     if (init) {
-      if (frames.length > 1) return rpcError(reply, 400, INVALID_REQUEST, 'Invalid Request: initialize must be sent alone');
-      if (req.headers['mcp-session-id']) return rpcError(reply, 400, INVALID_REQUEST, 'Invalid Request: this session is already initialized');
+      if (frames.length > 1) return rpcError(reply, new ProxyError('BAD_REQUEST', 'Invalid Request: initialize must be sent alone'));
+      if (req.headers['mcp-session-id']) return rpcError(reply, new ProxyError('BAD_REQUEST', 'Invalid Request: this session is already initialized'));
       if (sessions.size >= listen.maxSessions) {
         log.warn({ sessions: sessions.size }, 'session limit reached; refusing initialize');
-        return rpcError(reply, 503, -32000, `Too many sessions (limit ${listen.maxSessions}); try again later`);
+        return rpcError(reply, new ProxyError('TOO_MANY_SESSIONS', `Too many sessions (limit ${listen.maxSessions}); try again later`));
       }
       try {
         session = openSession();
       } catch (err) {
         log.error({ err: (err as Error).message }, 'could not open a session');
-        return rpcError(reply, 503, -32000, `Could not start a session: ${(err as Error).message}`);
+        return rpcError(reply, new ProxyError('TOO_MANY_SESSIONS', `Could not start a session: ${(err as Error).message}`));
       }
     } else {
       session = sessionFor(req, reply);
@@ -162,7 +166,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
 
   app.get(listen.path, async (req, reply) => {
     if (!String(req.headers.accept ?? '').includes('text/event-stream')) {
-      return rpcError(reply, 406, INVALID_REQUEST, 'Not Acceptable: the GET stream needs Accept: text/event-stream');
+      return rpcError(reply, new ProxyError('NOT_ACCEPTABLE', 'Not Acceptable: the GET stream needs Accept: text/event-stream'));
     }
     const session = sessionFor(req, reply);
     if (!session) return reply;
@@ -212,6 +216,7 @@ function headerVariant(frame: Frame, header: string): Frame {
   return msg === frame.msg ? frame : { msg };
 }
 
-function rpcError(reply: FastifyReply, status: number, code: number, message: string): FastifyReply {
-  return reply.code(status).type('application/json').send(JSON.stringify(errorResponse(null, { code, message })));
+/** Rejects an HTTP request before it reaches a session: the error's status and wire form. */
+function rpcError(reply: FastifyReply, err: ProxyError): FastifyReply {
+  return reply.code(err.httpStatus).type('application/json').send(JSON.stringify(errorResponse(null, toJsonRpcError(err))));
 }

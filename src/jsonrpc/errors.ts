@@ -28,6 +28,16 @@ export type ProxyErrorCode =
   | 'DUPLICATE_ID'
   | 'SHUTTING_DOWN'
   | 'TRANSFORM_FAILED'
+  // Rejections at the HTTP front, before a message reaches a session.
+  | 'BAD_REQUEST'
+  | 'NOT_ACCEPTABLE'
+  | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'FORBIDDEN'
+  | 'BODY_TOO_LARGE'
+  | 'SESSION_NOT_FOUND'
+  | 'TOO_MANY_SESSIONS'
+  // A request the proxy answers itself with invalid params (server variants: unknown variant, name or cursor).
+  | 'INVALID_PARAMS'
   // Modern-era rejections of a request (each has the code and HTTP status the revision names).
   | 'INVALID_META'
   | 'UNSUPPORTED_PROTOCOL_VERSION'
@@ -43,6 +53,8 @@ interface WireForm {
   modern: number;
   /** HTTP status when the error rejects a modern request before it reaches the upstream. */
   status: number;
+  /** An error whose `data` a specification fixes (SEP-2053's variant errors): no `data.code` added. */
+  specified?: boolean;
 }
 
 const WIRE: Record<ProxyErrorCode, WireForm> = {
@@ -57,6 +69,14 @@ const WIRE: Record<ProxyErrorCode, WireForm> = {
   DUPLICATE_ID: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 400 },
   SHUTTING_DOWN: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503 },
   TRANSFORM_FAILED: { legacy: INTERNAL_ERROR, modern: INTERNAL_ERROR, status: 200 },
+  BAD_REQUEST: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 400 },
+  NOT_ACCEPTABLE: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 406 },
+  UNSUPPORTED_MEDIA_TYPE: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 415 },
+  FORBIDDEN: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 403 },
+  BODY_TOO_LARGE: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 413 },
+  SESSION_NOT_FOUND: { legacy: REQUEST_TIMEOUT, modern: INVALID_REQUEST, status: 404 }, // -32001: what the SDKs answer for an unknown session
+  TOO_MANY_SESSIONS: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503 },
+  INVALID_PARAMS: { legacy: INVALID_PARAMS, modern: INVALID_PARAMS, status: 400, specified: true },
   INVALID_META: { legacy: INVALID_PARAMS, modern: INVALID_PARAMS, status: 400 },
   UNSUPPORTED_PROTOCOL_VERSION: { legacy: INVALID_REQUEST, modern: UNSUPPORTED_PROTOCOL_VERSION, status: 400 },
   HEADER_MISMATCH: { legacy: INVALID_REQUEST, modern: HEADER_MISMATCH, status: 400 },
@@ -77,7 +97,7 @@ export class ProxyError extends Error {
     this.name = 'ProxyError';
   }
 
-  /** The HTTP status for a modern request rejected with this error. */
+  /** The HTTP status when this error rejects a request before it reaches a session or the upstream. */
   get httpStatus(): number {
     return WIRE[this.code].status;
   }
@@ -86,7 +106,9 @@ export class ProxyError extends Error {
 /** The wire form of any error; `data.code` carries the stable string code for proxy errors. */
 export function toJsonRpcError(err: unknown, era: Era = 'legacy'): JsonRpcErrorObject {
   if (err instanceof ProxyError) {
-    return { code: WIRE[err.code][era], message: err.message, data: { code: err.code, ...err.details } };
+    const wire = WIRE[err.code];
+    if (wire.specified) return err.details ? { code: wire[era], message: err.message, data: err.details } : { code: wire[era], message: err.message };
+    return { code: wire[era], message: err.message, data: { code: err.code, ...err.details } };
   }
   return { code: INTERNAL_ERROR, message: `Internal proxy error: ${(err as Error)?.message ?? String(err)}` };
 }

@@ -7,7 +7,7 @@
  */
 import type { Logger } from 'pino';
 import type { JsonRpcErrorObject, JsonRpcNotification, JsonRpcRequest } from '../jsonrpc/message.js';
-import { INVALID_PARAMS } from '../jsonrpc/message.js';
+import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
 import { globMatcher } from '../pipeline/glob.js';
 import type { McpResult } from '../pipeline/types.js';
 import { CursorSigner } from './cursors.js';
@@ -124,12 +124,12 @@ export class VariantScope {
     const meta = req.params?._meta as Record<string, unknown> | undefined;
     const requested = meta?.[VARIANT_META_KEY];
     if (!this.catalog.enabled) {
-      return requested === undefined ? undefined : { error: { code: INVALID_PARAMS, message: 'Server variants not supported' } };
+      return requested === undefined ? undefined : invalid('Server variants not supported');
     }
     // A client that knows nothing of variants gets the upstream as it is (backward compatibility).
     if (requested === undefined && !this.declared) return undefined;
     if (requested !== undefined && (typeof requested !== 'string' || !this.offered.includes(requested))) {
-      return { error: { code: INVALID_PARAMS, message: 'Invalid server variant', data: { requestedVariant: requested, availableVariants: this.offered } } };
+      return invalid('Invalid server variant', { requestedVariant: requested, availableVariants: this.offered });
     }
     const active = this.ranked.find((v) => v.config.id === (requested ?? this.ranked[0].config.id))!;
     const id = active.config.id;
@@ -138,14 +138,14 @@ export class VariantScope {
       this.log.warn({ variant: id, replacement: active.config.deprecationInfo?.replacement }, 'client uses a deprecated variant');
     }
     const unknown = this.outsideNamespace(req, active);
-    if (unknown) return { error: { code: INVALID_PARAMS, message: unknown, data: { activeVariant: id, hint: 'This may be available in other variants' } } };
+    if (unknown) return invalid(unknown, { activeVariant: id, hint: 'This may be available in other variants' });
     let params = req.params ?? {};
     if (typeof params.cursor === 'string' && LISTS[req.method]) {
       const c = this.catalog.signer.unwrap(params.cursor, id);
       if (!c.ok && c.reason === 'variant') {
-        return { error: { code: INVALID_PARAMS, message: 'Cursor invalid for requested variant', data: { cursorVariant: c.cursorVariant, requestedVariant: id } } };
+        return invalid('Cursor invalid for requested variant', { cursorVariant: c.cursorVariant, requestedVariant: id });
       }
-      if (!c.ok) return { error: { code: INVALID_PARAMS, message: 'Invalid cursor', data: { activeVariant: id } } };
+      if (!c.ok) return invalid('Invalid cursor', { activeVariant: id });
       params = { ...params, cursor: c.cursor };
     }
     if (this.upstreamNative) {
@@ -201,6 +201,11 @@ export class VariantScope {
     if (req.method === 'completion/complete' && ref?.type === 'ref/resource' && ref.uri && !v.resources(ref.uri)) return `Unknown resource: ${ref.uri}`;
     return undefined;
   }
+}
+
+/** A request the variant rules refuse (-32602, with the SEP's data fields). */
+function invalid(message: string, data?: Record<string, unknown>): { error: JsonRpcErrorObject } {
+  return { error: toJsonRpcError(new ProxyError('INVALID_PARAMS', message, data)) };
 }
 
 function rewrite(item: Record<string, unknown>, method: string, v: VariantConfig): Record<string, unknown> {
