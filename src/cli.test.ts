@@ -13,10 +13,10 @@ describe('parseCli', () => {
   });
 
   it('reads MCP_PROXY_* variables, with flags winning', () => {
-    const env = { MCP_PROXY_UPSTREAM: 'http://127.0.0.1:1/mcp', MCP_PROXY_PORT: '7000', MCP_PROXY_STDIO: 'true', MCP_PROXY_CONFIG: 'x.yaml', MCP_PROXY_LOG_LEVEL: 'debug' };
+    const env = { MCP_PROXY_UPSTREAM: 'http://127.0.0.1:1/mcp', MCP_PROXY_PORT: '7000', MCP_PROXY_STDIO: 'true', MCP_PROXY_CONFIG: 'x.yaml', MCP_PROXY_LOG_LEVEL: 'debug', MCP_PROXY_STATE_SECRET: 'a-long-shared-secret' };
     const r = parseCli(['--port', '7001'], env);
     expect(r.configFile).toBe('x.yaml');
-    expect(r.overrides).toMatchObject({ upstream: { url: 'http://127.0.0.1:1/mcp' }, listen: { port: 7001, transport: 'stdio' }, logLevel: 'debug' });
+    expect(r.overrides).toMatchObject({ upstream: { url: 'http://127.0.0.1:1/mcp' }, listen: { port: 7001, transport: 'stdio' }, logLevel: 'debug', modern: { stateSecret: 'a-long-shared-secret' } });
   });
 
   it('recognises subcommands, help and version', () => {

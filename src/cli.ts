@@ -6,6 +6,9 @@ import { parseArgs } from 'node:util';
 
 export const HELP = `mcp-negotiate-proxy: a negotiating reverse proxy in front of an existing MCP server
 
+Legacy clients (initialize, protocol up to 2025-11-25) and modern clients (2026-07-28,
+stateless) use the same endpoint; the server behind the proxy only needs to speak legacy MCP.
+
 Usage:
   mcp-negotiate-proxy [options]                 serve (HTTP on 127.0.0.1:8080/mcp by default)
   mcp-negotiate-proxy validate --config <file>  check a config file and exit
@@ -29,6 +32,11 @@ Options:
                                                                        env: MCP_PROXY_LOG_LEVEL
   -h, --help               show this help
   -v, --version            show the version
+
+Environment only:
+  MCP_PROXY_STATE_SECRET   key protecting requestState in modern input_required rounds (at least
+                           16 characters); default: random per process, so a retry must reach
+                           the process that asked
 
 Examples:
   mcp-negotiate-proxy --upstream "npx -y @modelcontextprotocol/server-everything"
@@ -88,6 +96,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
     },
     timeouts: { requestMs: integer(pick(values['request-timeout'], 'MCP_PROXY_REQUEST_TIMEOUT'), '--request-timeout') },
     logLevel: pick(values['log-level'], 'MCP_PROXY_LOG_LEVEL'),
+    modern: { stateSecret: pick(undefined, 'MCP_PROXY_STATE_SECRET') },
   };
   const explain = command === 'explain'
     ? { features: (values.features ?? '').split(',').map((f) => f.trim()).filter(Boolean), method: values.method ?? 'tools/call', name: values.name, input: values.input }
