@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectModern, type ModernConnected } from '../helpers/modern-clients.js';
-import { commandLine, eventually, fixtureArgv, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { commandLine, eventually, fixtureArgv, freePort, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
 import { rawPost } from '../helpers/raw.js';
 
 describe('subscriptions/listen (faulty-server fixture over stdio)', () => {
@@ -105,5 +105,29 @@ describe('a modern call whose client goes away (faulty-server over stdio)', () =
     expect(res.headers.get('content-type')).toContain('text/event-stream');
     abort.abort();
     await eventually(() => cancelled().some((c) => /cancelled the request/.test(c.reason)), 5000, 'upstream cancellation');
+  });
+});
+
+describe('a Streamable HTTP upstream that restarts under modern clients', () => {
+  afterAll(stopAll);
+
+  it('initializes a new pooled session transparently when the upstream forgot the old one', async () => {
+    const V = '2026-07-28';
+    const port = await freePort();
+    let upstream = await startHttpFixture('faulty-server', {}, port);
+    const proxy = await startProxy(['--upstream', upstream.url]);
+    const echo = async (id: number, text: string) => {
+      const res = await rawPost(
+        proxy.url,
+        { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'echo', arguments: { text }, _meta: { 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': {} } } },
+        { 'mcp-protocol-version': V, 'mcp-method': 'tools/call', 'mcp-name': 'echo' },
+      );
+      return res.messages.at(-1);
+    };
+    expect((await echo(1, 'before')).result.content[0].text).toBe('before');
+    await upstream.stop('SIGKILL');
+    upstream = await startHttpFixture('faulty-server', {}, port); // a new process: the pooled session is unknown there
+    expect((await echo(2, 'after')).result.content[0].text).toBe('after');
+    await proxy.stop();
   });
 });

@@ -143,7 +143,11 @@ export class ModernCore {
     if (check && 'error' in check) return { error: check.error };
     const params = (check?.request ?? req).params ?? {};
     const name = typeof params.name === 'string' ? params.name : typeof params.uri === 'string' ? params.uri : undefined;
-    const { call, step } = params.requestState !== undefined ? await this.resume(req, ctx, reply) : await this.start(req.method, upstreamParams(params, ctx), ctx, reply);
+    let { call, step } = params.requestState !== undefined ? await this.resume(req, ctx, reply) : await this.start(req.method, upstreamParams(params, ctx), ctx, reply);
+    if (step.kind === 'done' && 'failure' in step.outcome && step.outcome.failure.code === 'UPSTREAM_SESSION_EXPIRED' && call.round === 0) {
+      // The upstream forgot the pooled session (404) without running the request: once more on a new one.
+      ({ call, step } = await this.start(req.method, upstreamParams(params, ctx), ctx, reply));
+    }
     if (step.kind === 'input') return { result: await this.inputRequired(req, call, step) };
     const { outcome } = step;
     if ('failure' in outcome) throw outcome.failure;

@@ -1,0 +1,110 @@
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { ProxyError } from '../jsonrpc/errors.js';
+import type { Frame, JsonRpcRequest } from '../jsonrpc/message.js';
+import { UpstreamPool } from './pool.js';
+import type { UpstreamConnection, UpstreamEvents } from './types.js';
+
+const log = pino({ level: 'silent' });
+
+/** An in-memory legacy server: answers initialize, echoes tools/call, can ask for input or die. */
+class FakeServer {
+  readonly received: JsonRpcRequest[] = [];
+  closed = false;
+  constructor(readonly events: UpstreamEvents, readonly number: number) {}
+  connection(): UpstreamConnection {
+    return {
+      send: (frame: Frame) => queueMicrotask(() => this.onFrame(frame)),
+      close: async () => {
+        this.die(new ProxyError('UPSTREAM_CLOSED', 'closed'));
+      },
+    };
+  }
+  die(err: ProxyError): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.events.onClose(err);
+  }
+  private onFrame(frame: Frame): void {
+    const msg = frame.msg as JsonRpcRequest;
+    if (this.closed || !('method' in msg) || msg.id === undefined) return;
+    this.received.push(msg);
+    const reply = (result: Record<string, unknown>) => this.events.onMessage({ msg: { jsonrpc: '2.0', id: msg.id, result } });
+    if (msg.method === 'initialize') return reply({ protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: `fake-${this.number}`, version: '1' }, echo: msg.params?.capabilities });
+    if (msg.method === 'tools/call') {
+      if (msg.params?.name === 'ask') {
+        this.events.onMessage({ msg: { jsonrpc: '2.0', id: 'srv-1', method: 'roots/list', params: {} } });
+        return; // answers once the roots come back (not needed here)
+      }
+      return reply({ content: [{ type: 'text', text: `from ${this.number}` }] });
+    }
+  }
+}
+
+function poolOf(max = 3) {
+  const servers: FakeServer[] = [];
+  const pool = new UpstreamPool({
+    connect: (events) => {
+      const s = new FakeServer(events, servers.length + 1);
+      servers.push(s);
+      return s.connection();
+    },
+    maxSessions: max,
+    idleMs: 60_000,
+    initializeTimeoutMs: 1000,
+    clientInfo: { name: 'test', version: '1' },
+    log,
+  });
+  return { pool, servers };
+}
+
+describe('UpstreamPool', () => {
+  it('initializes one session per capability set, shares it between requests, and remaps ids', async () => {
+    const { pool, servers } = poolOf();
+    const [a, b] = await Promise.all([pool.acquire({}), pool.acquire({})]);
+    expect(a.client).toBe(b.client);
+    const c = await pool.acquire({ sampling: {} });
+    expect(c.client).not.toBe(a.client);
+    expect(servers.map((s) => s.received[0].params?.capabilities)).toEqual([{}, { sampling: {} }]);
+    const { id, outcome } = a.client.request('tools/call', { name: 'echo' }, {}, 1000);
+    const done = await outcome;
+    expect('response' in done && done.response.id).toBe(id);
+    expect(typeof id).toBe('number');
+    [a, b, c].forEach((l) => l.release());
+    await pool.close();
+  });
+
+  it('gives an exclusive lease a session of its own, and refuses with UPSTREAM_BUSY when all are taken', async () => {
+    const { pool } = poolOf(2);
+    const first = await pool.acquire({ roots: {} }, true);
+    const second = await pool.acquire({ roots: {} }, true);
+    expect(second.client).not.toBe(first.client);
+    await expect(pool.acquire({ roots: {} }, true)).rejects.toMatchObject({ code: 'UPSTREAM_BUSY' });
+    first.release();
+    // A released session is reused; a session nobody holds may be evicted for another key.
+    expect((await pool.acquire({ roots: {} }, true)).client).toBe(first.client);
+    second.release();
+    const other = await pool.acquire({ elicitation: {} });
+    expect(other.client).not.toBe(second.client);
+    expect(second.client.closed).toBeDefined();
+    await pool.close();
+  });
+
+  it('replaces a session that died, and routes a server request to the only call in flight', async () => {
+    const { pool, servers } = poolOf();
+    const lease = await pool.acquire({});
+    const asked: string[] = [];
+    const { outcome } = lease.client.request('tools/call', { name: 'ask' }, { onServerRequest: (r) => void asked.push(r.method) }, 1000);
+    await new Promise((r) => setImmediate(r));
+    expect(asked).toEqual(['roots/list']);
+    servers[0].die(new ProxyError('UPSTREAM_CLOSED', 'crashed'));
+    const ended = await outcome;
+    expect('failure' in ended && ended.failure.code).toBe('UPSTREAM_CLOSED');
+    lease.release();
+    const next = await pool.acquire({});
+    expect(next.client).not.toBe(lease.client);
+    expect(servers).toHaveLength(2);
+    next.release();
+    await pool.close();
+  });
+});
