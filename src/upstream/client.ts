@@ -64,7 +64,7 @@ export class UpstreamClient {
   }
 
   /** Sends a request under a fresh id; the outcome never rejects. */
-  request(method: string, params: Record<string, unknown> | undefined, hooks: CallHooks, timeoutMs: number, signal?: AbortSignal): { id: JsonRpcId; outcome: Promise<CallOutcome> } {
+  request(method: string, params: Record<string, unknown> | undefined, hooks: CallHooks, timeoutMs: number): { id: JsonRpcId; outcome: Promise<CallOutcome> } {
     const id = this.nextId++;
     const outcome = new Promise<CallOutcome>((resolve) => {
       if (this.closed) return resolve({ failure: this.closed });
@@ -73,7 +73,6 @@ export class UpstreamClient {
       if (clientToken !== undefined) params = { ...params, _meta: { ...(params!._meta as object), progressToken: id } };
       this.pending.set(id, call);
       this.arm(id, call);
-      signal?.addEventListener('abort', () => this.cancel(id, 'The client cancelled the request', new ProxyError('CLIENT_GONE', 'The client cancelled the request')), { once: true });
       this.connection.send({ msg: { jsonrpc: '2.0', id, method, params } });
     });
     return { id, outcome };
@@ -119,10 +118,11 @@ export class UpstreamClient {
       this.opts.initializeTimeoutMs,
     );
     const done = await outcome;
-    if ('failure' in done) throw done.failure;
-    const res = done.response;
-    if (res.error) {
-      const err = new ProxyError('UPSTREAM_START_FAILED', `The upstream refused initialize: ${res.error.message}`, { upstreamError: res.error });
+    const res = 'response' in done ? done.response : undefined;
+    if (!res || res.error) {
+      // A session that never initialized is of no use: close it, so that a pool drops it.
+      const err = res ? new ProxyError('UPSTREAM_START_FAILED', `The upstream refused initialize: ${res.error!.message}`, { upstreamError: res.error }) : (done as { failure: ProxyError }).failure;
+      this.onClose(err);
       void this.connection.close();
       throw err;
     }

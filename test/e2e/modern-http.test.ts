@@ -177,6 +177,16 @@ describe('modern requests on the HTTP endpoint (conformance fixture over stdio)'
     expect((await send(modern(74, 'tools/list'))).status).toBe(200);
   });
 
+  it('answers a retry sent twice at once exactly once; the other copy is refused, neither hangs', async () => {
+    const params = { name: 'test_elicitation', arguments: { message: 'twice?' } };
+    const first = (await send(modern(90, 'tools/call', params, FULL_CAPS))).messages[0].result;
+    const key = Object.keys(first.inputRequests)[0];
+    const retry = (id: number) => send(modern(id, 'tools/call', { ...params, inputResponses: { [key]: { action: 'accept', content: { username: 'u', email: 'e@example.com' } } }, requestState: first.requestState }, FULL_CAPS));
+    const answers = (await Promise.all([retry(91), retry(92)])).map((r) => r.messages.at(-1));
+    expect(answers.filter((a) => a.result?.resultType === 'complete')).toHaveLength(1);
+    expect(answers.filter((a) => a.error?.data?.code === 'INVALID_REQUEST_STATE')).toHaveLength(1);
+  });
+
   it('answers -32021 with requiredCapabilities when the upstream needs input the request did not declare', async () => {
     const res = await send(modern(80, 'tools/call', { name: 'test_input_two_rounds', arguments: {} }, { sampling: {} }));
     expect(res.messages[0].error).toMatchObject({ code: -32021, data: { requiredCapabilities: { elicitation: { form: {} } } } });

@@ -205,7 +205,7 @@ export class ModernCore {
       throw new ProxyError('INVALID_REQUEST_STATE', 'requestState is not valid for this request: it was altered, belongs to another request, or was issued by another proxy instance');
     }
     const call = this.parked.get(state.call);
-    if (!call || call.round !== state.round) {
+    if (!call || call.round !== state.round || !call.awaitingInput) {
       throw new ProxyError('INVALID_REQUEST_STATE', 'No call is waiting for this requestState (it finished, timed out, or was answered already): send the request again without requestState');
     }
     const responses = params.inputResponses;

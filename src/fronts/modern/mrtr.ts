@@ -71,6 +71,11 @@ export class BridgedCall {
     void call.outcome.then((o) => this.finish(o));
   }
 
+  /** Parked, waiting for the retry that answers round `round` (a retry already under way does not count). */
+  get awaitingInput(): boolean {
+    return this.parked;
+  }
+
   /** The next step of the call: input the client must give, or the upstream's outcome. */
   next(): Promise<CallStep> {
     return new Promise((resolve) => {
