@@ -11,6 +11,9 @@ const SSE_HEADERS = {
   'x-accel-buffering': 'no',
 };
 
+/** An SSE comment this often on a streaming POST reply. */
+const KEEPALIVE_MS = 25_000;
+
 /** One JSON-RPC message as an SSE `message` event. */
 function sseEvent(json: string): string {
   // Multi-line JSON (pretty-printed by an upstream) needs one `data:` field per line.
@@ -68,6 +71,7 @@ export class PostReply {
     private readonly batch: boolean,
     streamAfterMs: number,
   ) {
+    res.once('close', () => clearTimeout(this.timer));
     if (mode === 'sse' || (mode === 'auto' && batch)) this.startStream();
     else if (mode === 'auto') this.timer = setTimeout(() => this.startStream(), streamAfterMs);
   }
@@ -82,7 +86,7 @@ export class PostReply {
   }
 
   /** An SSE comment on a streaming reply: keeps proxies from timing it out, reveals a dead socket. */
-  ping(): void {
+  private ping(): void {
     if (this.streaming && this.isOpen) this.res.write(': ping\n\n');
   }
 
@@ -120,10 +124,7 @@ export class PostReply {
   }
 
   onClose(fn: () => void): void {
-    this.res.once('close', () => {
-      clearTimeout(this.timer);
-      fn();
-    });
+    this.res.once('close', fn);
   }
 
   private startStream(): void {
@@ -132,6 +133,9 @@ export class PostReply {
     this.streaming = true;
     this.res.writeHead(200, { ...SSE_HEADERS, ...this.headers });
     this.res.flushHeaders();
+    // A long call or a listen stream stays open through proxies that time out quiet connections.
+    this.timer = setInterval(() => this.ping(), KEEPALIVE_MS);
+    this.timer.unref();
   }
 
   private finishJson(body: string, status = 200): void {

@@ -46,8 +46,6 @@ export interface ModernReply {
   answer(res: JsonRpcResponse): void;
   /** Fires when the client is gone or cancelled the request. */
   cancellation: Cancellation;
-  /** Keeps a long stream open through proxies (an SSE comment). */
-  keepAlive?(): void;
 }
 
 /** A one-shot cancellation signal; an AbortController per request would cost more than the rest of it. */

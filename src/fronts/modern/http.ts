@@ -54,7 +54,6 @@ export function serveModernPost(core: ModernCore, req: FastifyRequest, reply: Fa
     notify: (n) => {
       if (channel.canStream) channel.send(JSON.stringify(n), false);
     },
-    keepAlive: () => channel.ping(),
     answer: (res) => {
       answered = true;
       // A missing capability found during the call is still a rejection of the request (400).

@@ -19,7 +19,6 @@ const KINDS = {
 } as const;
 type Kind = keyof typeof KINDS;
 const MAX_URIS = 100;
-const KEEPALIVE_MS = 25_000;
 
 interface Listener {
   id: JsonRpcId;
@@ -66,10 +65,7 @@ export class ListenHub {
     this.listeners.add(listener);
     for (const uri of listener.uris) this.count(lease, uri, +1);
     this.log.debug({ listeners: this.listeners.size, notifications: honoured }, 'listen stream opened');
-    const timer = setInterval(() => reply.keepAlive?.(), KEEPALIVE_MS);
-    timer.unref();
     await new Promise<void>((resolve) => reply.cancellation.onCancel(resolve));
-    clearInterval(timer);
     this.listeners.delete(listener);
     for (const uri of listener.uris) this.count(lease, uri, -1);
     lease.release();
