@@ -39,7 +39,7 @@ describe('modern requests on the HTTP endpoint (conformance fixture over stdio)'
   beforeAll(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'modern-http-'));
     const config = join(dir, 'proxy.yaml');
-    writeFileSync(config, `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('conformance-server')))}\nmodern:\n  inputTimeoutMs: 1500\n  cache:\n    tools/list: { ttlMs: 60000, cacheScope: public }\n`);
+    writeFileSync(config, `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('conformance-server')))}\nmodern:\n  inputTimeoutMs: 1500\n  cache:\n    tools/list: { ttlMs: 60000, cacheScope: public }\n    resources/read: { ttlMs: 30000, cacheScope: public }\n`);
     proxy = await startProxy(['--config', config]);
     url = proxy.url;
   }, 30_000);
@@ -94,7 +94,13 @@ describe('modern requests on the HTTP endpoint (conformance fixture over stdio)'
     const list = (await send(modern(41, 'tools/list'))).messages[0].result;
     expect(list).toMatchObject({ resultType: 'complete', ttlMs: 60000, cacheScope: 'public' });
     const read = (await send(modern(42, 'resources/read', { uri: 'test://static-text' }))).messages[0].result;
-    expect(read).toMatchObject({ resultType: 'complete', ttlMs: 0, cacheScope: 'private' });
+    expect(read).toMatchObject({ resultType: 'complete', ttlMs: 30000, cacheScope: 'public' });
+    // A read that needed the client's input is never cacheable.
+    const asked = (await send(modern(44, 'resources/read', { uri: 'test://needs-roots' }, FULL_CAPS))).messages[0].result;
+    expect(asked).toMatchObject({ resultType: 'input_required', inputRequests: { client_roots: { method: 'roots/list' } } });
+    expect(asked.ttlMs).toBeUndefined();
+    const answered = (await send(modern(45, 'resources/read', { uri: 'test://needs-roots', inputResponses: { client_roots: { roots: [{ uri: 'file:///r' }] } }, requestState: asked.requestState }, FULL_CAPS))).messages[0].result;
+    expect(answered).toMatchObject({ resultType: 'complete', ttlMs: 0, cacheScope: 'private', contents: [{ text: 'roots: file:///r' }] });
     const discover = (await send(modern(43, 'server/discover'))).messages[0].result;
     expect(discover).toMatchObject({ resultType: 'complete', supportedVersions: [V, '2025-11-25'], ttlMs: 0, cacheScope: 'private' });
     expect(discover.capabilities.extensions['io.modelcontextprotocol/content-negotiation']).toEqual({});

@@ -67,6 +67,8 @@ export class Cancellation {
   }
 }
 
+const NEVER_CACHE: CacheHint = { ttlMs: 0, cacheScope: 'private' };
+
 interface StateBinding {
   method: string;
   digest: string;
@@ -156,7 +158,7 @@ export class ModernCore {
     }
     if (req.method === 'tools/list') this.learnToolHeaders(res.result);
     const shaped = (await negotiation.shape(req.method, name, res.result ?? {}, check?.scope)) ?? res.result ?? {};
-    return { result: this.complete(req.method, shaped, server) };
+    return { result: this.complete(req.method, shaped, server, call.round > 0) };
   }
 
   private async start(method: string, params: Record<string, unknown>, ctx: ModernContext, reply: ModernReply): Promise<{ call: BridgedCall; step: CallStep }> {
@@ -225,10 +227,11 @@ export class ModernCore {
   }
 
   /** A complete result as the revision wants it: resultType, cache hints where cacheable, serverInfo. */
-  private complete(method: string, result: McpResult, server: McpResult): McpResult {
+  private complete(method: string, result: McpResult, server: McpResult, afterInput = false): McpResult {
     const out: McpResult = { ...result, resultType: 'complete', _meta: { ...(result._meta as object), [META.serverInfo]: server.serverInfo } };
     if (CACHEABLE_METHODS.has(method)) {
-      const hint = this.opts.cache[method] ?? this.opts.cache.default;
+      // What a client's input shaped is never served to anyone again from a cache.
+      const hint = afterInput ? NEVER_CACHE : (this.opts.cache[method] ?? this.opts.cache.default);
       out.ttlMs = hint.ttlMs;
       out.cacheScope = hint.cacheScope;
     }
