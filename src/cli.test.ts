@@ -8,8 +8,15 @@ describe('parseCli', () => {
     expect(r.overrides).toMatchObject({ upstream: { command: 'node server.js' }, listen: { transport: 'stdio', port: 9000 }, timeouts: { requestMs: 500 } });
   });
 
+  it('passes --env NAME=VALUE and --env NAME (the proxy\'s own value) to a stdio upstream, and refuses what it cannot pass', () => {
+    const r = parseCli(['--env', 'A=1=2', '--env', 'TOKEN'], { TOKEN: 'secret' });
+    expect(r.overrides.upstream).toEqual({ env: { A: '1=2', TOKEN: 'secret' } });
+    expect(() => parseCli(['--env', 'MISSING'], {})).toThrow(/no variable MISSING/);
+    expect(() => parseCli(['--env', '=x'], {})).toThrow(/NAME or NAME=VALUE/);
+  });
+
   it('treats http(s) URLs as HTTP upstreams', () => {
-    expect(parseCli(['--upstream', 'HTTPS://example.test/mcp'], {}).overrides.upstream).toEqual({ url: 'HTTPS://example.test/mcp' });
+    expect(parseCli(['--upstream', 'HTTPS://example.test/mcp'], {}).overrides.upstream).toMatchObject({ url: 'HTTPS://example.test/mcp' });
   });
 
   it('reads MCP_PROXY_* variables, with flags winning', () => {

@@ -27,6 +27,9 @@ Options:
   --host <addr>            interface to bind (default 127.0.0.1)       env: MCP_PROXY_HOST
   --port <n>               port to listen on (default 8080, 0 = any)   env: MCP_PROXY_PORT
   --config <file>          YAML config file (see config/default.yaml)  env: MCP_PROXY_CONFIG
+  --env <NAME[=VALUE]>     set a variable for a stdio upstream (repeatable); NAME alone passes
+                           the proxy's own value. Upstreams otherwise get only PATH, HOME, USER,
+                           SHELL, TERM and LOGNAME (see upstream.inheritEnv)
   --request-timeout <ms>   per-request upstream timeout (default 60000) env: MCP_PROXY_REQUEST_TIMEOUT
   --log-level <level>      fatal|error|warn|info|debug|trace|silent (default info; logs go to stderr)
                                                                        env: MCP_PROXY_LOG_LEVEL
@@ -68,6 +71,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
         host: { type: 'string' },
         port: { type: 'string' },
         config: { type: 'string' },
+        env: { type: 'string', multiple: true },
         'request-timeout': { type: 'string' },
         'log-level': { type: 'string' },
         features: { type: 'string' },
@@ -88,7 +92,10 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
   const upstream = pick(values.upstream, 'MCP_PROXY_UPSTREAM');
   const stdio = values.stdio ?? truthy(env.MCP_PROXY_STDIO);
   const overrides: Record<string, unknown> = {
-    upstream: upstream === undefined ? undefined : /^https?:\/\//i.test(upstream) ? { url: upstream } : { command: upstream },
+    upstream: {
+      ...(upstream === undefined ? {} : /^https?:\/\//i.test(upstream) ? { url: upstream } : { command: upstream }),
+      env: values.env && upstreamEnv(values.env, env),
+    },
     listen: {
       transport: stdio ? 'stdio' : undefined,
       host: pick(values.host, 'MCP_PROXY_HOST'),
@@ -111,6 +118,20 @@ function positionalCommand(positionals: string[]): CliCommand {
     throw new UsageError(`Unexpected argument "${positionals.join(' ')}". Did you mean --upstream "${positionals.join(' ')}"?\nRun with --help for the options.`);
   }
   return first as CliCommand;
+}
+
+/** `--env NAME=VALUE` or `--env NAME` (the proxy's own value, like `docker run -e`). */
+function upstreamEnv(entries: string[], env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const entry of entries) {
+    const eq = entry.indexOf('=');
+    const name = eq < 0 ? entry : entry.slice(0, eq);
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new UsageError(`--env needs NAME or NAME=VALUE, got "${entry}"`);
+    const value = eq < 0 ? env[name] : entry.slice(eq + 1);
+    if (value === undefined) throw new UsageError(`--env ${name}: the proxy has no variable ${name} to pass on; use --env ${name}=VALUE`);
+    out[name] = value;
+  }
+  return out;
 }
 
 function integer(value: string | undefined, flag: string): number | undefined {

@@ -17,7 +17,11 @@ export const upstreamSchema = z
       .optional()
       .describe('Command that starts a stdio upstream: a string split like a shell would ("node server.js --flag"), or an argv array.'),
     args: z.array(z.string()).default([]).describe('Extra arguments appended to `command`.'),
-    env: z.record(z.string(), z.string()).default({}).describe('Extra environment variables for a stdio upstream.'),
+    env: z.record(z.string(), z.string()).default({}).describe('Environment variables for a stdio upstream, beside the minimal set it always gets (PATH, HOME, USER, SHELL, TERM, LOGNAME); values may use ${ENV_VAR}.'),
+    inheritEnv: z
+      .boolean()
+      .default(false)
+      .describe("Give a stdio upstream the proxy's whole environment (its secrets included). Off: only the minimal set plus `env`."),
     cwd: z.string().optional().describe('Working directory of a stdio upstream.'),
     headers: headerMap.default({}),
   })
@@ -132,7 +136,7 @@ export const modernSchema = z
 
 export const configSchema = z
   .object({
-    upstream: upstreamSchema.default({ args: [], env: {}, headers: {} }),
+    upstream: upstreamSchema.default({ args: [], env: {}, inheritEnv: false, headers: {} }),
     listen: listenSchema.default({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4 * 1024 * 1024, responseMode: 'auto', maxSessions: 1000 }),
     timeouts: timeoutsSchema.default({ requestMs: 60_000, initializeMs: 120_000, sessionIdleMs: 10 * 60_000, shutdownGraceMs: 2_000 }),
     contentNegotiation: negotiationSchema.default({ enabled: true, useDefaultRules: true, rules: [], plugins: [], limits: SHAPING_LIMITS }),

@@ -8,7 +8,7 @@ export function resolveUpstream(config: UpstreamConfig, demoEntry: string): Upst
   if (config.command) {
     const argv = typeof config.command === 'string' ? splitCommand(config.command) : config.command;
     if (argv.length === 0) throw new Error('upstream.command is empty');
-    return { kind: 'stdio', command: argv[0], args: [...argv.slice(1), ...config.args], env: config.env, cwd: config.cwd };
+    return { kind: 'stdio', command: argv[0], args: [...argv.slice(1), ...config.args], env: config.env, inheritEnv: config.inheritEnv, cwd: config.cwd };
   }
   return { kind: 'stdio', command: process.execPath, args: [demoEntry], env: config.env };
 }

@@ -5,6 +5,7 @@
  * whatever it spawned too.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Logger } from 'pino';
 import { ProxyError } from '../jsonrpc/errors.js';
 import { parsePayload, serialize, type Frame } from '../jsonrpc/message.js';
@@ -28,7 +29,8 @@ export function createStdioUpstream(
 ): UpstreamConnection {
   const child = spawn(spec.command, spec.args, {
     cwd: spec.cwd,
-    env: { ...process.env, ...spec.env },
+    // The proxy's own secrets (cloud keys, tokens, the state secret) stay with the proxy.
+    env: { ...(spec.inheritEnv ? process.env : getDefaultEnvironment()), ...spec.env },
     stdio: ['pipe', 'pipe', 'pipe'],
     detached: true,
   });

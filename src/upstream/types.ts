@@ -27,6 +27,8 @@ export interface StdioUpstreamSpec {
   command: string;
   args: string[];
   env?: Record<string, string>;
+  /** Pass the proxy's whole environment; otherwise only a minimal set plus `env`. */
+  inheritEnv?: boolean;
   cwd?: string;
 }
 export interface HttpUpstreamSpec {

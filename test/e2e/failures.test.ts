@@ -200,7 +200,8 @@ describe('upstream start failures', () => {
   });
 
   it('answers initialize with an error when the upstream dies at start', async () => {
-    const proxy = await startProxy(['--upstream', FAULTY], { FAULTY_START: 'crash' });
+    const config = writeConfig('crash.yaml', ['upstream:', `  command: ${JSON.stringify(FAULTY)}`, '  env:', '    FAULTY_START: crash'].join('\n'));
+    const proxy = await startProxy(['--config', config]);
     const reply = await rawPost(proxy.url, INIT);
     expect(reply.messages[0]).toMatchObject({ id: 0, error: { data: { code: 'UPSTREAM_CLOSED', exitCode: 2 } } });
     await eventually(() => proxy.stderr().includes('boom'), 5000, 'the upstream stderr tail in the log');

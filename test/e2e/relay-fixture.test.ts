@@ -39,7 +39,7 @@ describe.each(COMBOS)('faulty fixture, $front front ← $upstream upstream', ({ 
       ref = { url: a.url };
       arg = b.url;
     }
-    [direct, proxied] = await Promise.all([connectDirect(ref), connectViaProxy(front, arg, ['--request-timeout', '20000'], env)]);
+    [direct, proxied] = await Promise.all([connectDirect(ref), connectViaProxy(front, arg, ['--request-timeout', '20000', '--env', 'FAULTY_LOG'], env)]);
   }, 60_000);
 
   afterAll(async () => {
