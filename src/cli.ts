@@ -37,9 +37,14 @@ Options:
   -v, --version            show the version
 
 Environment only:
-  MCP_PROXY_STATE_SECRET   key protecting requestState in modern input_required rounds (at least
-                           16 characters); default: random per process, so a retry must reach
-                           the process that asked
+  MCP_PROXY_SECRET         secret shared by replicas (at least 32 characters): seals session ids
+                           and requestState so any replica serves any client; default: random
+                           per process, so sessions and retries must reach the process that
+                           issued them                                 (replicas.secret)
+  MCP_PROXY_PREVIOUS_SECRETS  comma-separated secrets still accepted after a rotation
+  MCP_PROXY_REPLICA_ID     this replica's name (default: host name and process id)
+  MCP_PROXY_REPLICA_URL    this replica's URL as other replicas reach it (forwarded retries)
+  MCP_PROXY_STATE_SECRET   older name of MCP_PROXY_SECRET
 
 Examples:
   mcp-negotiate-proxy --upstream "npx -y @modelcontextprotocol/server-everything"
@@ -104,6 +109,12 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
     timeouts: { requestMs: integer(pick(values['request-timeout'], 'MCP_PROXY_REQUEST_TIMEOUT'), '--request-timeout') },
     logLevel: pick(values['log-level'], 'MCP_PROXY_LOG_LEVEL'),
     modern: { stateSecret: pick(undefined, 'MCP_PROXY_STATE_SECRET') },
+    replicas: {
+      id: pick(undefined, 'MCP_PROXY_REPLICA_ID'),
+      secret: pick(undefined, 'MCP_PROXY_SECRET'),
+      previousSecrets: pick(undefined, 'MCP_PROXY_PREVIOUS_SECRETS')?.split(',').map((s) => s.trim()).filter(Boolean),
+      url: pick(undefined, 'MCP_PROXY_REPLICA_URL'),
+    },
   };
   const explain = command === 'explain'
     ? { features: (values.features ?? '').split(',').map((f) => f.trim()).filter(Boolean), method: values.method ?? 'tools/call', name: values.name, input: values.input }

@@ -4,6 +4,7 @@
  * session and reaps every child process.
  */
 import type { ChildProcess } from 'node:child_process';
+import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
@@ -19,6 +20,7 @@ import { PROXY_VERSION } from './version.js';
 import { Negotiation } from './negotiation/session.js';
 import { VariantCatalog } from './negotiation/variant-scope.js';
 import type { CompiledRule } from './pipeline/rules.js';
+import { Sealer } from './sealing/sealer.js';
 import { RelaySession, type ClientSink } from './relay/session.js';
 import { createHttpUpstream } from './upstream/http.js';
 import { UpstreamPool } from './upstream/pool.js';
@@ -85,7 +87,10 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const counters = metrics.counters;
   const variants = new VariantCatalog(config.serverVariants);
   const unshapedNotices = new Set<string>();
-  const modern = config.modern.enabled ? createModernCore(config, spec.kind === 'stdio', (events, poolLog) => connect(events, poolLog), { rules, variants, counters, unshapedNotices, log }) : undefined;
+  const secret = config.replicas.secret ?? config.modern.stateSecret;
+  const sealer = new Sealer(secret ? [secret, ...config.replicas.previousSecrets] : []);
+  const replicaId = config.replicas.id ?? `${hostname()}:${process.pid}`;
+  const modern = config.modern.enabled ? createModernCore(config, spec.kind === 'stdio', (events, poolLog) => connect(events, poolLog), { rules, variants, counters, unshapedNotices, sealer, replicaId, log }) : undefined;
   const openSession = (sink: ClientSink, sessionLog: Logger) => {
     counters.sessionsStarted++;
     return new RelaySession((events) => connect(events, sessionLog), sink, {
@@ -154,7 +159,7 @@ function createModernCore(
   config: Config,
   stdioUpstream: boolean,
   connect: (events: UpstreamEvents, log: Logger) => UpstreamConnection,
-  shared: { rules: CompiledRule[]; variants: VariantCatalog; counters: Metrics['counters']; unshapedNotices: Set<string>; log: Logger },
+  shared: { rules: CompiledRule[]; variants: VariantCatalog; counters: Metrics['counters']; unshapedNotices: Set<string>; sealer: Sealer; replicaId: string; log: Logger },
 ): { core: ModernCore; pool: UpstreamPool } {
   const log = shared.log.child({ era: 'modern' });
   let hub: ListenHub | undefined;
@@ -175,7 +180,8 @@ function createModernCore(
     negotiation: { ...shared, limits: config.contentNegotiation.limits, outputSchemas: new Map(), log },
     requestTimeoutMs: config.timeouts.requestMs,
     inputTimeoutMs: config.modern.inputTimeoutMs,
-    stateSecret: config.modern.stateSecret,
+    sealer: shared.sealer,
+    replicaId: shared.replicaId,
     cache: config.modern.cache as ModernCoreOptions['cache'],
     listen: (req, ctx, reply) => listen.listen(req, ctx, reply),
     log,

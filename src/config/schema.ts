@@ -112,7 +112,7 @@ export const modernSchema = z
       .string()
       .min(16)
       .optional()
-      .describe('Key that protects requestState in input_required results (e.g. ${MCP_PROXY_STATE_SECRET}); random per process when unset, so a retry must reach the same process.'),
+      .describe('Older name of `replicas.secret`, used when that is unset (e.g. ${MCP_PROXY_STATE_SECRET}).'),
     inputTimeoutMs: z.number().int().positive().default(MODERN_DEFAULTS.inputTimeoutMs).describe('How long a call waits for the client to supply requested input (the retry) before it is cancelled upstream.'),
     pool: z
       .object({
@@ -134,6 +134,30 @@ export const modernSchema = z
   .strict()
   .describe('The modern protocol era (2026-07-28): stateless requests, server/discover, input_required rounds.');
 
+export const replicasSchema = z
+  .object({
+    id: z
+      .string()
+      .regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'letters, digits, "_", ".", ":" and "-", at most 64')
+      .optional()
+      .describe("This replica's name in session tokens and messages (e.g. ${HOSTNAME}). Default: the host name and process id."),
+    secret: z
+      .string()
+      .min(32, 'at least 32 characters (e.g. openssl rand -base64 32)')
+      .optional()
+      .describe('Secret shared by every replica (e.g. ${MCP_PROXY_SECRET}): seals session ids and requestState, so any replica serves any client. Unset: a random key per process; tokens then die with it.'),
+    previousSecrets: z
+      .array(z.string().min(32))
+      .default([])
+      .describe('Secrets that still open tokens sealed before a rotation (never used to seal). Drop them once the longest session has ended.'),
+    url: z
+      .url({ protocol: /^https?$/ })
+      .optional()
+      .describe("This replica's own MCP URL as other replicas reach it (e.g. http://10.0.0.5:8080/mcp): a modern retry that lands elsewhere is forwarded here. Unset: such a retry gets a clear error."),
+  })
+  .strict()
+  .describe('Running several replicas behind a load balancer; they share only `secret`.');
+
 export const configSchema = z
   .object({
     upstream: upstreamSchema.default({ args: [], env: {}, inheritEnv: false, headers: {} }),
@@ -141,6 +165,7 @@ export const configSchema = z
     timeouts: timeoutsSchema.default({ requestMs: 60_000, initializeMs: 120_000, sessionIdleMs: 10 * 60_000, shutdownGraceMs: 2_000 }),
     contentNegotiation: negotiationSchema.default({ enabled: true, useDefaultRules: true, rules: [], plugins: [], limits: SHAPING_LIMITS }),
     modern: modernSchema.default(MODERN_DEFAULTS),
+    replicas: replicasSchema.default({ previousSecrets: [] }),
     serverVariants: serverVariantsSchema.default({ variants: [], maxAdvertised: 5, mergeUpstream: true }).describe('Server variants (SEP-2053): ranked views of the upstream.'),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level (logs always go to stderr).'),
   })

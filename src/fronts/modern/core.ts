@@ -6,8 +6,7 @@
  * the same variant and content-negotiation filters as legacy sessions, then adds what the
  * revision requires (`resultType`, cache hints, serverInfo).
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { createRequestStateCodec, type RequestStateCodec, type ServerContext } from '@modelcontextprotocol/server';
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { canonicalJson } from '../../jsonrpc/canonical.js';
 import { modernUpstreamError, ProxyError, toJsonRpcError, type ProxyErrorCode } from '../../jsonrpc/errors.js';
@@ -15,6 +14,7 @@ import { errorResponse, type JsonRpcNotification, type JsonRpcRequest, type Json
 import { CACHEABLE_METHODS, INPUT_METHODS, LOG_LEVELS, META, MODERN_METHODS, MODERN_VERSIONS, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/modern.js';
 import { Negotiation, type NegotiationSetup } from '../../negotiation/session.js';
 import type { McpResult } from '../../pipeline/types.js';
+import type { Sealer } from '../../sealing/sealer.js';
 import type { UpstreamPool } from '../../upstream/pool.js';
 import { paramHeadersOf } from './headers.js';
 import { BridgedCall, type CallStep } from './mrtr.js';
@@ -30,8 +30,10 @@ export interface ModernCoreOptions {
   requestTimeoutMs: number;
   /** How long a call parked for client input waits for the retry. */
   inputTimeoutMs: number;
-  /** Key for `requestState` integrity (≥ 32 bytes after hashing; random per process when unset). */
-  stateSecret?: string;
+  /** Seals `requestState` (shared by replicas when they share a secret). */
+  sealer: Sealer;
+  /** This replica's name, sealed into requestState so another replica can say where the call waits. */
+  replicaId: string;
   /** Cache hints per method; `default` for the others. */
   cache: Record<string, CacheHint> & { default: CacheHint };
   /** Handles `subscriptions/listen` (src/fronts/modern/listen.ts). */
@@ -69,27 +71,25 @@ export class Cancellation {
 
 const NEVER_CACHE: CacheHint = { ttlMs: 0, cacheScope: 'private' };
 
-interface StateBinding {
+/** What a requestState holds: the parked call, the round it answers, what it is bound to, and where it waits. */
+interface RequestState {
+  call: string;
+  round: number;
+  /** The request's method and a digest of its arguments: a state fits only the request that got it. */
   method: string;
   digest: string;
+  /** Expiry, ms since the epoch. */
+  exp: number;
+  replica: string;
 }
 
 export class ModernCore {
   private readonly parked = new Map<string, BridgedCall>();
   /** Tools that mirror arguments into headers (x-mcp-header), learnt from tools/list results. */
   private readonly toolHeaders = new Map<string, Map<string, string>>();
-  private readonly codec: RequestStateCodec<{ call: string; round: number }>;
   private nextCall = 1;
 
-  constructor(private readonly opts: ModernCoreOptions) {
-    const key = opts.stateSecret ? createHash('sha256').update(opts.stateSecret).digest() : randomBytes(32);
-    this.codec = createRequestStateCodec({
-      key,
-      ttlSeconds: Math.ceil(opts.inputTimeoutMs / 1000),
-      // The SDK types the binding as its own request context; the proxy binds its own fields.
-      bind: (ctx) => bindingText(ctx as unknown as StateBinding),
-    }) as RequestStateCodec<{ call: string; round: number }>;
-  }
+  constructor(private readonly opts: ModernCoreOptions) {}
 
   /** Mcp-Param-* header → argument for a tools/call, from the tool's listed input schema. */
   paramHeaders(req: JsonRpcRequest): Map<string, string> | undefined {
@@ -189,20 +189,22 @@ export class ModernCore {
 
   /** Parks the call and tells the client what it must supply, with the state that resumes it. */
   private async inputRequired(req: JsonRpcRequest, call: BridgedCall, step: Extract<CallStep, { kind: 'input' }>): Promise<McpResult> {
-    const requestState = await this.codec.mint({ call: call.key, round: call.round }, binding(req) as unknown as ServerContext);
+    const state: RequestState = { call: call.key, round: call.round, ...binding(req), exp: Date.now() + this.opts.inputTimeoutMs, replica: this.opts.replicaId };
+    const requestState = this.opts.sealer.seal('requestState', state);
     return { resultType: 'input_required', inputRequests: step.inputRequests, requestState };
   }
 
   private async resume(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<{ call: BridgedCall; step: CallStep }> {
     const params = req.params!;
     if (typeof params.requestState !== 'string') throw new ProxyError('INVALID_REQUEST_STATE', 'Invalid params: requestState must be the string the server sent');
-    let state: { call: string; round: number };
-    try {
-      state = await this.codec.verify(params.requestState, binding(req) as unknown as ServerContext);
-    } catch (err) {
-      const why = (err as Error).message;
-      if (why === 'expired') throw new ProxyError('INVALID_REQUEST_STATE', 'requestState has expired: send the request again without requestState and inputResponses');
-      throw new ProxyError('INVALID_REQUEST_STATE', 'requestState is not valid for this request: it was altered, belongs to another request, or was issued by another proxy instance');
+    const state = this.opts.sealer.open<RequestState>('requestState', params.requestState);
+    const bound = binding(req);
+    if (!state || state.method !== bound.method || state.digest !== bound.digest) {
+      throw new ProxyError('INVALID_REQUEST_STATE', 'requestState is not valid for this request: it was altered, belongs to another request, or was issued by a proxy with another secret');
+    }
+    if (!(state.exp > Date.now())) throw new ProxyError('INVALID_REQUEST_STATE', 'requestState has expired: send the request again without requestState and inputResponses');
+    if (state.replica !== this.opts.replicaId) {
+      throw new ProxyError('INVALID_REQUEST_STATE', `The call this requestState resumes waits on replica "${state.replica}", not this one: route retries to it, or send the request again without requestState`);
     }
     const call = this.parked.get(state.call);
     if (!call || call.round !== state.round || !call.awaitingInput) {
@@ -256,13 +258,9 @@ function upstreamCapabilities(declared: Record<string, any>): Record<string, unk
 }
 
 /** What a requestState is bound to: the method and a digest of its arguments. */
-function binding(req: JsonRpcRequest): StateBinding {
+function binding(req: JsonRpcRequest): { method: string; digest: string } {
   const { _meta: _m, inputResponses: _i, requestState: _r, ...rest } = req.params ?? {};
   return { method: req.method, digest: createHash('sha256').update(canonicalJson(rest)).digest('base64url') };
-}
-
-function bindingText(b: StateBinding): string {
-  return `${b.method}\n${b.digest}`;
 }
 
 /** Progress always; `notifications/message` only at or above the request's log level (none without one). */

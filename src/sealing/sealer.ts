@@ -1,0 +1,67 @@
+/**
+ * Sealed tokens: small JSON payloads encrypted and authenticated with AES-256-GCM, so that any
+ * replica holding the secret can read what another replica wrote and nobody else can read or
+ * alter it. Each token names its key (a short id derived from the secret), so secrets rotate:
+ * the first secret seals, every listed secret opens. The purpose is bound as associated data,
+ * so a session token is never accepted as a requestState or the other way round.
+ *
+ * Token: `<keyId>.<base64url(iv ‖ ciphertext ‖ tag)>`.
+ */
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+/** Tokens travel in headers: anything longer was not written by a sealer. */
+const MAX_TOKEN_CHARS = 8192;
+
+export type SealPurpose = 'session' | 'requestState';
+
+interface SealKey {
+  id: string;
+  key: Buffer;
+}
+
+export class Sealer {
+  private readonly keys: SealKey[];
+  /** Whether other processes can open these tokens (a configured secret, not a random key). */
+  readonly shared: boolean;
+
+  /** `secrets[0]` seals; all open. With none, a random key: tokens only this process can open. */
+  constructor(secrets: string[]) {
+    this.shared = secrets.length > 0;
+    const material = secrets.length > 0 ? secrets.map((s) => Buffer.from(s, 'utf8')) : [randomBytes(32)];
+    this.keys = material.map((secret) => ({
+      id: Buffer.from(hkdfSync('sha256', secret, 'mcp-negotiate-proxy', 'key-id', 6)).toString('base64url'),
+      key: Buffer.from(hkdfSync('sha256', secret, 'mcp-negotiate-proxy', 'aes-256-gcm', 32)),
+    }));
+  }
+
+  seal(purpose: SealPurpose, payload: object): string {
+    const { id, key } = this.keys[0];
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', key, iv);
+    cipher.setAAD(Buffer.from(purpose));
+    const body = Buffer.concat([iv, cipher.update(JSON.stringify(payload), 'utf8'), cipher.final(), cipher.getAuthTag()]);
+    return `${id}.${body.toString('base64url')}`;
+  }
+
+  /** The payload, or undefined for anything this sealer did not write for `purpose` (forged, altered, unknown key). */
+  open<T extends object>(purpose: SealPurpose, token: string): T | undefined {
+    if (typeof token !== 'string' || token.length > MAX_TOKEN_CHARS) return undefined;
+    const dot = token.indexOf('.');
+    const entry = dot > 0 ? this.keys.find((k) => k.id === token.slice(0, dot)) : undefined;
+    if (!entry) return undefined;
+    const body = Buffer.from(token.slice(dot + 1), 'base64url');
+    if (body.length < IV_BYTES + TAG_BYTES + 2) return undefined;
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', entry.key, body.subarray(0, IV_BYTES));
+      decipher.setAAD(Buffer.from(purpose));
+      decipher.setAuthTag(body.subarray(body.length - TAG_BYTES));
+      const plain = Buffer.concat([decipher.update(body.subarray(IV_BYTES, body.length - TAG_BYTES)), decipher.final()]);
+      const payload: unknown = JSON.parse(plain.toString('utf8'));
+      return typeof payload === 'object' && payload !== null ? (payload as T) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+}
