@@ -17,7 +17,8 @@ import { ModernCore, type ModernCoreOptions } from './fronts/modern/core.js';
 import { ListenHub } from './fronts/modern/listen.js';
 import { Metrics } from './metrics.js';
 import { PROXY_VERSION } from './version.js';
-import { Negotiation } from './negotiation/session.js';
+import { Negotiation, type NegotiationSnapshot } from './negotiation/session.js';
+import { SessionTokens, type SessionClaims } from './downstream/session-tokens.js';
 import { VariantCatalog } from './negotiation/variant-scope.js';
 import type { CompiledRule } from './pipeline/rules.js';
 import { Sealer } from './sealing/sealer.js';
@@ -26,7 +27,7 @@ import { createHttpUpstream } from './upstream/http.js';
 import { UpstreamPool } from './upstream/pool.js';
 import { describeUpstream, resolveUpstream } from './upstream/spec.js';
 import { createStdioUpstream, killGroup } from './upstream/stdio.js';
-import type { UpstreamConnection, UpstreamEvents } from './upstream/types.js';
+import type { ResumedSession, UpstreamConnection, UpstreamEvents } from './upstream/types.js';
 
 export interface GatewayDeps {
   log: Logger;
@@ -55,6 +56,11 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const spec = resolveUpstream(config.upstream, demoEntry);
   const target = describeUpstream(spec);
   const children = new Set<ChildProcess>();
+  const secret = config.replicas.secret ?? config.modern.stateSecret;
+  const sealer = new Sealer(secret ? [secret, ...config.replicas.previousSecrets] : []);
+  const replicaId = config.replicas.id ?? `${hostname()}:${process.pid}`;
+  /** Legacy sessions over an HTTP upstream go on at any replica that shares the secret. */
+  const sessionsMove = sealer.shared && spec.kind === 'http';
   // The relay's own timers decide when a request has taken too long; undici's 300 s defaults
   // would cut off long tool calls and quiet GET streams.
   const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: null, bodyTimeout: 0, headersTimeout: 0 });
@@ -65,7 +71,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const done = new Promise<ProxyError | undefined>((resolve) => (settle = resolve));
 
   /** Connects one upstream session, noting start failures and recoveries for /healthz. */
-  const connect = (events: UpstreamEvents, sessionLog: Logger): UpstreamConnection => {
+  const connect = (events: UpstreamEvents, sessionLog: Logger, resume?: ResumedSession): UpstreamConnection => {
     const watched: UpstreamEvents = {
       onMessage(frame, relatedId) {
         health.startFailure = undefined;
@@ -78,7 +84,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       },
     };
     return spec.kind === 'http'
-      ? createHttpUpstream(spec, watched, sessionLog, { dispatcher, defaultRetryMs: 1000, maxResumes: 5 })
+      ? createHttpUpstream(spec, watched, sessionLog, { dispatcher, defaultRetryMs: 1000, maxResumes: 5, resume, getFollowsClient: sessionsMove })
       : createStdioUpstream(spec, watched, sessionLog, { shutdownGraceMs: config.timeouts.shutdownGraceMs, children });
   };
 
@@ -87,19 +93,25 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const counters = metrics.counters;
   const variants = new VariantCatalog(config.serverVariants);
   const unshapedNotices = new Set<string>();
-  const secret = config.replicas.secret ?? config.modern.stateSecret;
-  const sealer = new Sealer(secret ? [secret, ...config.replicas.previousSecrets] : []);
-  const replicaId = config.replicas.id ?? `${hostname()}:${process.pid}`;
   const modern = config.modern.enabled ? createModernCore(config, spec.kind === 'stdio', (events, poolLog) => connect(events, poolLog), { rules, variants, counters, unshapedNotices, sealer, replicaId, log }) : undefined;
-  const openSession = (sink: ClientSink, sessionLog: Logger) => {
-    counters.sessionsStarted++;
-    return new RelaySession((events) => connect(events, sessionLog), sink, {
+  const negotiationSetup = (sessionLog: Logger) => ({ rules, variants, limits: config.contentNegotiation.limits, unshapedNotices, counters, log: sessionLog });
+  const relay = (sink: ClientSink, sessionLog: Logger, shaper: Negotiation, resume?: ResumedSession) =>
+    new RelaySession((events) => connect(events, sessionLog, resume), sink, {
       requestTimeoutMs: config.timeouts.requestMs,
       initializeTimeoutMs: config.timeouts.initializeMs,
-      shaper: new Negotiation({ rules, variants, limits: config.contentNegotiation.limits, unshapedNotices, counters, log: sessionLog }),
+      shaper,
       counters,
       log: sessionLog,
     });
+  const openSession = (sink: ClientSink, sessionLog: Logger) => {
+    counters.sessionsStarted++;
+    return relay(sink, sessionLog, new Negotiation(negotiationSetup(sessionLog)));
+  };
+  const resumeSession = (sink: ClientSink, sessionLog: Logger, claims: SessionClaims) => {
+    const upstream = claims.upstream;
+    if (!upstream?.id) return undefined;
+    const snapshot = (claims.negotiation ?? { client: {} }) as NegotiationSnapshot;
+    return relay(sink, sessionLog, Negotiation.restore(negotiationSetup(sessionLog), snapshot), { id: upstream.id, protocolVersion: upstream.protocolVersion });
   };
 
   const reportHealth = () => ({
@@ -132,6 +144,8 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
         listen: config.listen,
         sessionIdleMs: config.timeouts.sessionIdleMs,
         openSession,
+        tokens: new SessionTokens(sealer, replicaId),
+        resumeSession: sessionsMove ? resumeSession : undefined,
         modern: modern?.core,
         health: reportHealth,
         metrics: () => metrics.render(),

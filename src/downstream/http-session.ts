@@ -19,8 +19,11 @@ interface Exchange {
 }
 
 export class HttpSession implements ClientSink {
-  readonly id = randomUUID();
   relay!: RelaySession;
+  /** Names the session in logs (the id itself is a credential). */
+  readonly logId = randomUUID().slice(0, 8);
+  /** The session id (a sealed token), known once the initialize answer goes out. */
+  private sessionId: string | undefined;
   private readonly exchanges = new Map<JsonRpcId, Exchange>();
   private getStream: SseStream | undefined;
   private backlog: string[] = [];
@@ -28,10 +31,29 @@ export class HttpSession implements ClientSink {
   /** The id of the initialize request that opened the session, until it is answered. */
   private initializeId: JsonRpcId | undefined;
 
+  /**
+   * `identify` issues the session id when the initialize answer is about to go out; a session
+   * resumed from its token already has one.
+   */
   constructor(
     private readonly log: Logger,
     private readonly onEnd: (session: HttpSession, reason: ProxyError) => void,
-  ) {}
+    private readonly identify: (session: HttpSession) => string,
+    readonly principal: string,
+    id?: string,
+  ) {
+    this.sessionId = id;
+  }
+
+  get id(): string {
+    this.sessionId ??= this.identify(this);
+    return this.sessionId;
+  }
+
+  /** Whether the client has been told the session id (a session still initializing has none). */
+  get identified(): boolean {
+    return this.sessionId !== undefined;
+  }
 
   /** Nothing in flight and no stream open: a candidate for idle reaping. */
   get isQuiet(): boolean {
@@ -71,8 +93,11 @@ export class HttpSession implements ClientSink {
   attachGetStream(stream: SseStream): void {
     this.getStream?.end();
     this.getStream = stream;
+    this.relay.clientListening(true);
     stream.onClose(() => {
-      if (this.getStream === stream) this.getStream = undefined;
+      if (this.getStream !== stream) return;
+      this.getStream = undefined;
+      this.relay.clientListening(false);
     });
     const waiting = this.backlog;
     this.backlog = [];
@@ -99,7 +124,7 @@ export class HttpSession implements ClientSink {
     }
     if (this.backlog.length >= BACKLOG_LIMIT) {
       this.backlog.shift();
-      this.log.warn({ session: this.id }, 'no client stream open for server messages; dropped the oldest queued one');
+      this.log.warn({ session: this.logId }, 'no client stream open for server messages; dropped the oldest queued one');
     }
     this.backlog.push(json);
   }

@@ -15,6 +15,7 @@ import type { ModernCore } from '../fronts/modern/core.js';
 import { isModernPost, serveModernPost } from '../fronts/modern/http.js';
 import { hostGuard, originGuard } from './guards.js';
 import { HttpSession } from './http-session.js';
+import type { SessionClaims, SessionTokens } from './session-tokens.js';
 import { PostReply, SseStream } from './streams.js';
 
 /** In `auto` mode, a POST whose answer takes longer than this becomes an SSE stream. */
@@ -26,6 +27,13 @@ export interface HttpDownstreamOptions {
   sessionIdleMs: number;
   /** Starts an upstream session for a new client session. */
   openSession(sink: ClientSink, log: Logger): RelaySession;
+  /** Session ids: sealed tokens naming this replica. */
+  tokens: SessionTokens;
+  /**
+   * Goes on with a session another replica (or this one, before a restart) started, from its
+   * token; absent when sessions cannot move (a stdio upstream, or no shared secret).
+   */
+  resumeSession?(sink: ClientSink, log: Logger, claims: SessionClaims): RelaySession | undefined;
   /** Serves modern (2026-07-28) requests; absent = legacy clients only. */
   modern?: ModernCore;
   /** What /healthz reports; `ok: false` answers 503. */
@@ -44,6 +52,8 @@ export interface HttpDownstream {
 export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<HttpDownstream> {
   const { listen, log } = opts;
   const sessions = new Map<string, HttpSession>();
+  /** Sessions whose initialize has not been answered yet (no id). */
+  const starting = new Set<HttpSession>();
   const originOk = originGuard(listen.allowedOrigins);
   const hostOk = hostGuard(listen.allowedHosts);
   const app = Fastify({ bodyLimit: listen.maxBodyBytes, forceCloseConnections: true, logger: false });
@@ -80,16 +90,11 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     reply.code(report.ok ? 200 : 503).send({ status: report.ok ? 'ok' : 'degraded', ...report, sessions: sessions.size });
   });
 
-  /** Finds the request's session, or answers 400/404 and returns undefined. */
+  /** Finds the request's session (resuming it from its token if it moved here), or answers 400/403/404 and returns undefined. */
   const sessionFor = (req: FastifyRequest, reply: FastifyReply): HttpSession | undefined => {
     const id = req.headers['mcp-session-id'];
     if (typeof id !== 'string' || id === '') {
       rpcError(reply, new ProxyError('BAD_REQUEST', 'Bad Request: Mcp-Session-Id header is required'));
-      return undefined;
-    }
-    const session = sessions.get(id);
-    if (!session) {
-      rpcError(reply, new ProxyError('SESSION_NOT_FOUND', 'Session not found: it ended or never existed; send initialize to start a new one'));
       return undefined;
     }
     const version = req.headers['mcp-protocol-version'];
@@ -97,18 +102,77 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
       rpcError(reply, new ProxyError('BAD_REQUEST', `Bad Request: unsupported MCP-Protocol-Version "${version}" (supported: ${LEGACY_VERSIONS.join(', ')})`));
       return undefined;
     }
+    const principal = principalOf(req);
+    const session = sessions.get(id) ?? resume(id, principal);
+    if (session instanceof ProxyError) {
+      rpcError(reply, session);
+      return undefined;
+    }
+    if (session.principal !== principal) {
+      log.warn({ principal }, 'a session id was presented by another principal than the one it was issued to; refused');
+      rpcError(reply, new ProxyError('FORBIDDEN', 'This session was issued to another client identity; send initialize to start your own'));
+      return undefined;
+    }
     return session;
   };
 
-  const openSession = (): HttpSession => {
-    const session = new HttpSession(log, (s, reason) => {
-      sessions.delete(s.id);
-      log.info({ session: s.id, reason: reason.code }, 'session ended');
-      void s.relay.close(reason);
-    });
-    session.relay = opts.openSession(session, log.child({ session: session.id }));
+  /** Ends a session here (idle, shutdown). One that may go on at another replica keeps its upstream session. */
+  const letGo = (session: HttpSession, reason: ProxyError) => (opts.resumeSession ? session.relay.detach(reason) : session.relay.close(reason));
+
+  const track = (session: HttpSession) => {
     sessions.set(session.id, session);
-    log.info({ session: session.id, sessions: sessions.size }, 'session started');
+    starting.delete(session);
+    return session.id;
+  };
+
+  const newSession = (principal: string, id?: string): HttpSession =>
+    new HttpSession(
+      log,
+      (s, reason) => {
+        starting.delete(s);
+        if (!s.identified) return void s.relay.close(reason);
+        sessions.delete(s.id);
+        if (reason.code === 'CLIENT_GONE' || reason.code === 'UPSTREAM_SESSION_EXPIRED') opts.tokens.markEnded(s.id);
+        log.info({ session: s.logId, reason: reason.code }, 'session ended');
+        void (reason.code === 'SHUTTING_DOWN' || reason.code === 'SESSION_IDLE' ? letGo(s, reason) : s.relay.close(reason));
+      },
+      (s) => {
+        const { upstream, negotiation } = s.relay.describe();
+        return opts.tokens.mint({ principal, upstream, negotiation });
+      },
+      principal,
+      id,
+    );
+
+  const openSession = (principal: string): HttpSession => {
+    const session = newSession(principal);
+    starting.add(session);
+    session.relay = opts.openSession(session, log.child({ session: session.logId }));
+    log.info({ session: session.logId, sessions: sessions.size + starting.size }, 'session started');
+    return session;
+  };
+
+  /** A session started elsewhere (another replica, or this one before a restart), rebuilt from its token. */
+  const resume = (id: string, principal: string): HttpSession | ProxyError => {
+    const notFound = 'Session not found: it ended or never existed; send initialize to start a new one';
+    const claims = opts.tokens.open(id);
+    if (!claims) return new ProxyError('SESSION_NOT_FOUND', notFound);
+    if (claims.principal !== principal) return new ProxyError('FORBIDDEN', 'This session was issued to another client identity; send initialize to start your own');
+    if (!opts.resumeSession || !claims.upstream?.id) {
+      if (claims.replica === opts.tokens.replica) return new ProxyError('SESSION_NOT_FOUND', notFound);
+      return new ProxyError(
+        'SESSION_NOT_FOUND',
+        `Session not found on this replica: it lives on replica "${claims.replica}" (its upstream runs there); route requests by the Mcp-Session-Id header (sticky sessions), or send initialize to start a new one`,
+        { replica: claims.replica },
+      );
+    }
+    if (sessions.size + starting.size >= listen.maxSessions) return new ProxyError('TOO_MANY_SESSIONS', `Too many sessions (limit ${listen.maxSessions}); try again later`);
+    const session = newSession(principal, id);
+    const relay = opts.resumeSession(session, log.child({ session: session.logId }), claims);
+    if (!relay) return new ProxyError('SESSION_NOT_FOUND', notFound);
+    session.relay = relay;
+    sessions.set(id, session);
+    log.info({ session: session.logId, from: claims.replica }, 'session resumed from its token');
     return session;
   };
 
@@ -134,12 +198,12 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     if (init) {
       if (frames.length > 1) return rpcError(reply, new ProxyError('BAD_REQUEST', 'Invalid Request: initialize must be sent alone'));
       if (req.headers['mcp-session-id']) return rpcError(reply, new ProxyError('BAD_REQUEST', 'Invalid Request: this session is already initialized'));
-      if (sessions.size >= listen.maxSessions) {
-        log.warn({ sessions: sessions.size }, 'session limit reached; refusing initialize');
+      if (sessions.size + starting.size >= listen.maxSessions) {
+        log.warn({ sessions: sessions.size + starting.size }, 'session limit reached; refusing initialize');
         return rpcError(reply, new ProxyError('TOO_MANY_SESSIONS', `Too many sessions (limit ${listen.maxSessions}); try again later`));
       }
       try {
-        session = openSession();
+        session = openSession(principalOf(req));
       } catch (err) {
         log.error({ err: (err as Error).message }, 'could not open a session');
         return rpcError(reply, new ProxyError('TOO_MANY_SESSIONS', `Could not start a session: ${(err as Error).message}`));
@@ -159,7 +223,8 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     }
     reply.hijack();
     const mode = !wantsSse ? 'json' : !wantsJson ? 'sse' : listen.responseMode;
-    const channel = new PostReply(reply.raw, { 'mcp-session-id': session.id }, mode, batch, STREAM_AFTER_MS);
+    const exchangeSession = session;
+    const channel = new PostReply(reply.raw, () => ({ 'mcp-session-id': init ? track(exchangeSession) : exchangeSession.id }), mode, batch, STREAM_AFTER_MS, init !== undefined);
     session.addExchange(channel, ids, init !== undefined);
     for (const frame of frames) session.relay.fromClient(frame);
   });
@@ -170,7 +235,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     }
     const session = sessionFor(req, reply);
     if (!session) return reply;
-    if (req.headers['last-event-id']) log.debug({ session: session.id }, 'client asked to resume a stream; replay is not kept, opening a fresh one');
+    if (req.headers['last-event-id']) log.debug({ session: session.logId }, 'client asked to resume a stream; replay is not kept, opening a fresh one');
     reply.hijack();
     session.attachGetStream(new SseStream(reply.raw, { 'mcp-session-id': session.id }));
   });
@@ -189,8 +254,8 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     for (const session of sessions.values()) {
       session.heartbeat();
       if (session.isQuiet && session.relay.lastActivity < cutoff) {
-        log.info({ session: session.id }, 'session idle; ending it');
-        void session.relay.close(new ProxyError('CLIENT_GONE', 'The session was idle too long'));
+        log.info({ session: session.logId }, 'session idle; ending it here');
+        void letGo(session, new ProxyError('SESSION_IDLE', 'The session was idle too long'));
       }
     }
   }, Math.min(opts.sessionIdleMs / 2, 25_000));
@@ -200,14 +265,19 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
   const url = new URL(listen.path, address.replace('0.0.0.0', '127.0.0.1').replace('[::]', '[::1]')).toString();
   return {
     url,
-    sessionCount: () => sessions.size,
+    sessionCount: () => sessions.size + starting.size,
     async close() {
       clearInterval(reaper);
       const reason = new ProxyError('SHUTTING_DOWN', 'The proxy is shutting down');
-      await Promise.all([...sessions.values()].map((s) => s.relay.close(reason)));
+      await Promise.all([...[...sessions.values()].map((s) => letGo(s, reason)), ...[...starting].map((s) => s.relay.close(reason))]);
       await app.close();
     },
   };
+}
+
+/** Who sent the request ('' without authentication). */
+function principalOf(_req: FastifyRequest): string {
+  return '';
 }
 
 /** A request with the MCP-Server-Variant header applied (a new frame only when it changed). */

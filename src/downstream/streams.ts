@@ -64,14 +64,20 @@ export class PostReply {
   private readonly bodies: string[] = [];
   private timer: NodeJS.Timeout | undefined;
 
+  /**
+   * `headers` is read when the headers are written. With `holdHeaders` nothing is written before
+   * the first message (an initialize reply, whose session id is known only with the answer).
+   */
   constructor(
     private readonly res: ServerResponse,
-    private readonly headers: Record<string, string>,
+    private readonly headers: () => Record<string, string>,
     private readonly mode: ReplyMode,
     private readonly batch: boolean,
     streamAfterMs: number,
+    holdHeaders = false,
   ) {
     res.once('close', () => clearTimeout(this.timer));
+    if (holdHeaders) return;
     if (mode === 'sse' || (mode === 'auto' && batch)) this.startStream();
     else if (mode === 'auto') this.timer = setTimeout(() => this.startStream(), streamAfterMs);
   }
@@ -131,7 +137,7 @@ export class PostReply {
     if (this.streaming || this.done) return;
     clearTimeout(this.timer);
     this.streaming = true;
-    this.res.writeHead(200, { ...SSE_HEADERS, ...this.headers });
+    this.res.writeHead(200, { ...SSE_HEADERS, ...this.headers() });
     this.res.flushHeaders();
     // A long call or a listen stream stays open through proxies that time out quiet connections.
     this.timer = setInterval(() => this.ping(), KEEPALIVE_MS);
@@ -141,7 +147,7 @@ export class PostReply {
   private finishJson(body: string, status = 200): void {
     clearTimeout(this.timer);
     this.done = true;
-    this.res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...this.headers });
+    this.res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...this.headers() });
     this.res.end(body);
   }
 }

@@ -25,6 +25,7 @@ export type ProxyErrorCode =
   | 'UPSTREAM_BUSY'
   | 'REQUEST_TIMEOUT'
   | 'CLIENT_GONE'
+  | 'SESSION_IDLE'
   | 'DUPLICATE_ID'
   | 'SHUTTING_DOWN'
   | 'TRANSFORM_FAILED'
@@ -66,6 +67,7 @@ const WIRE: Record<ProxyErrorCode, WireForm> = {
   UPSTREAM_BUSY: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503 },
   REQUEST_TIMEOUT: { legacy: REQUEST_TIMEOUT, modern: INTERNAL_ERROR, status: 200 },
   CLIENT_GONE: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 200 },
+  SESSION_IDLE: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 200 },
   DUPLICATE_ID: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 400 },
   SHUTTING_DOWN: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503 },
   TRANSFORM_FAILED: { legacy: INTERNAL_ERROR, modern: INTERNAL_ERROR, status: 200 },

@@ -33,6 +33,15 @@ export interface NegotiationSetup {
   log: Logger;
 }
 
+/**
+ * What another replica needs to rebuild a session's context: the parts of the client's
+ * capabilities negotiation reads, and the extensions the upstream implements itself.
+ */
+export interface NegotiationSnapshot {
+  client: Record<string, unknown>;
+  upstream?: Record<string, unknown>;
+}
+
 /** Tools whose output schema is remembered, at most. */
 const MAX_OUTPUT_SCHEMAS = 10_000;
 
@@ -52,6 +61,7 @@ export class Negotiation {
   private variantsOffer: Record<string, unknown> | undefined;
   /** The upstream offers variants itself and the proxy has none configured: pass the key through. */
   private upstreamVariants = false;
+  private readonly snapshotted: NegotiationSnapshot = { client: {} };
 
   constructor(private readonly setup: NegotiationSetup) {
     this.variants = new VariantScope(setup.variants, setup.log);
@@ -67,6 +77,19 @@ export class Negotiation {
     n.onInitialize({ capabilities });
     n.learnUpstream(upstream);
     return n;
+  }
+
+  /** A session's context as another replica rebuilds it (see `snapshot`). */
+  static restore(setup: NegotiationSetup, snapshot: NegotiationSnapshot): Negotiation {
+    const n = new Negotiation(setup);
+    n.onInitialize({ capabilities: isObject(snapshot.client) ? snapshot.client : {} });
+    n.learnUpstream({ capabilities: { extensions: isObject(snapshot.upstream) ? snapshot.upstream : {} } });
+    return n;
+  }
+
+  /** What rebuilds this session's context elsewhere: small, and only what was read from the wire. */
+  snapshot(): NegotiationSnapshot {
+    return this.snapshotted;
   }
 
   /** The proxy's extensions for `server/discover`: content negotiation, and the variants ranked for this request. */
@@ -105,6 +128,7 @@ export class Negotiation {
   onInitialize(params: Record<string, unknown> | undefined): void {
     const capabilities = isObject(params?.capabilities) ? params.capabilities : {};
     const settings = isObject(capabilities.extensions) ? capabilities.extensions[CONTENT_NEGOTIATION] : undefined;
+    this.snapshotted.client = negotiatedCapabilities(capabilities);
     this.variantsOffer = this.variants.onInitialize(capabilities);
     const { modalities, problem } = samplingModalities(capabilities);
     this.modalities = modalities;
@@ -172,6 +196,8 @@ export class Negotiation {
   private learnUpstream(result: McpResult): void {
     const capabilities = isObject(result.capabilities) ? result.capabilities : {};
     const extensions = isObject(capabilities.extensions) ? capabilities.extensions : {};
+    const implemented = pick(extensions, [CONTENT_NEGOTIATION, SERVER_VARIANTS]);
+    if (Object.keys(implemented).length) this.snapshotted.upstream = implemented;
     const upstreamOffersVariants = extensions[SERVER_VARIANTS] !== undefined;
     this.upstreamVariants = upstreamOffersVariants && !this.setup.variants.enabled;
     this.variants.upstreamNative = upstreamOffersVariants;
@@ -212,6 +238,22 @@ export class Negotiation {
       this.outputSchemas.set(tool.name, tool.outputSchema);
     }
   }
+}
+
+/** The capabilities the negotiated context is built from: presence tags, sampling modalities, the extensions' settings. */
+function negotiatedCapabilities(capabilities: Record<string, any>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const name of ['elicitation', 'roots', 'tasks']) if (capabilities[name] !== undefined && capabilities[name] !== null) out[name] = {};
+  if (isObject(capabilities.sampling)) out.sampling = pick(capabilities.sampling, ['supportedModalities']);
+  else if (capabilities.sampling !== undefined && capabilities.sampling !== null) out.sampling = {};
+  if (isObject(capabilities.extensions)) out.extensions = pick(capabilities.extensions, [CONTENT_NEGOTIATION, SERVER_VARIANTS]);
+  return out;
+}
+
+function pick(from: Record<string, unknown>, keys: string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key of keys) if (from[key] !== undefined) out[key] = from[key];
+  return out;
 }
 
 function isObject(v: unknown): v is Record<string, any> {

@@ -42,6 +42,8 @@ export interface ResultShaper {
   onNotification?(msg: JsonRpcNotification): JsonRpcNotification[] | undefined;
   /** A replacement result, or undefined to relay the upstream's bytes. */
   shape(method: string, name: string | undefined, result: Record<string, unknown>, scope?: string): Record<string, unknown> | undefined | Promise<Record<string, unknown> | undefined>;
+  /** The negotiated context in a form another replica rebuilds it from. */
+  snapshot?(): object;
 }
 
 interface Pending {
@@ -116,6 +118,23 @@ export class RelaySession {
   async close(reason: ProxyError): Promise<void> {
     this.finish(reason);
     await this.upstream.close();
+  }
+
+  /** Ends the session here but leaves the upstream session alive for another replica; closes it when it cannot outlive us. */
+  async detach(reason: ProxyError): Promise<void> {
+    if (!this.upstream.detach) return this.close(reason);
+    this.finish(reason);
+    this.upstream.detach();
+  }
+
+  /** What a sealed session token carries about this session. */
+  describe(): { upstream?: { id?: string; protocolVersion?: string }; negotiation?: object } {
+    return { upstream: this.upstream.session?.(), negotiation: this.opts.shaper?.snapshot?.() };
+  }
+
+  /** The client's GET stream opened (true) or closed (false) here. */
+  clientListening(on: boolean): void {
+    this.upstream.listen?.(on);
   }
 
   private fromUpstream(frame: Frame, relatedId?: JsonRpcId): void {

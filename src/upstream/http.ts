@@ -19,7 +19,7 @@ import {
   type JsonRpcId,
 } from '../jsonrpc/message.js';
 import { createSseReader } from './sse.js';
-import type { HttpUpstreamSpec, UpstreamConnection, UpstreamEvents } from './types.js';
+import type { HttpUpstreamSpec, ResumedSession, UpstreamConnection, UpstreamEvents } from './types.js';
 
 export interface HttpUpstreamOptions {
   dispatcher: Dispatcher;
@@ -27,6 +27,13 @@ export interface HttpUpstreamOptions {
   defaultRetryMs: number;
   /** How many times one stream is resumed before giving up. */
   maxResumes: number;
+  /** Go on with an upstream session another connection started (no initialize). */
+  resume?: ResumedSession;
+  /**
+   * Hold the upstream's GET stream only while `listen(true)` (the client's GET stream is here),
+   * instead of from `notifications/initialized` on: replicas sharing a session take turns.
+   */
+  getFollowsClient?: boolean;
 }
 
 const ACCEPT = 'application/json, text/event-stream';
@@ -37,8 +44,10 @@ export function createHttpUpstream(
   log: Logger,
   opts: HttpUpstreamOptions,
 ): UpstreamConnection {
-  let sessionId: string | undefined;
-  let protocolVersion: string | undefined;
+  let sessionId: string | undefined = opts.resume?.id;
+  let protocolVersion: string | undefined = opts.resume?.protocolVersion;
+  /** Stops the GET stream loop, while one runs. */
+  let listening: AbortController | undefined;
   let initializeId: JsonRpcId | undefined;
   let closed = false;
   const lifetime = new AbortController();
@@ -202,7 +211,7 @@ export function createHttpUpstream(
         if (!signal.aborted && ids.some((id) => inFlight.has(id))) {
           answerWithError(ids, new ProxyError('UPSTREAM_PROTOCOL', 'The upstream ended the response without answering'));
         }
-        if (isNotification(msg) && msg.method === 'notifications/initialized') void openGetStream();
+        if (isNotification(msg) && msg.method === 'notifications/initialized' && !opts.getFollowsClient) listen(true);
         return;
       }
       // An error status: relay a JSON-RPC error body as is, or describe the status.
@@ -228,23 +237,37 @@ export function createHttpUpstream(
     for (const frame of parsed.frames) deliver(frame, relatedId);
   };
 
-  const openGetStream = async () => {
+  /** Holds the GET stream until `signal` aborts: reconnects when it drops (another replica may hold it: 409). */
+  const openGetStream = async (signal: AbortSignal) => {
     const state: StreamState = {};
     let failures = -1; // -1: the first attempt goes without delay
-    while (!closed) {
+    while (!closed && !signal.aborted) {
       try {
         // Back off while the upstream is down: retry, 2×, 4×… up to 30 s.
-        if (failures >= 0) await sleep(Math.min((state.retryMs ?? opts.defaultRetryMs) * 2 ** failures, 30_000), lifetime.signal);
-        if (closed) return;
+        if (failures >= 0) await sleep(Math.min((state.retryMs ?? opts.defaultRetryMs) * 2 ** failures, 30_000), signal);
+        if (closed || signal.aborted) return;
         failures++;
-        const body = await getStream(state, lifetime.signal);
+        const body = await getStream(state, signal);
         if (!body) return;
         failures = 0;
         await readSse(body, undefined, state);
       } catch (err) {
-        if (closed) return;
+        if (closed || signal.aborted) return;
         log.debug({ err: (err as Error).message }, 'upstream GET stream dropped; reconnecting');
       }
+    }
+  };
+
+  const listen = (on: boolean) => {
+    if (!on) {
+      listening?.abort();
+      listening = undefined;
+    } else if (!listening && !closed && sessionId) {
+      const loop = new AbortController();
+      listening = loop;
+      void openGetStream(AbortSignal.any([lifetime.signal, loop.signal])).finally(() => {
+        if (listening === loop) listening = undefined;
+      });
     }
   };
 
@@ -264,6 +287,12 @@ export function createHttpUpstream(
       ending ??= endSession();
       return ending;
     },
+    detach() {
+      closed = true;
+      abortAll();
+    },
+    session: () => ({ id: sessionId, protocolVersion }),
+    listen: opts.getFollowsClient ? listen : undefined,
   };
 }
 

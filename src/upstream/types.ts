@@ -20,6 +20,21 @@ export interface UpstreamConnection {
   send(frame: Frame): void;
   /** Ends the upstream session and releases its process or connections. Idempotent. */
   close(): Promise<void>;
+  /**
+   * HTTP: lets go of the connections but leaves the upstream session alive, for another replica
+   * (or this one, later) to go on with. Absent: the session cannot outlive this connection.
+   */
+  detach?(): void;
+  /** HTTP: the upstream session this connection speaks for, once known. */
+  session?(): { id?: string; protocolVersion?: string };
+  /** HTTP: hold (true) or let go of (false) the upstream's GET stream, following the client's. */
+  listen?(on: boolean): void;
+}
+
+/** An upstream HTTP session another replica started: go on with it, no initialize. */
+export interface ResumedSession {
+  id: string;
+  protocolVersion?: string;
 }
 
 export interface StdioUpstreamSpec {

@@ -43,7 +43,7 @@ export function serveModernPost(core: ModernCore, req: FastifyRequest, reply: Fa
     return reject(reply, status, errorResponse(msg.id, toJsonRpcError(err, 'modern')));
   }
   reply.hijack();
-  const channel = new PostReply(reply.raw, {}, mode, false, streamAfterMs);
+  const channel = new PostReply(reply.raw, () => ({}), mode, false, streamAfterMs);
   const cancellation = new Cancellation();
   let answered = false;
   channel.onClose(() => {

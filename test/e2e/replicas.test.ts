@@ -1,0 +1,113 @@
+/**
+ * Replicas that share only a secret: one legacy session's requests go to each of three proxy
+ * replicas in turn (session id = sealed token), server→client requests are answered through
+ * another replica than the one that asked, and one replica stops mid-session. Over a stdio
+ * upstream a session lives in one replica: another one answers 404 and names it.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { commandLine, fixtureArgv, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { INIT, rawPost } from '../helpers/raw.js';
+
+const SECRET = 'replica-test-secret-0123456789abcdef';
+const text = (r: unknown) => (r as { content: Array<{ text: string }> }).content[0].text;
+
+/** A fetch that sends each request to the next live replica, whatever URL the client thinks it uses. */
+function roundRobin(replicas: Running[], served: string[]): typeof fetch {
+  let next = 0;
+  return (input, init) => {
+    const live = replicas.filter((r) => r.proc.exitCode === null && r.proc.signalCode === null);
+    const target = live[next++ % live.length];
+    served.push(target.url);
+    return fetch(new URL(new URL(String(input instanceof Request ? input.url : input)).pathname, target.url), init);
+  };
+}
+
+describe('replicas sharing a secret, in front of an HTTP upstream', () => {
+  let upstream: Running;
+  let replicas: Running[];
+
+  beforeAll(async () => {
+    upstream = await startHttpFixture('faulty-server');
+    replicas = await Promise.all(['r1', 'r2', 'r3'].map((id) => startProxy(['--upstream', upstream.url], { MCP_PROXY_SECRET: SECRET, MCP_PROXY_REPLICA_ID: id })));
+  }, 60_000);
+  afterAll(stopAll);
+
+  it('serves one session from every replica in turn, keeps its negotiated context, and survives a replica stopping', async () => {
+    const served: string[] = [];
+    const client = new Client(
+      { name: 'replica-test', version: '1.0.0' },
+      { capabilities: { elicitation: { form: {} }, extensions: { 'io.modelcontextprotocol/content-negotiation': { version: 1, features: ['format=json'] } } } as never },
+    );
+    client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: 'Ada' } }));
+    const transport = new StreamableHTTPClientTransport(new URL(replicas[0].url), { fetch: roundRobin(replicas, served) });
+    await client.connect(transport);
+
+    // The upstream's per-session counter counts on: every replica speaks for the same upstream session.
+    const counts: string[] = [];
+    for (let i = 0; i < 6; i++) counts.push(text(await client.callTool({ name: 'bump', arguments: {} })));
+    expect(counts).toEqual(['1', '2', '3', '4', '5', '6']);
+    expect(new Set(served).size).toBe(3);
+    for (const r of replicas.slice(1)) expect(r.stderr()).toContain('session resumed from its token');
+
+    // format=json, negotiated at initialize on r1, still shapes results on the others.
+    for (let i = 0; i < 3; i++) {
+      const r = await client.callTool({ name: 'echo', arguments: { text: '{"city":"Bern","n":8}' } });
+      expect(r.structuredContent).toEqual({ city: 'Bern', n: 8 });
+    }
+
+    // The elicitation request goes out on one replica's stream; the client's answer reaches another.
+    for (let i = 0; i < 3; i++) {
+      expect(JSON.parse(text(await client.callTool({ name: 'elicit', arguments: { message: 'who?' } })))).toMatchObject({ action: 'accept', content: { name: 'Ada' } });
+    }
+
+    expect(await replicas[1].stop()).toBe(0);
+    for (let i = 0; i < 4; i++) counts.push(text(await client.callTool({ name: 'bump', arguments: {} })));
+    expect(counts.slice(6)).toEqual(['7', '8', '9', '10']);
+
+    const sessionId = transport.sessionId!;
+    await transport.terminateSession();
+    // The session is over upstream: a replica still holding it finds out and the token is dead everywhere it is tried.
+    for (const r of [replicas[0], replicas[2]]) {
+      const res = await rawPost(r.url, { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'bump', arguments: {} } }, { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' });
+      const after = await rawPost(r.url, { jsonrpc: '2.0', id: 10, method: 'tools/call', params: { name: 'bump', arguments: {} } }, { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' });
+      expect([res.status, after.status]).toContain(404);
+    }
+    await client.close();
+  }, 60_000);
+
+  it('refuses tokens it cannot open: forged, altered, or sealed with another secret', async () => {
+    const other = await startProxy(['--upstream', upstream.url], { MCP_PROXY_SECRET: 'another-secret-entirely-0123456789ab' });
+    const init = await rawPost(other.url, INIT);
+    const foreign = init.headers.get('mcp-session-id')!;
+    const ok = await rawPost(replicas[0].url, INIT);
+    const mine = ok.headers.get('mcp-session-id')!;
+    const altered = `${mine.slice(0, -6)}${mine.slice(-6) === 'AAAAAA' ? 'BBBBBB' : 'AAAAAA'}`;
+    for (const id of [foreign, altered, 'made-up', `${mine.split('.')[0]}.${'A'.repeat(60)}`]) {
+      const res = await rawPost(replicas[2].url, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { 'mcp-session-id': id });
+      expect(res.status).toBe(404);
+      expect(JSON.stringify(res.messages)).toMatch(/Session not found/);
+    }
+    await other.stop();
+  });
+});
+
+describe('replicas in front of a stdio upstream', () => {
+  afterAll(stopAll);
+
+  it('keeps a session on the replica that runs its upstream; the others answer 404 and name it', async () => {
+    const upstreamArg = commandLine(fixtureArgv('faulty-server'));
+    const [a, b] = await Promise.all(['alpha', 'beta'].map((id) => startProxy(['--upstream', upstreamArg], { MCP_PROXY_SECRET: SECRET, MCP_PROXY_REPLICA_ID: id })));
+    const init = await rawPost(a.url, INIT);
+    const session = init.headers.get('mcp-session-id')!;
+    const headers = { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
+    await rawPost(a.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
+    const there = await rawPost(b.url, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers);
+    expect(there.status).toBe(404);
+    expect(JSON.stringify(there.messages)).toMatch(/lives on replica \\"alpha\\".*sticky/);
+    const here = await rawPost(a.url, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, headers);
+    expect(here.status).toBe(200);
+  }, 60_000);
+});
