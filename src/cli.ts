@@ -13,6 +13,8 @@ Usage:
   mcp-negotiate-proxy [options]                 serve (HTTP on 127.0.0.1:8080/mcp by default)
   mcp-negotiate-proxy validate --config <file>  check a config file and exit
   mcp-negotiate-proxy schema                    print the config file's JSON Schema
+  mcp-negotiate-proxy hash-token [token]        the auth.tokens entry for a token (a new random
+                                                one when none is given)
   mcp-negotiate-proxy explain [--config <file>] --features agent,format=json
                       [--method tools/call] [--name get_weather] [--input result.json]
                                                 show which rules match and what they make of a
@@ -25,6 +27,10 @@ Options:
   --stdio                  be a stdio server (for clients that spawn the proxy) instead of
                            listening on HTTP                           env: MCP_PROXY_STDIO=1
   --host <addr>            interface to bind (default 127.0.0.1)       env: MCP_PROXY_HOST
+                           a non-loopback address needs authentication (auth.tokens or
+                           auth.jwt in the config) or --allow-unauthenticated
+  --allow-unauthenticated  serve a non-loopback address without authentication (something in
+                           front authenticates)                        env: MCP_PROXY_ALLOW_UNAUTHENTICATED=1
   --port <n>               port to listen on (default 8080, 0 = any)   env: MCP_PROXY_PORT
   --config <file>          YAML config file (see config/default.yaml)  env: MCP_PROXY_CONFIG
   --env <NAME[=VALUE]>     set a variable for a stdio upstream (repeatable); NAME alone passes
@@ -52,12 +58,14 @@ Examples:
   mcp-negotiate-proxy --stdio --upstream "node my-server.js"
 `;
 
-export type CliCommand = 'serve' | 'validate' | 'schema' | 'explain' | 'help' | 'version';
+export type CliCommand = 'serve' | 'validate' | 'schema' | 'explain' | 'hash-token' | 'help' | 'version';
 
 export interface CliRequest {
   command: CliCommand;
   configFile?: string;
   overrides: Record<string, unknown>;
+  /** For `hash-token`. */
+  token?: string;
   /** For `explain`. */
   explain?: { features: string[]; method: string; name?: string; input?: string };
 }
@@ -73,6 +81,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
       options: {
         upstream: { type: 'string' },
         stdio: { type: 'boolean' },
+        'allow-unauthenticated': { type: 'boolean' },
         host: { type: 'string' },
         port: { type: 'string' },
         config: { type: 'string' },
@@ -92,6 +101,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
   }
   const { values, positionals } = parsed;
   const command = values.help ? 'help' : values.version ? 'version' : positionalCommand(positionals);
+  const token = command === 'hash-token' ? positionals[1] : undefined;
 
   const pick = (flag: string | undefined, name: string) => flag ?? (env[name] === '' ? undefined : env[name]);
   const upstream = pick(values.upstream, 'MCP_PROXY_UPSTREAM');
@@ -109,6 +119,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
     timeouts: { requestMs: integer(pick(values['request-timeout'], 'MCP_PROXY_REQUEST_TIMEOUT'), '--request-timeout') },
     logLevel: pick(values['log-level'], 'MCP_PROXY_LOG_LEVEL'),
     modern: { stateSecret: pick(undefined, 'MCP_PROXY_STATE_SECRET') },
+    auth: { allowUnauthenticated: values['allow-unauthenticated'] ?? truthy(env.MCP_PROXY_ALLOW_UNAUTHENTICATED) },
     replicas: {
       id: pick(undefined, 'MCP_PROXY_REPLICA_ID'),
       secret: pick(undefined, 'MCP_PROXY_SECRET'),
@@ -119,12 +130,13 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
   const explain = command === 'explain'
     ? { features: (values.features ?? '').split(',').map((f) => f.trim()).filter(Boolean), method: values.method ?? 'tools/call', name: values.name, input: values.input }
     : undefined;
-  return { command, configFile: pick(values.config, 'MCP_PROXY_CONFIG'), overrides, explain };
+  return { command, configFile: pick(values.config, 'MCP_PROXY_CONFIG'), overrides, explain, token };
 }
 
 function positionalCommand(positionals: string[]): CliCommand {
   if (positionals.length === 0) return 'serve';
   const [first, ...rest] = positionals;
+  if (first === 'hash-token' && rest.length <= 1) return first;
   if (rest.length > 0 || !['validate', 'schema', 'explain'].includes(first)) {
     throw new UsageError(`Unexpected argument "${positionals.join(' ')}". Did you mean --upstream "${positionals.join(' ')}"?\nRun with --help for the options.`);
   }

@@ -21,6 +21,7 @@ import { Negotiation, type NegotiationSnapshot } from './negotiation/session.js'
 import { SessionTokens, type SessionClaims } from './downstream/session-tokens.js';
 import { VariantCatalog } from './negotiation/variant-scope.js';
 import type { CompiledRule } from './pipeline/rules.js';
+import { createAuthenticator, exposureProblem } from './fronts/auth.js';
 import { Sealer } from './sealing/sealer.js';
 import { RelaySession, type ClientSink } from './relay/session.js';
 import { createHttpUpstream } from './upstream/http.js';
@@ -39,6 +40,9 @@ export interface GatewayDeps {
   /** Compiled content-negotiation rules (src/pipeline/load.ts); none = a pure relay. */
   rules?: CompiledRule[];
 }
+
+/** The gateway cannot start as configured; the message says why and what to do. */
+export class ProxyStartError extends Error {}
 
 export interface Gateway {
   /** Starts serving; for HTTP, resolves with the endpoint URL once listening. */
@@ -88,6 +92,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       : createStdioUpstream(spec, watched, sessionLog, { shutdownGraceMs: config.timeouts.shutdownGraceMs, children });
   };
 
+  const authenticator = createAuthenticator(config.auth);
   const rules = deps.rules ?? [];
   const metrics = new Metrics({ sessions: () => http?.sessionCount() ?? (stdio ? 1 : 0), upstreamProcesses: () => children.size });
   const counters = metrics.counters;
@@ -128,6 +133,8 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   return {
     done,
     async start() {
+      const exposed = exposureProblem(config, authenticator.enabled);
+      if (exposed) throw new ProxyStartError(exposed);
       log.info({ upstream: target, kind: spec.kind }, 'upstream configured');
       if (config.listen.transport === 'stdio') {
         stdio = startStdioDownstream({
@@ -145,6 +152,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
         sessionIdleMs: config.timeouts.sessionIdleMs,
         openSession,
         tokens: new SessionTokens(sealer, replicaId),
+        auth: { authenticator, config: config.auth },
         resumeSession: sessionsMove ? resumeSession : undefined,
         modern: modern?.core,
         health: reportHealth,

@@ -3,13 +3,15 @@
  * The CLI entry point and the only file that touches process.*: arguments, config, logger,
  * signals, exit codes (0 done, 1 runtime failure, 2 bad usage or config).
  */
+import { randomBytes } from 'node:crypto';
 import { PROXY_VERSION } from './version.js';
 import pino from 'pino';
 import { HELP, parseCli, UsageError } from './cli.js';
 import { ConfigError, loadConfig } from './config/load.js';
 import { configJsonSchema } from './config/schema.js';
 import { explain } from './explain.js';
-import { createGateway } from './gateway.js';
+import { hashToken } from './fronts/auth.js';
+import { createGateway, ProxyStartError } from './gateway.js';
 import { loadRules } from './pipeline/load.js';
 import { RuleError } from './pipeline/rules.js';
 
@@ -18,6 +20,7 @@ async function main(): Promise<number> {
   if (request.command === 'help') return print(HELP);
   if (request.command === 'version') return print(PROXY_VERSION);
   if (request.command === 'schema') return print(JSON.stringify(configJsonSchema(), null, 2));
+  if (request.command === 'hash-token') return print(tokenAndHash(request.token));
 
   const config = loadConfig({ file: request.configFile, overrides: request.overrides });
   const rules = await loadRules(config.contentNegotiation, request.configFile);
@@ -28,7 +31,7 @@ async function main(): Promise<number> {
     {
       name: 'mcp-negotiate-proxy',
       level: config.logLevel,
-      redact: { paths: ['headers.authorization', '*.headers.authorization', 'headers.cookie'], censor: '[redacted]' },
+      redact: { paths: ['headers.authorization', '*.headers.authorization', 'headers.cookie', 'headers["x-api-key"]'], censor: '[redacted]' },
     },
     pino.destination({ fd: 2, sync: false }),
   );
@@ -61,6 +64,13 @@ async function main(): Promise<number> {
   return 0;
 }
 
+/** For `hash-token`: the config entry for a given token, or for a new random one. */
+function tokenAndHash(given: string | undefined): string {
+  const token = given ?? randomBytes(32).toString('base64url');
+  const entry = `auth:\n  tokens:\n    - name: client-1          # who holds it\n      sha256: ${hashToken(token)}`;
+  return given ? entry : `token (give it to the client; it is not stored anywhere): ${token}\n\n${entry}`;
+}
+
 function print(text: string): number {
   process.stdout.write(text.endsWith('\n') ? text : text + '\n');
   return 0;
@@ -72,8 +82,8 @@ main().then(
     process.exitCode = code;
   },
   (err) => {
-    if (err instanceof UsageError || err instanceof ConfigError || err instanceof RuleError) {
-      const problems = err instanceof UsageError ? undefined : err.problems;
+    if (err instanceof UsageError || err instanceof ConfigError || err instanceof RuleError || err instanceof ProxyStartError) {
+      const problems = err instanceof UsageError || err instanceof ProxyStartError ? undefined : err.problems;
       process.stderr.write(`mcp-negotiate-proxy: ${problems ? 'invalid configuration\n  ' + problems.join('\n  ') : err.message}\n`);
       process.exitCode = 2;
       return;

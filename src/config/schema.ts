@@ -134,6 +134,38 @@ export const modernSchema = z
   .strict()
   .describe('The modern protocol era (2026-07-28): stateless requests, server/discover, input_required rounds.');
 
+export const authSchema = z
+  .object({
+    tokens: z
+      .array(
+        z
+          .object({
+            name: z.string().regex(/^[A-Za-z0-9_.@:-]{1,64}$/, 'letters, digits, "_", ".", "@", ":" and "-", at most 64').describe('Who holds the token (the principal, in logs and limits).'),
+            sha256: z.string().regex(/^[0-9a-fA-F]{64}$/, 'the SHA-256 of the token in hex (mcp-negotiate-proxy hash-token prints it)').describe('SHA-256 of the token, hex; the token itself is never stored.'),
+          })
+          .strict(),
+      )
+      .default([])
+      .describe('Static bearer tokens / API keys, stored hashed. Clients send Authorization: Bearer <token> or the apiKeyHeader.'),
+    apiKeyHeader: z.string().regex(/^[A-Za-z0-9-]+$/).default('x-api-key').describe('Header that may carry a static token instead of Authorization.'),
+    jwt: z
+      .object({
+        jwksUrl: z.url({ protocol: /^https?$/ }).describe('Where the signing keys are published (JWKS).'),
+        issuer: z.string().min(1).describe('Required `iss`.'),
+        audience: z.string().min(1).describe('Required `aud` (usually this endpoint\'s URL).'),
+        requiredScopes: z.array(z.string().min(1)).default([]).describe('Scopes every token must grant (`scope` or `scp`); missing ones get 403 insufficient_scope.'),
+        principalClaim: z.string().min(1).default('sub').describe('The claim that names the principal.'),
+      })
+      .strict()
+      .optional()
+      .describe('JWT bearer tokens from an OAuth authorization server.'),
+    authorizationServers: z.array(z.url()).default([]).describe('Issuer URLs listed in the protected resource metadata (RFC 9728), for clients that obtain tokens themselves.'),
+    resource: z.url().optional().describe('The resource identifier in the metadata document (default: this endpoint\'s URL as the client reached it).'),
+    allowUnauthenticated: z.boolean().default(false).describe('Serve a non-loopback address without authentication (something in front authenticates).'),
+  })
+  .strict()
+  .describe('Who may connect. Off unless tokens or jwt are set; required when listening on a non-loopback address.');
+
 export const replicasSchema = z
   .object({
     id: z
@@ -166,6 +198,7 @@ export const configSchema = z
     contentNegotiation: negotiationSchema.default({ enabled: true, useDefaultRules: true, rules: [], plugins: [], limits: SHAPING_LIMITS }),
     modern: modernSchema.default(MODERN_DEFAULTS),
     replicas: replicasSchema.default({ previousSecrets: [] }),
+    auth: authSchema.default({ tokens: [], apiKeyHeader: 'x-api-key', authorizationServers: [], allowUnauthenticated: false }),
     serverVariants: serverVariantsSchema.default({ variants: [], maxAdvertised: 5, mergeUpstream: true }).describe('Server variants (SEP-2053): ranked views of the upstream.'),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level (logs always go to stderr).'),
   })

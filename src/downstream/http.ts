@@ -14,6 +14,7 @@ import { duplicateId, type ClientSink, type RelaySession } from '../relay/sessio
 import type { ModernCore } from '../fronts/modern/core.js';
 import { isModernPost, serveModernPost } from '../fronts/modern/http.js';
 import { hostGuard, originGuard } from './guards.js';
+import { challenge, resourceMetadata, type AuthConfig, type Authenticator } from '../fronts/auth.js';
 import { HttpSession } from './http-session.js';
 import type { SessionClaims, SessionTokens } from './session-tokens.js';
 import { PostReply, SseStream } from './streams.js';
@@ -34,6 +35,8 @@ export interface HttpDownstreamOptions {
    * token; absent when sessions cannot move (a stdio upstream, or no shared secret).
    */
   resumeSession?(sink: ClientSink, log: Logger, claims: SessionClaims): RelaySession | undefined;
+  /** Who may use the MCP endpoint (see src/fronts/auth.ts). */
+  auth: { authenticator: Authenticator; config: AuthConfig };
   /** Serves modern (2026-07-28) requests; absent = legacy clients only. */
   modern?: ModernCore;
   /** What /healthz reports; `ok: false` answers 503. */
@@ -80,6 +83,33 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     if (!originOk(req.headers.origin)) return rpcError(reply, new ProxyError('FORBIDDEN', `Origin "${req.headers.origin}" is not allowed`));
     done();
   });
+
+  const { authenticator, config: authConfig } = opts.auth;
+  app.decorateRequest('principal', '');
+  /** The metadata document's URL for the endpoint the client reached (or the configured resource). */
+  const metadataUrl = (req: FastifyRequest) => {
+    const resource = new URL(authConfig.resource ?? `${req.protocol}://${req.headers.host}${listen.path}`);
+    return `${resource.origin}/.well-known/oauth-protected-resource${resource.pathname}`;
+  };
+  if (authenticator.enabled) {
+    app.addHook('onRequest', async (req, reply) => {
+      if (req.url.split('?')[0] !== listen.path) return;
+      const outcome = await authenticator.authenticate(req.headers);
+      if ('principal' in outcome) {
+        req.principal = outcome.principal;
+        return;
+      }
+      log.info({ status: outcome.status, error: outcome.error, address: req.ip }, 'request refused: authentication');
+      const scopes = authConfig.jwt?.requiredScopes ?? [];
+      reply.header('www-authenticate', challenge(outcome, metadataUrl(req), scopes));
+      return rpcError(reply, new ProxyError(outcome.status === 403 ? 'FORBIDDEN' : 'UNAUTHORIZED', outcome.description));
+    });
+    const metadata = async (req: FastifyRequest, reply: FastifyReply) => {
+      reply.header('cache-control', 'max-age=300').send(resourceMetadata(authConfig, authConfig.resource ?? `${req.protocol}://${req.headers.host}${listen.path}`));
+    };
+    app.get('/.well-known/oauth-protected-resource', metadata);
+    app.get(`/.well-known/oauth-protected-resource${listen.path}`, metadata);
+  }
 
   app.get('/metrics', async (_req, reply) => {
     reply.type('text/plain; version=0.0.4').send(opts.metrics());
@@ -191,7 +221,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     const frames = typeof variantHeader === 'string' ? parsed.frames.map((f) => headerVariant(f, variantHeader)) : parsed.frames;
     if (opts.modern && isModernPost(req, frames)) {
       const mode = !wantsSse ? 'json' : !wantsJson ? 'sse' : listen.responseMode;
-      return serveModernPost(opts.modern, req, reply, frames, batch, mode, STREAM_AFTER_MS);
+      return serveModernPost(opts.modern, req, reply, frames, batch, mode, STREAM_AFTER_MS, principalOf(req));
     }
     const init = frames.find((f) => isRequest(f.msg) && f.msg.method === 'initialize');
     let session: HttpSession | undefined;
@@ -276,8 +306,15 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
 }
 
 /** Who sent the request ('' without authentication). */
-function principalOf(_req: FastifyRequest): string {
-  return '';
+function principalOf(req: FastifyRequest): string {
+  return req.principal;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by authentication; '' when it is off. */
+    principal: string;
+  }
 }
 
 /** A request with the MCP-Server-Variant header applied (a new frame only when it changed). */

@@ -34,6 +34,7 @@ export type ProxyErrorCode =
   | 'NOT_ACCEPTABLE'
   | 'UNSUPPORTED_MEDIA_TYPE'
   | 'FORBIDDEN'
+  | 'UNAUTHORIZED'
   | 'BODY_TOO_LARGE'
   | 'SESSION_NOT_FOUND'
   | 'TOO_MANY_SESSIONS'
@@ -75,6 +76,7 @@ const WIRE: Record<ProxyErrorCode, WireForm> = {
   NOT_ACCEPTABLE: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 406 },
   UNSUPPORTED_MEDIA_TYPE: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 415 },
   FORBIDDEN: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 403 },
+  UNAUTHORIZED: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 401 },
   BODY_TOO_LARGE: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 413 },
   SESSION_NOT_FOUND: { legacy: REQUEST_TIMEOUT, modern: INVALID_REQUEST, status: 404 }, // -32001: what the SDKs answer for an unknown session
   TOO_MANY_SESSIONS: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503 },

@@ -50,6 +50,8 @@ export function isModernMessage(msg: { params?: Record<string, unknown> }): bool
 
 export interface ModernContext {
   protocolVersion: string;
+  /** Who sent the request, as the front authenticated it ('' without authentication). */
+  principal?: string;
   clientCapabilities: Record<string, any>;
   /** Severity index into LOG_LEVELS from which notifications/message are sent; undefined = none. */
   logLevel?: number;

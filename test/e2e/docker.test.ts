@@ -34,6 +34,11 @@ describe('Dockerfile and docker-compose.yml, run without Docker', () => {
     expect(proxy.volumes).toContain('./config/examples:/config:ro');
     expect(proxy.environment.MCP_PROXY_CONFIG).toBe('/config/everything.yaml');
     expect(compose.services.everything.command.at(-1)).toBe('streamableHttp');
+    // The image binds 0.0.0.0, so it starts only with authentication or an explicit opt-out; the
+    // opt-out goes with a port published on loopback only.
+    expect(dockerfile).toMatch(/MCP_PROXY_HOST=0\.0\.0\.0/);
+    expect(proxy.environment.MCP_PROXY_ALLOW_UNAUTHENTICATED).toBe('1');
+    expect(proxy.ports).toEqual(['127.0.0.1:8080:8080']);
   });
 
   it('serves server-everything through the compose configuration and passes the HEALTHCHECK', async () => {

@@ -8,24 +8,11 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { INIT, rawPost, rawSession } from '../helpers/raw.js';
+import { INIT, meta, modern, rawPost, rawSession } from '../helpers/raw.js';
 import { commandLine, eventually, fixtureArgv, startProxy, stopAll, type Running } from '../helpers/processes.js';
 
 const V = '2026-07-28';
 const FULL_CAPS = { elicitation: { form: {} }, sampling: {}, roots: {} };
-
-function meta(capabilities: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
-  return { 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': capabilities, ...extra };
-}
-
-/** A modern request with matching headers; `over` replaces headers (undefined removes one). */
-function modern(id: number, method: string, params: Record<string, unknown> = {}, capabilities: Record<string, unknown> = {}) {
-  const body = { jsonrpc: '2.0', id, method, params: { ...params, _meta: meta(capabilities, (params._meta as Record<string, unknown>) ?? {}) } };
-  const headers: Record<string, string> = { 'mcp-protocol-version': V, 'mcp-method': method };
-  const name = (params.name ?? params.uri) as string | undefined;
-  if (name !== undefined && ['tools/call', 'prompts/get', 'resources/read'].includes(method)) headers['mcp-name'] = name;
-  return { body, headers };
-}
 
 describe('modern requests on the HTTP endpoint (conformance fixture over stdio)', () => {
   let proxy: Running;

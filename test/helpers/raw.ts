@@ -65,3 +65,20 @@ export async function rawSession(url: string): Promise<Record<string, string>> {
 export function callTool(id: number, name: string, args: Record<string, unknown> = {}): unknown {
   return { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } };
 }
+
+const MODERN_VERSION = '2026-07-28';
+
+/** The `_meta` of a modern (2026-07-28) request. */
+export function meta(capabilities: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
+  return { 'io.modelcontextprotocol/protocolVersion': MODERN_VERSION, 'io.modelcontextprotocol/clientCapabilities': capabilities, ...extra };
+}
+
+/** A modern request with matching headers; `over` replaces headers (undefined removes one). */
+export function modern(id: number, method: string, params: Record<string, unknown> = {}, capabilities: Record<string, unknown> = {}) {
+  const body = { jsonrpc: '2.0', id, method, params: { ...params, _meta: meta(capabilities, (params._meta as Record<string, unknown>) ?? {}) } };
+  const headers: Record<string, string> = { 'mcp-protocol-version': MODERN_VERSION, 'mcp-method': method };
+  const name = (params.name ?? params.uri) as string | undefined;
+  if (name !== undefined && ['tools/call', 'prompts/get', 'resources/read'].includes(method)) headers['mcp-name'] = name;
+  return { body, headers };
+}
+

@@ -81,6 +81,8 @@ interface RequestState {
   /** Expiry, ms since the epoch. */
   exp: number;
   replica: string;
+  /** Who got it: nobody else may resume the call. */
+  principal: string;
 }
 
 export class ModernCore {
@@ -148,7 +150,7 @@ export class ModernCore {
       // The upstream forgot the pooled session (404) without running the request: once more on a new one.
       ({ call, step } = await this.start(req.method, upstreamParams(params, ctx), ctx, reply));
     }
-    if (step.kind === 'input') return { result: await this.inputRequired(req, call, step) };
+    if (step.kind === 'input') return { result: this.inputRequired(req, ctx, call, step) };
     const { outcome } = step;
     if ('failure' in outcome) throw outcome.failure;
     const res = outcome.response;
@@ -188,8 +190,8 @@ export class ModernCore {
   }
 
   /** Parks the call and tells the client what it must supply, with the state that resumes it. */
-  private async inputRequired(req: JsonRpcRequest, call: BridgedCall, step: Extract<CallStep, { kind: 'input' }>): Promise<McpResult> {
-    const state: RequestState = { call: call.key, round: call.round, ...binding(req), exp: Date.now() + this.opts.inputTimeoutMs, replica: this.opts.replicaId };
+  private inputRequired(req: JsonRpcRequest, ctx: ModernContext, call: BridgedCall, step: Extract<CallStep, { kind: 'input' }>): McpResult {
+    const state: RequestState = { call: call.key, round: call.round, ...binding(req), exp: Date.now() + this.opts.inputTimeoutMs, replica: this.opts.replicaId, principal: ctx.principal ?? '' };
     const requestState = this.opts.sealer.seal('requestState', state);
     return { resultType: 'input_required', inputRequests: step.inputRequests, requestState };
   }
@@ -202,6 +204,7 @@ export class ModernCore {
     if (!state || state.method !== bound.method || state.digest !== bound.digest) {
       throw new ProxyError('INVALID_REQUEST_STATE', 'requestState is not valid for this request: it was altered, belongs to another request, or was issued by a proxy with another secret');
     }
+    if (state.principal !== (ctx.principal ?? '')) throw new ProxyError('INVALID_REQUEST_STATE', 'requestState was issued to another client identity: send the request again without requestState');
     if (!(state.exp > Date.now())) throw new ProxyError('INVALID_REQUEST_STATE', 'requestState has expired: send the request again without requestState and inputResponses');
     if (state.replica !== this.opts.replicaId) {
       throw new ProxyError('INVALID_REQUEST_STATE', `The call this requestState resumes waits on replica "${state.replica}", not this one: route retries to it, or send the request again without requestState`);

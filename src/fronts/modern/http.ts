@@ -24,7 +24,7 @@ export function isModernPost(req: FastifyRequest, frames: Frame[]): boolean {
   return frames.length === 1 && msg.method !== 'initialize' && isModernMessage(msg);
 }
 
-export function serveModernPost(core: ModernCore, req: FastifyRequest, reply: FastifyReply, frames: Frame[], batch: boolean, mode: ReplyMode, streamAfterMs: number): FastifyReply | undefined {
+export function serveModernPost(core: ModernCore, req: FastifyRequest, reply: FastifyReply, frames: Frame[], batch: boolean, mode: ReplyMode, streamAfterMs: number, principal: string): FastifyReply | undefined {
   const msg = frames[0].msg;
   if (batch) return reject(reply, 400, errorResponse(null, { code: INVALID_REQUEST, message: 'Invalid Request: protocol version 2026-07-28 takes one message per POST, not a batch' }));
   if (!isRequest(msg)) {
@@ -37,7 +37,7 @@ export function serveModernPost(core: ModernCore, req: FastifyRequest, reply: Fa
     const bodyVersion = (msg.params?._meta as Record<string, unknown> | undefined)?.[META.protocolVersion];
     if (typeof bodyVersion === 'string') checkModernHeaders(req.headers, msg, bodyVersion, core.paramHeaders(msg));
     core.checkMethod(msg);
-    ctx = modernContext(msg);
+    ctx = { ...modernContext(msg), principal };
   } catch (err) {
     const status = err instanceof ProxyError ? err.httpStatus : 500;
     return reject(reply, status, errorResponse(msg.id, toJsonRpcError(err, 'modern')));
