@@ -12,7 +12,7 @@ import { Agent, request } from 'undici';
 import type { Config } from './config/schema.js';
 import { startHttpDownstream, type HttpDownstream } from './downstream/http.js';
 import { startStdioDownstream, type StdioDownstream } from './downstream/stdio.js';
-import type { ProxyError } from './jsonrpc/errors.js';
+import { ProxyError } from './jsonrpc/errors.js';
 import { ModernCore, type ModernCoreOptions } from './fronts/modern/core.js';
 import { ListenHub } from './fronts/modern/listen.js';
 import { Metrics } from './metrics.js';
@@ -100,8 +100,17 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const unshapedNotices = new Set<string>();
   const modern = config.modern.enabled ? createModernCore(config, spec.kind === 'stdio', (events, poolLog) => connect(events, poolLog), { rules, variants, counters, unshapedNotices, sealer, replicaId, log }) : undefined;
   const negotiationSetup = (sessionLog: Logger) => ({ rules, variants, limits: config.contentNegotiation.limits, unshapedNotices, counters, log: sessionLog });
+  /** Stdio processes held by legacy sessions, capped by upstream.maxProcesses. */
+  let sessionProcesses = 0;
+  const connectSession = (events: UpstreamEvents, sessionLog: Logger, resume?: ResumedSession): UpstreamConnection => {
+    if (spec.kind !== 'stdio') return connect(events, sessionLog, resume);
+    const max = config.upstream.maxProcesses;
+    if (sessionProcesses >= max) throw new ProxyError('TOO_MANY_SESSIONS', `All ${max} upstream processes for sessions are in use (upstream.maxProcesses); try again when a session ends`);
+    sessionProcesses++;
+    return connect({ onMessage: events.onMessage, onClose: (err) => (sessionProcesses--, events.onClose(err)) }, sessionLog);
+  };
   const relay = (sink: ClientSink, sessionLog: Logger, shaper: Negotiation, resume?: ResumedSession) =>
-    new RelaySession((events) => connect(events, sessionLog, resume), sink, {
+    new RelaySession((events) => connectSession(events, sessionLog, resume), sink, {
       requestTimeoutMs: config.timeouts.requestMs,
       initializeTimeoutMs: config.timeouts.initializeMs,
       shaper,

@@ -23,11 +23,28 @@ export const upstreamSchema = z
       .default(false)
       .describe("Give a stdio upstream the proxy's whole environment (its secrets included). Off: only the minimal set plus `env`."),
     cwd: z.string().optional().describe('Working directory of a stdio upstream.'),
+    maxProcesses: z
+      .number()
+      .int()
+      .positive()
+      .default(16)
+      .describe('Most stdio upstream processes for legacy sessions (one each); initialize beyond it gets 503 with Retry-After. Modern requests use modern.pool.maxSessions more.'),
     headers: headerMap.default({}),
   })
   .strict()
   .refine((u) => !(u.url && u.command), { message: 'set either `url` or `command`, not both' })
   .describe('The server behind the proxy. With neither `url` nor `command`, the built-in demo server runs.');
+
+const CLIENT_LIMITS = { sessions: 32, requestsPerSecond: 100, inFlight: 64 };
+
+export const clientLimitsSchema = z
+  .object({
+    sessions: z.number().int().positive().default(CLIENT_LIMITS.sessions).describe('Concurrent legacy sessions one client may hold; initialize beyond it gets 429.'),
+    requestsPerSecond: z.number().int().positive().default(CLIENT_LIMITS.requestsPerSecond).describe('Requests to the MCP endpoint one client may send per second; beyond it 429 with Retry-After.'),
+    inFlight: z.number().int().positive().default(CLIENT_LIMITS.inFlight).describe('POSTs one client may have waiting for an answer at once; beyond it 429.'),
+  })
+  .strict()
+  .describe('Limits per client: the authenticated principal, or the client address without authentication.');
 
 export const listenSchema = z
   .object({
@@ -48,7 +65,8 @@ export const listenSchema = z
       .enum(['auto', 'sse', 'json'])
       .default('auto')
       .describe('How POSTs are answered: auto = plain JSON when the answer is immediate and alone, SSE when there is more to stream; sse = always SSE; json = always JSON (progress then goes to the GET stream).'),
-    maxSessions: z.number().int().positive().default(1000).describe('Most concurrent HTTP sessions (each may hold an upstream process); initialize beyond it gets 503.'),
+    maxSessions: z.number().int().positive().default(1000).describe('Most concurrent HTTP sessions; initialize beyond it gets 503.'),
+    perClient: clientLimitsSchema.default(CLIENT_LIMITS),
   })
   .strict();
 
@@ -192,8 +210,8 @@ export const replicasSchema = z
 
 export const configSchema = z
   .object({
-    upstream: upstreamSchema.default({ args: [], env: {}, inheritEnv: false, headers: {} }),
-    listen: listenSchema.default({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4 * 1024 * 1024, responseMode: 'auto', maxSessions: 1000 }),
+    upstream: upstreamSchema.default({ args: [], env: {}, inheritEnv: false, maxProcesses: 16, headers: {} }),
+    listen: listenSchema.default({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4 * 1024 * 1024, responseMode: 'auto', maxSessions: 1000, perClient: CLIENT_LIMITS }),
     timeouts: timeoutsSchema.default({ requestMs: 60_000, initializeMs: 120_000, sessionIdleMs: 10 * 60_000, shutdownGraceMs: 2_000 }),
     contentNegotiation: negotiationSchema.default({ enabled: true, useDefaultRules: true, rules: [], plugins: [], limits: SHAPING_LIMITS }),
     modern: modernSchema.default(MODERN_DEFAULTS),

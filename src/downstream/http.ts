@@ -3,6 +3,7 @@
  * path, sessions issued at initialize, Origin/Host checks, body limit, /healthz. Each session's
  * routing lives in HttpSession; the relay itself in RelaySession.
  */
+import rateLimit from '@fastify/rate-limit';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
@@ -15,6 +16,7 @@ import type { ModernCore } from '../fronts/modern/core.js';
 import { isModernPost, serveModernPost } from '../fronts/modern/http.js';
 import { hostGuard, originGuard } from './guards.js';
 import { challenge, resourceMetadata, type AuthConfig, type Authenticator } from '../fronts/auth.js';
+import { ClientLimits, limitKey } from '../fronts/limits.js';
 import { HttpSession } from './http-session.js';
 import type { SessionClaims, SessionTokens } from './session-tokens.js';
 import { PostReply, SseStream } from './streams.js';
@@ -72,7 +74,8 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     }
     rpcError(
       reply,
-      err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? new ProxyError('BODY_TOO_LARGE', `Request body is larger than the limit of ${listen.maxBodyBytes} bytes`)
+      status === 429 ? new ProxyError('RATE_LIMITED', err.message)
+      : err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? new ProxyError('BODY_TOO_LARGE', `Request body is larger than the limit of ${listen.maxBodyBytes} bytes`)
       : err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? new ProxyError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json')
       : new ProxyError('BAD_REQUEST', err.message),
     );
@@ -111,6 +114,20 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     app.get(`/.well-known/oauth-protected-resource${listen.path}`, metadata);
   }
 
+  const limits = new ClientLimits(listen.perClient);
+  await app.register(rateLimit, {
+    global: false,
+    hook: 'preHandler', // after authentication: the key is the principal
+    max: listen.perClient.requestsPerSecond,
+    timeWindow: 1000,
+    keyGenerator: limitKey,
+    addHeadersOnExceeding: { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false },
+    addHeaders: { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false, 'retry-after': true },
+    onExceeded: (req, key) => log.warn({ client: key, address: req.ip }, 'request rate limit reached; answering 429'),
+    errorResponseBuilder: (_req, ctx) => ({ statusCode: 429, message: `Too many requests: at most ${ctx.max} per second per client; retry after ${ctx.after}` }),
+  });
+  const limited = { config: { rateLimit: {} } };
+
   app.get('/metrics', async (_req, reply) => {
     reply.type('text/plain; version=0.0.4').send(opts.metrics());
   });
@@ -133,7 +150,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
       return undefined;
     }
     const principal = principalOf(req);
-    const session = sessions.get(id) ?? resume(id, principal);
+    const session = sessions.get(id) ?? resume(id, principal, limitKey(req));
     if (session instanceof ProxyError) {
       rpcError(reply, session);
       return undefined;
@@ -155,11 +172,12 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     return session.id;
   };
 
-  const newSession = (principal: string, id?: string): HttpSession =>
+  const newSession = (principal: string, owner: string, id?: string): HttpSession =>
     new HttpSession(
       log,
       (s, reason) => {
         starting.delete(s);
+        limits.sessionEnded(owner);
         if (!s.identified) return void s.relay.close(reason);
         sessions.delete(s.id);
         if (reason.code === 'CLIENT_GONE' || reason.code === 'UPSTREAM_SESSION_EXPIRED') opts.tokens.markEnded(s.id);
@@ -174,16 +192,16 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
       id,
     );
 
-  const openSession = (principal: string): HttpSession => {
-    const session = newSession(principal);
-    starting.add(session);
+  const openSession = (principal: string, owner: string): HttpSession => {
+    const session = newSession(principal, owner);
     session.relay = opts.openSession(session, log.child({ session: session.logId }));
+    starting.add(session);
     log.info({ session: session.logId, sessions: sessions.size + starting.size }, 'session started');
     return session;
   };
 
   /** A session started elsewhere (another replica, or this one before a restart), rebuilt from its token. */
-  const resume = (id: string, principal: string): HttpSession | ProxyError => {
+  const resume = (id: string, principal: string, owner: string): HttpSession | ProxyError => {
     const notFound = 'Session not found: it ended or never existed; send initialize to start a new one';
     const claims = opts.tokens.open(id);
     if (!claims) return new ProxyError('SESSION_NOT_FOUND', notFound);
@@ -197,16 +215,26 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
       );
     }
     if (sessions.size + starting.size >= listen.maxSessions) return new ProxyError('TOO_MANY_SESSIONS', `Too many sessions (limit ${listen.maxSessions}); try again later`);
-    const session = newSession(principal, id);
+    if (!limits.openSession(owner)) return new ProxyError('RATE_LIMITED', `Too many sessions for this client (limit ${listen.perClient.sessions})`);
+    const session = newSession(principal, owner, id);
     const relay = opts.resumeSession(session, log.child({ session: session.logId }), claims);
-    if (!relay) return new ProxyError('SESSION_NOT_FOUND', notFound);
+    if (!relay) {
+      limits.sessionEnded(owner);
+      return new ProxyError('SESSION_NOT_FOUND', notFound);
+    }
     session.relay = relay;
     sessions.set(id, session);
     log.info({ session: session.logId, from: claims.replica }, 'session resumed from its token');
     return session;
   };
 
-  app.post(listen.path, async (req, reply) => {
+  app.post(listen.path, limited, async (req, reply) => {
+    const release = limits.begin(limitKey(req));
+    if (!release) {
+      log.warn({ client: limitKey(req) }, 'in-flight limit reached; answering 429');
+      return rpcError(reply.header('retry-after', '1'), new ProxyError('RATE_LIMITED', `Too many requests in flight: at most ${listen.perClient.inFlight} per client at once`));
+    }
+    reply.raw.once('close', release);
     const accept = String(req.headers.accept ?? '*/*');
     const wantsSse = accept.includes('text/event-stream') || accept.includes('*/*');
     const wantsJson = accept.includes('application/json') || accept.includes('*/*');
@@ -228,15 +256,21 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     if (init) {
       if (frames.length > 1) return rpcError(reply, new ProxyError('BAD_REQUEST', 'Invalid Request: initialize must be sent alone'));
       if (req.headers['mcp-session-id']) return rpcError(reply, new ProxyError('BAD_REQUEST', 'Invalid Request: this session is already initialized'));
+      if (!limits.openSession(limitKey(req))) {
+        log.warn({ client: limitKey(req), limit: listen.perClient.sessions }, 'per-client session limit reached; refusing initialize');
+        return rpcError(reply.header('retry-after', '60'), new ProxyError('RATE_LIMITED', `Too many sessions for this client (limit ${listen.perClient.sessions}); end one (DELETE) or wait for it to go idle`));
+      }
       if (sessions.size + starting.size >= listen.maxSessions) {
+        limits.sessionEnded(limitKey(req));
         log.warn({ sessions: sessions.size + starting.size }, 'session limit reached; refusing initialize');
         return rpcError(reply, new ProxyError('TOO_MANY_SESSIONS', `Too many sessions (limit ${listen.maxSessions}); try again later`));
       }
       try {
-        session = openSession(principalOf(req));
+        session = openSession(principalOf(req), limitKey(req));
       } catch (err) {
+        limits.sessionEnded(limitKey(req));
         log.error({ err: (err as Error).message }, 'could not open a session');
-        return rpcError(reply, new ProxyError('TOO_MANY_SESSIONS', `Could not start a session: ${(err as Error).message}`));
+        return rpcError(reply.header('retry-after', '5'), new ProxyError('TOO_MANY_SESSIONS', `Could not start a session: ${(err as Error).message}`));
       }
     } else {
       session = sessionFor(req, reply);
@@ -259,7 +293,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     for (const frame of frames) session.relay.fromClient(frame);
   });
 
-  app.get(listen.path, async (req, reply) => {
+  app.get(listen.path, limited, async (req, reply) => {
     if (!String(req.headers.accept ?? '').includes('text/event-stream')) {
       return rpcError(reply, new ProxyError('NOT_ACCEPTABLE', 'Not Acceptable: the GET stream needs Accept: text/event-stream'));
     }
@@ -270,7 +304,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     session.attachGetStream(new SseStream(reply.raw, { 'mcp-session-id': session.id }));
   });
 
-  app.delete(listen.path, async (req, reply) => {
+  app.delete(listen.path, limited, async (req, reply) => {
     const session = sessionFor(req, reply);
     if (!session) return reply;
     await session.relay.close(new ProxyError('CLIENT_GONE', 'The client ended the session'));

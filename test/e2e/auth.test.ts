@@ -44,7 +44,7 @@ describe('static tokens', () => {
       expect(res.messages[0].error.message).toBeTruthy();
       const challenge = res.headers.get('www-authenticate')!;
       expect(challenge).toMatch(/^Bearer resource_metadata="http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource\/mcp"/);
-      if ('authorization' in headers && headers.authorization.startsWith('Bearer')) expect(challenge).toContain('error="invalid_token"');
+      if (String((headers as Record<string, string>).authorization ?? '').startsWith('Bearer')) expect(challenge).toContain('error="invalid_token"');
     }
     const metadataUrl = /resource_metadata="([^"]+)"/.exec((await rawPost(proxy.url, INIT)).headers.get('www-authenticate')!)![1];
     const metadata = await (await fetch(metadataUrl)).json();
