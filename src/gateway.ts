@@ -65,6 +65,8 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const replicaId = config.replicas.id ?? `${hostname()}:${process.pid}`;
   /** Legacy sessions over an HTTP upstream go on at any replica that shares the secret. */
   const sessionsMove = sealer.shared && spec.kind === 'http';
+  /** Where other replicas reach this one: configured, or the listening URL when bound to one address. */
+  let replicaUrl = config.replicas.url;
   // The relay's own timers decide when a request has taken too long; undici's 300 s defaults
   // would cut off long tool calls and quiet GET streams.
   const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: null, bodyTimeout: 0, headersTimeout: 0 });
@@ -98,7 +100,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const counters = metrics.counters;
   const variants = new VariantCatalog(config.serverVariants);
   const unshapedNotices = new Set<string>();
-  const modern = config.modern.enabled ? createModernCore(config, spec.kind === 'stdio', (events, poolLog) => connect(events, poolLog), { rules, variants, counters, unshapedNotices, sealer, replicaId, log }) : undefined;
+  const modern = config.modern.enabled ? createModernCore(config, spec.kind === 'stdio', (events, poolLog) => connect(events, poolLog), { rules, variants, counters, unshapedNotices, sealer, replicaId, replicaUrl: () => replicaUrl, log }) : undefined;
   const negotiationSetup = (sessionLog: Logger) => ({ rules, variants, limits: config.contentNegotiation.limits, unshapedNotices, counters, log: sessionLog });
   /** Stdio processes held by legacy sessions, capped by upstream.maxProcesses. */
   let sessionProcesses = 0;
@@ -162,6 +164,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
         openSession,
         tokens: new SessionTokens(sealer, replicaId),
         auth: { authenticator, config: config.auth },
+        replicaUrl: config.replicas.url,
         resumeSession: sessionsMove ? resumeSession : undefined,
         modern: modern?.core,
         health: reportHealth,
@@ -169,6 +172,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
         log,
       });
       if (spec.kind === 'http') void probe(spec.url, target, dispatcher, log);
+      if (!replicaUrl && !['0.0.0.0', '::', '[::]'].includes(config.listen.host)) replicaUrl = http.url;
       log.info({ url: http.url }, 'listening');
       return { url: http.url };
     },
@@ -190,7 +194,7 @@ function createModernCore(
   config: Config,
   stdioUpstream: boolean,
   connect: (events: UpstreamEvents, log: Logger) => UpstreamConnection,
-  shared: { rules: CompiledRule[]; variants: VariantCatalog; counters: Metrics['counters']; unshapedNotices: Set<string>; sealer: Sealer; replicaId: string; log: Logger },
+  shared: { rules: CompiledRule[]; variants: VariantCatalog; counters: Metrics['counters']; unshapedNotices: Set<string>; sealer: Sealer; replicaId: string; replicaUrl: () => string | undefined; log: Logger },
 ): { core: ModernCore; pool: UpstreamPool } {
   const log = shared.log.child({ era: 'modern' });
   let hub: ListenHub | undefined;
@@ -213,6 +217,7 @@ function createModernCore(
     inputTimeoutMs: config.modern.inputTimeoutMs,
     sealer: shared.sealer,
     replicaId: shared.replicaId,
+    replicaUrl: shared.replicaUrl,
     cache: config.modern.cache as ModernCoreOptions['cache'],
     listen: (req, ctx, reply) => listen.listen(req, ctx, reply),
     log,

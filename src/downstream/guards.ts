@@ -32,10 +32,11 @@ export function originGuard(allowed: string[] | undefined): (origin: string | un
  * Returns a predicate over the Host header. Without a list only loopback names pass, wherever
  * the proxy is bound: a container binding 0.0.0.0 behind a port published on 127.0.0.1 is still
  * reached as localhost, and any other name must be listed on purpose. Entries may carry a port.
+ * `also`: names accepted besides (this replica's own address, which other replicas use).
  */
-export function hostGuard(allowed: string[] | undefined): (host: string | undefined) => boolean {
+export function hostGuard(allowed: string[] | undefined, also: string[] = []): (host: string | undefined) => boolean {
   if (allowed?.includes('*')) return () => true;
-  const names = new Set((allowed ?? [...LOOPBACK_NAMES]).map((h) => h.toLowerCase()));
+  const names = new Set([...(allowed ?? LOOPBACK_NAMES), ...also].map((h) => h.toLowerCase()));
   return (host) => {
     if (host === undefined) return false;
     const h = host.toLowerCase();

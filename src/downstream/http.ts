@@ -37,6 +37,8 @@ export interface HttpDownstreamOptions {
    * token; absent when sessions cannot move (a stdio upstream, or no shared secret).
    */
   resumeSession?(sink: ClientSink, log: Logger, claims: SessionClaims): RelaySession | undefined;
+  /** This replica's URL as other replicas reach it (its host is accepted beside allowedHosts). */
+  replicaUrl?: string;
   /** Who may use the MCP endpoint (see src/fronts/auth.ts). */
   auth: { authenticator: Authenticator; config: AuthConfig };
   /** Serves modern (2026-07-28) requests; absent = legacy clients only. */
@@ -60,7 +62,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
   /** Sessions whose initialize has not been answered yet (no id). */
   const starting = new Set<HttpSession>();
   const originOk = originGuard(listen.allowedOrigins);
-  const hostOk = hostGuard(listen.allowedHosts);
+  const hostOk = hostGuard(listen.allowedHosts, opts.replicaUrl ? [new URL(opts.replicaUrl).host] : []);
   const app = Fastify({ bodyLimit: listen.maxBodyBytes, forceCloseConnections: true, logger: false });
 
   app.removeAllContentTypeParsers();

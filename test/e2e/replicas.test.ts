@@ -2,14 +2,15 @@
  * Replicas that share only a secret: one legacy session's requests go to each of three proxy
  * replicas in turn (session id = sealed token), server→client requests are answered through
  * another replica than the one that asked, and one replica stops mid-session. Over a stdio
- * upstream a session lives in one replica: another one answers 404 and names it.
+ * upstream a session lives in one replica: another one answers 404 and names it. A modern retry
+ * that lands on another replica than the one holding its call is forwarded there.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commandLine, fixtureArgv, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
-import { INIT, rawPost } from '../helpers/raw.js';
+import { INIT, modern, rawPost } from '../helpers/raw.js';
 
 const SECRET = 'replica-test-secret-0123456789abcdef';
 const text = (r: unknown) => (r as { content: Array<{ text: string }> }).content[0].text;
@@ -109,5 +110,33 @@ describe('replicas in front of a stdio upstream', () => {
     expect(JSON.stringify(there.messages)).toMatch(/lives on replica \\"alpha\\".*sticky/);
     const here = await rawPost(a.url, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, headers);
     expect(here.status).toBe(200);
+  }, 60_000);
+});
+
+describe('modern input rounds across replicas', () => {
+  afterAll(stopAll);
+
+  it('forwards a retry to the replica that holds its call, and says so clearly when that replica is gone', async () => {
+    const upstreamArg = commandLine(fixtureArgv('faulty-server'));
+    const [a, b] = await Promise.all(['alpha', 'beta'].map((id) => startProxy(['--upstream', upstreamArg], { MCP_PROXY_SECRET: SECRET, MCP_PROXY_REPLICA_ID: id })));
+    const caps = { elicitation: { form: {} } };
+    const ask = async (id: number) => {
+      const r = modern(id, 'tools/call', { name: 'elicit', arguments: { message: 'who?' } }, caps);
+      const result = (await rawPost(a.url, r.body, r.headers)).messages[0].result;
+      expect(result.resultType).toBe('input_required');
+      const [key] = Object.keys(result.inputRequests);
+      return modern(id + 1, 'tools/call', { name: 'elicit', arguments: { message: 'who?' }, requestState: result.requestState, inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } } }, caps);
+    };
+
+    const retry = await ask(1);
+    const answered = (await rawPost(b.url, retry.body, retry.headers)).messages[0].result;
+    expect(answered.resultType).toBe('complete');
+    expect(JSON.parse(answered.content[0].text)).toMatchObject({ action: 'accept', content: { name: 'Ada' } });
+
+    const orphan = await ask(3);
+    expect(await a.stop()).toBe(0);
+    const lost = await rawPost(b.url, orphan.body, orphan.headers);
+    expect(lost.status).toBe(400);
+    expect(lost.messages[0].error).toMatchObject({ code: -32602, message: expect.stringMatching(/replica holding this call \("alpha"\) cannot be reached.*without requestState/) });
   }, 60_000);
 });

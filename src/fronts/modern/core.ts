@@ -34,6 +34,8 @@ export interface ModernCoreOptions {
   sealer: Sealer;
   /** This replica's name, sealed into requestState so another replica can say where the call waits. */
   replicaId: string;
+  /** Where other replicas reach this one (sealed into requestState, for forwarded retries); known once listening. */
+  replicaUrl(): string | undefined;
   /** Cache hints per method; `default` for the others. */
   cache: Record<string, CacheHint> & { default: CacheHint };
   /** Handles `subscriptions/listen` (src/fronts/modern/listen.ts). */
@@ -81,6 +83,8 @@ interface RequestState {
   /** Expiry, ms since the epoch. */
   exp: number;
   replica: string;
+  /** Where that replica takes forwarded retries. */
+  url?: string;
   /** Who got it: nobody else may resume the call. */
   principal: string;
 }
@@ -93,6 +97,14 @@ export class ModernCore {
 
   constructor(private readonly opts: ModernCoreOptions) {}
 
+  get replicaId(): string {
+    return this.opts.replicaId;
+  }
+
+  get log(): Logger {
+    return this.opts.log;
+  }
+
   /** Mcp-Param-* header → argument for a tools/call, from the tool's listed input schema. */
   paramHeaders(req: JsonRpcRequest): Map<string, string> | undefined {
     return req.method === 'tools/call' && typeof req.params?.name === 'string' ? this.toolHeaders.get(req.params.name) : undefined;
@@ -100,6 +112,18 @@ export class ModernCore {
 
   get parkedCount(): number {
     return this.parked.size;
+  }
+
+  /**
+   * For a retry whose call waits on another replica that can be reached: that replica. Anything
+   * else (no requestState, not valid, this replica's own, no URL) is left to `handle`.
+   */
+  ownerElsewhere(req: JsonRpcRequest, ctx: ModernContext): { replica: string; url: string } | undefined {
+    const token = req.params?.requestState;
+    if (typeof token !== 'string') return undefined;
+    const state = this.opts.sealer.open<RequestState>('requestState', token);
+    if (!state || state.replica === this.opts.replicaId || !state.url || state.principal !== (ctx.principal ?? '')) return undefined;
+    return { replica: state.replica, url: state.url };
   }
 
   /** Throws the rejection for a method the modern era does not have (404 on HTTP). */
@@ -191,7 +215,7 @@ export class ModernCore {
 
   /** Parks the call and tells the client what it must supply, with the state that resumes it. */
   private inputRequired(req: JsonRpcRequest, ctx: ModernContext, call: BridgedCall, step: Extract<CallStep, { kind: 'input' }>): McpResult {
-    const state: RequestState = { call: call.key, round: call.round, ...binding(req), exp: Date.now() + this.opts.inputTimeoutMs, replica: this.opts.replicaId, principal: ctx.principal ?? '' };
+    const state: RequestState = { call: call.key, round: call.round, ...binding(req), exp: Date.now() + this.opts.inputTimeoutMs, replica: this.opts.replicaId, url: this.opts.replicaUrl(), principal: ctx.principal ?? '' };
     const requestState = this.opts.sealer.seal('requestState', state);
     return { resultType: 'input_required', inputRequests: step.inputRequests, requestState };
   }
@@ -207,7 +231,7 @@ export class ModernCore {
     if (state.principal !== (ctx.principal ?? '')) throw new ProxyError('INVALID_REQUEST_STATE', 'requestState was issued to another client identity: send the request again without requestState');
     if (!(state.exp > Date.now())) throw new ProxyError('INVALID_REQUEST_STATE', 'requestState has expired: send the request again without requestState and inputResponses');
     if (state.replica !== this.opts.replicaId) {
-      throw new ProxyError('INVALID_REQUEST_STATE', `The call this requestState resumes waits on replica "${state.replica}", not this one: route retries to it, or send the request again without requestState`);
+      throw new ProxyError('INVALID_REQUEST_STATE', `The call this requestState resumes waits on replica "${state.replica}", which this one cannot forward to (set replicas.url on every replica): send the request again without requestState`);
     }
     const call = this.parked.get(state.call);
     if (!call || call.round !== state.round || !call.awaitingInput) {

@@ -9,6 +9,7 @@ import { errorResponse, INVALID_REQUEST, isRequest, serialize, type Frame, type 
 import { LEGACY_VERSIONS, META, isModernMessage, modernContext } from '../../mcp/modern.js';
 import { PostReply, type ReplyMode } from '../../downstream/streams.js';
 import { Cancellation, type ModernCore } from './core.js';
+import { FORWARDED_HEADER, forwardToOwner } from './forward.js';
 import { checkModernHeaders } from './headers.js';
 
 /**
@@ -24,7 +25,7 @@ export function isModernPost(req: FastifyRequest, frames: Frame[]): boolean {
   return frames.length === 1 && msg.method !== 'initialize' && isModernMessage(msg);
 }
 
-export function serveModernPost(core: ModernCore, req: FastifyRequest, reply: FastifyReply, frames: Frame[], batch: boolean, mode: ReplyMode, streamAfterMs: number, principal: string): FastifyReply | undefined {
+export function serveModernPost(core: ModernCore, req: FastifyRequest, reply: FastifyReply, frames: Frame[], batch: boolean, mode: ReplyMode, streamAfterMs: number, principal: string): FastifyReply | Promise<void> | undefined {
   const msg = frames[0].msg;
   if (batch) return reject(reply, 400, errorResponse(null, { code: INVALID_REQUEST, message: 'Invalid Request: protocol version 2026-07-28 takes one message per POST, not a batch' }));
   if (!isRequest(msg)) {
@@ -42,6 +43,8 @@ export function serveModernPost(core: ModernCore, req: FastifyRequest, reply: Fa
     const status = err instanceof ProxyError ? err.httpStatus : 500;
     return reject(reply, status, errorResponse(msg.id, toJsonRpcError(err, 'modern')));
   }
+  const owner = req.headers[FORWARDED_HEADER] === undefined ? core.ownerElsewhere(msg, ctx) : undefined;
+  if (owner) return forwardToOwner(owner, msg.id, req, reply, core.replicaId, core.log);
   reply.hijack();
   const channel = new PostReply(reply.raw, () => ({}), mode, false, streamAfterMs);
   const cancellation = new Cancellation();

@@ -1,0 +1,43 @@
+/**
+ * A modern retry (requestState + inputResponses) that reached a replica other than the one
+ * holding the parked call is forwarded there, once: the owner's URL travels sealed in the
+ * requestState, so replicas need no list of one another and a balancer needs no stickiness.
+ * The owner authenticates the forwarded request itself (the client's headers go along).
+ */
+import { pipeline } from 'node:stream/promises';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { request } from 'undici';
+import { ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
+import { errorResponse, type JsonRpcId } from '../../jsonrpc/message.js';
+
+/** Marks a forwarded request: its receiver never forwards it again. */
+export const FORWARDED_HEADER = 'mcp-proxy-forwarded-by';
+
+const NOT_FORWARDED = new Set(['host', 'connection', 'content-length', 'transfer-encoding', 'keep-alive', 'upgrade', 'te', 'trailer', 'expect']);
+const RELAYED_BACK = ['content-type', 'cache-control', 'retry-after', 'www-authenticate'];
+
+export async function forwardToOwner(target: { url: string; replica: string }, id: JsonRpcId, req: FastifyRequest, reply: FastifyReply, self: string, log: Logger): Promise<void> {
+  const headers: Record<string, string> = { [FORWARDED_HEADER]: self };
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (typeof value === 'string' && !NOT_FORWARDED.has(name) && !name.startsWith('proxy-')) headers[name] = value;
+  }
+  const abort = new AbortController();
+  reply.hijack();
+  reply.raw.once('close', () => abort.abort());
+  try {
+    const res = await request(target.url, { method: 'POST', headers, body: req.body as string, signal: abort.signal });
+    const back: Record<string, string> = {};
+    for (const name of RELAYED_BACK) if (typeof res.headers[name] === 'string') back[name] = res.headers[name] as string;
+    reply.raw.writeHead(res.statusCode, back);
+    reply.raw.flushHeaders();
+    await pipeline(res.body, reply.raw);
+  } catch (err) {
+    if (abort.signal.aborted) return;
+    log.warn({ owner: target.replica, err: (err as Error).message }, 'could not forward a retry to the replica holding its call');
+    if (reply.raw.headersSent) return void reply.raw.destroy();
+    const error = new ProxyError('INVALID_REQUEST_STATE', `The replica holding this call ("${target.replica}") cannot be reached: send the request again without requestState`);
+    const body = JSON.stringify(errorResponse(id, toJsonRpcError(error, 'modern')));
+    reply.raw.writeHead(error.httpStatus, { 'content-type': 'application/json' }).end(body);
+  }
+}
