@@ -65,8 +65,12 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const replicaId = config.replicas.id ?? `${hostname()}:${process.pid}`;
   /** Legacy sessions over an HTTP upstream go on at any replica that shares the secret. */
   const sessionsMove = sealer.shared && spec.kind === 'http';
-  /** Where other replicas reach this one: configured, or the listening URL when bound to one address. */
-  let replicaUrl = config.replicas.url;
+  /**
+   * Where other replicas reach this one: configured; bound to every interface (a container), its
+   * host name, as peers on its network resolve it; else the listening URL (known once listening).
+   */
+  const wildcard = ['0.0.0.0', '::', '[::]'].includes(config.listen.host);
+  let replicaUrl = config.replicas.url ?? (wildcard && config.listen.port !== 0 ? `http://${hostname()}:${config.listen.port}${config.listen.path}` : undefined);
   // The relay's own timers decide when a request has taken too long; undici's 300 s defaults
   // would cut off long tool calls and quiet GET streams.
   const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: null, bodyTimeout: 0, headersTimeout: 0 });
@@ -164,7 +168,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
         openSession,
         tokens: new SessionTokens(sealer, replicaId),
         auth: { authenticator, config: config.auth },
-        replicaUrl: config.replicas.url,
+        replicaUrl,
         resumeSession: sessionsMove ? resumeSession : undefined,
         modern: modern?.core,
         health: reportHealth,
@@ -172,7 +176,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
         log,
       });
       if (spec.kind === 'http') void probe(spec.url, target, dispatcher, log);
-      if (!replicaUrl && !['0.0.0.0', '::', '[::]'].includes(config.listen.host)) replicaUrl = http.url;
+      if (!wildcard) replicaUrl ??= http.url;
       log.info({ url: http.url }, 'listening');
       return { url: http.url };
     },

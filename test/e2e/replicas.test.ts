@@ -8,8 +8,13 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { commandLine, fixtureArgv, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { commandLine, eventually, fixtureArgv, ROOT, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
 import { INIT, modern, rawPost } from '../helpers/raw.js';
 
 const SECRET = 'replica-test-secret-0123456789abcdef';
@@ -138,5 +143,61 @@ describe('modern input rounds across replicas', () => {
     const lost = await rawPost(b.url, orphan.body, orphan.headers);
     expect(lost.status).toBe(400);
     expect(lost.messages[0].error).toMatchObject({ code: -32602, message: expect.stringMatching(/replica holding this call \("alpha"\) cannot be reached.*without requestState/) });
+  }, 60_000);
+});
+
+/** nginx from the system (Debian's package installs it in /usr/sbin), or undefined. */
+function findNginx(): string | undefined {
+  for (const candidate of ['nginx', '/usr/sbin/nginx']) {
+    try {
+      execFileSync(candidate, ['-v'], { stdio: 'ignore' });
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+const NGINX = findNginx();
+
+describe.skipIf(!NGINX)('replicas behind nginx, with the repository\'s deploy/nginx.conf', () => {
+  afterAll(stopAll);
+
+  it('round-robins one session over three replicas and keeps serving when one stops', async () => {
+    const upstream = await startHttpFixture('faulty-server');
+    const replicas = await Promise.all(['n1', 'n2', 'n3'].map((id) => startProxy(['--upstream', upstream.url], { MCP_PROXY_SECRET: SECRET, MCP_PROXY_REPLICA_ID: id })));
+    const dir = mkdtempSync(join(tmpdir(), 'proxy-nginx-'));
+    const socket = join(dir, 'nginx.sock');
+    // The repository's server block, pointed at the replicas and listening on a socket of its own.
+    const site = readFileSync(`${ROOT}deploy/nginx.conf`, 'utf8')
+      .replace(/^\s*server proxy-scaled:8080.*$/m, replicas.map((r) => `    server ${new URL(r.url).host} max_fails=1 fail_timeout=10s;`).join('\n'))
+      .replace(/listen 8080;/, `listen unix:${socket};`);
+    const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `${t}_temp_path ${dir}/${t};`).join(' ');
+    writeFileSync(join(dir, 'nginx.conf'), `daemon off;\nworker_processes 1;\npid ${dir}/nginx.pid;\nerror_log ${dir}/error.log;\nevents {}\nhttp {\naccess_log off;\n${temp}\n${site}\n}\n`);
+    const nginx = spawn(NGINX!, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log')], { stdio: 'ignore' });
+    try {
+      await eventually(() => existsSync(socket), 10_000, 'nginx listening');
+      const dispatcher = new Agent({ connect: { socketPath: socket } });
+      const viaNginx = ((input: string | URL | Request, init?: RequestInit) => undiciFetch(String(input instanceof Request ? input.url : input), { ...(init as object), dispatcher })) as unknown as typeof fetch;
+
+      const client = new Client({ name: 'nginx-test', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
+      client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: 'Ada' } }));
+      const transport = new StreamableHTTPClientTransport(new URL('http://localhost/mcp'), { fetch: viaNginx });
+      await client.connect(transport);
+      const counts: string[] = [];
+      for (let i = 0; i < 6; i++) counts.push(text(await client.callTool({ name: 'bump', arguments: {} })));
+      expect(replicas.filter((r) => r.stderr().includes('session resumed from its token')).length).toBeGreaterThanOrEqual(1);
+      expect(JSON.parse(text(await client.callTool({ name: 'elicit', arguments: { message: 'who?' } })))).toMatchObject({ content: { name: 'Ada' } });
+
+      expect(await replicas[0].stop()).toBe(0);
+      for (let i = 0; i < 4; i++) counts.push(text(await client.callTool({ name: 'bump', arguments: {} })));
+      expect(counts).toEqual(['1', '2', '3', '4', '5', '6', '7', '8', '9', '10']);
+      await transport.terminateSession();
+      await client.close();
+      await dispatcher.close();
+    } finally {
+      nginx.kill('SIGTERM');
+      await new Promise((resolve) => (nginx.exitCode !== null ? resolve(undefined) : nginx.once('exit', resolve)));
+    }
   }, 60_000);
 });
