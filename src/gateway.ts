@@ -13,6 +13,7 @@ import type { Config } from './config/schema.js';
 import { startHttpDownstream, type HttpDownstream } from './downstream/http.js';
 import { startStdioDownstream, type StdioDownstream } from './downstream/stdio.js';
 import { ProxyError } from './jsonrpc/errors.js';
+import type { JsonRpcNotification } from './jsonrpc/message.js';
 import { ModernCore, type ModernCoreOptions } from './fronts/modern/core.js';
 import { ListenHub } from './fronts/modern/listen.js';
 import { Metrics } from './metrics.js';
@@ -26,6 +27,7 @@ import { Sealer } from './sealing/sealer.js';
 import { RelaySession, type ClientSink } from './relay/session.js';
 import { createHttpUpstream } from './upstream/http.js';
 import { UpstreamPool } from './upstream/pool.js';
+import { SharedSessions } from './upstream/shared.js';
 import { describeUpstream, resolveUpstream } from './upstream/spec.js';
 import { createStdioUpstream, killGroup } from './upstream/stdio.js';
 import type { ResumedSession, UpstreamConnection, UpstreamEvents } from './upstream/types.js';
@@ -104,11 +106,19 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const counters = metrics.counters;
   const variants = new VariantCatalog(config.serverVariants);
   const unshapedNotices = new Set<string>();
-  const modern = config.modern.enabled ? createModernCore(config, spec.kind === 'stdio', (events, poolLog) => connect(events, poolLog), { rules, variants, counters, unshapedNotices, sealer, replicaId, replicaUrl: () => replicaUrl, log }) : undefined;
+  const sharing = config.upstream.sessions === 'shared' && spec.kind === 'stdio';
+  let modern: { core: ModernCore; hub: ListenHub } | undefined;
+  let shared: SharedSessions | undefined;
+  const pool = config.modern.enabled || sharing
+    ? createPool(config, spec.kind === 'stdio', (events, poolLog) => connect(events, poolLog), log, (n) => (modern?.hub.publish(n), shared?.publish(n)))
+    : undefined;
+  if (pool && config.modern.enabled) modern = createModernCore(config, pool, { rules, variants, counters, unshapedNotices, sealer, replicaId, replicaUrl: () => replicaUrl, log });
+  if (pool && sharing) shared = new SharedSessions(pool, config.timeouts.requestMs);
   const negotiationSetup = (sessionLog: Logger) => ({ rules, variants, limits: config.contentNegotiation.limits, unshapedNotices, counters, log: sessionLog });
   /** Stdio processes held by legacy sessions, capped by upstream.maxProcesses. */
   let sessionProcesses = 0;
   const connectSession = (events: UpstreamEvents, sessionLog: Logger, resume?: ResumedSession): UpstreamConnection => {
+    if (shared) return shared.connect(events, sessionLog);
     if (spec.kind !== 'stdio') return connect(events, sessionLog, resume);
     const max = config.upstream.maxProcesses;
     if (sessionProcesses >= max) throw new ProxyError('TOO_MANY_SESSIONS', `All ${max} upstream processes for sessions are in use (upstream.maxProcesses); try again when a session ends`);
@@ -183,7 +193,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     async close() {
       await Promise.all([http?.close(), stdio?.close()]);
       modern?.core.close();
-      await modern?.pool.close();
+      await pool?.close();
       await dispatcher.close().catch(() => undefined);
       settle(undefined);
     },
@@ -194,26 +204,31 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
 }
 
 /** The modern-era core and the pool of upstream sessions it forwards through. */
-function createModernCore(
-  config: Config,
-  stdioUpstream: boolean,
-  connect: (events: UpstreamEvents, log: Logger) => UpstreamConnection,
-  shared: { rules: CompiledRule[]; variants: VariantCatalog; counters: Metrics['counters']; unshapedNotices: Set<string>; sealer: Sealer; replicaId: string; replicaUrl: () => string | undefined; log: Logger },
-): { core: ModernCore; pool: UpstreamPool } {
-  const log = shared.log.child({ era: 'modern' });
-  let hub: ListenHub | undefined;
-  const pool = new UpstreamPool({
+/**
+ * The pool of proxy-initialized upstream sessions (modern requests, and legacy sessions with
+ * `upstream.sessions: shared`); notifications that belong to no call go to `onUnrelated`.
+ */
+function createPool(config: Config, stdioUpstream: boolean, connect: (events: UpstreamEvents, log: Logger) => UpstreamConnection, log: Logger, onUnrelated: (n: JsonRpcNotification) => void): UpstreamPool {
+  return new UpstreamPool({
     connect,
     maxSessions: config.modern.pool.maxSessions,
     idleMs: config.modern.pool.idleMs,
     warmSpare: config.modern.pool.warmSpare && stdioUpstream,
     initializeTimeoutMs: config.timeouts.initializeMs,
     clientInfo: { name: 'mcp-negotiate-proxy', version: PROXY_VERSION },
-    log,
-    onUnrelated: (n) => hub?.publish(n),
+    log: log.child({ pool: true }),
+    onUnrelated,
   });
-  hub = new ListenHub(pool, log);
-  const listen = hub;
+}
+
+/** The modern-era core over the pool, with its listen hub. */
+function createModernCore(
+  config: Config,
+  pool: UpstreamPool,
+  shared: { rules: CompiledRule[]; variants: VariantCatalog; counters: Metrics['counters']; unshapedNotices: Set<string>; sealer: Sealer; replicaId: string; replicaUrl: () => string | undefined; log: Logger },
+): { core: ModernCore; hub: ListenHub } {
+  const log = shared.log.child({ era: 'modern' });
+  const hub = new ListenHub(pool, log);
   const core = new ModernCore({
     pool,
     negotiation: { ...shared, limits: config.contentNegotiation.limits, outputSchemas: new Map(), log },
@@ -223,10 +238,10 @@ function createModernCore(
     replicaId: shared.replicaId,
     replicaUrl: shared.replicaUrl,
     cache: config.modern.cache as ModernCoreOptions['cache'],
-    listen: (req, ctx, reply) => listen.listen(req, ctx, reply),
+    listen: (req, ctx, reply) => hub.listen(req, ctx, reply),
     log,
   });
-  return { core, pool };
+  return { core, hub };
 }
 
 /** Tells the operator at start-up whether an HTTP upstream answers at all. */

@@ -89,8 +89,8 @@ function profFlags(dir: string | undefined): string[] {
 }
 
 /** The proxy CLI with an HTTP front; resolves once it logs its URL. */
-export function startProxy(upstreamArg: string, profileDir?: string): Promise<Running> {
-  return startAndWait([process.execPath, ...profFlags(profileDir), PROXY_MAIN, '--port', '0', '--upstream', upstreamArg], {}, 'stderr', /"url":"(http:[^"]+)"/, 'proxy');
+export function startProxy(upstreamArg: string, profileDir?: string, env: NodeJS.ProcessEnv = {}): Promise<Running> {
+  return startAndWait([process.execPath, ...profFlags(profileDir), PROXY_MAIN, '--port', '0', '--upstream', upstreamArg], env, 'stderr', /"url":"(http:[^"]+)"/, 'proxy');
 }
 
 /** argv of the proxy's stdio front (for an SDK StdioClientTransport). */

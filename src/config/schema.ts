@@ -23,6 +23,10 @@ export const upstreamSchema = z
       .default(false)
       .describe("Give a stdio upstream the proxy's whole environment (its secrets included). Off: only the minimal set plus `env`."),
     cwd: z.string().optional().describe('Working directory of a stdio upstream.'),
+    sessions: z
+      .enum(['isolated', 'shared'])
+      .default('isolated')
+      .describe('Stdio upstream: isolated = one process per client session (the server keeps per-client state apart); shared = client sessions borrow processes from the pool (modern.pool), request by request. See README, "Shared upstream processes".'),
     maxProcesses: z
       .number()
       .int()
@@ -210,7 +214,7 @@ export const replicasSchema = z
 
 export const configSchema = z
   .object({
-    upstream: upstreamSchema.default({ args: [], env: {}, inheritEnv: false, maxProcesses: 16, headers: {} }),
+    upstream: upstreamSchema.default({ args: [], env: {}, inheritEnv: false, sessions: 'isolated', maxProcesses: 16, headers: {} }),
     listen: listenSchema.default({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4 * 1024 * 1024, responseMode: 'auto', maxSessions: 1000, perClient: CLIENT_LIMITS }),
     timeouts: timeoutsSchema.default({ requestMs: 60_000, initializeMs: 120_000, sessionIdleMs: 10 * 60_000, shutdownGraceMs: 2_000 }),
     contentNegotiation: negotiationSchema.default({ enabled: true, useDefaultRules: true, rules: [], plugins: [], limits: SHAPING_LIMITS }),

@@ -37,6 +37,15 @@ export interface UpstreamPoolOptions {
   onUnrelated?(n: JsonRpcNotification, client: UpstreamClient): void;
 }
 
+/** The capabilities a pooled upstream session is initialized with: those a legacy server acts on. */
+export function upstreamCapabilities(declared: Record<string, any>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const name of ['sampling', 'elicitation', 'roots']) {
+    if (typeof declared[name] === 'object' && declared[name] !== null) out[name] = declared[name];
+  }
+  return out;
+}
+
 /** A started connection waiting for its session; events that come before it is taken are replayed. */
 interface Spare {
   connection: UpstreamConnection;

@@ -15,7 +15,7 @@ import { CACHEABLE_METHODS, INPUT_METHODS, LOG_LEVELS, META, MODERN_METHODS, MOD
 import { Negotiation, type NegotiationSetup } from '../../negotiation/session.js';
 import type { McpResult } from '../../pipeline/types.js';
 import type { Sealer } from '../../sealing/sealer.js';
-import type { UpstreamPool } from '../../upstream/pool.js';
+import { upstreamCapabilities, type UpstreamPool } from '../../upstream/pool.js';
 import { paramHeadersOf } from './headers.js';
 import { BridgedCall, type CallStep } from './mrtr.js';
 
@@ -273,15 +273,6 @@ function upstreamParams(params: Record<string, unknown>, ctx: ModernContext): Re
   const { _meta: _m, inputResponses: _i, requestState: _r, ...rest } = params;
   const meta = ctx.progressToken === undefined ? ctx.passMeta : { ...ctx.passMeta, progressToken: ctx.progressToken };
   return meta ? { ...rest, _meta: meta } : rest;
-}
-
-/** The capabilities a pooled upstream session is initialized with: those a legacy server acts on. */
-function upstreamCapabilities(declared: Record<string, any>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const name of ['sampling', 'elicitation', 'roots']) {
-    if (typeof declared[name] === 'object' && declared[name] !== null) out[name] = declared[name];
-  }
-  return out;
 }
 
 /** What a requestState is bound to: the method and a digest of its arguments. */

@@ -1,0 +1,111 @@
+/**
+ * `npm run bench` (part): replicas that share a secret, in one run.
+ *  1. Sealing: seal + open of a legacy session token (what a replica does on a request it did
+ *     not start), per token, next to JSON.stringify + JSON.parse of the same claims.
+ *  2. Memory per open legacy session in front of an HTTP upstream (session ids are sealed
+ *     tokens): the proxy's RSS after opening sessions, per session; also on a second replica
+ *     that resumed every one of them from its token.
+ *  3. Calls per second through one replica and through two (round robin, each session's calls
+ *     alternating), same lean HTTP upstream and client load, next to the upstream directly; and
+ *     the replicas' own CPU per call.
+ *
+ * Knobs (env): BENCH_SEAL_N (default 100000), BENCH_SESSIONS (default 400), BENCH_RPS_CALLS
+ * (default 3000), BENCH_RPS_CONCURRENCY (default 8).
+ */
+import { Agent, request } from 'undici';
+import { Sealer } from '../src/sealing/sealer.js';
+import { SessionTokens } from '../src/downstream/session-tokens.js';
+import { CLK_TCK, cpuTimes, rssKb, startLeanHttp, startProxy, stopAll } from './lib/procs.js';
+
+const SEAL_N = Number(process.env.BENCH_SEAL_N ?? 100_000);
+const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 400);
+const CALLS = Number(process.env.BENCH_RPS_CALLS ?? 3000);
+const CONCURRENCY = Number(process.env.BENCH_RPS_CONCURRENCY ?? 8);
+const SECRET = { MCP_PROXY_SECRET: 'bench-secret-0123456789abcdef0123456789' };
+const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 64 });
+
+function sealing(): void {
+  const tokens = new SessionTokens(new Sealer([SECRET.MCP_PROXY_SECRET]), 'bench-replica');
+  const claims = { principal: 'token:client-1', upstream: { id: '3f2c1d9e-5b7a-4c1e-9f0d-2a6b8c4e1f37', protocolVersion: '2025-11-25' }, negotiation: { client: { sampling: {}, extensions: { 'io.modelcontextprotocol/content-negotiation': { version: 1, features: ['agent', 'format=json', 'verbosity=compact'] } } } } };
+  const time = (fn: () => void) => {
+    for (let i = 0; i < 2000; i++) fn(); // warm
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < SEAL_N; i++) fn();
+    return Number(process.hrtime.bigint() - t0) / 1e6 / SEAL_N;
+  };
+  const token = tokens.mint(claims);
+  const seal = time(() => tokens.mint(claims));
+  const open = time(() => tokens.open(token));
+  const plain = time(() => JSON.parse(JSON.stringify({ replica: 'bench-replica', issued: 1, ...claims })));
+  console.log(`sealing: seal ${(seal * 1000).toFixed(1)} µs, open ${(open * 1000).toFixed(1)} µs, seal+open ${((seal + open) * 1000).toFixed(1)} µs per token (${(seal + open).toFixed(4)} ms; target ≤ 0.02 ms); JSON round trip of the same claims ${(plain * 1000).toFixed(1)} µs; token ${token.length} characters`);
+}
+
+async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, unknown> }> {
+  const res = await request(url, { method: 'POST', dispatcher, body: JSON.stringify(body), headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers } });
+  await res.body.text();
+  if (res.statusCode >= 300) throw new Error(`HTTP ${res.statusCode} from ${url}`);
+  return { status: res.statusCode, headers: res.headers };
+}
+
+async function openSession(url: string): Promise<Record<string, string>> {
+  const init = await post(url, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } });
+  const headers = { 'mcp-session-id': String(init.headers['mcp-session-id']), 'mcp-protocol-version': '2025-11-25' };
+  await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
+  return headers;
+}
+
+async function memory(upstream: string): Promise<void> {
+  const [a, b] = [await startProxy(upstream, undefined, SECRET), await startProxy(upstream, undefined, SECRET)];
+  const sessions: Array<Record<string, string>> = [];
+  for (let i = 0; i < 20; i++) sessions.push(await openSession(a.url)); // warm
+  const [a0, b0] = [rssKb(a.pid), rssKb(b.pid)];
+  for (let i = 0; i < SESSIONS; i++) sessions.push(await openSession(a.url));
+  const perA = ((rssKb(a.pid) - a0) * 1024) / SESSIONS;
+  for (const headers of sessions.slice(20)) await post(b.url, { jsonrpc: '2.0', id: 1, method: 'ping' }, headers);
+  const perB = ((rssKb(b.pid) - b0) * 1024) / SESSIONS;
+  console.log(`memory per open session (HTTP upstream, sealed ids): ${(perA / 1024).toFixed(1)} KiB on the replica that started ${SESSIONS} sessions, ${(perB / 1024).toFixed(1)} KiB on a replica that resumed them from their tokens (RSS deltas)`);
+  await Promise.all([a.stop(), b.stop()]);
+}
+
+/** Calls per second with `urls` taking turns; the processes' CPU ms per call. */
+async function throughput(urls: string[], pids: number[], direct = false): Promise<{ rps: number; cpuMs: number }> {
+  const sessions = await Promise.all(Array.from({ length: CONCURRENCY }, () => openSession(urls[0])));
+  const call = (i: number) => ({ jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name: 'echo', arguments: { text: `call ${i}` } } });
+  const cpu0 = pids.map(cpuTimes);
+  const t0 = performance.now();
+  let next = 0;
+  await Promise.all(sessions.map(async (headers) => {
+    while (next < CALLS) {
+      const i = next++;
+      await post(urls[i % urls.length], call(i), headers);
+    }
+  }));
+  const seconds = (performance.now() - t0) / 1000;
+  const ticks = pids.map(cpuTimes).reduce((sum, [u, s], k) => sum + u + s - cpu0[k][0] - cpu0[k][1], 0);
+  if (direct) return { rps: CALLS / seconds, cpuMs: 0 };
+  return { rps: CALLS / seconds, cpuMs: (ticks * 1000) / CLK_TCK / CALLS };
+}
+
+async function main(): Promise<void> {
+  sealing();
+  const lean = await startLeanHttp();
+  await memory(lean.url);
+  const [a, b] = [await startProxy(lean.url, undefined, SECRET), await startProxy(lean.url, undefined, SECRET)];
+  for (let round = 0; round < 2; round++) {
+    const direct = await throughput([lean.url], [], true);
+    const one = await throughput([a.url], [a.pid]);
+    const two = await throughput([a.url, b.url], [a.pid, b.pid]);
+    console.log(
+      `calls/s (${CALLS} echo calls, ${CONCURRENCY} sessions at once): direct ${direct.rps.toFixed(0)}, one replica ${one.rps.toFixed(0)} (${one.cpuMs.toFixed(3)} ms proxy CPU per call), ` +
+        `two replicas ${two.rps.toFixed(0)} (${two.cpuMs.toFixed(3)} ms per call, ${(two.rps / one.rps).toFixed(2)}× one replica)`,
+    );
+  }
+  await stopAll();
+  await dispatcher.close();
+}
+
+main().catch(async (err) => {
+  console.error(err);
+  await stopAll();
+  process.exitCode = 1;
+});

@@ -1,0 +1,184 @@
+/**
+ * `upstream.sessions: shared`: legacy client sessions served by the pool of upstream sessions
+ * (src/upstream/pool.ts) instead of one upstream process each. To the relay this is an
+ * ordinary upstream connection; underneath, each request borrows a pooled session keyed by the
+ * client's capabilities (alone, when it may ask the client for input), under an id of the
+ * pool's own. What the server holds per session is therefore shared: the proxy answers
+ * `initialize` from a pooled session, keeps `logging/setLevel` per client session, and
+ * reference-counts resource subscriptions across the sessions that share the upstream.
+ */
+import type { Logger } from 'pino';
+import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
+import { errorResponse, isNotification, isRequest, isResponse, type Frame, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
+import { INPUT_METHODS, LOG_LEVELS } from '../mcp/modern.js';
+import { upstreamCapabilities, type UpstreamLease, type UpstreamPool } from './pool.js';
+import type { UpstreamConnection, UpstreamEvents } from './types.js';
+
+/** The sessions sharing one pool: where notifications that belong to no call go, and who subscribed to what. */
+export class SharedSessions {
+  private readonly members = new Set<SharedConnection>();
+  private readonly subscribers = new Map<string, Set<SharedConnection>>();
+
+  constructor(readonly pool: UpstreamPool, private readonly requestTimeoutMs: number) {}
+
+  connect(events: UpstreamEvents, log: Logger): UpstreamConnection {
+    const member = new SharedConnection(this, events, log, this.requestTimeoutMs);
+    this.members.add(member);
+    return member;
+  }
+
+  /** A notification of a pooled session that belongs to no call: list changes to everyone, resource updates to subscribers. */
+  publish(n: JsonRpcNotification): void {
+    if (n.method === 'notifications/resources/updated') {
+      for (const m of this.subscribers.get(String(n.params?.uri)) ?? []) m.deliver(n);
+    } else {
+      for (const m of this.members) m.deliver(n);
+    }
+  }
+
+  /** Adds or removes a subscriber; true when the upstream must be told (first in, last out). */
+  subscription(member: SharedConnection, uri: string, on: boolean): boolean {
+    const set = this.subscribers.get(uri) ?? new Set();
+    const before = set.size;
+    if (on) set.add(member);
+    else set.delete(member);
+    if (set.size) this.subscribers.set(uri, set);
+    else this.subscribers.delete(uri);
+    return (before === 0) !== (set.size === 0);
+  }
+
+  leave(member: SharedConnection): void {
+    this.members.delete(member);
+    for (const uri of [...this.subscribers.keys()]) if (this.subscription(member, uri, false)) void member.tellUpstream('resources/unsubscribe', uri);
+  }
+}
+
+class SharedConnection implements UpstreamConnection {
+  private capabilities: Record<string, unknown> = {};
+  /** Index into LOG_LEVELS from which log messages reach this client; none until it sets a level. */
+  private logLevel: number | undefined;
+  private readonly calls = new Map<JsonRpcId, { lease: UpstreamLease; id: JsonRpcId }>();
+  /** Server→client requests waiting for this client's answer: the proxy's id → where the answer goes. */
+  private readonly asked = new Map<string, { lease: UpstreamLease; id: JsonRpcId }>();
+  private nextAsk = 1;
+  private closed = false;
+
+  constructor(
+    private readonly shared: SharedSessions,
+    private readonly events: UpstreamEvents,
+    private readonly log: Logger,
+    private readonly timeoutMs: number,
+  ) {}
+
+  send(frame: Frame): void {
+    if (this.closed) return;
+    const msg = frame.msg;
+    if (isRequest(msg)) void this.request(msg);
+    else if (isResponse(msg) && msg.id !== null) this.answerAsked(msg.id, msg.error ? { error: msg.error } : { result: msg.result ?? {} });
+    else if (isNotification(msg) && msg.method === 'notifications/cancelled') {
+      const call = this.calls.get((msg.params as { requestId?: JsonRpcId } | undefined)?.requestId ?? '');
+      if (call) call.lease.client.cancel(call.id, String(msg.params?.reason ?? 'cancelled by the client'), new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
+    }
+    // notifications/initialized and roots/list_changed concern the client's own session: nothing upstream to tell.
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const { lease, id } of this.calls.values()) lease.client.cancel(id, 'The client session ended', new ProxyError('CLIENT_GONE', 'The client session ended'));
+    this.shared.leave(this);
+  }
+
+  /** A notification that belongs to no call (see SharedSessions.publish). */
+  deliver(n: JsonRpcNotification): void {
+    if (this.closed || !this.wantsLog(n)) return;
+    this.events.onMessage({ msg: n });
+  }
+
+  /** Subscribes or unsubscribes the shared upstream for `uri`. */
+  async tellUpstream(method: 'resources/subscribe' | 'resources/unsubscribe', uri: string): Promise<string | undefined> {
+    const lease = await this.shared.pool.acquire(this.capabilities);
+    try {
+      const outcome = await lease.client.request(method, { uri }, {}, this.timeoutMs).outcome;
+      return 'failure' in outcome ? outcome.failure.message : outcome.response.error?.message;
+    } finally {
+      lease.release();
+    }
+  }
+
+  private async request(req: JsonRpcRequest): Promise<void> {
+    try {
+      const result = await this.serve(req);
+      this.reply({ jsonrpc: '2.0', id: req.id, ...result });
+    } catch (err) {
+      this.reply(errorResponse(req.id, toJsonRpcError(err)));
+    }
+  }
+
+  /** What the proxy answers itself, and the rest through a pooled session. */
+  private async serve(req: JsonRpcRequest): Promise<{ result: Record<string, unknown> } | { error: NonNullable<ReturnType<typeof errorResponse>['error']> }> {
+    const params = req.params ?? {};
+    switch (req.method) {
+      case 'initialize': {
+        this.capabilities = upstreamCapabilities((params.capabilities ?? {}) as Record<string, unknown>);
+        return { result: { ...(await this.shared.pool.server()) } };
+      }
+      case 'ping':
+        return { result: {} };
+      case 'logging/setLevel': {
+        const level = LOG_LEVELS.indexOf(String(params.level));
+        if (level < 0) throw new ProxyError('INVALID_PARAMS', `Invalid params: unknown log level "${String(params.level)}"`);
+        this.logLevel = level;
+        return { result: {} };
+      }
+      case 'resources/subscribe':
+      case 'resources/unsubscribe': {
+        const uri = String(params.uri ?? '');
+        if (this.shared.subscription(this, uri, req.method === 'resources/subscribe')) {
+          const refused = await this.tellUpstream(req.method, uri);
+          if (refused) throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream refused ${req.method}: ${refused}`);
+        }
+        return { result: {} };
+      }
+    }
+    const exclusive = INPUT_METHODS.has(req.method) && Object.keys(this.capabilities).length > 0;
+    const lease = await this.shared.pool.acquire(this.capabilities, exclusive);
+    try {
+      const call = lease.client.request(req.method, params, {
+        onNotification: (n) => this.wantsLog(n) && this.events.onMessage({ msg: n }, req.id),
+        onServerRequest: (r) => this.ask(lease, r, req.id),
+      }, this.timeoutMs);
+      this.calls.set(req.id, { lease, id: call.id });
+      const outcome = await call.outcome;
+      if ('failure' in outcome) throw outcome.failure;
+      const { error, result } = outcome.response;
+      return error ? { error } : { result: result ?? {} };
+    } finally {
+      this.calls.delete(req.id);
+      lease.release();
+    }
+  }
+
+  /** Relays a server→client request made during one of this client's calls, under an id of this session's own. */
+  private ask(lease: UpstreamLease, r: JsonRpcRequest, relatedId: JsonRpcId): void {
+    const id = `shared-${this.nextAsk++}`;
+    this.asked.set(id, { lease, id: r.id });
+    this.events.onMessage({ msg: { ...r, id } }, relatedId);
+  }
+
+  private answerAsked(id: JsonRpcId, outcome: Parameters<UpstreamLease['client']['respond']>[1]): void {
+    const asked = this.asked.get(String(id));
+    if (!asked) return this.log.debug({ id }, 'dropped a client response nobody asked for');
+    this.asked.delete(String(id));
+    asked.lease.client.respond(asked.id, outcome);
+  }
+
+  private wantsLog(n: JsonRpcNotification): boolean {
+    if (n.method !== 'notifications/message') return true;
+    return this.logLevel !== undefined && LOG_LEVELS.indexOf(String(n.params?.level)) >= this.logLevel;
+  }
+
+  private reply(msg: Parameters<UpstreamEvents['onMessage']>[0]['msg']): void {
+    if (!this.closed) this.events.onMessage({ msg }, (msg as { id?: JsonRpcId }).id);
+  }
+}
