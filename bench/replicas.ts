@@ -3,8 +3,8 @@
  *  1. Sealing: seal + open of a legacy session token (what a replica does on a request it did
  *     not start), per token, next to JSON.stringify + JSON.parse of the same claims.
  *  2. Memory per open legacy session in front of an HTTP upstream (session ids are sealed
- *     tokens): the proxy's RSS after opening sessions, per session; also on a second replica
- *     that resumed every one of them from its token.
+ *     tokens): heap after a GC, per session, on the replica that started them and on a second
+ *     one that resumed every one of them from its token (two gateways in this process).
  *  3. Calls per second through one replica and through two (round robin, each session's calls
  *     alternating), same lean HTTP upstream and client load, next to the upstream directly; and
  *     the replicas' own CPU per call.
@@ -12,7 +12,10 @@
  * Knobs (env): BENCH_SEAL_N (default 100000), BENCH_SESSIONS (default 400), BENCH_RPS_CALLS
  * (default 3000), BENCH_RPS_CONCURRENCY (default 8).
  */
+import pino from 'pino';
 import { Agent, request } from 'undici';
+import { loadConfig } from '../src/config/load.js';
+import { createGateway } from '../src/gateway.js';
 import { Sealer } from '../src/sealing/sealer.js';
 import { SessionTokens } from '../src/downstream/session-tokens.js';
 import { CLK_TCK, cpuTimes, rssKb, startLeanHttp, startProxy, stopAll } from './lib/procs.js';
@@ -54,17 +57,33 @@ async function openSession(url: string): Promise<Record<string, string>> {
   return headers;
 }
 
+/** Heap after a full GC (the bench runs with --expose-gc), in bytes. */
+function heapUsed(): number {
+  for (let i = 0; i < 3; i++) (globalThis as { gc?: () => void }).gc?.();
+  return process.memoryUsage().heapUsed;
+}
+
+/** Two gateways in this process (so the heap can be read after a GC), sessions opened on one and resumed on the other. */
 async function memory(upstream: string): Promise<void> {
-  const [a, b] = [await startProxy(upstream, undefined, SECRET), await startProxy(upstream, undefined, SECRET)];
+  if (!(globalThis as { gc?: unknown }).gc) return console.log('memory per session: skipped (run with node --expose-gc)');
+  const config = loadConfig({ overrides: { upstream: { url: upstream }, listen: { port: 0, perClient: { sessions: 1e6, requestsPerSecond: 1e6, inFlight: 1e6 } }, replicas: { secret: SECRET.MCP_PROXY_SECRET }, logLevel: 'silent' } });
+  const log = pino({ level: 'silent' });
+  const [ga, gb] = [createGateway(config, { log }), createGateway(config, { log })];
+  const [a, b] = [(await ga.start()).url!, (await gb.start()).url!];
   const sessions: Array<Record<string, string>> = [];
-  for (let i = 0; i < 20; i++) sessions.push(await openSession(a.url)); // warm
-  const [a0, b0] = [rssKb(a.pid), rssKb(b.pid)];
-  for (let i = 0; i < SESSIONS; i++) sessions.push(await openSession(a.url));
-  const perA = ((rssKb(a.pid) - a0) * 1024) / SESSIONS;
-  for (const headers of sessions.slice(20)) await post(b.url, { jsonrpc: '2.0', id: 1, method: 'ping' }, headers);
-  const perB = ((rssKb(b.pid) - b0) * 1024) / SESSIONS;
-  console.log(`memory per open session (HTTP upstream, sealed ids): ${(perA / 1024).toFixed(1)} KiB on the replica that started ${SESSIONS} sessions, ${(perB / 1024).toFixed(1)} KiB on a replica that resumed them from their tokens (RSS deltas)`);
-  await Promise.all([a.stop(), b.stop()]);
+  for (let i = 0; i < 20; i++) sessions.push(await openSession(a)); // warm
+  for (const headers of sessions) await post(b, { jsonrpc: '2.0', id: 1, method: 'ping' }, headers);
+  const h0 = heapUsed();
+  for (let i = 0; i < SESSIONS; i++) sessions.push(await openSession(a));
+  const h1 = heapUsed();
+  for (const headers of sessions.slice(20)) await post(b, { jsonrpc: '2.0', id: 1, method: 'ping' }, headers);
+  const h2 = heapUsed();
+  const tokens = sessions.slice(20).reduce((n, h) => n + h['mcp-session-id'].length, 0);
+  console.log(
+    `memory per open session (HTTP upstream, sealed ids; heap after GC, both replicas in this process): ${((h1 - h0) / SESSIONS / 1024).toFixed(1)} KiB to start one, ` +
+      `${((h2 - h1) / SESSIONS / 1024).toFixed(1)} KiB to resume one on another replica; the sealed id itself is ${(tokens / SESSIONS).toFixed(0)} characters (a random UUID: 36)`,
+  );
+  await Promise.all([ga.close(), gb.close()]);
 }
 
 /** Calls per second with `urls` taking turns; the processes' CPU ms per call. */

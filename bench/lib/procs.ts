@@ -12,6 +12,8 @@ export const PROXY_MAIN = `${ROOT}dist/main.js`;
 export const EVERYTHING_MAIN = `${ROOT}node_modules/@modelcontextprotocol/server-everything/dist/index.js`;
 export const LEAN_MAIN = `${ROOT}bench/lean-server.mjs`;
 export const FAULTY_MAIN = `${ROOT}test/fixtures/faulty-server.ts`;
+/** Lifts the per-client limits (bench/proxy.yaml). */
+const BENCH_CONFIG = `${ROOT}bench/proxy.yaml`;
 
 export interface Running {
   proc: ChildProcess;
@@ -90,12 +92,12 @@ function profFlags(dir: string | undefined): string[] {
 
 /** The proxy CLI with an HTTP front; resolves once it logs its URL. */
 export function startProxy(upstreamArg: string, profileDir?: string, env: NodeJS.ProcessEnv = {}): Promise<Running> {
-  return startAndWait([process.execPath, ...profFlags(profileDir), PROXY_MAIN, '--port', '0', '--upstream', upstreamArg], env, 'stderr', /"url":"(http:[^"]+)"/, 'proxy');
+  return startAndWait([process.execPath, ...profFlags(profileDir), PROXY_MAIN, '--port', '0', '--config', BENCH_CONFIG, '--upstream', upstreamArg], env, 'stderr', /"url":"(http:[^"]+)"/, 'proxy');
 }
 
 /** argv of the proxy's stdio front (for an SDK StdioClientTransport). */
 export function proxyStdioArgv(upstreamArg: string, profileDir?: string): string[] {
-  return [process.execPath, ...profFlags(profileDir), PROXY_MAIN, '--stdio', '--log-level', 'warn', '--upstream', upstreamArg];
+  return [process.execPath, ...profFlags(profileDir), PROXY_MAIN, '--stdio', '--config', BENCH_CONFIG, '--log-level', 'warn', '--upstream', upstreamArg];
 }
 
 export function startLeanHttp(sse = false): Promise<Running> {

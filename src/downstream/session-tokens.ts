@@ -19,6 +19,8 @@ export interface SessionClaims {
   negotiation?: object;
 }
 
+type WireClaims = [replica: string, principal: string, issued: number, upstreamId: string | null, protocolVersion: string | null, negotiation: object | null];
+
 /** Ended sessions remembered, so a token that is known dead is not resumed again. */
 const ENDED_LIMIT = 10_000;
 
@@ -31,15 +33,24 @@ export class SessionTokens {
   ) {}
 
   mint(claims: Omit<SessionClaims, 'replica' | 'issued'>): string {
-    const full: SessionClaims = { replica: this.replica, issued: Math.floor(Date.now() / 1000), ...claims };
-    return this.sealer.seal('session', full);
+    // An array, not an object: the token travels in a header on every request.
+    const wire: WireClaims = [this.replica, claims.principal, Math.floor(Date.now() / 1000), claims.upstream?.id ?? null, claims.upstream?.protocolVersion ?? null, claims.negotiation ?? null];
+    return this.sealer.seal('session', wire);
   }
 
   /** The claims of a token this replica can read and that has not ended here, else undefined. */
   open(token: string): SessionClaims | undefined {
     if (this.ended.has(token)) return undefined;
-    const claims = this.sealer.open<SessionClaims>('session', token);
-    return claims && typeof claims.replica === 'string' && typeof claims.principal === 'string' ? claims : undefined;
+    const wire = this.sealer.open<WireClaims>('session', token);
+    if (!Array.isArray(wire) || typeof wire[0] !== 'string' || typeof wire[1] !== 'string') return undefined;
+    const [replica, principal, issued, upstreamId, protocolVersion, negotiation] = wire;
+    return {
+      replica,
+      principal,
+      issued: Number(issued),
+      ...(typeof upstreamId === 'string' ? { upstream: { id: upstreamId, ...(typeof protocolVersion === 'string' ? { protocolVersion } : {}) } } : {}),
+      ...(negotiation && typeof negotiation === 'object' ? { negotiation } : {}),
+    };
   }
 
   /** The session ended for good (DELETE, upstream expiry): never resume it from its token. */

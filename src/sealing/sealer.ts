@@ -7,7 +7,7 @@
  *
  * Token: `<keyId>.<base64url(iv ‖ ciphertext ‖ tag)>`.
  */
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createSecretKey, hkdfSync, randomBytes, randomFillSync, type KeyObject } from 'node:crypto';
 
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
@@ -18,8 +18,24 @@ export type SealPurpose = 'session' | 'requestState';
 
 interface SealKey {
   id: string;
-  key: Buffer;
+  key: KeyObject;
 }
+
+/** IVs are drawn from a pool of random bytes: one call to the RNG per 512 tokens, not one each. */
+const IV_POOL_SIZE = IV_BYTES * 512;
+let ivPool = Buffer.alloc(0);
+let ivOffset = 0;
+
+function nextIv(): Buffer {
+  if (ivOffset + IV_BYTES > ivPool.length) {
+    ivPool = randomFillSync(Buffer.allocUnsafe(IV_POOL_SIZE));
+    ivOffset = 0;
+  }
+  ivOffset += IV_BYTES;
+  return ivPool.subarray(ivOffset - IV_BYTES, ivOffset);
+}
+
+const AAD: Record<SealPurpose, Buffer> = { session: Buffer.from('session'), requestState: Buffer.from('requestState') };
 
 export class Sealer {
   private readonly keys: SealKey[];
@@ -32,15 +48,15 @@ export class Sealer {
     const material = secrets.length > 0 ? secrets.map((s) => Buffer.from(s, 'utf8')) : [randomBytes(32)];
     this.keys = material.map((secret) => ({
       id: Buffer.from(hkdfSync('sha256', secret, 'mcp-negotiate-proxy', 'key-id', 6)).toString('base64url'),
-      key: Buffer.from(hkdfSync('sha256', secret, 'mcp-negotiate-proxy', 'aes-256-gcm', 32)),
+      key: createSecretKey(Buffer.from(hkdfSync('sha256', secret, 'mcp-negotiate-proxy', 'aes-256-gcm', 32))),
     }));
   }
 
   seal(purpose: SealPurpose, payload: object): string {
     const { id, key } = this.keys[0];
-    const iv = randomBytes(IV_BYTES);
+    const iv = nextIv();
     const cipher = createCipheriv('aes-256-gcm', key, iv);
-    cipher.setAAD(Buffer.from(purpose));
+    cipher.setAAD(AAD[purpose]);
     const body = Buffer.concat([iv, cipher.update(JSON.stringify(payload), 'utf8'), cipher.final(), cipher.getAuthTag()]);
     return `${id}.${body.toString('base64url')}`;
   }
@@ -55,7 +71,7 @@ export class Sealer {
     if (body.length < IV_BYTES + TAG_BYTES + 2) return undefined;
     try {
       const decipher = createDecipheriv('aes-256-gcm', entry.key, body.subarray(0, IV_BYTES));
-      decipher.setAAD(Buffer.from(purpose));
+      decipher.setAAD(AAD[purpose]);
       decipher.setAuthTag(body.subarray(body.length - TAG_BYTES));
       const plain = Buffer.concat([decipher.update(body.subarray(IV_BYTES, body.length - TAG_BYTES)), decipher.final()]);
       const payload: unknown = JSON.parse(plain.toString('utf8'));
