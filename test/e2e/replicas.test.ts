@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commandLine, eventually, fixtureArgv, ROOT, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
-import { INIT, modern, rawPost } from '../helpers/raw.js';
+import { INIT, modern, rawPost, rawSession } from '../helpers/raw.js';
 
 const SECRET = 'replica-test-secret-0123456789abcdef';
 const text = (r: unknown) => (r as { content: Array<{ text: string }> }).content[0].text;
@@ -84,6 +84,18 @@ describe('replicas sharing a secret, in front of an HTTP upstream', () => {
     await client.close();
   }, 60_000);
 
+  it('rotates secrets: a replica with a new secret still resumes sessions sealed with the previous one', async () => {
+    const NEW = 'the-next-secret-after-rotation-0123456789';
+    const rotated = await startProxy(['--upstream', upstream.url], { MCP_PROXY_SECRET: NEW, MCP_PROXY_PREVIOUS_SECRETS: SECRET, MCP_PROXY_REPLICA_ID: 'rotated' });
+    const old = await rawSession(replicas[0].url);
+    const list = { jsonrpc: '2.0', id: 7, method: 'tools/list' };
+    expect((await rawPost(rotated.url, list, old)).status).toBe(200);
+    // What the rotated replica seals, only replicas with the new secret open.
+    const fresh = await rawSession(rotated.url);
+    expect((await rawPost(replicas[0].url, list, fresh)).status).toBe(404);
+    await rotated.stop();
+  });
+
   it('refuses tokens it cannot open: forged, altered, or sealed with another secret', async () => {
     const other = await startProxy(['--upstream', upstream.url], { MCP_PROXY_SECRET: 'another-secret-entirely-0123456789ab' });
     const init = await rawPost(other.url, INIT);
@@ -98,6 +110,51 @@ describe('replicas sharing a secret, in front of an HTTP upstream', () => {
     }
     await other.stop();
   });
+});
+
+/** A client GET stream: the JSON-RPC messages it has carried so far. */
+async function openGet(url: string, headers: Record<string, string>): Promise<{ messages: any[]; close(): void }> {
+  const abort = new AbortController();
+  const res = await fetch(url, { headers: { ...headers, accept: 'text/event-stream' }, signal: abort.signal });
+  expect(res.status).toBe(200);
+  const messages: any[] = [];
+  void (async () => {
+    let buffered = '';
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      buffered += Buffer.from(chunk).toString('utf8');
+      const lines = buffered.split('\n');
+      buffered = lines.pop()!;
+      for (const line of lines) if (line.startsWith('data: ')) messages.push(JSON.parse(line.slice(6)));
+    }
+  })().catch(() => undefined);
+  return { messages, close: () => abort.abort() };
+}
+
+describe('the GET stream of a session shared by replicas', () => {
+  afterAll(stopAll);
+
+  it('follows the client: the replica its GET reaches holds the upstream stream, and hands it over when the client moves', async () => {
+    const upstream = await startHttpFixture('faulty-server');
+    const [a, b, c] = await Promise.all(['g1', 'g2', 'g3'].map((id) => startProxy(['--upstream', upstream.url], { MCP_PROXY_SECRET: SECRET, MCP_PROXY_REPLICA_ID: id })));
+    const headers = await rawSession(a.url);
+    let id = 100;
+    /** Calls `announce` (a notification that belongs to no request) until `stream` carries one. */
+    const announceUntilSeen = async (stream: { messages: any[] }) => {
+      const seen = () => stream.messages.some((m) => m.method === 'notifications/tools/list_changed');
+      await eventually(async () => {
+        if (!seen()) expect((await rawPost(a.url, { jsonrpc: '2.0', id: id++, method: 'tools/call', params: { name: 'announce', arguments: {} } }, headers)).status).toBe(200);
+        return seen();
+      }, 20_000, 'an unrelated notification on the GET stream');
+    };
+
+    const onB = await openGet(b.url, headers);
+    await announceUntilSeen(onB);
+    onB.close();
+    // C's upstream GET may meet a 409 while B still holds the stream; it retries until B has let go.
+    const onC = await openGet(c.url, headers);
+    await announceUntilSeen(onC);
+    onC.close();
+  }, 60_000);
 });
 
 describe('replicas in front of a stdio upstream', () => {
