@@ -178,7 +178,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
         openSession,
         tokens: new SessionTokens(sealer, replicaId),
         auth: { authenticator, config: config.auth },
-        replicaUrl,
+        replicaUrl: () => replicaUrl,
         resumeSession: sessionsMove ? resumeSession : undefined,
         modern: modern?.core,
         health: reportHealth,

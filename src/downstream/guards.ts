@@ -32,17 +32,21 @@ export function originGuard(allowed: string[] | undefined): (origin: string | un
  * Returns a predicate over the Host header. Without a list only loopback names pass, wherever
  * the proxy is bound: a container binding 0.0.0.0 behind a port published on 127.0.0.1 is still
  * reached as localhost, and any other name must be listed on purpose. Entries may carry a port.
- * `also`: names accepted besides (this replica's own address, which other replicas use).
  */
-export function hostGuard(allowed: string[] | undefined, also: string[] = []): (host: string | undefined) => boolean {
-  if (allowed?.includes('*')) return () => true;
-  const names = new Set([...(allowed ?? LOOPBACK_NAMES), ...also].map((h) => h.toLowerCase()));
+export function hostGuard(allowed: string[] | undefined): (host: string | undefined) => boolean {
+  if (allowed?.includes('*')) return (host) => host !== undefined && validHost(host);
+  const names = new Set((allowed ?? [...LOOPBACK_NAMES]).map((h) => h.toLowerCase()));
   return (host) => {
-    if (host === undefined) return false;
+    if (host === undefined || !validHost(host)) return false;
     const h = host.toLowerCase();
     const name = hostnameOf(h);
     return names.has(h) || names.has(name) || (!allowed && isLoopbackHost(name));
   };
+}
+
+/** A Host header as RFC 9110 allows it: a name or IP literal and an optional port, no userinfo or quotes. */
+export function validHost(host: string): boolean {
+  return /^(?:[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/.test(host);
 }
 
 /** "example.com:8080" → "example.com", "[::1]:8080" → "[::1]". */

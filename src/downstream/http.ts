@@ -14,7 +14,7 @@ import { withVariantHeader } from '../negotiation/variants.js';
 import { duplicateId, type ClientSink, type RelaySession } from '../relay/session.js';
 import type { ModernCore } from '../fronts/modern/core.js';
 import { isModernPost, serveModernPost } from '../fronts/modern/http.js';
-import { hostGuard, originGuard } from './guards.js';
+import { hostGuard, originGuard, validHost } from './guards.js';
 import { challenge, resourceMetadata, type AuthConfig, type Authenticator } from '../fronts/auth.js';
 import { ClientLimits, limitKey } from '../fronts/limits.js';
 import { HttpSession } from './http-session.js';
@@ -38,7 +38,7 @@ export interface HttpDownstreamOptions {
    */
   resumeSession?(sink: ClientSink, log: Logger, claims: SessionClaims): RelaySession | undefined;
   /** This replica's URL as other replicas reach it (its host is accepted beside allowedHosts). */
-  replicaUrl?: string;
+  replicaUrl?(): string | undefined;
   /** Who may use the MCP endpoint (see src/fronts/auth.ts). */
   auth: { authenticator: Authenticator; config: AuthConfig };
   /** Serves modern (2026-07-28) requests; absent = legacy clients only. */
@@ -62,7 +62,13 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
   /** Sessions whose initialize has not been answered yet (no id). */
   const starting = new Set<HttpSession>();
   const originOk = originGuard(listen.allowedOrigins);
-  const hostOk = hostGuard(listen.allowedHosts, opts.replicaUrl ? [new URL(opts.replicaUrl).host] : []);
+  const listedHostOk = hostGuard(listen.allowedHosts);
+  // Other replicas reach this one by its own address (forwarded retries); known once listening.
+  const hostOk = (host: string | undefined) => listedHostOk(host) || (host !== undefined && validHost(host) && host.toLowerCase() === selfHost());
+  const selfHost = () => {
+    const url = opts.replicaUrl?.();
+    return url ? new URL(url).host.toLowerCase() : undefined;
+  };
   const app = Fastify({ bodyLimit: listen.maxBodyBytes, forceCloseConnections: true, logger: false });
 
   app.removeAllContentTypeParsers();
@@ -92,13 +98,22 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
   const { authenticator, config: authConfig } = opts.auth;
   app.decorateRequest('principal', '');
   /** The metadata document's URL for the endpoint the client reached (or the configured resource). */
+  /** The resource identifier: configured, or the endpoint as this request reached it (its Host was checked). */
+  const resourceOf = (req: FastifyRequest): URL => {
+    try {
+      return new URL(authConfig.resource ?? `${req.protocol}://${req.headers.host}${listen.path}`);
+    } catch {
+      return new URL(listen.path, `http://127.0.0.1:${listen.port}`);
+    }
+  };
   const metadataUrl = (req: FastifyRequest) => {
-    const resource = new URL(authConfig.resource ?? `${req.protocol}://${req.headers.host}${listen.path}`);
+    const resource = resourceOf(req);
     return `${resource.origin}/.well-known/oauth-protected-resource${resource.pathname}`;
   };
   if (authenticator.enabled) {
     app.addHook('onRequest', async (req, reply) => {
-      if (req.url.split('?')[0] !== listen.path) return;
+      // The matched route, not the raw URL: the router decodes escapes (/mc%70 is /mcp).
+      if (req.routeOptions.url !== listen.path) return;
       const outcome = await authenticator.authenticate(req.headers);
       if ('principal' in outcome) {
         req.principal = outcome.principal;
@@ -110,7 +125,8 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
       return rpcError(reply, new ProxyError(outcome.status === 403 ? 'FORBIDDEN' : 'UNAUTHORIZED', outcome.description));
     });
     const metadata = async (req: FastifyRequest, reply: FastifyReply) => {
-      reply.header('cache-control', 'max-age=300').send(resourceMetadata(authConfig, authConfig.resource ?? `${req.protocol}://${req.headers.host}${listen.path}`));
+      // Derived from the request's Host unless configured: never stored by shared caches.
+      reply.header('cache-control', authConfig.resource ? 'max-age=300' : 'private, max-age=300').send(resourceMetadata(authConfig, resourceOf(req).href));
     };
     app.get('/.well-known/oauth-protected-resource', metadata);
     app.get(`/.well-known/oauth-protected-resource${listen.path}`, metadata);
@@ -234,7 +250,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     const release = limits.begin(limitKey(req));
     if (!release) {
       log.warn({ client: limitKey(req) }, 'in-flight limit reached; answering 429');
-      return rpcError(reply.header('retry-after', '1'), new ProxyError('RATE_LIMITED', `Too many requests in flight: at most ${listen.perClient.inFlight} per client at once`));
+      return rpcError(reply, new ProxyError('RATE_LIMITED', `Too many requests in flight: at most ${listen.perClient.inFlight} per client at once`));
     }
     reply.raw.once('close', release);
     const accept = String(req.headers.accept ?? '*/*');
@@ -260,7 +276,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
       if (req.headers['mcp-session-id']) return rpcError(reply, new ProxyError('BAD_REQUEST', 'Invalid Request: this session is already initialized'));
       if (!limits.openSession(limitKey(req))) {
         log.warn({ client: limitKey(req), limit: listen.perClient.sessions }, 'per-client session limit reached; refusing initialize');
-        return rpcError(reply.header('retry-after', '60'), new ProxyError('RATE_LIMITED', `Too many sessions for this client (limit ${listen.perClient.sessions}); end one (DELETE) or wait for it to go idle`));
+        return rpcError(reply, new ProxyError('RATE_LIMITED', `Too many sessions for this client (limit ${listen.perClient.sessions}); end one (DELETE) or wait for it to go idle`));
       }
       if (sessions.size + starting.size >= listen.maxSessions) {
         limits.sessionEnded(limitKey(req));
@@ -272,7 +288,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
       } catch (err) {
         limits.sessionEnded(limitKey(req));
         log.error({ err: (err as Error).message }, 'could not open a session');
-        return rpcError(reply.header('retry-after', '5'), new ProxyError('TOO_MANY_SESSIONS', `Could not start a session: ${(err as Error).message}`));
+        return rpcError(reply, new ProxyError('TOO_MANY_SESSIONS', `Could not start a session: ${(err as Error).message}`));
       }
     } else {
       session = sessionFor(req, reply);
@@ -359,7 +375,12 @@ function headerVariant(frame: Frame, header: string): Frame {
   return msg === frame.msg ? frame : { msg };
 }
 
+/** Seconds a client should wait before trying again after these refusals. */
+const RETRY_AFTER: Partial<Record<ProxyError['code'], string>> = { RATE_LIMITED: '1', TOO_MANY_SESSIONS: '5', SHUTTING_DOWN: '5' };
+
 /** Rejects an HTTP request before it reaches a session: the error's status and wire form. */
 function rpcError(reply: FastifyReply, err: ProxyError): FastifyReply {
+  const retry = RETRY_AFTER[err.code];
+  if (retry && !reply.hasHeader('retry-after')) reply.header('retry-after', retry);
   return reply.code(err.httpStatus).type('application/json').send(JSON.stringify(errorResponse(null, toJsonRpcError(err))));
 }

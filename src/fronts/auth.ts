@@ -62,7 +62,7 @@ export function createAuthenticator(config: AuthConfig): Authenticator {
 
 /** The `WWW-Authenticate` value for a refusal (RFC 6750 §3, RFC 9728 §5.1). */
 export function challenge(outcome: Extract<AuthOutcome, { status: number }>, metadataUrl: string, scopes: string[]): string {
-  const parts = [`resource_metadata="${metadataUrl}"`];
+  const parts = [`resource_metadata="${metadataUrl.replace(/["\\]/g, '')}"`];
   if (outcome.error !== 'invalid_request') parts.push(`error="${outcome.error}"`, `error_description="${outcome.description.replace(/["\\]/g, "'")}"`);
   if (scopes.length) parts.push(`scope="${scopes.join(' ')}"`);
   return `Bearer ${parts.join(', ')}`;

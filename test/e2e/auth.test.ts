@@ -15,7 +15,7 @@ import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken } from '../../src/fronts/auth.js';
 import { commandLine, fixtureArgv, PROXY_MAIN, startProxy, stopAll, type Running } from '../helpers/processes.js';
-import { INIT, modern, rawPost } from '../helpers/raw.js';
+import { INIT, modern, postWithHost, rawPost } from '../helpers/raw.js';
 
 const ALICE = 'alice-token-0123456789';
 const BOB = 'bob-token-9876543210';
@@ -51,6 +51,16 @@ describe('static tokens', () => {
     expect(metadata).toMatchObject({ resource: proxy.url, bearer_methods_supported: ['header'] });
     // Health stays open to probes.
     expect((await fetch(new URL('/healthz', proxy.url))).status).toBe(200);
+  });
+
+  it('guards the endpoint however its path is spelled, and refuses Host headers that are not host names', async () => {
+    for (const path of ['/mc%70', '/%6dcp', '/mcp?x=1']) {
+      const res = await rawPost(new URL(path, proxy.url).toString(), INIT);
+      expect(res.status).toBe(401);
+    }
+    for (const host of ['127.0.0.1:1@evil.example', '127.0.0.1:1"x', 'localhost:8080,scope=admin']) {
+      expect(await postWithHost(proxy.url, host, INIT)).toBe(403);
+    }
   });
 
   it('lets token holders in (Authorization or X-API-Key) and keeps each session to its holder', async () => {
