@@ -71,6 +71,10 @@ export const listenSchema = z
       .describe('How POSTs are answered: auto = plain JSON when the answer is immediate and alone, SSE when there is more to stream; sse = always SSE; json = always JSON (progress then goes to the GET stream).'),
     maxSessions: z.number().int().positive().default(1000).describe('Most concurrent HTTP sessions; initialize beyond it gets 503.'),
     perClient: clientLimitsSchema.default(CLIENT_LIMITS),
+    trustProxy: z
+      .union([z.boolean(), z.array(z.string().min(1))])
+      .default(false)
+      .describe('Behind a balancer: take the client address from X-Forwarded-For when the connection comes from these addresses or CIDRs (true: from anyone, only if nothing else can reach the proxy). Per-client limits without authentication count by that address.'),
   })
   .strict();
 
@@ -215,7 +219,7 @@ export const replicasSchema = z
 export const configSchema = z
   .object({
     upstream: upstreamSchema.default({ args: [], env: {}, inheritEnv: false, sessions: 'isolated', maxProcesses: 16, headers: {} }),
-    listen: listenSchema.default({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4 * 1024 * 1024, responseMode: 'auto', maxSessions: 1000, perClient: CLIENT_LIMITS }),
+    listen: listenSchema.default({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4 * 1024 * 1024, responseMode: 'auto', maxSessions: 1000, perClient: CLIENT_LIMITS, trustProxy: false }),
     timeouts: timeoutsSchema.default({ requestMs: 60_000, initializeMs: 120_000, sessionIdleMs: 10 * 60_000, shutdownGraceMs: 2_000 }),
     contentNegotiation: negotiationSchema.default({ enabled: true, useDefaultRules: true, rules: [], plugins: [], limits: SHAPING_LIMITS }),
     modern: modernSchema.default(MODERN_DEFAULTS),

@@ -69,7 +69,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     const url = opts.replicaUrl?.();
     return url ? new URL(url).host.toLowerCase() : undefined;
   };
-  const app = Fastify({ bodyLimit: listen.maxBodyBytes, forceCloseConnections: true, logger: false });
+  const app = Fastify({ bodyLimit: listen.maxBodyBytes, forceCloseConnections: true, logger: false, trustProxy: listen.trustProxy });
 
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => done(null, body));

@@ -81,3 +81,17 @@ describe('per-client limits', () => {
     expect(after.status).toBe(200);
   });
 });
+
+describe('per-client limits behind a balancer (listen.trustProxy)', () => {
+  afterAll(stopAll);
+
+  it('counts clients by the forwarded address when the connection comes from a trusted proxy', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'proxy-limits-')), 'proxy.yaml');
+    writeFileSync(file, `upstream:\n  command: ${JSON.stringify(FAULTY)}\nlisten:\n  perClient: { sessions: 1 }\n  trustProxy: ["127.0.0.1"]\n`);
+    const proxy = await startProxy(['--config', file]);
+    const from = (address: string) => rawPost(proxy.url, INIT, { 'x-forwarded-for': address });
+    expect((await from('203.0.113.7')).status).toBe(200);
+    expect((await from('203.0.113.8')).status).toBe(200);
+    expect((await from('203.0.113.7')).status).toBe(429);
+  });
+});
