@@ -175,6 +175,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       http = await startHttpDownstream({
         listen: config.listen,
         sessionIdleMs: config.timeouts.sessionIdleMs,
+        sessionMaxAgeMs: config.timeouts.sessionMaxAgeMs,
         openSession,
         tokens: new SessionTokens(sealer, replicaId),
         auth: { authenticator, config: config.auth },

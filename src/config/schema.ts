@@ -83,6 +83,12 @@ export const timeoutsSchema = z
     requestMs: z.number().int().positive().default(60_000).describe('Per-request upstream timeout; progress notifications restart it.'),
     initializeMs: z.number().int().positive().default(120_000).describe('Timeout of initialize, which includes starting a stdio upstream (npx may download first).'),
     sessionIdleMs: z.number().int().positive().default(10 * 60_000).describe('An HTTP session with no traffic, no pending request and no open GET stream is ended after this.'),
+    sessionMaxAgeMs: z
+      .number()
+      .int()
+      .positive()
+      .default(24 * 60 * 60_000)
+      .describe('A session older than this is ended (404; the client starts a new one): bounds how long a session id, a credential, stays usable, and how long an upstream session lives when clients never DELETE.'),
     shutdownGraceMs: z.number().int().positive().default(2_000).describe('Grace period when stopping a stdio upstream: stdin closed, then SIGTERM, then SIGKILL.'),
   })
   .strict();
@@ -220,7 +226,7 @@ export const configSchema = z
   .object({
     upstream: upstreamSchema.default({ args: [], env: {}, inheritEnv: false, sessions: 'isolated', maxProcesses: 16, headers: {} }),
     listen: listenSchema.default({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4 * 1024 * 1024, responseMode: 'auto', maxSessions: 1000, perClient: CLIENT_LIMITS, trustProxy: false }),
-    timeouts: timeoutsSchema.default({ requestMs: 60_000, initializeMs: 120_000, sessionIdleMs: 10 * 60_000, shutdownGraceMs: 2_000 }),
+    timeouts: timeoutsSchema.default({ requestMs: 60_000, initializeMs: 120_000, sessionIdleMs: 10 * 60_000, sessionMaxAgeMs: 24 * 60 * 60_000, shutdownGraceMs: 2_000 }),
     contentNegotiation: negotiationSchema.default({ enabled: true, useDefaultRules: true, rules: [], plugins: [], limits: SHAPING_LIMITS }),
     modern: modernSchema.default(MODERN_DEFAULTS),
     replicas: replicasSchema.default({ previousSecrets: [] }),

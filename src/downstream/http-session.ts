@@ -22,6 +22,10 @@ export class HttpSession implements ClientSink {
   relay!: RelaySession;
   /** Names the session in logs (the id itself is a credential). */
   readonly logId = randomUUID().slice(0, 8);
+  /** When the session was started (ms since the epoch), wherever that was. */
+  issuedAt = Date.now();
+  /** Messages about the initialize request that came before its answer (the session id is minted with the answer). */
+  private early: Array<[Frame, JsonRpcId]> | undefined;
   /** The session id (a sealed token), known once the initialize answer goes out. */
   private sessionId: string | undefined;
   private readonly exchanges = new Map<JsonRpcId, Exchange>();
@@ -105,13 +109,18 @@ export class HttpSession implements ClientSink {
   }
 
   deliver(frame: Frame, relatedId?: JsonRpcId): void {
-    const json = serialize(frame);
-    const exchange = relatedId === undefined ? undefined : this.exchanges.get(relatedId);
-    if (isResponse(frame.msg) && frame.msg.id === this.initializeId && relatedId === this.initializeId) {
+    if (relatedId !== undefined && relatedId === this.initializeId) {
+      if (!isResponse(frame.msg) || frame.msg.id !== relatedId) return void (this.early ??= []).push([frame, relatedId]);
       this.initializeId = undefined;
       // A session whose initialize failed is of no use: end it (the client starts a new one).
       if (frame.msg.error) setImmediate(() => this.closeFailed('initialize failed'));
+      void this.id; // minted now, with everything the answer taught (upstream session, protocol version)
+      const early = this.early ?? [];
+      this.early = undefined;
+      for (const [f, id] of early) this.deliver(f, id);
     }
+    const json = serialize(frame);
+    const exchange = relatedId === undefined ? undefined : this.exchanges.get(relatedId);
     if (exchange?.channel.isOpen && (exchange.channel.canStream || isResponse(frame.msg))) {
       const answers = isResponse(frame.msg) && frame.msg.id === relatedId;
       exchange.channel.send(json, answers && exchange.waiting.size === 1);

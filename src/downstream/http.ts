@@ -28,6 +28,8 @@ const STREAM_AFTER_MS = 100;
 export interface HttpDownstreamOptions {
   listen: Config['listen'];
   sessionIdleMs: number;
+  /** Sessions older than this are ended (404). */
+  sessionMaxAgeMs: number;
   /** Starts an upstream session for a new client session. */
   openSession(sink: ClientSink, log: Logger): RelaySession;
   /** Session ids: sealed tokens naming this replica. */
@@ -173,6 +175,12 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
       rpcError(reply, session);
       return undefined;
     }
+    if (Date.now() - session.issuedAt > opts.sessionMaxAgeMs) {
+      const expired = new ProxyError('SESSION_EXPIRED', `Session expired: sessions last at most ${Math.round(opts.sessionMaxAgeMs / 60_000)} minutes (timeouts.sessionMaxAgeMs); send initialize to start a new one`);
+      void session.relay.close(expired);
+      rpcError(reply, expired);
+      return undefined;
+    }
     if (session.principal !== principal) {
       log.warn({ principal }, 'a session id was presented by another principal than the one it was issued to; refused');
       rpcError(reply, new ProxyError('FORBIDDEN', 'This session was issued to another client identity; send initialize to start your own'));
@@ -198,7 +206,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
         limits.sessionEnded(owner);
         if (!s.identified) return void s.relay.close(reason);
         sessions.delete(s.id);
-        if (reason.code === 'CLIENT_GONE' || reason.code === 'UPSTREAM_SESSION_EXPIRED') opts.tokens.markEnded(s.id);
+        if (reason.code === 'CLIENT_GONE' || reason.code === 'UPSTREAM_SESSION_EXPIRED' || reason.code === 'SESSION_EXPIRED') opts.tokens.markEnded(s.id);
         log.info({ session: s.logId, reason: reason.code }, 'session ended');
         void (reason.code === 'SHUTTING_DOWN' || reason.code === 'SESSION_IDLE' ? letGo(s, reason) : s.relay.close(reason));
       },
@@ -235,6 +243,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     if (sessions.size + starting.size >= listen.maxSessions) return new ProxyError('TOO_MANY_SESSIONS', `Too many sessions (limit ${listen.maxSessions}); try again later`);
     if (!limits.openSession(owner)) return new ProxyError('RATE_LIMITED', `Too many sessions for this client (limit ${listen.perClient.sessions})`);
     const session = newSession(principal, owner, id);
+    session.issuedAt = claims.issued * 1000;
     const relay = opts.resumeSession(session, log.child({ session: session.logId }), claims);
     if (!relay) {
       limits.sessionEnded(owner);

@@ -37,6 +37,7 @@ export type ProxyErrorCode =
   | 'UNAUTHORIZED'
   | 'BODY_TOO_LARGE'
   | 'SESSION_NOT_FOUND'
+  | 'SESSION_EXPIRED'
   | 'TOO_MANY_SESSIONS'
   | 'RATE_LIMITED'
   // A request the proxy answers itself with invalid params (server variants: unknown variant, name or cursor).
@@ -80,6 +81,7 @@ const WIRE: Record<ProxyErrorCode, WireForm> = {
   UNAUTHORIZED: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 401 },
   BODY_TOO_LARGE: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 413 },
   SESSION_NOT_FOUND: { legacy: REQUEST_TIMEOUT, modern: INVALID_REQUEST, status: 404 }, // -32001: what the SDKs answer for an unknown session
+  SESSION_EXPIRED: { legacy: REQUEST_TIMEOUT, modern: INVALID_REQUEST, status: 404 },
   TOO_MANY_SESSIONS: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503 },
   RATE_LIMITED: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 429 },
   INVALID_PARAMS: { legacy: INVALID_PARAMS, modern: INVALID_PARAMS, status: 400, specified: true },

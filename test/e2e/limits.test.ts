@@ -95,3 +95,20 @@ describe('per-client limits behind a balancer (listen.trustProxy)', () => {
     expect((await from('203.0.113.7')).status).toBe(429);
   });
 });
+
+describe('session lifetime (timeouts.sessionMaxAgeMs)', () => {
+  afterAll(stopAll);
+
+  it('ends a session older than the limit with a 404 that says why, and forgets it', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'proxy-limits-')), 'proxy.yaml');
+    writeFileSync(file, `upstream:\n  command: ${JSON.stringify(FAULTY)}\ntimeouts:\n  sessionMaxAgeMs: 1\n`);
+    const proxy = await startProxy(['--config', file]);
+    const init = await rawPost(proxy.url, INIT);
+    expect(init.status).toBe(200);
+    const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+    const expired = await rawPost(proxy.url, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, headers);
+    expect(expired.status).toBe(404);
+    expect(expired.messages[0].error.message).toMatch(/Session expired.*initialize/);
+    expect((await rawPost(proxy.url, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers)).status).toBe(404);
+  });
+});
