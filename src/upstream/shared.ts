@@ -9,7 +9,7 @@
  */
 import type { Logger } from 'pino';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
-import { errorResponse, isNotification, isRequest, isResponse, type Frame, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
+import { errorResponse, isNotification, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
 import { INPUT_METHODS, LOG_LEVELS } from '../mcp/modern.js';
 import { upstreamCapabilities, type UpstreamLease, type UpstreamPool } from './pool.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
@@ -18,8 +18,32 @@ import type { UpstreamConnection, UpstreamEvents } from './types.js';
 export class SharedSessions {
   private readonly members = new Set<SharedConnection>();
   private readonly subscribers = new Map<string, Set<SharedConnection>>();
+  /** The pooled session resource subscriptions live on, held while any exists (an idle one would be reaped). */
+  private subscriptionLease: Promise<UpstreamLease> | undefined;
 
   constructor(readonly pool: UpstreamPool, private readonly requestTimeoutMs: number) {}
+
+  /** Subscribes or unsubscribes the upstream for `uri`; the upstream's refusal, if any (its error, relayed as is). */
+  async tellUpstream(method: 'resources/subscribe' | 'resources/unsubscribe', uri: string): Promise<JsonRpcErrorObject | undefined> {
+    this.subscriptionLease ??= this.pool.acquire({});
+    const lease = await this.subscriptionLease.catch((err: Error) => {
+      this.subscriptionLease = undefined;
+      throw err;
+    });
+    if (lease.client.closed) {
+      // The session that held the subscriptions is gone (and them with it): start again on a new one.
+      lease.release();
+      this.subscriptionLease = undefined;
+      return this.tellUpstream(method, uri);
+    }
+    const outcome = await lease.client.request(method, { uri }, {}, this.requestTimeoutMs).outcome;
+    if (this.subscribers.size === 0 && this.subscriptionLease) {
+      this.subscriptionLease = undefined;
+      lease.release();
+    }
+    if ('failure' in outcome) throw outcome.failure;
+    return outcome.response.error;
+  }
 
   connect(events: UpstreamEvents, log: Logger): UpstreamConnection {
     const member = new SharedConnection(this, events, log, this.requestTimeoutMs);
@@ -49,7 +73,7 @@ export class SharedSessions {
 
   leave(member: SharedConnection): void {
     this.members.delete(member);
-    for (const uri of [...this.subscribers.keys()]) if (this.subscription(member, uri, false)) void member.tellUpstream('resources/unsubscribe', uri);
+    for (const uri of [...this.subscribers.keys()]) if (this.subscription(member, uri, false)) void this.tellUpstream('resources/unsubscribe', uri).catch(() => undefined);
   }
 }
 
@@ -59,7 +83,10 @@ class SharedConnection implements UpstreamConnection {
   private logLevel: number | undefined;
   private readonly calls = new Map<JsonRpcId, { lease: UpstreamLease; id: JsonRpcId }>();
   /** Server→client requests waiting for this client's answer: the proxy's id → where the answer goes. */
-  private readonly asked = new Map<string, { lease: UpstreamLease; id: JsonRpcId }>();
+  private readonly asked = new Map<string, { lease: UpstreamLease; id: JsonRpcId; call: JsonRpcId }>();
+  /** Requests waiting for a pooled session, and those of them the client cancelled meanwhile. */
+  private readonly acquiring = new Set<JsonRpcId>();
+  private readonly cancelled = new Set<JsonRpcId>();
   private nextAsk = 1;
   private closed = false;
 
@@ -76,8 +103,11 @@ class SharedConnection implements UpstreamConnection {
     if (isRequest(msg)) void this.request(msg);
     else if (isResponse(msg) && msg.id !== null) this.answerAsked(msg.id, msg.error ? { error: msg.error } : { result: msg.result ?? {} });
     else if (isNotification(msg) && msg.method === 'notifications/cancelled') {
-      const call = this.calls.get((msg.params as { requestId?: JsonRpcId } | undefined)?.requestId ?? '');
+      const requestId = (msg.params as { requestId?: JsonRpcId } | undefined)?.requestId;
+      if (requestId === undefined) return;
+      const call = this.calls.get(requestId);
       if (call) call.lease.client.cancel(call.id, String(msg.params?.reason ?? 'cancelled by the client'), new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
+      else if (this.acquiring.has(requestId)) this.cancelled.add(requestId);
     }
     // notifications/initialized and roots/list_changed concern the client's own session: nothing upstream to tell.
   }
@@ -86,6 +116,7 @@ class SharedConnection implements UpstreamConnection {
     if (this.closed) return;
     this.closed = true;
     for (const { lease, id } of this.calls.values()) lease.client.cancel(id, 'The client session ended', new ProxyError('CLIENT_GONE', 'The client session ended'));
+    this.asked.clear();
     this.shared.leave(this);
   }
 
@@ -93,17 +124,6 @@ class SharedConnection implements UpstreamConnection {
   deliver(n: JsonRpcNotification): void {
     if (this.closed || !this.wantsLog(n)) return;
     this.events.onMessage({ msg: n });
-  }
-
-  /** Subscribes or unsubscribes the shared upstream for `uri`. */
-  async tellUpstream(method: 'resources/subscribe' | 'resources/unsubscribe', uri: string): Promise<string | undefined> {
-    const lease = await this.shared.pool.acquire(this.capabilities);
-    try {
-      const outcome = await lease.client.request(method, { uri }, {}, this.timeoutMs).outcome;
-      return 'failure' in outcome ? outcome.failure.message : outcome.response.error?.message;
-    } finally {
-      lease.release();
-    }
   }
 
   private async request(req: JsonRpcRequest): Promise<void> {
@@ -134,15 +154,27 @@ class SharedConnection implements UpstreamConnection {
       case 'resources/subscribe':
       case 'resources/unsubscribe': {
         const uri = String(params.uri ?? '');
-        if (this.shared.subscription(this, uri, req.method === 'resources/subscribe')) {
-          const refused = await this.tellUpstream(req.method, uri);
-          if (refused) throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream refused ${req.method}: ${refused}`);
+        const on = req.method === 'resources/subscribe';
+        if (this.shared.subscription(this, uri, on)) {
+          const refused = await this.shared.tellUpstream(req.method, uri).catch((err: unknown) => {
+            this.shared.subscription(this, uri, !on);
+            throw err;
+          });
+          if (refused) {
+            this.shared.subscription(this, uri, !on); // as it was: the upstream did not change
+            return { error: refused };
+          }
         }
         return { result: {} };
       }
     }
     const exclusive = INPUT_METHODS.has(req.method) && Object.keys(this.capabilities).length > 0;
-    const lease = await this.shared.pool.acquire(this.capabilities, exclusive);
+    this.acquiring.add(req.id);
+    const lease = await this.shared.pool.acquire(this.capabilities, exclusive).finally(() => this.acquiring.delete(req.id));
+    if (this.closed || this.cancelled.delete(req.id)) {
+      lease.release();
+      throw new ProxyError('CLIENT_GONE', 'The client cancelled the request before it reached the upstream');
+    }
     try {
       const call = lease.client.request(req.method, params, {
         onNotification: (n) => this.wantsLog(n) && this.events.onMessage({ msg: n }, req.id),
@@ -155,6 +187,7 @@ class SharedConnection implements UpstreamConnection {
       return error ? { error } : { result: result ?? {} };
     } finally {
       this.calls.delete(req.id);
+      for (const [id, asked] of this.asked) if (asked.call === req.id) this.asked.delete(id);
       lease.release();
     }
   }
@@ -162,7 +195,7 @@ class SharedConnection implements UpstreamConnection {
   /** Relays a server→client request made during one of this client's calls, under an id of this session's own. */
   private ask(lease: UpstreamLease, r: JsonRpcRequest, relatedId: JsonRpcId): void {
     const id = `shared-${this.nextAsk++}`;
-    this.asked.set(id, { lease, id: r.id });
+    this.asked.set(id, { lease, id: r.id, call: relatedId });
     this.events.onMessage({ msg: { ...r, id } }, relatedId);
   }
 

@@ -75,5 +75,7 @@ describe('upstream.sessions: shared', () => {
     await a.callTool({ name: 'bump', arguments: {} });
     await eventually(() => updates.length > 0, 5000, 'resource update');
     expect(updates[0]).toBe('faulty://counter');
+    // A refused subscription is not counted: the next one asks the upstream again (and is refused again).
+    for (const client of [a, b]) await expect(client.subscribeResource({ uri: 'elsewhere://x' })).rejects.toThrow(/-32602.*No such resource: elsewhere:\/\/x/);
   });
 });

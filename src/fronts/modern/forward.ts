@@ -7,7 +7,7 @@
 import { pipeline } from 'node:stream/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { request } from 'undici';
+import { Agent, request } from 'undici';
 import { ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
 import { errorResponse, type JsonRpcId } from '../../jsonrpc/message.js';
 
@@ -16,6 +16,8 @@ export const FORWARDED_HEADER = 'mcp-proxy-forwarded-by';
 
 const NOT_FORWARDED = new Set(['host', 'connection', 'content-length', 'transfer-encoding', 'keep-alive', 'upgrade', 'te', 'trailer', 'expect']);
 const RELAYED_BACK = ['content-type', 'cache-control', 'retry-after', 'www-authenticate'];
+/** The owner's own timers decide how long a call may take; undici's 300 s defaults would cut it off. */
+const dispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0, keepAliveTimeout: 10_000 });
 
 export async function forwardToOwner(target: { url: string; replica: string }, id: JsonRpcId, req: FastifyRequest, reply: FastifyReply, self: string, log: Logger): Promise<void> {
   const headers: Record<string, string> = { [FORWARDED_HEADER]: self };
@@ -26,7 +28,7 @@ export async function forwardToOwner(target: { url: string; replica: string }, i
   reply.hijack();
   reply.raw.once('close', () => abort.abort());
   try {
-    const res = await request(target.url, { method: 'POST', headers, body: req.body as string, signal: abort.signal });
+    const res = await request(target.url, { method: 'POST', headers, body: req.body as string, signal: abort.signal, dispatcher });
     const back: Record<string, string> = {};
     for (const name of RELAYED_BACK) if (typeof res.headers[name] === 'string') back[name] = res.headers[name] as string;
     reply.raw.writeHead(res.statusCode, back);
