@@ -25,12 +25,16 @@ describe('loadConfig', () => {
   it('gives the documented defaults with no file', () => {
     const config = loadConfig({});
     expect(config.listen).toMatchObject({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4194304, responseMode: 'auto', maxSessions: 1000 });
-    expect(config.timeouts).toEqual({ requestMs: 60000, initializeMs: 120000, sessionIdleMs: 600000, shutdownGraceMs: 2000 });
+    expect(config.listen.perClient).toEqual({ sessions: 32, requestsPerSecond: 100, inFlight: 64 });
+    expect(config.timeouts).toEqual({ requestMs: 60000, initializeMs: 120000, sessionIdleMs: 600000, sessionMaxAgeMs: 86400000, shutdownGraceMs: 2000 });
     expect(config.upstream.url ?? config.upstream.command).toBeUndefined();
+    expect(config.upstream).toMatchObject({ inheritEnv: false, sessions: 'isolated', maxProcesses: 16 });
+    expect(config.auth).toMatchObject({ tokens: [], allowUnauthenticated: false });
+    expect(config.replicas.secret).toBeUndefined();
   });
 
   it('loads the shipped default.yaml and examples', () => {
-    for (const f of ['config/default.yaml', 'config/examples/everything.yaml', 'config/examples/stdio-server.yaml']) {
+    for (const f of ['config/default.yaml', 'config/examples/everything.yaml', 'config/examples/everything-replicas.yaml', 'config/examples/stdio-server.yaml', 'bench/proxy.yaml']) {
       expect(() => loadConfig({ file: f, env: {} })).not.toThrow();
     }
   });
