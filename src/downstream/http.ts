@@ -99,7 +99,6 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
 
   const { authenticator, config: authConfig } = opts.auth;
   app.decorateRequest('principal', '');
-  /** The metadata document's URL for the endpoint the client reached (or the configured resource). */
   /** The resource identifier: configured, or the endpoint as this request reached it (its Host was checked). */
   const resourceOf = (req: FastifyRequest): URL => {
     try {
@@ -108,6 +107,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
       return new URL(listen.path, `http://127.0.0.1:${listen.port}`);
     }
   };
+  /** The metadata document's URL for that resource (RFC 9728 §3.1: the path goes after the well-known part). */
   const metadataUrl = (req: FastifyRequest) => {
     const resource = resourceOf(req);
     return `${resource.origin}/.well-known/oauth-protected-resource${resource.pathname}`;
@@ -154,7 +154,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
 
   app.get('/healthz', async (_req, reply) => {
     const report = opts.health();
-    reply.code(report.ok ? 200 : 503).send({ status: report.ok ? 'ok' : 'degraded', ...report, sessions: sessions.size });
+    reply.code(report.ok ? 200 : 503).send({ status: report.ok ? 'ok' : 'degraded', ...report, sessions: sessions.size + starting.size });
   });
 
   /** Finds the request's session (resuming it from its token if it moved here), or answers 400/403/404 and returns undefined. */
