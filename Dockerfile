@@ -20,6 +20,8 @@ COPY config ./config
 # The image's unprivileged user; the proxy needs no write access anywhere.
 USER node
 EXPOSE 8080
-HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.MCP_PROXY_PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+# Healthy = ready to serve: the upstream answers an initialize (/readyz; cached a few seconds).
+# Orchestrators with both probes: liveness /healthz, readiness /readyz.
+HEALTHCHECK --interval=30s --timeout=15s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.MCP_PROXY_PORT||8080)+'/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 ENTRYPOINT ["node", "dist/main.js"]

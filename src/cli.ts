@@ -36,6 +36,8 @@ Options:
   --env <NAME[=VALUE]>     set a variable for a stdio upstream (repeatable); NAME alone passes
                            the proxy's own value. Upstreams otherwise get only PATH, HOME, USER,
                            SHELL, TERM and LOGNAME (see upstream.inheritEnv)
+  --fail-fast              exit (code 2) when the upstream fails its start-up check, instead of
+                           logging the cause and serving      env: MCP_PROXY_FAIL_FAST=1
   --request-timeout <ms>   per-request upstream timeout (default 60000) env: MCP_PROXY_REQUEST_TIMEOUT
   --log-level <level>      fatal|error|warn|info|debug|trace|silent (default info; logs go to stderr)
                                                                        env: MCP_PROXY_LOG_LEVEL
@@ -64,6 +66,8 @@ export interface CliRequest {
   command: CliCommand;
   configFile?: string;
   overrides: Record<string, unknown>;
+  /** Refuse to start when the upstream's start-up check fails. */
+  failFast: boolean;
   /** For `hash-token`. */
   token?: string;
   /** For `explain`. */
@@ -82,6 +86,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
         upstream: { type: 'string' },
         stdio: { type: 'boolean' },
         'allow-unauthenticated': { type: 'boolean' },
+        'fail-fast': { type: 'boolean' },
         host: { type: 'string' },
         port: { type: 'string' },
         config: { type: 'string' },
@@ -130,7 +135,8 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
   const explain = command === 'explain'
     ? { features: (values.features ?? '').split(',').map((f) => f.trim()).filter(Boolean), method: values.method ?? 'tools/call', name: values.name, input: values.input }
     : undefined;
-  return { command, configFile: pick(values.config, 'MCP_PROXY_CONFIG'), overrides, explain, token };
+  const failFast = values['fail-fast'] ?? truthy(env.MCP_PROXY_FAIL_FAST) ?? false;
+  return { command, configFile: pick(values.config, 'MCP_PROXY_CONFIG'), overrides, explain, token, failFast };
 }
 
 function positionalCommand(positionals: string[]): CliCommand {

@@ -8,7 +8,7 @@ import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
-import { Agent, request } from 'undici';
+import { Agent } from 'undici';
 import type { Config } from './config/schema.js';
 import { startHttpDownstream, type HttpDownstream } from './downstream/http.js';
 import { startStdioDownstream, type StdioDownstream } from './downstream/stdio.js';
@@ -23,9 +23,12 @@ import { SessionTokens, type SessionClaims } from './downstream/session-tokens.j
 import { VariantCatalog } from './negotiation/variant-scope.js';
 import type { CompiledRule } from './pipeline/rules.js';
 import { createAuthenticator, exposureProblem } from './fronts/auth.js';
+import { maskSecrets } from './ops/mask.js';
+import { Readiness } from './ops/readiness.js';
 import { Sealer } from './sealing/sealer.js';
 import { RelaySession, type ClientSink } from './relay/session.js';
 import { createHttpUpstream } from './upstream/http.js';
+import { UpstreamClient } from './upstream/client.js';
 import { UpstreamPool } from './upstream/pool.js';
 import { SharedSessions } from './upstream/shared.js';
 import { describeUpstream, resolveUpstream } from './upstream/spec.js';
@@ -41,7 +44,14 @@ export interface GatewayDeps {
   demoEntry?: string;
   /** Compiled content-negotiation rules (src/pipeline/load.ts); none = a pure relay. */
   rules?: CompiledRule[];
+  /** Refuse to start when the upstream fails its start-up check (otherwise: log it and serve). */
+  failFast?: boolean;
 }
+
+const CLIENT_INFO = { name: 'mcp-negotiate-proxy', version: PROXY_VERSION };
+/** A readiness answer is reused this long; a probe gets this long to initialize an upstream session. */
+const READY_TTL_MS = 5_000;
+const READY_PROBE_TIMEOUT_MS = 10_000;
 
 /** The gateway cannot start as configured; the message says why and what to do. */
 export class ProxyStartError extends Error {}
@@ -76,21 +86,23 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   // The relay's own timers decide when a request has taken too long; undici's 300 s defaults
   // would cut off long tool calls and quiet GET streams.
   const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: null, bodyTimeout: 0, headersTimeout: 0 });
-  const health = { startFailure: undefined as string | undefined, lastExit: undefined as string | undefined };
+  const health = { lastExit: undefined as string | undefined };
   let http: HttpDownstream | undefined;
   let stdio: StdioDownstream | undefined;
   let settle!: (reason: ProxyError | undefined) => void;
   const done = new Promise<ProxyError | undefined>((resolve) => (settle = resolve));
 
-  /** Connects one upstream session, noting start failures and recoveries for /healthz. */
+  /** Connects one upstream session; what it shows about the upstream feeds readiness. */
   const connect = (events: UpstreamEvents, sessionLog: Logger, resume?: ResumedSession): UpstreamConnection => {
     const watched: UpstreamEvents = {
       onMessage(frame, relatedId) {
-        health.startFailure = undefined;
+        const error = (frame.msg as { error?: { message: string; data?: { code?: unknown } } }).error;
+        if (error?.data?.code === 'UPSTREAM_UNREACHABLE') readiness.note(false, error.message);
+        else if (typeof error?.data?.code !== 'string') readiness.note(true);
         events.onMessage(frame, relatedId);
       },
       onClose(err) {
-        if (err.code === 'UPSTREAM_START_FAILED') health.startFailure = err.message;
+        if (err.code === 'UPSTREAM_START_FAILED') readiness.note(false, err.message);
         else if (err.code === 'UPSTREAM_CLOSED') health.lastExit = err.message;
         events.onClose(err);
       },
@@ -144,15 +156,37 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     return relay(sink, sessionLog, Negotiation.restore(negotiationSetup(sessionLog), snapshot), { id: upstream.id, protocolVersion: upstream.protocolVersion });
   };
 
-  const reportHealth = () => ({
-    ok: health.startFailure === undefined,
-    upstream: {
-      kind: spec.kind,
-      target,
-      ...(spec.kind === 'stdio' ? { processes: children.size } : {}),
-      ...(health.startFailure ? { startFailure: health.startFailure } : {}),
-      ...(health.lastExit ? { lastExit: health.lastExit } : {}),
-    },
+  /** Starts and initializes one upstream session, then ends it: the readiness probe. */
+  const probeUpstream = async (timeoutMs: number): Promise<void> => {
+    const probeLog = log.child({ probe: true });
+    const client = new UpstreamClient((events) => connect(events, probeLog), { capabilities: {}, clientInfo: CLIENT_INFO, initializeTimeoutMs: timeoutMs, log: probeLog });
+    try {
+      await client.ready;
+    } finally {
+      await client.close();
+    }
+  };
+  const readiness = new Readiness(() => probeUpstream(READY_PROBE_TIMEOUT_MS), READY_TTL_MS);
+
+  /** Checks the upstream once at start-up and logs the outcome; with --fail-fast a failure stops the start. */
+  const checkAtStart = (): Promise<void> =>
+    probeUpstream(config.timeouts.initializeMs).then(
+      () => {
+        readiness.note(true);
+        log.info({ upstream: target }, 'upstream ready');
+      },
+      (err: Error) => {
+        readiness.note(false, err.message);
+        log.error({ upstream: target, cause: err.message }, 'upstream not ready: sessions will fail until it is');
+        if (deps.failFast) throw new ProxyStartError(`The upstream ${target} is not usable (--fail-fast): ${err.message}`);
+      },
+    );
+
+  const upstreamReport = () => ({
+    kind: spec.kind,
+    target,
+    ...(spec.kind === 'stdio' ? { processes: children.size } : {}),
+    ...(health.lastExit ? { lastExit: maskSecrets(health.lastExit) } : {}),
   });
 
   return {
@@ -161,6 +195,8 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       const exposed = exposureProblem(config, authenticator.enabled);
       if (exposed) throw new ProxyStartError(exposed);
       log.info({ upstream: target, kind: spec.kind }, 'upstream configured');
+      // --fail-fast: nothing is served before the upstream has shown it works.
+      if (deps.failFast) await checkAtStart();
       if (config.listen.transport === 'stdio') {
         stdio = startStdioDownstream({
           input: deps.stdin ?? process.stdin,
@@ -170,6 +206,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
           log,
         });
         void stdio.done.then(settle);
+        if (!deps.failFast) void checkAtStart();
         return {};
       }
       http = await startHttpDownstream({
@@ -182,13 +219,14 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
         replicaUrl: () => replicaUrl,
         resumeSession: sessionsMove ? resumeSession : undefined,
         modern: modern?.core,
-        health: reportHealth,
+        health: upstreamReport,
+        readiness: () => readiness.check(),
         metrics: () => metrics.render(),
         log,
       });
-      if (spec.kind === 'http') void probe(spec.url, target, dispatcher, log);
       if (!wildcard) replicaUrl ??= http.url;
       log.info({ url: http.url }, 'listening');
+      if (!deps.failFast) void checkAtStart();
       return { url: http.url };
     },
     async close() {
@@ -216,7 +254,7 @@ function createPool(config: Config, stdioUpstream: boolean, connect: (events: Up
     idleMs: config.modern.pool.idleMs,
     warmSpare: config.modern.pool.warmSpare && stdioUpstream,
     initializeTimeoutMs: config.timeouts.initializeMs,
-    clientInfo: { name: 'mcp-negotiate-proxy', version: PROXY_VERSION },
+    clientInfo: CLIENT_INFO,
     log: log.child({ pool: true }),
     onUnrelated,
   });
@@ -243,15 +281,4 @@ function createModernCore(
     log,
   });
   return { core, hub };
-}
-
-/** Tells the operator at start-up whether an HTTP upstream answers at all. */
-async function probe(url: string, target: string, dispatcher: Agent, log: Logger): Promise<void> {
-  try {
-    const res = await request(url, { method: 'GET', dispatcher, headers: { accept: 'text/event-stream' }, signal: AbortSignal.timeout(3000) });
-    await res.body.dump();
-    log.info({ upstream: target, status: res.statusCode }, 'upstream reachable');
-  } catch (err) {
-    log.warn({ upstream: target, err: (err as Error).message }, 'upstream not reachable yet; sessions will fail until it is');
-  }
 }

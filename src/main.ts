@@ -35,7 +35,7 @@ async function main(): Promise<number> {
     },
     pino.destination({ fd: 2, sync: false }),
   );
-  const gateway = createGateway(config, { log, rules });
+  const gateway = createGateway(config, { log, rules, failFast: request.failFast });
   process.on('exit', () => gateway.killChildrenNow());
 
   let stopping = false;
@@ -53,7 +53,10 @@ async function main(): Promise<number> {
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGHUP', () => stop('SIGHUP'));
 
-  await gateway.start();
+  await gateway.start().catch(async (err: unknown) => {
+    await gateway.close();
+    throw err;
+  });
   const reason = await gateway.done;
   if (stopping) return new Promise<number>(() => undefined); // stop() exits
   await gateway.close();

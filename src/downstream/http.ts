@@ -17,6 +17,7 @@ import { isModernPost, serveModernPost } from '../fronts/modern/http.js';
 import { hostGuard, originGuard, validHost } from './guards.js';
 import { challenge, resourceMetadata, type AuthConfig, type Authenticator } from '../fronts/auth.js';
 import { ClientLimits, limitKey } from '../fronts/limits.js';
+import type { ReadinessReport } from '../ops/readiness.js';
 import { HttpSession } from './http-session.js';
 import type { SessionClaims, SessionTokens } from './session-tokens.js';
 import { PostReply, SseStream } from './streams.js';
@@ -45,8 +46,10 @@ export interface HttpDownstreamOptions {
   auth: { authenticator: Authenticator; config: AuthConfig };
   /** Serves modern (2026-07-28) requests; absent = legacy clients only. */
   modern?: ModernCore;
-  /** What /healthz reports; `ok: false` answers 503. */
-  health(): { ok: boolean } & Record<string, unknown>;
+  /** What /healthz and /readyz say about the upstream (masked). */
+  health(): Record<string, unknown>;
+  /** Whether the upstream is usable now (/readyz: 200 or 503). */
+  readiness(): Promise<ReadinessReport>;
   /** The /metrics text (Prometheus format). */
   metrics(): string;
   log: Logger;
@@ -92,6 +95,9 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
   });
 
   app.addHook('onRequest', (req, reply, done) => {
+    // DNS-rebinding protection guards the MCP endpoint; probes may name the pod's IP as Host.
+    const route = req.routeOptions.url;
+    if (route !== listen.path && !route?.startsWith('/.well-known/')) return done();
     if (!hostOk(req.headers.host)) return rpcError(reply, new ProxyError('FORBIDDEN', `Host header "${req.headers.host ?? ''}" is not allowed`));
     if (!originOk(req.headers.origin)) return rpcError(reply, new ProxyError('FORBIDDEN', `Origin "${req.headers.origin}" is not allowed`));
     done();
@@ -152,9 +158,13 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     reply.type('text/plain; version=0.0.4').send(opts.metrics());
   });
 
+  // Liveness: the process serves. Readiness: the upstream is usable now (cached; see src/ops/readiness.ts).
   app.get('/healthz', async (_req, reply) => {
-    const report = opts.health();
-    reply.code(report.ok ? 200 : 503).send({ status: report.ok ? 'ok' : 'degraded', ...report, sessions: sessions.size + starting.size });
+    reply.send({ status: 'ok', upstream: opts.health(), sessions: sessions.size + starting.size });
+  });
+  app.get('/readyz', async (_req, reply) => {
+    const report = await opts.readiness();
+    reply.code(report.ready ? 200 : 503).send({ status: report.ready ? 'ready' : 'unready', ...report, upstream: opts.health() });
   });
 
   /** Finds the request's session (resuming it from its token if it moved here), or answers 400/403/404 and returns undefined. */

@@ -13,7 +13,7 @@ export function resolveUpstream(config: UpstreamConfig, demoEntry: string): Upst
   return { kind: 'stdio', command: process.execPath, args: [demoEntry], env: config.env };
 }
 
-const SECRET_NAME = /(token|secret|passw(or)?d|api[-_]?key|^key$|auth|credential)/i;
+const SECRET_NAME = /(token|secret|passw(or)?d|api[-_]?key|^key$|^sig$|signature|private[-_]?key|auth|credential)/i;
 
 /** A one-line description for logs and /healthz, with secret-looking values masked. */
 export function describeUpstream(spec: UpstreamSpec): string {

@@ -7,6 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Logger } from 'pino';
+import { maskSecrets } from '../ops/mask.js';
 import { ProxyError } from '../jsonrpc/errors.js';
 import { parsePayload, serialize, type Frame } from '../jsonrpc/message.js';
 import { lineSplitter } from './lines.js';
@@ -38,6 +39,8 @@ export function createStdioUpstream(
   const stderrTail: string[] = [];
   let closing = false;
   let closed = false;
+  /** Whether the process ever answered: exiting before that is a failed start, and its stderr says why. */
+  let spoke = false;
   let exited: Promise<void> | undefined;
 
   const finish = (err: ProxyError) => {
@@ -63,6 +66,7 @@ export function createStdioUpstream(
       log.warn({ line: line.slice(0, 200) }, 'upstream printed a line that is not JSON-RPC; skipped');
       return;
     }
+    spoke = true;
     for (const frame of parsed.frames) events.onMessage(frame);
   }));
   child.stderr.on('data', lineSplitter((line) => {
@@ -81,7 +85,9 @@ export function createStdioUpstream(
       log.debug({ pid: child.pid, code, signal }, 'upstream process reaped');
     }
     const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
-    finish(new ProxyError('UPSTREAM_CLOSED', `Upstream process ${how}`, { exitCode: code, signal }));
+    if (spoke || closing) return finish(new ProxyError('UPSTREAM_CLOSED', `Upstream process ${how}`, { exitCode: code, signal }));
+    const said = lastWords(stderrTail);
+    finish(new ProxyError('UPSTREAM_START_FAILED', `Upstream process ${how} before it answered${said ? `; its last output: ${said}` : ' (it wrote nothing to stderr)'}`, { exitCode: code, signal }));
   });
   log.debug({ pid: child.pid }, 'upstream process started');
 
@@ -113,6 +119,12 @@ function reap(child: ChildProcess, graceMs: number, markClosing: () => void): Pr
     timers.push(setTimeout(() => killGroup(child, 'SIGTERM'), graceMs));
     timers.push(setTimeout(() => killGroup(child, 'SIGKILL'), graceMs * 2));
   });
+}
+
+/** The end of a failed process's stderr as a client may see it: a few lines, trimmed, secrets masked. */
+function lastWords(tail: string[]): string {
+  const lines = tail.slice(-5).map((l) => (l.length > 300 ? `${l.slice(0, 300)}…` : l).trim()).filter(Boolean);
+  return maskSecrets(lines.join(' | ')).slice(0, 1000);
 }
 
 export function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {

@@ -7,9 +7,11 @@ import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { get as httpGet } from 'node:http';
 import { afterAll, describe, expect, it } from 'vitest';
 import { connectViaProxy } from '../helpers/clients.js';
-import { PROXY_MAIN, startProxy, stopAll } from '../helpers/processes.js';
+import { eventually, PROXY_MAIN, startProxy, stopAll } from '../helpers/processes.js';
+import { postWithHost } from '../helpers/raw.js';
 
 const run = async (args: string[], env: NodeJS.ProcessEnv = {}) => {
   try {
@@ -20,6 +22,16 @@ const run = async (args: string[], env: NodeJS.ProcessEnv = {}) => {
     return { code: e.code, stdout: e.stdout, stderr: e.stderr };
   }
 };
+
+/** A GET with an arbitrary Host header (fetch forbids setting it); resolves with the status. */
+function getWithHost(url: string, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    httpGet(url, { headers: { host } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    }).on('error', reject);
+  });
+}
 
 describe('the mcp-negotiate-proxy CLI', () => {
   afterAll(stopAll);
@@ -71,6 +83,13 @@ describe('the mcp-negotiate-proxy CLI', () => {
     expect((weather.content as Array<{ text: string }>)[0].text).toContain('Bern');
     const health = await fetch(conn.proxy!.url.replace('/mcp', '/healthz'));
     expect(await health.json()).toMatchObject({ status: 'ok', upstream: { kind: 'stdio' }, sessions: 1 });
+    const ready = await fetch(conn.proxy!.url.replace('/mcp', '/readyz'));
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({ status: 'ready', ready: true });
+    await eventually(() => conn.proxy!.stderr().includes('"msg":"upstream ready"'), 10_000, 'the start-up check in the log');
+    // Probes may name the pod's IP as Host; the MCP endpoint keeps its DNS-rebinding protection.
+    for (const path of ['/healthz', '/readyz', '/metrics']) expect(await getWithHost(conn.proxy!.url.replace('/mcp', path), '10.1.2.3:8080')).toBe(200);
+    expect(await postWithHost(conn.proxy!.url, '10.1.2.3:8080', { jsonrpc: '2.0', id: 1, method: 'ping' })).toBe(403);
     await conn.close();
   });
 });

@@ -189,22 +189,45 @@ describe('the session limit', () => {
 describe('upstream start failures', () => {
   afterAll(stopAll);
 
-  it('answers initialize with an error and reports degraded health when the command cannot start', async () => {
+  it('answers initialize with an error, logs the cause at start-up and reports not ready when the command cannot start', async () => {
     const proxy = await startProxy(['--upstream', '/nonexistent/mcp-server --flag']);
     const reply = await rawPost(proxy.url, INIT);
     expect(reply.messages[0]).toMatchObject({ id: 0, error: { code: -32000, data: { code: 'UPSTREAM_START_FAILED' } } });
     expect(reply.messages[0].error.message).toContain('ENOENT');
-    const health = await fetch(proxy.url.replace('/mcp', '/healthz'));
-    expect(health.status).toBe(503);
-    expect(await health.json()).toMatchObject({ status: 'degraded', upstream: { kind: 'stdio' } });
+    await eventually(() => /"msg":"upstream not ready[^"]*".*|"cause":"[^"]*ENOENT/.test(proxy.stderr()), 5000, 'the start-up check in the log');
+    // Alive, but not ready.
+    expect((await fetch(proxy.url.replace('/mcp', '/healthz'))).status).toBe(200);
+    const ready = await fetch(proxy.url.replace('/mcp', '/readyz'));
+    expect(ready.status).toBe(503);
+    expect(await ready.json()).toMatchObject({ status: 'unready', ready: false, cause: expect.stringContaining('ENOENT'), upstream: { kind: 'stdio' } });
   });
 
-  it('answers initialize with an error when the upstream dies at start', async () => {
+  it('names the cause when the upstream dies at start: the end of its stderr, secrets masked', async () => {
     const config = writeConfig('crash.yaml', ['upstream:', `  command: ${JSON.stringify(FAULTY)}`, '  env:', '    FAULTY_START: crash'].join('\n'));
     const proxy = await startProxy(['--config', config]);
     const reply = await rawPost(proxy.url, INIT);
-    expect(reply.messages[0]).toMatchObject({ id: 0, error: { data: { code: 'UPSTREAM_CLOSED', exitCode: 2 } } });
-    await eventually(() => proxy.stderr().includes('boom'), 5000, 'the upstream stderr tail in the log');
+    expect(reply.messages[0]).toMatchObject({ id: 0, error: { data: { code: 'UPSTREAM_START_FAILED', exitCode: 2 } } });
+    expect(reply.messages[0].error.message).toMatch(/exited with code 2 before it answered; its last output: .*boom.*API_KEY=\*\*\*/);
+    expect(reply.messages[0].error.message).not.toContain('sk-live');
+    const ready = await (await fetch(proxy.url.replace('/mcp', '/readyz'))).json();
+    expect(ready.cause).toContain('boom');
+  });
+
+  it('with --fail-fast, refuses to start when the upstream fails its start-up check', async () => {
+    const proc = spawn(process.execPath, [PROXY_MAIN, '--port', '0', '--fail-fast', '--upstream', '/nonexistent/mcp-server'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    proc.stderr.on('data', (d) => (stderr += d));
+    const code = await new Promise((resolve) => proc.once('exit', resolve));
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/not usable \(--fail-fast\).*ENOENT/);
+  });
+
+  it('reports an HTTP upstream that refuses connections as not ready', async () => {
+    const closed = await freePort(); // nothing listens there
+    const proxy = await startProxy(['--upstream', `http://127.0.0.1:${closed}/mcp`]);
+    const ready = await fetch(proxy.url.replace('/mcp', '/readyz'));
+    expect(ready.status).toBe(503);
+    expect((await ready.json()).cause).toMatch(/ECONNREFUSED|could not be reached/);
   });
 });
 
@@ -252,6 +275,7 @@ describe('the stdio front', () => {
   it('answers pending requests and exits non-zero when the upstream crashes', async () => {
     const p = stdioProxy();
     p.send(INIT);
+    await eventually(() => p.lines.length >= 1, 10_000, 'the initialize answer');
     p.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
     p.send(callTool(1, 'hang'));
     p.send(callTool(2, 'crash'));
