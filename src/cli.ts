@@ -41,6 +41,8 @@ Options:
   --request-timeout <ms>   per-request upstream timeout (default 60000) env: MCP_PROXY_REQUEST_TIMEOUT
   --log-level <level>      fatal|error|warn|info|debug|trace|silent (default info; logs go to stderr)
                                                                        env: MCP_PROXY_LOG_LEVEL
+  --log-format <format>    json (default; one object per line) or pretty (for humans)
+                                                                       env: MCP_PROXY_LOG_FORMAT
   -h, --help               show this help
   -v, --version            show the version
 
@@ -93,6 +95,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
         env: { type: 'string', multiple: true },
         'request-timeout': { type: 'string' },
         'log-level': { type: 'string' },
+        'log-format': { type: 'string' },
         features: { type: 'string' },
         method: { type: 'string' },
         name: { type: 'string' },
@@ -123,6 +126,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
     },
     timeouts: { requestMs: integer(pick(values['request-timeout'], 'MCP_PROXY_REQUEST_TIMEOUT'), '--request-timeout') },
     logLevel: pick(values['log-level'], 'MCP_PROXY_LOG_LEVEL'),
+    logFormat: pick(values['log-format'], 'MCP_PROXY_LOG_FORMAT'),
     modern: { stateSecret: pick(undefined, 'MCP_PROXY_STATE_SECRET') },
     auth: { allowUnauthenticated: values['allow-unauthenticated'] ?? truthy(env.MCP_PROXY_ALLOW_UNAUTHENTICATED) },
     replicas: {

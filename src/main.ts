@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { PROXY_VERSION } from './version.js';
 import pino from 'pino';
+import pretty from 'pino-pretty';
 import { HELP, parseCli, UsageError } from './cli.js';
 import { ConfigError, loadConfig } from './config/load.js';
 import { configJsonSchema } from './config/schema.js';
@@ -33,7 +34,7 @@ async function main(): Promise<number> {
       level: config.logLevel,
       redact: { paths: ['headers.authorization', '*.headers.authorization', 'headers.cookie', 'headers["x-api-key"]'], censor: '[redacted]' },
     },
-    pino.destination({ fd: 2, sync: false }),
+    config.logFormat === 'pretty' ? pretty({ destination: 2, colorize: process.stderr.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,name' }) : pino.destination({ fd: 2, sync: false }),
   );
   const gateway = createGateway(config, { log, rules, failFast: request.failFast });
   process.on('exit', () => gateway.killChildrenNow());

@@ -233,6 +233,7 @@ export const configSchema = z
     auth: authSchema.default({ tokens: [], apiKeyHeader: 'x-api-key', authorizationServers: [], allowUnauthenticated: false }),
     serverVariants: serverVariantsSchema.default({ variants: [], maxAdvertised: 5, mergeUpstream: true }).describe('Server variants (SEP-2053): ranked views of the upstream.'),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level (logs always go to stderr).'),
+    logFormat: z.enum(['json', 'pretty']).default('json').describe('json: one JSON object per line (for log collectors); pretty: coloured lines for humans.'),
   })
   .strict();
 

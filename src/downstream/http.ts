@@ -17,6 +17,7 @@ import { isModernPost, serveModernPost } from '../fronts/modern/http.js';
 import { hostGuard, originGuard, validHost } from './guards.js';
 import { challenge, resourceMetadata, type AuthConfig, type Authenticator } from '../fronts/auth.js';
 import { ClientLimits, limitKey } from '../fronts/limits.js';
+import { noteExchange, registerAccessLog } from '../ops/access-log.js';
 import type { ReadinessReport } from '../ops/readiness.js';
 import { HttpSession } from './http-session.js';
 import type { SessionClaims, SessionTokens } from './session-tokens.js';
@@ -103,6 +104,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     done();
   });
 
+  registerAccessLog(app, listen.path, log);
   const { authenticator, config: authConfig } = opts.auth;
   app.decorateRequest('principal', '');
   /** The resource identifier: configured, or the endpoint as this request reached it (its Host was checked). */
@@ -284,7 +286,9 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     const { batch } = parsed;
     const variantHeader = req.headers['mcp-server-variant'];
     const frames = typeof variantHeader === 'string' ? parsed.frames.map((f) => headerVariant(f, variantHeader)) : parsed.frames;
+    noteExchange(req, frames);
     if (opts.modern && isModernPost(req, frames)) {
+      noteExchange(req, undefined, { era: 'modern' });
       const mode = !wantsSse ? 'json' : !wantsJson ? 'sse' : listen.responseMode;
       return serveModernPost(opts.modern, req, reply, frames, batch, mode, STREAM_AFTER_MS, principalOf(req));
     }
@@ -313,6 +317,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
       session = sessionFor(req, reply);
       if (!session) return reply;
     }
+    noteExchange(req, undefined, { era: 'legacy', session: session.logId });
     const ids: JsonRpcId[] = frames.flatMap((f) => (isRequest(f.msg) ? [f.msg.id] : []));
     if (ids.length === 0) {
       for (const frame of frames) session.relay.fromClient(frame);
@@ -336,6 +341,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     }
     const session = sessionFor(req, reply);
     if (!session) return reply;
+    noteExchange(req, undefined, { era: 'legacy', session: session.logId });
     if (req.headers['last-event-id']) log.debug({ session: session.logId }, 'client asked to resume a stream; replay is not kept, opening a fresh one');
     reply.hijack();
     session.attachGetStream(new SseStream(reply.raw, { 'mcp-session-id': session.id }));
@@ -344,6 +350,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
   app.delete(listen.path, limited, async (req, reply) => {
     const session = sessionFor(req, reply);
     if (!session) return reply;
+    noteExchange(req, undefined, { era: 'legacy', session: session.logId });
     await session.relay.close(new ProxyError('CLIENT_GONE', 'The client ended the session'));
     return reply.code(200).send();
   });

@@ -1,0 +1,64 @@
+/**
+ * One access-log line per request to the MCP endpoint, at info, when the response is over:
+ * HTTP method, JSON-RPC method and tool (or resource, prompt), era, session (its log name,
+ * never the id), principal, status, duration, bytes in and out, client address. Handlers add
+ * what they learn about the exchange with `noteExchange`.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import type { Frame } from '../jsonrpc/message.js';
+
+export interface ExchangeNote {
+  era?: 'legacy' | 'modern';
+  session?: string;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** What the access log says about the exchange beyond HTTP. */
+    exchange: (ExchangeNote & { rpc?: string; name?: string }) | null;
+  }
+}
+
+export function registerAccessLog(app: FastifyInstance, path: string, log: Logger): void {
+  app.decorateRequest('exchange', null);
+  app.addHook('onRequest', (req, reply, done) => {
+    if (req.routeOptions.url !== path) return done();
+    req.exchange = {};
+    const started = performance.now();
+    const socket = req.raw.socket;
+    const writtenBefore = socket.bytesWritten;
+    reply.raw.once('close', () => {
+      const { rpc, name, era, session } = req.exchange ?? {};
+      log.info(
+        {
+          http: req.method,
+          ...(rpc ? { rpc } : {}),
+          ...(name ? { name } : {}),
+          ...(era ? { era } : {}),
+          ...(session ? { session } : {}),
+          ...(req.principal ? { principal: req.principal } : {}),
+          status: reply.raw.statusCode,
+          ms: Math.round((performance.now() - started) * 10) / 10,
+          bytesIn: Number(req.headers['content-length'] ?? 0),
+          bytesOut: socket.bytesWritten - writtenBefore,
+          address: req.ip,
+          ...(reply.raw.writableFinished ? {} : { aborted: true }),
+        },
+        'request',
+      );
+    });
+    done();
+  });
+}
+
+/** Records the JSON-RPC side of a POST (its first message, or the batch) and what the handler knows. */
+export function noteExchange(req: FastifyRequest, frames: Frame[] | undefined, note: ExchangeNote = {}): void {
+  if (!req.exchange) return;
+  Object.assign(req.exchange, note);
+  if (!frames?.length) return;
+  const first = frames[0].msg as { method?: unknown; params?: { name?: unknown; uri?: unknown } };
+  req.exchange.rpc = frames.length > 1 ? `batch of ${frames.length}` : typeof first.method === 'string' ? first.method : 'response';
+  const name = first.params?.name ?? first.params?.uri;
+  if (frames.length === 1 && typeof name === 'string') req.exchange.name = name.slice(0, 200);
+}

@@ -1,0 +1,80 @@
+/**
+ * What an operator sees: one access-log line per request (no credentials in it), and the
+ * human log format.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashToken } from '../../src/fronts/auth.js';
+import { commandLine, eventually, fixtureArgv, PROXY_MAIN, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { callTool, INIT, modern, rawPost } from '../helpers/raw.js';
+
+const TOKEN = 'operations-token-0123456789';
+const auth = { authorization: `Bearer ${TOKEN}` };
+
+/** The access-log lines the proxy has written so far (tolerating a partial last line). */
+function accessLines(proxy: Running): any[] {
+  return proxy
+    .stderr()
+    .split('\n')
+    .filter((l) => l.includes('"msg":"request"'))
+    .flatMap((l) => {
+      try {
+        return [JSON.parse(l)];
+      } catch {
+        return [];
+      }
+    });
+}
+
+describe('access log', () => {
+  let proxy: Running;
+
+  beforeAll(async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'proxy-ops-')), 'proxy.yaml');
+    writeFileSync(file, `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\nauth:\n  tokens:\n    - { name: ops, sha256: ${hashToken(TOKEN)} }\n`);
+    proxy = await startProxy(['--config', file]);
+  }, 30_000);
+  afterAll(stopAll);
+
+  it('writes a line per request with method, tool, era, session, principal, status, duration, bytes and address', async () => {
+    const init = await rawPost(proxy.url, INIT, auth);
+    const headers = { ...auth, 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+    await rawPost(proxy.url, callTool(1, 'echo', { text: 'logged' }), headers);
+    const m = modern(2, 'tools/call', { name: 'echo', arguments: { text: 'modern' } });
+    await rawPost(proxy.url, m.body, { ...m.headers, ...auth });
+    await rawPost(proxy.url, INIT); // refused: no credential
+
+    await eventually(() => accessLines(proxy).length >= 4, 5000, 'four access-log lines');
+    const [initLine, call, modernCall, refused] = accessLines(proxy);
+    expect(initLine).toMatchObject({ http: 'POST', rpc: 'initialize', era: 'legacy', principal: 'token:ops', status: 200 });
+    expect(call).toMatchObject({ http: 'POST', rpc: 'tools/call', name: 'echo', era: 'legacy', session: initLine.session, principal: 'token:ops', status: 200, address: '127.0.0.1' });
+    expect(call.session).toMatch(/^[0-9a-f]{8}$/);
+    expect(call.bytesIn).toBeGreaterThan(0);
+    expect(call.bytesOut).toBeGreaterThan(0);
+    expect(call.ms).toBeGreaterThanOrEqual(0);
+    expect(modernCall).toMatchObject({ rpc: 'tools/call', name: 'echo', era: 'modern', principal: 'token:ops', status: 200 });
+    expect(refused).toMatchObject({ http: 'POST', status: 401 });
+    expect(refused.principal).toBeUndefined();
+    // Neither the credential nor the session id (a credential too) is written anywhere.
+    expect(proxy.stderr()).not.toContain(TOKEN);
+    expect(proxy.stderr()).not.toContain(headers['mcp-session-id']);
+  });
+});
+
+describe('--log-format pretty', () => {
+  it('writes lines for humans', async () => {
+    const proc = spawn(process.execPath, [PROXY_MAIN, '--port', '0', '--log-format', 'pretty'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    proc.stderr.on('data', (d) => (stderr += d));
+    try {
+      await eventually(() => /INFO.*listening/.test(stderr), 10_000, 'the pretty listening line');
+      expect(stderr).not.toMatch(/^\{"level"/m);
+    } finally {
+      proc.kill('SIGTERM');
+      await new Promise((resolve) => (proc.exitCode !== null ? resolve(undefined) : proc.once('exit', resolve)));
+    }
+  });
+});
