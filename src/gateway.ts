@@ -230,6 +230,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       return { url: http.url };
     },
     async close() {
+      await http?.drain(config.timeouts.shutdownGraceMs);
       await Promise.all([http?.close(), stdio?.close()]);
       modern?.core.close();
       await pool?.close();

@@ -59,6 +59,8 @@ export interface HttpDownstreamOptions {
 export interface HttpDownstream {
   url: string;
   sessionCount(): number;
+  /** Stops taking new sessions and requests (503 + Retry-After, /readyz 503); resolves when nothing is in flight or after `graceMs`. */
+  drain(graceMs: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -143,6 +145,9 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
   }
 
   const limits = new ClientLimits(listen.perClient);
+  /** POSTs being answered, and who waits for the last of them to finish while draining. */
+  let inFlight = 0;
+  let draining: { idle: () => void } | undefined;
   await app.register(rateLimit, {
     global: false,
     hook: 'preHandler', // after authentication: the key is the principal
@@ -165,6 +170,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     reply.send({ status: 'ok', upstream: opts.health(), sessions: sessions.size + starting.size });
   });
   app.get('/readyz', async (_req, reply) => {
+    if (draining) return reply.code(503).send({ status: 'draining', ready: false, cause: 'the proxy is shutting down' });
     const report = await opts.readiness();
     reply.code(report.ready ? 200 : 503).send({ status: report.ready ? 'ready' : 'unready', ...report, upstream: opts.health() });
   });
@@ -273,7 +279,11 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
       log.warn({ client: limitKey(req) }, 'in-flight limit reached; answering 429');
       return rpcError(reply, new ProxyError('RATE_LIMITED', `Too many requests in flight: at most ${listen.perClient.inFlight} per client at once`));
     }
-    reply.raw.once('close', release);
+    inFlight++;
+    reply.raw.once('close', () => {
+      release();
+      if (--inFlight === 0) draining?.idle();
+    });
     const accept = String(req.headers.accept ?? '*/*');
     const wantsSse = accept.includes('text/event-stream') || accept.includes('*/*');
     const wantsJson = accept.includes('application/json') || accept.includes('*/*');
@@ -287,6 +297,10 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     const variantHeader = req.headers['mcp-server-variant'];
     const frames = typeof variantHeader === 'string' ? parsed.frames.map((f) => headerVariant(f, variantHeader)) : parsed.frames;
     noteExchange(req, frames);
+    // Draining: no new work, but answers and cancellations for calls in flight still get through.
+    if (draining && frames.some((f) => isRequest(f.msg))) {
+      return rpcError(reply, new ProxyError('SHUTTING_DOWN', 'The proxy is shutting down; send this to another replica, or retry shortly'));
+    }
     if (opts.modern && isModernPost(req, frames)) {
       noteExchange(req, undefined, { era: 'modern' });
       const mode = !wantsSse ? 'json' : !wantsJson ? 'sse' : listen.responseMode;
@@ -374,6 +388,23 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
   return {
     url,
     sessionCount: () => sessions.size + starting.size,
+    drain(graceMs) {
+      if (draining) return Promise.resolve();
+      log.info({ inFlight, graceMs }, 'draining: no new requests; waiting for those in flight');
+      return new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          log.warn({ inFlight }, 'drain grace period over; ending what is still in flight');
+          resolve();
+        }, graceMs);
+        draining = {
+          idle: () => {
+            clearTimeout(timer);
+            resolve();
+          },
+        };
+        if (inFlight === 0) draining.idle();
+      });
+    },
     async close() {
       clearInterval(reaper);
       const reason = new ProxyError('SHUTTING_DOWN', 'The proxy is shutting down');

@@ -78,3 +78,61 @@ describe('--log-format pretty', () => {
     }
   });
 });
+
+describe('graceful drain on SIGTERM', () => {
+  afterAll(stopAll);
+
+  it('refuses new work with 503 and Retry-After, lets the call in flight finish (answers still get through), then exits 0', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'proxy-ops-')), 'proxy.yaml');
+    writeFileSync(file, `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\ntimeouts:\n  shutdownGraceMs: 20000\n`);
+    const proxy = await startProxy(['--config', file]);
+    const init = await rawPost(proxy.url, { ...INIT, params: { ...INIT.params, capabilities: { elicitation: { form: {} } } } });
+    const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+    await rawPost(proxy.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
+    // A call that waits for the client's answer to an elicitation: in flight until the test answers.
+    const res = await fetch(proxy.url, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify(callTool(5, 'elicit', { message: 'who?' })) });
+    const stream = sseMessages(res);
+    const asked = await stream.next((m) => m.method === 'elicitation/create');
+
+    const exited = new Promise((resolve) => proxy.proc.once('exit', resolve));
+    proxy.proc.kill('SIGTERM');
+    await eventually(() => proxy.stderr().includes('draining'), 5000, 'the drain to begin');
+    const refused = await rawPost(proxy.url, INIT);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect((await rawPost(proxy.url, callTool(6, 'echo', { text: 'x' }), headers)).status).toBe(503);
+    expect((await fetch(proxy.url.replace('/mcp', '/readyz'))).status).toBe(503);
+
+    expect((await rawPost(proxy.url, { jsonrpc: '2.0', id: asked.id, result: { action: 'accept', content: { name: 'Ada' } } }, headers)).status).toBe(202);
+    const result = await stream.next((m) => m.id === 5);
+    expect(result.result.content[0].text).toContain('Ada');
+    expect(await exited).toBe(0);
+  });
+});
+
+/** Reads an SSE response as it comes; `next` resolves with the first message (after earlier ones) that matches. */
+function sseMessages(res: Response): { next(match: (m: any) => boolean): Promise<any> } {
+  const seen: any[] = [];
+  const waiters: Array<{ match: (m: any) => boolean; resolve: (m: any) => void }> = [];
+  void (async () => {
+    let buffered = '';
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      buffered += Buffer.from(chunk).toString('utf8');
+      const lines = buffered.split('\n');
+      buffered = lines.pop()!;
+      for (const line of lines) {
+        if (!line.startsWith('data: ')) continue;
+        const msg = JSON.parse(line.slice(6));
+        seen.push(msg);
+        for (const w of [...waiters]) if (w.match(msg)) waiters.splice(waiters.indexOf(w), 1) && w.resolve(msg);
+      }
+    }
+  })().catch(() => undefined);
+  return {
+    next: (match) => new Promise((resolve) => {
+      const found = seen.find(match);
+      if (found) resolve(found);
+      else waiters.push({ match, resolve });
+    }),
+  };
+}
