@@ -71,6 +71,14 @@ export const listenSchema = z
       .describe('How POSTs are answered: auto = plain JSON when the answer is immediate and alone, SSE when there is more to stream; sse = always SSE; json = always JSON (progress then goes to the GET stream).'),
     maxSessions: z.number().int().positive().default(1000).describe('Most concurrent HTTP sessions; initialize beyond it gets 503.'),
     perClient: clientLimitsSchema.default(CLIENT_LIMITS),
+    cors: z
+      .object({
+        origins: z.array(z.string().min(1)).min(1).describe('Browser origins allowed to call the endpoint, e.g. "http://localhost:6274" (the MCP Inspector). They are accepted by the Origin check too.'),
+        maxAgeSeconds: z.number().int().min(0).default(600).describe('How long browsers may cache a preflight answer.'),
+      })
+      .strict()
+      .optional()
+      .describe('Cross-origin access for browser clients (off unless set): preflight answered, Mcp-Session-Id and MCP-Protocol-Version exposed.'),
     trustProxy: z
       .union([z.boolean(), z.array(z.string().min(1))])
       .default(false)

@@ -12,9 +12,9 @@ export function isLoopbackHost(host: string): boolean {
 }
 
 /** Returns a predicate over the Origin header (undefined = header absent, always accepted). */
-export function originGuard(allowed: string[] | undefined): (origin: string | undefined) => boolean {
-  if (allowed?.includes('*')) return () => true;
-  const exact = new Set(allowed ?? []);
+export function originGuard(allowed: string[] | undefined, also: string[] = []): (origin: string | undefined) => boolean {
+  if (allowed?.includes('*') || also.includes('*')) return () => true;
+  const exact = new Set([...(allowed ?? []), ...also]);
   return (origin) => {
     if (origin === undefined) return true;
     if (exact.has(origin)) return true;

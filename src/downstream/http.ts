@@ -3,6 +3,7 @@
  * path, sessions issued at initialize, Origin/Host checks, body limit, /healthz. Each session's
  * routing lives in HttpSession; the relay itself in RelaySession.
  */
+import cors from '@fastify/cors';
 import rateLimit from '@fastify/rate-limit';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
@@ -21,7 +22,7 @@ import { noteExchange, registerAccessLog } from '../ops/access-log.js';
 import type { ReadinessReport } from '../ops/readiness.js';
 import { HttpSession } from './http-session.js';
 import type { SessionClaims, SessionTokens } from './session-tokens.js';
-import { PostReply, SseStream } from './streams.js';
+import { PostReply, SseStream, takeOver } from './streams.js';
 
 /** In `auto` mode, a POST whose answer takes longer than this becomes an SSE stream. */
 const STREAM_AFTER_MS = 100;
@@ -69,7 +70,8 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
   const sessions = new Map<string, HttpSession>();
   /** Sessions whose initialize has not been answered yet (no id). */
   const starting = new Set<HttpSession>();
-  const originOk = originGuard(listen.allowedOrigins);
+  // Origins allowed for CORS pass the DNS-rebinding check too.
+  const originOk = originGuard(listen.allowedOrigins, listen.cors?.origins);
   const listedHostOk = hostGuard(listen.allowedHosts);
   // Other replicas reach this one by its own address (forwarded retries); known once listening.
   const hostOk = (host: string | undefined) => listedHostOk(host) || (host !== undefined && validHost(host) && host.toLowerCase() === selfHost());
@@ -107,6 +109,15 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
   });
 
   registerAccessLog(app, listen.path, log);
+  if (listen.cors) {
+    await app.register(cors, {
+      origin: listen.cors.origins.includes('*') ? '*' : listen.cors.origins,
+      methods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
+      // Request headers are reflected from the preflight (Mcp-Param-* names are per tool).
+      exposedHeaders: ['mcp-session-id', 'mcp-protocol-version', 'www-authenticate', 'retry-after'],
+      maxAge: listen.cors.maxAgeSeconds,
+    });
+  }
   const { authenticator, config: authConfig } = opts.auth;
   app.decorateRequest('principal', '');
   /** The resource identifier: configured, or the endpoint as this request reached it (its Host was checked). */
@@ -341,7 +352,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     if (duplicate !== undefined) {
       return reply.code(400).type('application/json').send(JSON.stringify(errorResponse(duplicate, toJsonRpcError(duplicateId(duplicate)))));
     }
-    reply.hijack();
+    takeOver(reply);
     const mode = !wantsSse ? 'json' : !wantsJson ? 'sse' : listen.responseMode;
     const exchangeSession = session;
     const channel = new PostReply(reply.raw, () => ({ 'mcp-session-id': init ? track(exchangeSession) : exchangeSession.id }), mode, batch, STREAM_AFTER_MS, init !== undefined);
@@ -357,7 +368,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     if (!session) return reply;
     noteExchange(req, undefined, { era: 'legacy', session: session.logId });
     if (req.headers['last-event-id']) log.debug({ session: session.logId }, 'client asked to resume a stream; replay is not kept, opening a fresh one');
-    reply.hijack();
+    takeOver(reply);
     session.attachGetStream(new SseStream(reply.raw, { 'mcp-session-id': session.id }));
   });
 

@@ -3,6 +3,17 @@
  * start) and the reply to a POST, which is plain JSON or SSE as the exchange requires.
  */
 import type { ServerResponse } from 'node:http';
+import type { FastifyReply } from 'fastify';
+
+/**
+ * Takes the response over from fastify, keeping the headers plugins already set on the reply
+ * (CORS, rate-limit): the raw response writes its own head from here on.
+ */
+export function takeOver(reply: FastifyReply): ServerResponse {
+  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value as string | string[]);
+  reply.hijack();
+  return reply.raw;
+}
 
 const SSE_HEADERS = {
   'content-type': 'text/event-stream',

@@ -136,3 +136,31 @@ function sseMessages(res: Response): { next(match: (m: any) => boolean): Promise
     }),
   };
 }
+
+describe('CORS (listen.cors)', () => {
+  afterAll(stopAll);
+
+  it('answers the preflight, exposes the session headers to the allowed origin, and refuses other origins', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'proxy-ops-')), 'proxy.yaml');
+    writeFileSync(file, `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\nlisten:\n  cors:\n    origins: ["https://inspector.example"]\n`);
+    const proxy = await startProxy(['--config', file]);
+    const preflight = await fetch(proxy.url, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://inspector.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, mcp-session-id, mcp-protocol-version' },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('https://inspector.example');
+    expect(preflight.headers.get('access-control-allow-headers')).toMatch(/mcp-session-id/);
+    const init = await rawPost(proxy.url, INIT, { origin: 'https://inspector.example' });
+    expect(init.status).toBe(200);
+    expect(init.headers.get('access-control-allow-origin')).toBe('https://inspector.example');
+    expect(init.headers.get('access-control-expose-headers')).toMatch(/mcp-session-id.*mcp-protocol-version/);
+    expect((await rawPost(proxy.url, INIT, { origin: 'https://evil.example' })).status).toBe(403);
+  });
+
+  it('is off unless configured: no preflight answer', async () => {
+    const proxy = await startProxy(['--upstream', commandLine(fixtureArgv('faulty-server'))]);
+    const preflight = await fetch(proxy.url, { method: 'OPTIONS', headers: { origin: 'http://localhost:6274', 'access-control-request-method': 'POST' } });
+    expect(preflight.headers.get('access-control-allow-origin')).toBeNull();
+  });
+});

@@ -8,6 +8,7 @@ import { pipeline } from 'node:stream/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { Agent, request } from 'undici';
+import { takeOver } from '../../downstream/streams.js';
 import { ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
 import { errorResponse, type JsonRpcId } from '../../jsonrpc/message.js';
 
@@ -25,7 +26,7 @@ export async function forwardToOwner(target: { url: string; replica: string }, i
     if (typeof value === 'string' && !NOT_FORWARDED.has(name) && !name.startsWith('proxy-')) headers[name] = value;
   }
   const abort = new AbortController();
-  reply.hijack();
+  takeOver(reply);
   reply.raw.once('close', () => abort.abort());
   try {
     const res = await request(target.url, { method: 'POST', headers, body: req.body as string, signal: abort.signal, dispatcher });

@@ -7,7 +7,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { MISSING_CLIENT_CAPABILITY, ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
 import { errorResponse, INVALID_REQUEST, isRequest, serialize, type Frame, type JsonRpcRequest } from '../../jsonrpc/message.js';
 import { LEGACY_VERSIONS, META, isModernMessage, modernContext } from '../../mcp/modern.js';
-import { PostReply, type ReplyMode } from '../../downstream/streams.js';
+import { PostReply, takeOver, type ReplyMode } from '../../downstream/streams.js';
 import { Cancellation, type ModernCore } from './core.js';
 import { FORWARDED_HEADER, forwardToOwner } from './forward.js';
 import { checkModernHeaders } from './headers.js';
@@ -45,7 +45,7 @@ export function serveModernPost(core: ModernCore, req: FastifyRequest, reply: Fa
   }
   const owner = req.headers[FORWARDED_HEADER] === undefined ? core.ownerElsewhere(msg, ctx) : undefined;
   if (owner) return forwardToOwner(owner, msg.id, req, reply, core.replicaId, core.log);
-  reply.hijack();
+  takeOver(reply);
   const channel = new PostReply(reply.raw, () => ({}), mode, false, streamAfterMs);
   const cancellation = new Cancellation();
   let answered = false;
