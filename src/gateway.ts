@@ -22,13 +22,14 @@ import { Negotiation, type NegotiationSnapshot } from './negotiation/session.js'
 import { SessionTokens, type SessionClaims } from './downstream/session-tokens.js';
 import { VariantCatalog } from './negotiation/variant-scope.js';
 import type { CompiledRule } from './pipeline/rules.js';
+import type { StepObserver } from './pipeline/run.js';
 import { createAuthenticator, exposureProblem } from './fronts/auth.js';
 import { maskSecrets } from './ops/mask.js';
 import { Readiness } from './ops/readiness.js';
 import { Sealer } from './sealing/sealer.js';
 import { RelaySession, type ClientSink } from './relay/session.js';
 import { createHttpUpstream } from './upstream/http.js';
-import { UpstreamClient } from './upstream/client.js';
+import { UpstreamClient, type UpstreamObserver } from './upstream/client.js';
 import { UpstreamPool } from './upstream/pool.js';
 import { SharedSessions } from './upstream/shared.js';
 import { describeUpstream, resolveUpstream } from './upstream/spec.js';
@@ -116,17 +117,19 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const rules = deps.rules ?? [];
   const metrics = new Metrics({ sessions: () => http?.sessionCount() ?? (stdio ? 1 : 0), upstreamProcesses: () => children.size });
   const counters = metrics.counters;
+  const observeUpstream: UpstreamObserver = (method, outcome, seconds) => metrics.observeUpstream(method, outcome, seconds);
+  const observeStep: StepObserver = (transformer, seconds, failed) => metrics.observeTransformer(transformer, seconds, failed);
   const variants = new VariantCatalog(config.serverVariants);
   const unshapedNotices = new Set<string>();
   const sharing = config.upstream.sessions === 'shared' && spec.kind === 'stdio';
   let modern: { core: ModernCore; hub: ListenHub } | undefined;
   let shared: SharedSessions | undefined;
   const pool = config.modern.enabled || sharing
-    ? createPool(config, spec.kind === 'stdio', (events, poolLog) => connect(events, poolLog), log, (n) => (modern?.hub.publish(n), shared?.publish(n)))
+    ? createPool(config, spec.kind === 'stdio', (events, poolLog) => connect(events, poolLog), log, (n) => (modern?.hub.publish(n), shared?.publish(n)), observeUpstream)
     : undefined;
-  if (pool && config.modern.enabled) modern = createModernCore(config, pool, { rules, variants, counters, unshapedNotices, sealer, replicaId, replicaUrl: () => replicaUrl, log });
+  if (pool && config.modern.enabled) modern = createModernCore(config, pool, { rules, variants, counters, observeStep, unshapedNotices, sealer, replicaId, replicaUrl: () => replicaUrl, log });
   if (pool && sharing) shared = new SharedSessions(pool, config.timeouts.requestMs);
-  const negotiationSetup = (sessionLog: Logger) => ({ rules, variants, limits: config.contentNegotiation.limits, unshapedNotices, counters, log: sessionLog });
+  const negotiationSetup = (sessionLog: Logger) => ({ rules, variants, limits: config.contentNegotiation.limits, unshapedNotices, counters, observeStep, log: sessionLog });
   /** Stdio processes held by legacy sessions, capped by upstream.maxProcesses. */
   let sessionProcesses = 0;
   const connectSession = (events: UpstreamEvents, sessionLog: Logger, resume?: ResumedSession): UpstreamConnection => {
@@ -143,6 +146,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       initializeTimeoutMs: config.timeouts.initializeMs,
       shaper,
       counters,
+      observe: observeUpstream,
       log: sessionLog,
     });
   const openSession = (sink: ClientSink, sessionLog: Logger) => {
@@ -221,7 +225,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
         modern: modern?.core,
         health: upstreamReport,
         readiness: () => readiness.check(),
-        metrics: () => metrics.render(),
+        metrics,
         log,
       });
       if (!wildcard) replicaUrl ??= http.url;
@@ -248,7 +252,14 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
  * The pool of proxy-initialized upstream sessions (modern requests, and legacy sessions with
  * `upstream.sessions: shared`); notifications that belong to no call go to `onUnrelated`.
  */
-function createPool(config: Config, stdioUpstream: boolean, connect: (events: UpstreamEvents, log: Logger) => UpstreamConnection, log: Logger, onUnrelated: (n: JsonRpcNotification) => void): UpstreamPool {
+function createPool(
+  config: Config,
+  stdioUpstream: boolean,
+  connect: (events: UpstreamEvents, log: Logger) => UpstreamConnection,
+  log: Logger,
+  onUnrelated: (n: JsonRpcNotification) => void,
+  observe: UpstreamObserver,
+): UpstreamPool {
   return new UpstreamPool({
     connect,
     maxSessions: config.modern.pool.maxSessions,
@@ -258,6 +269,7 @@ function createPool(config: Config, stdioUpstream: boolean, connect: (events: Up
     clientInfo: CLIENT_INFO,
     log: log.child({ pool: true }),
     onUnrelated,
+    observe,
   });
 }
 
@@ -265,7 +277,7 @@ function createPool(config: Config, stdioUpstream: boolean, connect: (events: Up
 function createModernCore(
   config: Config,
   pool: UpstreamPool,
-  shared: { rules: CompiledRule[]; variants: VariantCatalog; counters: Metrics['counters']; unshapedNotices: Set<string>; sealer: Sealer; replicaId: string; replicaUrl: () => string | undefined; log: Logger },
+  shared: { rules: CompiledRule[]; variants: VariantCatalog; counters: Metrics['counters']; observeStep: StepObserver; unshapedNotices: Set<string>; sealer: Sealer; replicaId: string; replicaUrl: () => string | undefined; log: Logger },
 ): { core: ModernCore; hub: ListenHub } {
   const log = shared.log.child({ era: 'modern' });
   const hub = new ListenHub(pool, log);

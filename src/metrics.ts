@@ -1,7 +1,29 @@
 /**
- * Process-wide counters for operators, served at /metrics in the Prometheus text format.
- * One object created by the gateway and handed to the parts that count; no global state.
+ * What operators scrape at /metrics (Prometheus text format, prom-client): request and
+ * upstream latency histograms, transformer durations and failures, sessions and upstream
+ * processes, event-loop delay and the process metrics. One registry per gateway, no global
+ * state. Label values come from fixed sets (MCP methods, eras, status classes, configured
+ * transformer names), so cardinality stays bounded whatever clients send.
+ *
+ * The counters the hot paths bump stay plain numbers (`counters`), read when scraped.
  */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Methods that get their own label value; anything else is counted as "other". */
+const KNOWN_METHODS = new Set([
+  'initialize', 'ping', 'tools/list', 'tools/call', 'resources/list', 'resources/templates/list', 'resources/read',
+  'resources/subscribe', 'resources/unsubscribe', 'prompts/list', 'prompts/get', 'completion/complete', 'logging/setLevel',
+  'server/discover', 'subscriptions/listen', 'notifications', 'response', 'GET stream', 'DELETE', 'batch',
+]);
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+export function methodLabel(method: string | undefined): string {
+  if (method === undefined) return 'none';
+  if (method.startsWith('batch')) return 'batch';
+  if (method.startsWith('notifications/')) return 'notifications';
+  return KNOWN_METHODS.has(method) ? method : 'other';
+}
+
 export class Metrics {
   readonly counters = {
     sessionsStarted: 0,
@@ -13,28 +35,75 @@ export class Metrics {
     /** Results relayed unshaped because of contentNegotiation.limits. */
     resultsUnshaped: { size: 0, budget: 0 },
   };
+  readonly registry = new Registry();
+  private readonly requestSeconds: Histogram<'method' | 'era' | 'outcome'>;
+  private readonly upstreamSeconds: Histogram<'method' | 'outcome'>;
+  private readonly transformerSeconds: Histogram<'transformer'>;
+  private readonly transformerFailures: Counter<'transformer'>;
 
-  constructor(private readonly gauges: { sessions: () => number; upstreamProcesses: () => number }) {}
-
-  /** The Prometheus text exposition (version 0.0.4). */
-  render(): string {
+  constructor(gauges: { sessions: () => number; upstreamProcesses: () => number }) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: 'mcp_proxy_' });
     const c = this.counters;
-    const lines: string[] = [];
-    const metric = (name: string, type: 'counter' | 'gauge', help: string, value: number | Record<string, number>, label = 'reason') =>
-      lines.push(
-        `# HELP ${name} ${help}`,
-        `# TYPE ${name} ${type}`,
-        ...(typeof value === 'number' ? [`${name} ${value}`] : Object.entries(value).map(([k, v]) => `${name}{${label}="${k}"} ${v}`)),
-      );
-    metric('mcp_proxy_sessions_started_total', 'counter', 'Client sessions started.', c.sessionsStarted);
-    metric('mcp_proxy_requests_total', 'counter', 'Client requests relayed upstream.', c.requestsRelayed);
-    metric('mcp_proxy_request_timeouts_total', 'counter', 'Requests answered with a timeout error.', c.requestTimeouts);
-    metric('mcp_proxy_upstream_closed_total', 'counter', 'Upstream sessions that ended under a client (exit, crash, expiry).', c.upstreamClosed);
-    metric('mcp_proxy_results_shaped_total', 'counter', 'Results changed by content negotiation or a server variant.', c.resultsShaped);
-    metric('mcp_proxy_transform_failures_total', 'counter', 'Transformer errors (the result passed on unchanged unless onError: fail).', c.transformFailures);
-    metric('mcp_proxy_results_unshaped_total', 'counter', 'Results relayed unchanged because of a shaping limit: size (maxResultBytes) or budget (timeBudgetMs).', c.resultsUnshaped);
-    metric('mcp_proxy_sessions', 'gauge', 'Open HTTP sessions.', this.gauges.sessions());
-    metric('mcp_proxy_upstream_processes', 'gauge', 'Running stdio upstream processes.', this.gauges.upstreamProcesses());
-    return lines.join('\n') + '\n';
+    const fromCounter = (name: string, help: string, read: () => number) =>
+      new Counter({ name, help, registers, collect() { this.reset(); this.inc(read()); } });
+    fromCounter('mcp_proxy_sessions_started_total', 'Client sessions started.', () => c.sessionsStarted);
+    fromCounter('mcp_proxy_requests_total', 'Client requests relayed upstream.', () => c.requestsRelayed);
+    fromCounter('mcp_proxy_request_timeouts_total', 'Requests answered with a timeout error.', () => c.requestTimeouts);
+    fromCounter('mcp_proxy_upstream_closed_total', 'Upstream sessions that ended under a client (exit, crash, expiry).', () => c.upstreamClosed);
+    fromCounter('mcp_proxy_results_shaped_total', 'Results changed by content negotiation or a server variant.', () => c.resultsShaped);
+    fromCounter('mcp_proxy_transform_failures_total', 'Transformer errors (the result passed on unchanged unless onError: fail).', () => c.transformFailures);
+    new Counter({
+      name: 'mcp_proxy_results_unshaped_total',
+      help: 'Results relayed unchanged because of a shaping limit: size (maxResultBytes) or budget (timeBudgetMs).',
+      labelNames: ['reason'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [reason, n] of Object.entries(c.resultsUnshaped)) this.inc({ reason }, n);
+      },
+    });
+    new Gauge({ name: 'mcp_proxy_sessions', help: 'Open HTTP sessions.', registers, collect() { this.set(gauges.sessions()); } });
+    new Gauge({ name: 'mcp_proxy_upstream_processes', help: 'Running stdio upstream processes.', registers, collect() { this.set(gauges.upstreamProcesses()); } });
+    this.requestSeconds = new Histogram({
+      name: 'mcp_proxy_request_duration_seconds',
+      help: 'Time to answer a request to the MCP endpoint (a streamed answer: until its stream ended), by JSON-RPC method, protocol era and HTTP status class.',
+      labelNames: ['method', 'era', 'outcome'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.upstreamSeconds = new Histogram({
+      name: 'mcp_proxy_upstream_request_duration_seconds',
+      help: 'Time the upstream took to answer a request, by method and outcome (ok, error, timeout, closed).',
+      labelNames: ['method', 'outcome'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.transformerSeconds = new Histogram({
+      name: 'mcp_proxy_transformer_duration_seconds',
+      help: 'Time one transformer step took on one result.',
+      labelNames: ['transformer'],
+      buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
+      registers,
+    });
+    this.transformerFailures = new Counter({ name: 'mcp_proxy_transformer_failures_total', help: 'Transformer steps that threw, by transformer.', labelNames: ['transformer'], registers });
+  }
+
+  observeRequest(method: string | undefined, era: string | undefined, status: number, seconds: number): void {
+    this.requestSeconds.observe({ method: methodLabel(method), era: era ?? 'none', outcome: `${Math.floor(status / 100)}xx` }, seconds);
+  }
+
+  observeUpstream(method: string, outcome: 'ok' | 'error' | 'timeout' | 'closed', seconds: number): void {
+    this.upstreamSeconds.observe({ method: methodLabel(method), outcome }, seconds);
+  }
+
+  observeTransformer(transformer: string, seconds: number, failed: boolean): void {
+    this.transformerSeconds.observe({ transformer }, seconds);
+    if (failed) this.transformerFailures.inc({ transformer });
+  }
+
+  /** The Prometheus text exposition. */
+  render(): Promise<string> {
+    return this.registry.metrics();
   }
 }

@@ -20,6 +20,7 @@ import { challenge, resourceMetadata, type AuthConfig, type Authenticator } from
 import { ClientLimits, limitKey } from '../fronts/limits.js';
 import { noteExchange, registerAccessLog } from '../ops/access-log.js';
 import type { ReadinessReport } from '../ops/readiness.js';
+import type { Metrics } from '../metrics.js';
 import { HttpSession } from './http-session.js';
 import type { SessionClaims, SessionTokens } from './session-tokens.js';
 import { PostReply, SseStream, takeOver } from './streams.js';
@@ -52,8 +53,8 @@ export interface HttpDownstreamOptions {
   health(): Record<string, unknown>;
   /** Whether the upstream is usable now (/readyz: 200 or 503). */
   readiness(): Promise<ReadinessReport>;
-  /** The /metrics text (Prometheus format). */
-  metrics(): string;
+  /** /metrics (Prometheus format), and where request durations are observed. */
+  metrics: Metrics;
   log: Logger;
 }
 
@@ -108,7 +109,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     done();
   });
 
-  registerAccessLog(app, listen.path, log);
+  registerAccessLog(app, listen.path, log, (method, era, status, seconds) => opts.metrics.observeRequest(method, era, status, seconds));
   if (listen.cors) {
     await app.register(cors, {
       origin: listen.cors.origins.includes('*') ? '*' : listen.cors.origins,
@@ -173,7 +174,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
   const limited = { config: { rateLimit: {} } };
 
   app.get('/metrics', async (_req, reply) => {
-    reply.type('text/plain; version=0.0.4').send(opts.metrics());
+    reply.type(opts.metrics.registry.contentType).send(await opts.metrics.render());
   });
 
   // Liveness: the process serves. Readiness: the upstream is usable now (cached; see src/ops/readiness.ts).

@@ -5,7 +5,7 @@
  * not declare the extension gets nothing changed, not even the initialize result.
  */
 import type { Logger } from 'pino';
-import { runPipeline, type PipelineLimits, type PipelineOutcome } from '../pipeline/run.js';
+import { runPipeline, type PipelineLimits, type PipelineOutcome, type StepObserver } from '../pipeline/run.js';
 import type { CompiledRule } from '../pipeline/rules.js';
 import type { McpResult } from '../pipeline/types.js';
 import type { JsonRpcErrorObject, JsonRpcNotification, JsonRpcRequest } from '../jsonrpc/message.js';
@@ -28,6 +28,8 @@ export interface NegotiationSetup {
   unshapedNotices?: Set<string>;
   /** Counters for /metrics. */
   counters?: Metrics['counters'];
+  /** Transformer durations and failures, for /metrics. */
+  observeStep?: StepObserver;
   /** Output schemas by tool name, shared by modern requests (a session keeps its own). */
   outputSchemas?: Map<string, Record<string, unknown>>;
   log: Logger;
@@ -167,7 +169,7 @@ export class Negotiation {
     if (!negotiating && variant === undefined) return viewed;
     const features = negotiating ? this.features : FeatureSet.EMPTY;
     const ctx = { method, name, features, variant, era: 'legacy' as const, outputSchema: name ? this.outputSchemas.get(name) : undefined, log: this.setup.log };
-    return runPipeline(this.setup.rules, current, ctx, this.setup.limits).then((o) => {
+    return runPipeline(this.setup.rules, current, ctx, this.setup.limits, this.setup.observeStep).then((o) => {
       if (o.applied.length) this.setup.log.debug({ method, name, variant, applied: o.applied }, 'result shaped');
       if (o.skipped) this.noteUnshaped(o.skipped, method, name);
       const shaped = o.result ?? viewed;

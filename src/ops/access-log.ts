@@ -20,7 +20,10 @@ declare module 'fastify' {
   }
 }
 
-export function registerAccessLog(app: FastifyInstance, path: string, log: Logger): void {
+/** Also told of every finished request: its JSON-RPC method, era, HTTP status and duration (for /metrics). */
+export type RequestObserver = (method: string | undefined, era: string | undefined, status: number, seconds: number) => void;
+
+export function registerAccessLog(app: FastifyInstance, path: string, log: Logger, observe?: RequestObserver): void {
   app.decorateRequest('exchange', null);
   app.addHook('onRequest', (req, reply, done) => {
     if (req.routeOptions.url !== path) return done();
@@ -30,6 +33,8 @@ export function registerAccessLog(app: FastifyInstance, path: string, log: Logge
     const writtenBefore = socket.bytesWritten;
     reply.raw.once('close', () => {
       const { rpc, name, era, session } = req.exchange ?? {};
+      const seconds = (performance.now() - started) / 1000;
+      observe?.(rpc ?? (req.method === 'GET' ? 'GET stream' : req.method === 'DELETE' ? 'DELETE' : undefined), era, reply.raw.statusCode, seconds);
       log.info(
         {
           http: req.method,
@@ -39,7 +44,7 @@ export function registerAccessLog(app: FastifyInstance, path: string, log: Logge
           ...(session ? { session } : {}),
           ...(req.principal ? { principal: req.principal } : {}),
           status: reply.raw.statusCode,
-          ms: Math.round((performance.now() - started) * 10) / 10,
+          ms: Math.round(seconds * 10_000) / 10,
           bytesIn: Number(req.headers['content-length'] ?? 0),
           bytesOut: socket.bytesWritten - writtenBefore,
           address: req.ip,

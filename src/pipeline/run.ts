@@ -35,7 +35,10 @@ export interface PipelineOutcome {
   skipped?: 'size' | 'budget';
 }
 
-export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx: TransformContext, limits?: PipelineLimits): Promise<PipelineOutcome> {
+/** Called after each transformer step (for /metrics). */
+export type StepObserver = (transformer: string, seconds: number, failed: boolean) => void;
+
+export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx: TransformContext, limits?: PipelineLimits, observe?: StepObserver): Promise<PipelineOutcome> {
   const matching = rules.filter((rule) => ruleMatches(rule, ctx.method, ctx.name, ctx.features, ctx.variant));
   if (matching.length === 0) return { result: undefined, applied: [], failures: 0 };
   if (limits && largerThan(result, limits.maxResultBytes)) return { result: undefined, applied: [], failures: 0, skipped: 'size' };
@@ -47,14 +50,17 @@ export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx:
   for (const rule of matching) {
     for (const step of rule.steps) {
       const label = `${rule.label} › ${step.name}`;
+      const started = observe ? performance.now() : 0;
       try {
         budget?.checkNow();
         const next = await step.fn(current, stepCtx);
+        observe?.(step.name, (performance.now() - started) / 1000, false);
         if (next !== undefined && next !== current) {
           current = next;
           applied.push(label);
         }
       } catch (err) {
+        observe?.(step.name, (performance.now() - started) / 1000, !(err instanceof BudgetExceeded));
         if (err instanceof BudgetExceeded) return { result: undefined, applied: [], failures, skipped: 'budget' };
         if (rule.onError === 'fail') {
           throw new ProxyError('TRANSFORM_FAILED', `Transformer ${label} failed: ${(err as Error)?.message ?? String(err)}`, { step: label });

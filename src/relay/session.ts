@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
 import { errorResponse, isNotification, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
 import type { Metrics } from '../metrics.js';
+import type { UpstreamObserver } from '../upstream/client.js';
 import type { UpstreamConnection, UpstreamEvents } from '../upstream/types.js';
 
 export interface ClientSink {
@@ -28,6 +29,8 @@ export interface RelayOptions {
   shaper?: ResultShaper;
   /** Counters for /metrics. */
   counters?: Metrics['counters'];
+  /** Upstream latency, for /metrics. */
+  observe?: UpstreamObserver;
   log: Logger;
 }
 
@@ -54,6 +57,8 @@ interface Pending {
   scope?: string;
   timer: NodeJS.Timeout;
   progressToken?: string | number;
+  /** performance.now() when it went upstream. */
+  started: number;
 }
 
 export class RelaySession {
@@ -96,7 +101,7 @@ export class RelaySession {
       const progressToken = (params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
       const timer = setTimeout(() => this.timeout(msg.id), this.limitFor(msg.method));
       const name = typeof params?.name === 'string' ? params.name : typeof params?.uri === 'string' ? params.uri : undefined;
-      this.pending.set(msg.id, { method: msg.method, name, scope: check?.scope, timer, progressToken });
+      this.pending.set(msg.id, { method: msg.method, name, scope: check?.scope, timer, progressToken, started: performance.now() });
       if (progressToken !== undefined) this.progressOwners.set(progressToken, msg.id);
       if (msg.method === 'initialize') this.opts.shaper?.onInitialize(params);
       if (this.opts.counters) this.opts.counters.requestsRelayed++;
@@ -146,6 +151,7 @@ export class RelaySession {
         this.opts.log.debug({ id }, 'dropped an upstream response nobody waits for');
         return;
       }
+      this.observe(p, msg.error ? 'error' : 'ok');
       this.lastActivity = Date.now();
       const error = msg.error && this.opts.shaper?.annotateError?.(msg.error, p.scope);
       if (error) return this.sink.deliver({ msg: { ...msg, error } }, id!);
@@ -177,6 +183,7 @@ export class RelaySession {
     const p = this.settle(id);
     if (!p) return;
     const ms = this.limitFor(p.method);
+    this.observe(p, 'timeout');
     if (this.opts.counters) this.opts.counters.requestTimeouts++;
     this.opts.log.warn({ id, method: p.method, ms }, 'upstream request timed out');
     this.answer(id, new ProxyError('REQUEST_TIMEOUT', `The upstream did not answer ${p.method} within ${ms} ms`, { timeoutMs: ms }));
@@ -190,6 +197,10 @@ export class RelaySession {
   private cancelUpstream(id: JsonRpcId, reason: string): void {
     if (this.ended) return;
     this.upstream.send({ msg: { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } } });
+  }
+
+  private observe(p: Pending, outcome: Parameters<UpstreamObserver>[1]): void {
+    this.opts.observe?.(p.method, outcome, (performance.now() - p.started) / 1000);
   }
 
   private settle(id: JsonRpcId): Pending | undefined {
@@ -211,7 +222,7 @@ export class RelaySession {
     if (this.ended) return;
     this.ended = true;
     for (const id of [...this.pending.keys()]) {
-      this.settle(id);
+      this.observe(this.settle(id)!, 'closed');
       this.answer(id, err);
     }
     this.sink.end(err);

@@ -42,7 +42,11 @@ export interface UpstreamClientOptions {
   onUnrelated?(n: JsonRpcNotification): void;
   /** The connection is gone (crash, exit, 404); every pending call was answered with `err`. */
   onClose?(err: ProxyError): void;
+  /** How long each call took the upstream, and how it ended (for /metrics). */
+  observe?: UpstreamObserver;
 }
+
+export type UpstreamObserver = (method: string, outcome: 'ok' | 'error' | 'timeout' | 'closed', seconds: number) => void;
 
 export class UpstreamClient {
   /** The upstream's initialize result, once ready. */
@@ -69,7 +73,15 @@ export class UpstreamClient {
     const outcome = new Promise<CallOutcome>((resolve) => {
       if (this.closed) return resolve({ failure: this.closed });
       const clientToken = (params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
-      const call: PendingCall = { method, hooks, resolve, timeoutMs, progressToken: clientToken };
+      const observe = this.opts.observe;
+      const started = observe ? performance.now() : 0;
+      const settled = observe
+        ? (o: CallOutcome) => {
+            observe(method, 'response' in o ? (o.response.error ? 'error' : 'ok') : o.failure.code === 'REQUEST_TIMEOUT' ? 'timeout' : 'closed', (performance.now() - started) / 1000);
+            resolve(o);
+          }
+        : resolve;
+      const call: PendingCall = { method, hooks, resolve: settled, timeoutMs, progressToken: clientToken };
       if (clientToken !== undefined) params = { ...params, _meta: { ...(params!._meta as object), progressToken: id } };
       this.pending.set(id, call);
       this.arm(id, call);

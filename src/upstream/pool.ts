@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import { canonicalJson } from '../jsonrpc/canonical.js';
 import { ProxyError } from '../jsonrpc/errors.js';
 import type { JsonRpcNotification } from '../jsonrpc/message.js';
-import { UpstreamClient } from './client.js';
+import { UpstreamClient, type UpstreamObserver } from './client.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
 
 export interface UpstreamLease {
@@ -33,6 +33,8 @@ export interface UpstreamPoolOptions {
    * rather than a process start. Started with the first session, never before.
    */
   warmSpare?: boolean;
+  /** Upstream latency, for /metrics. */
+  observe?: UpstreamObserver;
   /** Notifications of any pooled session that belong to no call (list_changed, resources/updated). */
   onUnrelated?(n: JsonRpcNotification, client: UpstreamClient): void;
 }
@@ -137,6 +139,7 @@ export class UpstreamPool {
       capabilities,
       clientInfo: this.opts.clientInfo,
       initializeTimeoutMs: this.opts.initializeTimeoutMs,
+      observe: this.opts.observe,
       log,
       onUnrelated: (n) => this.opts.onUnrelated?.(n, entry.client),
       onClose: (err) => {

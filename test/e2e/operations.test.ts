@@ -64,6 +64,30 @@ describe('access log', () => {
   });
 });
 
+describe('metrics', () => {
+  afterAll(stopAll);
+
+  it('has request, upstream and transformer latency with bounded labels, event-loop delay and process metrics', async () => {
+    const proxy = await startProxy(['--upstream', commandLine(fixtureArgv('faulty-server'))]);
+    const negotiating = { ...INIT, params: { ...INIT.params, capabilities: { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: 1, features: ['format=json'] } } } } };
+    const init = await rawPost(proxy.url, negotiating);
+    const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+    await rawPost(proxy.url, callTool(1, 'echo', { text: '{"a":1}' }), headers);
+    for (let i = 0; i < 3; i++) await rawPost(proxy.url, { jsonrpc: '2.0', id: 10 + i, method: `vendor/made-up-${i}` }, headers);
+    const text = await (await fetch(proxy.url.replace('/mcp', '/metrics'))).text();
+    const value = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? NaN);
+    expect(value(/^mcp_proxy_request_duration_seconds_count\{method="tools\/call",era="legacy",outcome="2xx"\} (\d+)/m)).toBe(1);
+    expect(value(/^mcp_proxy_upstream_request_duration_seconds_count\{method="tools\/call",outcome="ok"\} (\d+)/m)).toBe(1);
+    expect(value(/^mcp_proxy_transformer_duration_seconds_count\{transformer="json-extract"\} (\d+)/m)).toBeGreaterThanOrEqual(1);
+    // Made-up methods share one label value.
+    expect(value(/^mcp_proxy_request_duration_seconds_count\{method="other",era="legacy",outcome="2xx"\} (\d+)/m)).toBe(3);
+    expect(text).not.toContain('made-up');
+    expect(text).toMatch(/^mcp_proxy_nodejs_eventloop_lag_seconds /m);
+    expect(text).toMatch(/^mcp_proxy_process_resident_memory_bytes /m);
+    expect(value(/^mcp_proxy_sessions (\d+)/m)).toBe(1);
+  });
+});
+
 describe('--log-format pretty', () => {
   it('writes lines for humans', async () => {
     const proc = spawn(process.execPath, [PROXY_MAIN, '--port', '0', '--log-format', 'pretty'], { stdio: ['ignore', 'ignore', 'pipe'] });
