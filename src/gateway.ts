@@ -18,13 +18,14 @@ import { ModernCore, type ModernCoreOptions } from './fronts/modern/core.js';
 import { ListenHub } from './fronts/modern/listen.js';
 import { Metrics } from './metrics.js';
 import { PROXY_VERSION } from './version.js';
-import { Negotiation, type NegotiationSnapshot } from './negotiation/session.js';
+import { Negotiation, type NegotiationSetup, type NegotiationSnapshot } from './negotiation/session.js';
 import { SessionTokens, type SessionClaims } from './downstream/session-tokens.js';
 import { VariantCatalog } from './negotiation/variant-scope.js';
 import type { CompiledRule } from './pipeline/rules.js';
 import type { StepObserver } from './pipeline/run.js';
 import { createAuthenticator, exposureProblem } from './fronts/auth.js';
 import { maskSecrets } from './ops/mask.js';
+import { diffConfig } from './ops/reload.js';
 import { Readiness } from './ops/readiness.js';
 import { Sealer } from './sealing/sealer.js';
 import { RelaySession, type ClientSink } from './relay/session.js';
@@ -65,6 +66,12 @@ export interface Gateway {
   close(): Promise<void>;
   /** Last resort at process exit: SIGKILL every child still alive. */
   killChildrenNow(): void;
+  /**
+   * Takes over a new, already validated config: rules, variants, shaping limits, log level and
+   * cache hints apply to new sessions and to every modern request from now on; existing legacy
+   * sessions keep what they negotiated. Returns what changed, and what only a restart applies.
+   */
+  reload(next: Config, rules: CompiledRule[]): { live: string[]; restart: string[] };
 }
 
 export function createGateway(config: Config, deps: GatewayDeps): Gateway {
@@ -114,12 +121,13 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   };
 
   const authenticator = createAuthenticator(config.auth);
-  const rules = deps.rules ?? [];
+  let rules = deps.rules ?? [];
+  let running = config;
   const metrics = new Metrics({ sessions: () => http?.sessionCount() ?? (stdio ? 1 : 0), upstreamProcesses: () => children.size });
   const counters = metrics.counters;
   const observeUpstream: UpstreamObserver = (method, outcome, seconds) => metrics.observeUpstream(method, outcome, seconds);
   const observeStep: StepObserver = (transformer, seconds, failed) => metrics.observeTransformer(transformer, seconds, failed);
-  const variants = new VariantCatalog(config.serverVariants);
+  let variants = new VariantCatalog(config.serverVariants);
   const unshapedNotices = new Set<string>();
   const sharing = config.upstream.sessions === 'shared' && spec.kind === 'stdio';
   let modern: { core: ModernCore; hub: ListenHub } | undefined;
@@ -127,9 +135,11 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const pool = config.modern.enabled || sharing
     ? createPool(config, spec.kind === 'stdio', (events, poolLog) => connect(events, poolLog), log, (n) => (modern?.hub.publish(n), shared?.publish(n)), observeUpstream)
     : undefined;
-  if (pool && config.modern.enabled) modern = createModernCore(config, pool, { rules, variants, counters, observeStep, unshapedNotices, sealer, replicaId, replicaUrl: () => replicaUrl, log });
+  /** What modern requests negotiate with: one object, updated in place by a reload. */
+  const modernNegotiation: NegotiationSetup = { rules, variants, limits: config.contentNegotiation.limits, unshapedNotices, counters, observeStep, outputSchemas: new Map(), log: log.child({ era: 'modern' }) };
+  if (pool && config.modern.enabled) modern = createModernCore(config, pool, modernNegotiation, { sealer, replicaId, replicaUrl: () => replicaUrl });
   if (pool && sharing) shared = new SharedSessions(pool, config.timeouts.requestMs);
-  const negotiationSetup = (sessionLog: Logger) => ({ rules, variants, limits: config.contentNegotiation.limits, unshapedNotices, counters, observeStep, log: sessionLog });
+  const negotiationSetup = (sessionLog: Logger) => ({ rules, variants, limits: running.contentNegotiation.limits, unshapedNotices, counters, observeStep, log: sessionLog });
   /** Stdio processes held by legacy sessions, capped by upstream.maxProcesses. */
   let sessionProcesses = 0;
   const connectSession = (events: UpstreamEvents, sessionLog: Logger, resume?: ResumedSession): UpstreamConnection => {
@@ -241,6 +251,17 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       await dispatcher.close().catch(() => undefined);
       settle(undefined);
     },
+    reload(next, nextRules) {
+      const changes = diffConfig(running, next);
+      rules = nextRules;
+      variants = new VariantCatalog(next.serverVariants);
+      Object.assign(modernNegotiation, { rules, variants, limits: next.contentNegotiation.limits });
+      modern?.core.setCache(next.modern.cache as ModernCoreOptions['cache']);
+      log.level = next.logLevel;
+      // What needs a restart is not in effect: it stays as it was, and is reported again next time.
+      running = { ...next, ...Object.fromEntries(changes.restart.map((key) => [key, running[key as keyof Config]])) };
+      return changes;
+    },
     killChildrenNow() {
       for (const child of children) killGroup(child, 'SIGKILL');
     },
@@ -277,18 +298,17 @@ function createPool(
 function createModernCore(
   config: Config,
   pool: UpstreamPool,
-  shared: { rules: CompiledRule[]; variants: VariantCatalog; counters: Metrics['counters']; observeStep: StepObserver; unshapedNotices: Set<string>; sealer: Sealer; replicaId: string; replicaUrl: () => string | undefined; log: Logger },
+  negotiation: NegotiationSetup,
+  replica: { sealer: Sealer; replicaId: string; replicaUrl: () => string | undefined },
 ): { core: ModernCore; hub: ListenHub } {
-  const log = shared.log.child({ era: 'modern' });
+  const log = negotiation.log;
   const hub = new ListenHub(pool, log);
   const core = new ModernCore({
     pool,
-    negotiation: { ...shared, limits: config.contentNegotiation.limits, outputSchemas: new Map(), log },
+    negotiation,
     requestTimeoutMs: config.timeouts.requestMs,
     inputTimeoutMs: config.modern.inputTimeoutMs,
-    sealer: shared.sealer,
-    replicaId: shared.replicaId,
-    replicaUrl: shared.replicaUrl,
+    ...replica,
     cache: config.modern.cache as ModernCoreOptions['cache'],
     listen: (req, ctx, reply) => hub.listen(req, ctx, reply),
     log,

@@ -12,6 +12,7 @@ import { ConfigError, loadConfig } from './config/load.js';
 import { configJsonSchema } from './config/schema.js';
 import { explain } from './explain.js';
 import { hashToken } from './fronts/auth.js';
+import { watchConfigFile } from './ops/reload.js';
 import { createGateway, ProxyStartError } from './gateway.js';
 import { loadRules } from './pipeline/load.js';
 import { RuleError } from './pipeline/rules.js';
@@ -52,7 +53,21 @@ async function main(): Promise<number> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGHUP', () => stop('SIGHUP'));
+  // SIGHUP and saving the config file reload it; a config that does not validate changes nothing.
+  const reload = async (why: string) => {
+    try {
+      const next = loadConfig({ file: request.configFile, overrides: request.overrides });
+      const nextRules = await loadRules(next.contentNegotiation, request.configFile);
+      const { live, restart } = gateway.reload(next, nextRules);
+      log.info({ why, applied: live, rules: nextRules.length }, live.length ? 'config reloaded: new sessions and modern requests use it; open legacy sessions keep what they negotiated' : 'config reloaded: nothing that applies live changed');
+      if (restart.length) log.warn({ sections: restart }, 'config changes that take effect only after a restart');
+    } catch (err) {
+      const problems = err instanceof ConfigError || err instanceof RuleError ? err.problems : [(err as Error).message];
+      log.error({ why, problems }, 'config reload refused; the running config stays');
+    }
+  };
+  process.on('SIGHUP', () => void reload('SIGHUP'));
+  if (request.configFile && config.listen.transport === 'http') watchConfigFile(request.configFile, () => void reload('file changed'));
 
   await gateway.start().catch(async (err: unknown) => {
     await gateway.close();

@@ -188,3 +188,41 @@ describe('CORS (listen.cors)', () => {
     expect(preflight.headers.get('access-control-allow-origin')).toBeNull();
   });
 });
+
+describe('config reload', () => {
+  afterAll(stopAll);
+
+  it('applies a saved config to new sessions, keeps open ones as negotiated, refuses a broken file, and names what needs a restart', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'proxy-reload-'));
+    const file = join(dir, 'proxy.yaml');
+    const upstream = `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\n`;
+    const variants = (ids: string[]) => `serverVariants:\n  variants:\n${ids.map((id) => `    - { id: ${id}, description: ${id} }`).join('\n')}\n`;
+    writeFileSync(file, upstream + variants(['all']));
+    const proxy = await startProxy(['--config', file]);
+    const EXT = 'io.modelcontextprotocol/server-variants';
+    const offered = async () => {
+      const init = await rawPost(proxy.url, { ...INIT, params: { ...INIT.params, capabilities: { extensions: { [EXT]: { variantHints: { hints: {} } } } } } });
+      const ids = init.messages[0].result.capabilities.extensions[EXT].availableVariants.map((v: { id: string }) => v.id);
+      return { ids, headers: { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' } };
+    };
+    const before = await offered();
+    expect(before.ids).toEqual(['all']);
+
+    writeFileSync(file, upstream + variants(['all', 'lean']));
+    await eventually(() => proxy.stderr().includes('config reloaded'), 10_000, 'the reload after the file changed');
+    expect((await offered()).ids).toEqual(['all', 'lean']);
+    // The session opened before keeps the variants it was offered.
+    const inLean = await rawPost(proxy.url, { jsonrpc: '2.0', id: 3, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/server-variant': 'lean' } } }, before.headers);
+    expect(inLean.messages[0].error.code).toBe(-32602);
+
+    writeFileSync(file, upstream + 'serverVariants: [unclosed\n');
+    await eventually(() => proxy.stderr().includes('config reload refused'), 10_000, 'the refused reload');
+    expect((await offered()).ids).toEqual(['all', 'lean']);
+
+    writeFileSync(file, upstream + variants(['all', 'lean']) + 'listen:\n  maxBodyBytes: 1000\n');
+    await eventually(() => /take effect only after a restart.*"sections":\["listen"\]|"sections":\["listen"\].*restart/.test(proxy.stderr()), 10_000, 'the restart notice');
+    proxy.proc.kill('SIGHUP'); // reloads again, and does not stop the proxy
+    await eventually(() => proxy.stderr().split('"why":"SIGHUP"').length > 1, 10_000, 'the SIGHUP reload');
+    expect((await rawPost(proxy.url, { jsonrpc: '2.0', id: 1, method: 'ping' }, before.headers)).status).toBe(200);
+  });
+});

@@ -97,6 +97,11 @@ export class ModernCore {
 
   constructor(private readonly opts: ModernCoreOptions) {}
 
+  /** New cache hints (a config reload). */
+  setCache(cache: ModernCoreOptions['cache']): void {
+    this.opts.cache = cache;
+  }
+
   get replicaId(): string {
     return this.opts.replicaId;
   }
