@@ -56,6 +56,10 @@ Environment only:
   MCP_PROXY_REPLICA_URL    this replica's URL as other replicas reach it (forwarded retries)
   MCP_PROXY_STATE_SECRET   older name of MCP_PROXY_SECRET
 
+Signals:
+  SIGTERM, SIGINT          drain (new work gets 503; calls in flight finish), then stop
+  SIGHUP                   reload the config file (also when the file is saved)
+
 Examples:
   mcp-negotiate-proxy --upstream "npx -y @modelcontextprotocol/server-everything"
   mcp-negotiate-proxy --upstream http://127.0.0.1:3000/mcp --port 9000
