@@ -169,8 +169,15 @@ export function createHttpUpstream(
     }
   };
   let ending: Promise<void> | undefined;
+  /**
+   * The POST of `notifications/initialized`, while it runs: what follows waits for it, or the
+   * server could see a request before it knows the session is initialized (servers register
+   * capability-dependent tools then).
+   */
+  let initializing: Promise<void> | undefined;
 
   const post = async (frame: Frame) => {
+    if (initializing) await initializing;
     const msg = frame.msg;
     const ids = isRequest(msg) ? [msg.id] : [];
     const abort = new AbortController();
@@ -276,7 +283,12 @@ export function createHttpUpstream(
       if (closed) return;
       const msg = frame.msg;
       if (isRequest(msg) && msg.method === 'initialize') initializeId = msg.id;
-      void post(frame);
+      const sent = post(frame);
+      if (isNotification(msg) && msg.method === 'notifications/initialized') {
+        initializing = sent.finally(() => {
+          initializing = undefined;
+        });
+      }
       // A cancelled request's stream would stay open forever: drop it after telling the server.
       if (isNotification(msg) && msg.method === 'notifications/cancelled') {
         const id = (msg as { params?: { requestId?: JsonRpcId } }).params?.requestId;

@@ -28,6 +28,8 @@ describe('upstream.sessions: shared', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'proxy-shared-')), 'proxy.yaml');
     writeFileSync(file, `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\n  sessions: shared\nmodern:\n  pool: { warmSpare: false }\n`);
     proxy = await startProxy(['--config', file]);
+    // The start-up check runs a process of its own; the counts below start once it is gone.
+    await eventually(() => proxy.stderr().includes('"msg":"upstream ready"'), 20_000, 'the start-up check');
   }, 30_000);
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.close()));
