@@ -66,6 +66,8 @@ Examples:
   mcp-negotiate-proxy --stdio --upstream "node my-server.js"
 `;
 
+const FLAGS = ['--upstream', '--stdio', '--host', '--port', '--config', '--env', '--allow-unauthenticated', '--fail-fast', '--request-timeout', '--log-level', '--log-format', '--features', '--method', '--name', '--input', '--help', '--version'];
+
 export type CliCommand = 'serve' | 'validate' | 'schema' | 'explain' | 'hash-token' | 'help' | 'version';
 
 export interface CliRequest {
@@ -109,7 +111,9 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
       },
     });
   } catch (err) {
-    throw new UsageError(`${(err as Error).message}\nRun with --help for the options.`);
+    const unknown = /Unknown option '([^']+)'/.exec((err as Error).message)?.[1];
+    const why = unknown ? `unknown option ${unknown}` : (err as Error).message;
+    throw new UsageError(`${why}\nOptions: ${FLAGS.join(', ')}\nRun with --help for what each one does.`);
   }
   const { values, positionals } = parsed;
   const command = values.help ? 'help' : values.version ? 'version' : positionalCommand(positionals);

@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import pino from 'pino';
+import { UsageError } from './cli.js';
 import { parseFeatures } from './pipeline/features.js';
 import { ruleMatches, runPipeline } from './pipeline/run.js';
 import type { CompiledRule } from './pipeline/rules.js';
@@ -61,8 +62,9 @@ export async function explain(rules: CompiledRule[], req: ExplainRequest): Promi
     const hit = ruleMatches(rule, req.method, req.name, parsed.features);
     lines.push(`  ${hit ? '✔' : '·'} ${rule.label}: ${rule.steps.map((s) => s.name).join(' → ')}`);
   }
-  const raw = req.input ? JSON.parse(readFileSync(req.input, 'utf8')) : sample(req.method);
+  const raw = req.input ? readInput(req.input) : sample(req.method);
   const input: McpResult = raw && typeof raw === 'object' && 'result' in raw && 'jsonrpc' in raw ? raw.result : raw;
+  if (!input || typeof input !== 'object' || Array.isArray(input)) throw new UsageError(`--input ${req.input}: expected a result object or a JSON-RPC response, got ${Array.isArray(input) ? 'an array' : typeof input}`);
   const outcome = parsed.features.isEmpty
     ? { result: undefined, applied: [] }
     : await runPipeline(rules, input, { method: req.method, name: req.name, features: parsed.features, era: 'legacy', outputSchema: req.outputSchema, log: pino({ level: 'silent' }) });
@@ -70,4 +72,19 @@ export async function explain(rules: CompiledRule[], req: ExplainRequest): Promi
   lines.push(outcome.applied.length ? `applied: ${outcome.applied.join(', ')}` : 'applied: nothing (the client gets the upstream result unchanged)');
   lines.push('', 'output:', JSON.stringify(outcome.result ?? input, null, 2));
   return lines.join('\n');
+}
+
+/** The --input file as JSON, or a usage error that says what is wrong with it. */
+function readInput(path: string): any {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new UsageError(`--input ${path}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`--input ${path}: not JSON (${(err as Error).message})`);
+  }
 }

@@ -64,6 +64,24 @@ describe('the mcp-negotiate-proxy CLI', () => {
       expect(r.stderr).not.toContain('    at ');
     }
     expect((await run([], { MCP_PROXY_LOG_LEVEL: 'loud' })).stderr).toContain('logLevel');
+    expect((await run(['--bogus'])).stderr).toMatch(/unknown option --bogus\nOptions: --upstream, .*--fail-fast/);
+  });
+
+  it('explains a broken --input with a message, not a stack trace', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'proxy-cli-'));
+    writeFileSync(join(dir, 'bad.json'), '{bad');
+    writeFileSync(join(dir, 'list.json'), '[1, 2]');
+    const cases: Array<[string, RegExp]> = [
+      [join(dir, 'bad.json'), /--input .*bad\.json: not JSON/],
+      [join(dir, 'missing.json'), /--input .*missing\.json: cannot read it \(ENOENT\)/],
+      [join(dir, 'list.json'), /expected a result object or a JSON-RPC response, got an array/],
+    ];
+    for (const [input, message] of cases) {
+      const r = await run(['explain', '--features', 'format=json', '--input', input]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr).not.toContain('    at ');
+    }
   });
 
   it('says when the port is taken', async () => {
