@@ -35,7 +35,7 @@ describe('parseCli', () => {
 
   it('explains bad usage', () => {
     expect(() => parseCli(['--port', 'x'], {})).toThrow(UsageError);
-    expect(() => parseCli(['--nope'], {})).toThrow(/Unknown option '--nope'/);
+    expect(() => parseCli(['--nope'], {})).toThrow(/unknown option --nope\nOptions: --upstream/);
     expect(() => parseCli(['node', 'server.js'], {})).toThrow(/Did you mean --upstream "node server.js"/);
   });
 });

@@ -8,8 +8,8 @@ import { PROXY_VERSION } from './version.js';
 import pino from 'pino';
 import pretty from 'pino-pretty';
 import { HELP, parseCli, UsageError } from './cli.js';
-import { ConfigError, loadConfig } from './config/load.js';
-import { configJsonSchema } from './config/schema.js';
+import { ConfigError, loadConfig, locateProblems } from './config/load.js';
+import { configJsonSchema, negotiationSchema, type Config } from './config/schema.js';
 import { explain } from './explain.js';
 import { hashToken } from './fronts/auth.js';
 import { watchConfigFile } from './ops/reload.js';
@@ -24,9 +24,11 @@ async function main(): Promise<number> {
   if (request.command === 'schema') return print(JSON.stringify(configJsonSchema(), null, 2));
   if (request.command === 'hash-token') return print(tokenAndHash(request.token));
 
+  if (request.command === 'validate') return validate(request.configFile, request.overrides);
   const config = loadConfig({ file: request.configFile, overrides: request.overrides });
-  const rules = await loadRules(config.contentNegotiation, request.configFile);
-  if (request.command === 'validate') return print(`${request.configFile ?? '(defaults)'}: OK (${rules.length} content-negotiation rules)`);
+  const rules = await loadRules(config.contentNegotiation, request.configFile).catch((err: unknown) => {
+    throw err instanceof RuleError && request.configFile ? new RuleError(locateProblems(request.configFile, err.problems)) : err;
+  });
   if (request.command === 'explain') return print(await explain(rules, request.explain!));
 
   const log = pino(
@@ -62,7 +64,7 @@ async function main(): Promise<number> {
       log.info({ why, applied: live, rules: nextRules.length }, live.length ? 'config reloaded: new sessions and modern requests use it; open legacy sessions keep what they negotiated' : 'config reloaded: nothing that applies live changed');
       if (restart.length) log.warn({ sections: restart }, 'config changes that take effect only after a restart');
     } catch (err) {
-      const problems = err instanceof ConfigError || err instanceof RuleError ? err.problems : [(err as Error).message];
+      const problems = err instanceof RuleError && request.configFile ? locateProblems(request.configFile, err.problems) : err instanceof ConfigError || err instanceof RuleError ? err.problems : [(err as Error).message];
       log.error({ why, problems }, 'config reload refused; the running config stays');
     }
   };
@@ -81,6 +83,31 @@ async function main(): Promise<number> {
     return 1;
   }
   return 0;
+}
+
+/** `validate`: every problem of the file in one pass (schema, plugins, rules), each with file:line:col. */
+async function validate(file: string | undefined, overrides: Record<string, unknown>): Promise<number> {
+  const problems: string[] = [];
+  let negotiation: Config['contentNegotiation'] | undefined;
+  try {
+    negotiation = loadConfig({ file, overrides }).contentNegotiation;
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    problems.push(...err.problems);
+    // The rest of the file is invalid: its rules and plugins are still checked when their section is.
+    negotiation = negotiationSchema.safeParse(err.raw?.contentNegotiation ?? {}).data;
+  }
+  let rules = 0;
+  if (negotiation) {
+    try {
+      rules = (await loadRules(negotiation, file)).length;
+    } catch (err) {
+      if (!(err instanceof RuleError)) throw err;
+      problems.push(...(file ? locateProblems(file, err.problems) : err.problems));
+    }
+  }
+  if (problems.length) throw new ConfigError(problems);
+  return print(`${file ?? '(defaults)'}: OK (${rules} content-negotiation rules)`);
 }
 
 /** For `hash-token`: the config entry for a given token, or for a new random one. */

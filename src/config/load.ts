@@ -8,7 +8,8 @@ import type { z } from 'zod';
 import { configSchema, type Config } from './schema.js';
 
 export class ConfigError extends Error {
-  constructor(readonly problems: string[]) {
+  /** `raw`: the config as read, when only its validation failed (so other checks can still run on parts of it). */
+  constructor(readonly problems: string[], readonly raw?: Record<string, unknown>) {
     super(problems.join('\n'));
     this.name = 'ConfigError';
   }
@@ -54,8 +55,29 @@ export function loadConfig(opts: LoadOptions = {}): Config {
   }
   const merged = deepMerge(raw, opts.overrides ?? {});
   const result = configSchema.safeParse(merged);
-  if (!result.success) throw new ConfigError(result.error.issues.map((i) => `${locate(i.path)}: ${describeIssue(i)}`));
+  if (!result.success) throw new ConfigError(result.error.issues.map((i) => `${locate(i.path)}: ${describeIssue(i)}`), merged);
   return result.data;
+}
+
+/**
+ * Puts `file:line:col` in front of problems that start with a key path (`contentNegotiation.rules[0].apply[1]: …`),
+ * for problems found after loading (rules, plugins).
+ */
+export function locateProblems(file: string, problems: string[]): string[] {
+  let doc: Document;
+  const lines = new LineCounter();
+  try {
+    doc = parseDocument(readFileSync(file, 'utf8'), { lineCounter: lines });
+  } catch {
+    return problems;
+  }
+  return problems.map((problem) => {
+    const colon = problem.indexOf(': ');
+    const dotted = colon > 0 ? problem.slice(0, colon) : '';
+    if (!/^[A-Za-z][A-Za-z0-9_.[\]]*$/.test(dotted)) return `${file}: ${problem}`;
+    const path = dotted.split(/[.[\]]/).filter(Boolean).map((k) => (/^\d+$/.test(k) ? Number(k) : k));
+    return `${file}${lineOf(doc, lines, path)}: ${problem}`;
+  });
 }
 
 function describeIssue(issue: z.core.$ZodIssue): string {

@@ -21,13 +21,27 @@ export async function loadRules(config: RuleSetConfig, configFile?: string): Pro
   if (!config.enabled) return [];
   const transformers = builtinTransformers();
   const base = configFile ? dirname(resolve(configFile)) : process.cwd();
+  // Every problem is reported at once: plugins that fail to load, then the rules.
+  const problems: string[] = [];
   for (const [i, path] of config.plugins.entries()) {
-    for (const t of await importPlugin(resolve(base, path), `contentNegotiation.plugins[${i}]`)) {
-      if (transformers.has(t.name)) throw new RuleError([`contentNegotiation.plugins[${i}] (${path}): transformer "${t.name}" is already defined`]);
-      transformers.set(t.name, t);
+    try {
+      for (const t of await importPlugin(resolve(base, path), `contentNegotiation.plugins[${i}]`)) {
+        if (transformers.has(t.name)) throw new RuleError([`contentNegotiation.plugins[${i}]: ${path}: transformer "${t.name}" is already defined`]);
+        transformers.set(t.name, t);
+      }
+    } catch (err) {
+      if (!(err instanceof RuleError)) throw err;
+      problems.push(...err.problems);
     }
   }
-  return compileRules([...config.rules, ...(config.useDefaultRules ? DEFAULT_RULES : [])], transformers);
+  try {
+    const rules = compileRules([...config.rules, ...(config.useDefaultRules ? DEFAULT_RULES : [])], transformers);
+    if (problems.length === 0) return rules;
+  } catch (err) {
+    if (!(err instanceof RuleError)) throw err;
+    problems.push(...err.problems);
+  }
+  throw new RuleError(problems);
 }
 
 async function importPlugin(file: string, at: string): Promise<Transformer<any>[]> {

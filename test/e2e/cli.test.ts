@@ -67,6 +67,19 @@ describe('the mcp-negotiate-proxy CLI', () => {
     expect((await run(['--bogus'])).stderr).toMatch(/unknown option --bogus\nOptions: --upstream, .*--fail-fast/);
   });
 
+  it('validate reports every problem of a file in one pass (schema, plugins, rules) with file:line:col', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'proxy-cli-'));
+    const file = join(dir, 'broken.yaml');
+    writeFileSync(file, 'listen:\n  port: "x"\ncontentNegotiation:\n  rules:\n    - when: { features: ["!!bad"] }\n      apply: [{ nosuch: {} }]\n  plugins: ["./missing-plugin.js"]\n');
+    const r = await run(['validate', '--config', file]);
+    expect(r.code).toBe(2);
+    const lines = r.stderr.split('\n');
+    expect(lines).toContain(`  ${file}:2:9: listen.port: Invalid input: expected number, received string`);
+    expect(lines.some((l) => l.startsWith(`  ${file}:7:13: contentNegotiation.plugins[0]: cannot load plugin`))).toBe(true);
+    expect(lines).toContain(`  ${file}:5:26: contentNegotiation.rules[0].when.features[0]: "!!bad" does not match name, !name, name=value or name!=value`);
+    expect(lines.some((l) => l.startsWith(`  ${file}:6:15: contentNegotiation.rules[0].apply[0]: unknown transformer "nosuch"`))).toBe(true);
+  });
+
   it('explains a broken --input with a message, not a stack trace', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'proxy-cli-'));
     writeFileSync(join(dir, 'bad.json'), '{bad');

@@ -104,6 +104,8 @@ describe('negotiation config, explain and plugins', () => {
     ].join('\n'));
     const { proxy, text } = await echoThroughPlugin('explode', plugin, 'explode', 'x-explode', 'unharmed');
     expect(text).toBe('unharmed');
+    // The start-up check's own process is gone once it has logged.
+    await eventually(() => proxy.stderr().includes('"msg":"upstream ready"'), 10_000, 'the start-up check');
     const metrics = await (await fetch(proxy.url.replace('/mcp', '/metrics'))).text();
     expect(metrics).toContain('mcp_proxy_transform_failures_total 1\n');
     expect(metrics).toContain('mcp_proxy_sessions_started_total 1\n');
