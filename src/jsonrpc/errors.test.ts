@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { modernUpstreamError, ProxyError, toJsonRpcError } from './errors.js';
+import { readFileSync } from 'node:fs';
+import { modernUpstreamError, PROXY_ERROR_CODES, ProxyError, toJsonRpcError } from './errors.js';
 
 describe('errors on the wire, per era', () => {
   it('gives modern clients the revision codes and never the legacy range for the proxy’s own failures', () => {
@@ -20,5 +21,13 @@ describe('errors on the wire, per era', () => {
       const error = { code, message: 'm' };
       expect(modernUpstreamError(error)).toBe(error);
     }
+  });
+});
+
+describe('the README', () => {
+  it('lists every error code the proxy produces', () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const missing = PROXY_ERROR_CODES.filter((code) => !readme.includes(`| \`${code}\` |`));
+    expect(missing).toEqual([]);
   });
 });

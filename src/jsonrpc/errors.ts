@@ -94,6 +94,9 @@ const WIRE: Record<ProxyErrorCode, WireForm> = {
   INPUT_TIMEOUT: { legacy: REQUEST_TIMEOUT, modern: INTERNAL_ERROR, status: 200 },
 };
 
+/** Every code the proxy's own errors may carry (the README lists each with its meaning). */
+export const PROXY_ERROR_CODES = Object.keys(WIRE) as ProxyErrorCode[];
+
 /** A failure of the proxy itself; `details` become fields of `data` (the revision's `supported`, `requested`, …). */
 export class ProxyError extends Error {
   constructor(
