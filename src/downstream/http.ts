@@ -20,6 +20,7 @@ import { challenge, resourceMetadata, type AuthConfig, type Authenticator } from
 import { ClientLimits, limitKey } from '../fronts/limits.js';
 import { noteExchange, registerAccessLog } from '../ops/access-log.js';
 import type { ReadinessReport } from '../ops/readiness.js';
+import { traceContextOf, withTraceContext } from '../ops/trace-context.js';
 import type { Metrics } from '../metrics.js';
 import { HttpSession } from './http-session.js';
 import type { SessionClaims, SessionTokens } from './session-tokens.js';
@@ -307,7 +308,9 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     if (!parsed.ok) return reply.code(400).type('application/json').send(JSON.stringify(parsed.error));
     const { batch } = parsed;
     const variantHeader = req.headers['mcp-server-variant'];
-    const frames = typeof variantHeader === 'string' ? parsed.frames.map((f) => headerVariant(f, variantHeader)) : parsed.frames;
+    let frames = typeof variantHeader === 'string' ? parsed.frames.map((f) => headerVariant(f, variantHeader)) : parsed.frames;
+    const trace = traceContextOf(req.headers);
+    if (trace) frames = frames.map((f) => withTraceContext(f, trace));
     noteExchange(req, frames);
     // Draining: no new work, but answers and cancellations for calls in flight still get through.
     if (draining && frames.some((f) => isRequest(f.msg))) {

@@ -18,6 +18,7 @@ import {
   type Frame,
   type JsonRpcId,
 } from '../jsonrpc/message.js';
+import { traceContextOf } from '../ops/trace-context.js';
 import { createSseReader } from './sse.js';
 import type { HttpUpstreamSpec, ResumedSession, UpstreamConnection, UpstreamEvents } from './types.js';
 
@@ -189,7 +190,7 @@ export function createHttpUpstream(
         method: 'POST',
         dispatcher: opts.dispatcher,
         signal,
-        headers: headers({ 'content-type': 'application/json', accept: ACCEPT }),
+        headers: headers({ 'content-type': 'application/json', accept: ACCEPT, ...traceContextOf((msg as { params?: { _meta?: Record<string, unknown> } }).params?._meta) }),
         body: serialize(frame),
       });
       const newSession = res.headers['mcp-session-id'];

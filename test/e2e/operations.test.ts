@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken } from '../../src/fronts/auth.js';
-import { commandLine, eventually, fixtureArgv, PROXY_MAIN, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { commandLine, eventually, fixtureArgv, PROXY_MAIN, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
 import { callTool, INIT, modern, rawPost } from '../helpers/raw.js';
 
 const TOKEN = 'operations-token-0123456789';
@@ -224,5 +224,31 @@ describe('config reload', () => {
     proxy.proc.kill('SIGHUP'); // reloads again, and does not stop the proxy
     await eventually(() => proxy.stderr().split('"why":"SIGHUP"').length > 1, 10_000, 'the SIGHUP reload');
     expect((await rawPost(proxy.url, { jsonrpc: '2.0', id: 1, method: 'ping' }, before.headers)).status).toBe(200);
+  });
+});
+
+describe('trace context', () => {
+  afterAll(stopAll);
+
+  it('carries a client\'s traceparent header into _meta for a stdio upstream, and into _meta and headers for an HTTP one, in both eras', async () => {
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const header = { traceparent, tracestate: 'vendor=1' };
+    const stdio = await startProxy(['--upstream', commandLine(fixtureArgv('faulty-server'))]);
+    const upstream = await startHttpFixture('faulty-server');
+    const http = await startProxy(['--upstream', upstream.url]);
+    const seen = async (url: string, extra: Record<string, string>) => {
+      const init = await rawPost(url, INIT);
+      const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+      await rawPost(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
+      const legacy = JSON.parse((await rawPost(url, callTool(2, 'trace'), { ...headers, ...extra })).messages[0].result.content[0].text);
+      const m = modern(3, 'tools/call', { name: 'trace', arguments: {} });
+      const modernSeen = JSON.parse((await rawPost(url, m.body, { ...m.headers, ...extra })).messages[0].result.content[0].text);
+      return { legacy, modern: modernSeen };
+    };
+    expect(await seen(stdio.url, header)).toEqual({ legacy: { meta: traceparent, header: null, state: null }, modern: { meta: traceparent, header: null, state: null } });
+    expect(await seen(http.url, header)).toEqual({ legacy: { meta: traceparent, header: traceparent, state: 'vendor=1' }, modern: { meta: traceparent, header: traceparent, state: 'vendor=1' } });
+    // Without trace context nothing is added; a malformed one is dropped.
+    expect((await seen(http.url, {})).legacy).toEqual({ meta: null, header: null, state: null });
+    expect((await seen(http.url, { traceparent: 'not-a-trace' })).legacy).toEqual({ meta: null, header: null, state: null });
   });
 });
