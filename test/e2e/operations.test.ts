@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken } from '../../src/fronts/auth.js';
 import { commandLine, eventually, fixtureArgv, PROXY_MAIN, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
-import { callTool, INIT, modern, rawPost } from '../helpers/raw.js';
+import { callTool, INIT, modern, rawPost, sseMessages } from '../helpers/raw.js';
 
 const TOKEN = 'operations-token-0123456789';
 const auth = { authorization: `Bearer ${TOKEN}` };
@@ -133,33 +133,6 @@ describe('graceful drain on SIGTERM', () => {
     expect(await exited).toBe(0);
   });
 });
-
-/** Reads an SSE response as it comes; `next` resolves with the first message (after earlier ones) that matches. */
-function sseMessages(res: Response): { next(match: (m: any) => boolean): Promise<any> } {
-  const seen: any[] = [];
-  const waiters: Array<{ match: (m: any) => boolean; resolve: (m: any) => void }> = [];
-  void (async () => {
-    let buffered = '';
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      buffered += Buffer.from(chunk).toString('utf8');
-      const lines = buffered.split('\n');
-      buffered = lines.pop()!;
-      for (const line of lines) {
-        if (!line.startsWith('data: ')) continue;
-        const msg = JSON.parse(line.slice(6));
-        seen.push(msg);
-        for (const w of [...waiters]) if (w.match(msg)) waiters.splice(waiters.indexOf(w), 1) && w.resolve(msg);
-      }
-    }
-  })().catch(() => undefined);
-  return {
-    next: (match) => new Promise((resolve) => {
-      const found = seen.find(match);
-      if (found) resolve(found);
-      else waiters.push({ match, resolve });
-    }),
-  };
-}
 
 describe('CORS (listen.cors)', () => {
   afterAll(stopAll);

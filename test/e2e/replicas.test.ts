@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commandLine, eventually, fixtureArgv, ROOT, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
-import { INIT, modern, rawPost, rawSession } from '../helpers/raw.js';
+import { INIT, modern, rawPost, rawSession, sseMessages } from '../helpers/raw.js';
 
 const SECRET = 'replica-test-secret-0123456789abcdef';
 const text = (r: unknown) => (r as { content: Array<{ text: string }> }).content[0].text;
@@ -117,17 +117,7 @@ async function openGet(url: string, headers: Record<string, string>): Promise<{ 
   const abort = new AbortController();
   const res = await fetch(url, { headers: { ...headers, accept: 'text/event-stream' }, signal: abort.signal });
   expect(res.status).toBe(200);
-  const messages: any[] = [];
-  void (async () => {
-    let buffered = '';
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      buffered += Buffer.from(chunk).toString('utf8');
-      const lines = buffered.split('\n');
-      buffered = lines.pop()!;
-      for (const line of lines) if (line.startsWith('data: ')) messages.push(JSON.parse(line.slice(6)));
-    }
-  })().catch(() => undefined);
-  return { messages, close: () => abort.abort() };
+  return { messages: sseMessages(res).messages, close: () => abort.abort() };
 }
 
 describe('the GET stream of a session shared by replicas', () => {

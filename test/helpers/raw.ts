@@ -82,3 +82,35 @@ export function modern(id: number, method: string, params: Record<string, unknow
   return { body, headers };
 }
 
+
+/** An SSE response read as it comes: the messages so far, and `next` for the first (seen or coming) one that matches. */
+export function sseMessages(res: Response): { messages: any[]; next(match: (m: any) => boolean): Promise<any> } {
+  const messages: any[] = [];
+  const waiters: Array<{ match: (m: any) => boolean; resolve: (m: any) => void }> = [];
+  void (async () => {
+    let buffered = '';
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      buffered += Buffer.from(chunk).toString('utf8');
+      const lines = buffered.split('\n');
+      buffered = lines.pop()!; // a partial line waits for the rest
+      for (const line of lines) {
+        if (!line.startsWith('data: ')) continue;
+        const msg = JSON.parse(line.slice(6));
+        messages.push(msg);
+        for (const w of waiters.filter((w) => w.match(msg))) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve(msg);
+        }
+      }
+    }
+  })().catch(() => undefined);
+  return {
+    messages,
+    next: (match) =>
+      new Promise((resolve) => {
+        const found = messages.find(match);
+        if (found) resolve(found);
+        else waiters.push({ match, resolve });
+      }),
+  };
+}
