@@ -24,9 +24,11 @@ export class Readiness {
     private readonly ttlMs: number,
   ) {}
 
-  /** What real traffic just showed. */
+  /** What real traffic just showed (called for every upstream message: a fresh "ready" is kept as it is). */
   note(ready: boolean, cause?: string): void {
-    this.last = { ready, ...(cause ? { cause } : {}), checkedAt: Date.now(), source: 'traffic' };
+    const now = Date.now();
+    if (ready && this.last?.ready && now - this.last.checkedAt < 1000) return;
+    this.last = { ready, ...(cause ? { cause } : {}), checkedAt: now, source: 'traffic' };
   }
 
   /** The freshest answer, probing when the last one is older than the TTL. */
