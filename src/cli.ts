@@ -55,6 +55,7 @@ Environment only:
   MCP_PROXY_REPLICA_ID     this replica's name (default: host name and process id)
   MCP_PROXY_REPLICA_URL    this replica's URL as other replicas reach it (forwarded retries)
   MCP_PROXY_STATE_SECRET   older name of MCP_PROXY_SECRET
+  MCP_PROXY_OTLP_ENDPOINT  export OpenTelemetry spans to this OTLP/HTTP traces endpoint (tracing.otlpEndpoint)
 
 Signals:
   SIGTERM, SIGINT          drain (new work gets 503; calls in flight finish), then stop
@@ -137,6 +138,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
     logFormat: pick(values['log-format'], 'MCP_PROXY_LOG_FORMAT'),
     modern: { stateSecret: pick(undefined, 'MCP_PROXY_STATE_SECRET') },
     auth: { allowUnauthenticated: values['allow-unauthenticated'] ?? truthy(env.MCP_PROXY_ALLOW_UNAUTHENTICATED) },
+    tracing: { otlpEndpoint: pick(undefined, 'MCP_PROXY_OTLP_ENDPOINT') },
     replicas: {
       id: pick(undefined, 'MCP_PROXY_REPLICA_ID'),
       secret: pick(undefined, 'MCP_PROXY_SECRET'),

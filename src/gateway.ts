@@ -26,6 +26,7 @@ import type { StepObserver } from './pipeline/run.js';
 import { createAuthenticator, exposureProblem } from './fronts/auth.js';
 import { maskSecrets } from './ops/mask.js';
 import { diffConfig } from './ops/reload.js';
+import { Tracing } from './ops/tracing.js';
 import { Readiness } from './ops/readiness.js';
 import { Sealer } from './sealing/sealer.js';
 import { RelaySession, type ClientSink } from './relay/session.js';
@@ -125,8 +126,15 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   let running = config;
   const metrics = new Metrics({ sessions: () => http?.sessionCount() ?? (stdio ? 1 : 0), upstreamProcesses: () => children.size });
   const counters = metrics.counters;
-  const observeUpstream: UpstreamObserver = (method, outcome, seconds) => metrics.observeUpstream(method, outcome, seconds);
-  const observeStep: StepObserver = (transformer, seconds, failed) => metrics.observeTransformer(transformer, seconds, failed);
+  const tracing = Tracing.create(config.tracing, PROXY_VERSION);
+  const observeUpstream: UpstreamObserver = (method, outcome, seconds, traceparent) => {
+    metrics.observeUpstream(method, outcome, seconds);
+    tracing?.record(`upstream ${method}`, traceparent ? { traceparent } : undefined, performance.now() - seconds * 1000, seconds, { 'mcp.method': method, 'mcp.outcome': outcome }, outcome !== 'ok');
+  };
+  const observeStep: StepObserver = (transformer, seconds, failed, traceparent) => {
+    metrics.observeTransformer(transformer, seconds, failed);
+    tracing?.record(`transform ${transformer}`, traceparent ? { traceparent } : undefined, performance.now() - seconds * 1000, seconds, { 'mcp.transformer': transformer }, failed);
+  };
   let variants = new VariantCatalog(config.serverVariants);
   const unshapedNotices = new Set<string>();
   const sharing = config.upstream.sessions === 'shared' && spec.kind === 'stdio';
@@ -231,6 +239,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
         tokens: new SessionTokens(sealer, replicaId),
         auth: { authenticator, config: config.auth },
         replicaUrl: () => replicaUrl,
+        tracing,
         resumeSession: sessionsMove ? resumeSession : undefined,
         modern: modern?.core,
         health: upstreamReport,
@@ -249,6 +258,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       modern?.core.close();
       await pool?.close();
       await dispatcher.close().catch(() => undefined);
+      await tracing?.shutdown().catch((err: Error) => log.warn({ err: err.message }, 'could not export the last spans'));
       settle(undefined);
     },
     reload(next, nextRules) {

@@ -230,6 +230,14 @@ export const replicasSchema = z
   .strict()
   .describe('Running several replicas behind a load balancer; they share only `secret`.');
 
+export const tracingSchema = z
+  .object({
+    otlpEndpoint: z.url({ protocol: /^https?$/ }).optional().describe('OTLP/HTTP traces endpoint (e.g. http://collector:4318/v1/traces, or ${MCP_PROXY_OTLP_ENDPOINT}); unset: no spans, no cost.'),
+    serviceName: z.string().min(1).default('mcp-negotiate-proxy').describe('service.name of the exported spans.'),
+  })
+  .strict()
+  .describe('OpenTelemetry spans for each request, its upstream call and each transformer step.');
+
 export const configSchema = z
   .object({
     upstream: upstreamSchema.default({ args: [], env: {}, inheritEnv: false, sessions: 'isolated', maxProcesses: 16, headers: {} }),
@@ -238,6 +246,7 @@ export const configSchema = z
     contentNegotiation: negotiationSchema.default({ enabled: true, useDefaultRules: true, rules: [], plugins: [], limits: SHAPING_LIMITS }),
     modern: modernSchema.default(MODERN_DEFAULTS),
     replicas: replicasSchema.default({ previousSecrets: [] }),
+    tracing: tracingSchema.default({ serviceName: 'mcp-negotiate-proxy' }),
     auth: authSchema.default({ tokens: [], apiKeyHeader: 'x-api-key', authorizationServers: [], allowUnauthenticated: false }),
     serverVariants: serverVariantsSchema.default({ variants: [], maxAdvertised: 5, mergeUpstream: true }).describe('Server variants (SEP-2053): ranked views of the upstream.'),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level (logs always go to stderr).'),

@@ -21,6 +21,7 @@ import { ClientLimits, limitKey } from '../fronts/limits.js';
 import { noteExchange, registerAccessLog } from '../ops/access-log.js';
 import type { ReadinessReport } from '../ops/readiness.js';
 import { traceContextOf, withTraceContext } from '../ops/trace-context.js';
+import type { Tracing } from '../ops/tracing.js';
 import type { Metrics } from '../metrics.js';
 import { HttpSession } from './http-session.js';
 import type { SessionClaims, SessionTokens } from './session-tokens.js';
@@ -46,6 +47,8 @@ export interface HttpDownstreamOptions {
   resumeSession?(sink: ClientSink, log: Logger, claims: SessionClaims): RelaySession | undefined;
   /** This replica's URL as other replicas reach it (its host is accepted beside allowedHosts). */
   replicaUrl?(): string | undefined;
+  /** Spans for each request (absent: tracing off). */
+  tracing?: Tracing;
   /** Who may use the MCP endpoint (see src/fronts/auth.ts). */
   auth: { authenticator: Authenticator; config: AuthConfig };
   /** Serves modern (2026-07-28) requests; absent = legacy clients only. */
@@ -309,8 +312,15 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     const { batch } = parsed;
     const variantHeader = req.headers['mcp-server-variant'];
     let frames = typeof variantHeader === 'string' ? parsed.frames.map((f) => headerVariant(f, variantHeader)) : parsed.frames;
-    const trace = traceContextOf(req.headers);
-    if (trace) frames = frames.map((f) => withTraceContext(f, trace));
+    const clientTrace = traceContextOf(req.headers) ?? traceContextOf((frames[0]?.msg as { params?: { _meta?: Record<string, unknown> } }).params?._meta);
+    if (opts.tracing) {
+      // Traced: the request's span is the parent of the upstream's work.
+      req.span = opts.tracing.startRequest(clientTrace);
+      const own = req.span.context;
+      frames = frames.map((f) => withTraceContext(f, own, true));
+    } else if (clientTrace) {
+      frames = frames.map((f) => withTraceContext(f, clientTrace));
+    }
     noteExchange(req, frames);
     // Draining: no new work, but answers and cancellations for calls in flight still get through.
     if (draining && frames.some((f) => isRequest(f.msg))) {

@@ -158,7 +158,7 @@ export class Negotiation {
   }
 
   /** A replacement for `result`, or undefined to keep the upstream's bytes. `variant`: the request's server variant. */
-  shape(method: string, name: string | undefined, result: McpResult, variant?: string): McpResult | undefined | Promise<McpResult | undefined> {
+  shape(method: string, name: string | undefined, result: McpResult, variant?: string, traceparent?: string): McpResult | undefined | Promise<McpResult | undefined> {
     if (method === 'initialize') return this.initializeResult(result);
     const viewed = variant === undefined ? undefined : this.variants.view(method, result, variant);
     const current = viewed ?? result;
@@ -168,7 +168,7 @@ export class Negotiation {
     const negotiating = this.declared && !this.upstreamNative && !this.features.isEmpty;
     if (!negotiating && variant === undefined) return viewed;
     const features = negotiating ? this.features : FeatureSet.EMPTY;
-    const ctx = { method, name, features, variant, era: 'legacy' as const, outputSchema: name ? this.outputSchemas.get(name) : undefined, log: this.setup.log };
+    const ctx = { method, name, features, variant, era: 'legacy' as const, outputSchema: name ? this.outputSchemas.get(name) : undefined, traceparent, log: this.setup.log };
     return runPipeline(this.setup.rules, current, ctx, this.setup.limits, this.setup.observeStep).then((o) => {
       if (o.applied.length) this.setup.log.debug({ method, name, variant, applied: o.applied }, 'result shaped');
       if (o.skipped) this.noteUnshaped(o.skipped, method, name);

@@ -7,6 +7,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Frame } from '../jsonrpc/message.js';
+import type { RequestSpan } from './tracing.js';
 
 export interface ExchangeNote {
   era?: 'legacy' | 'modern';
@@ -17,6 +18,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** What the access log says about the exchange beyond HTTP. */
     exchange: (ExchangeNote & { rpc?: string; name?: string }) | null;
+    /** The request's span, when tracing is on (ended with the access-log line). */
+    span: RequestSpan | null;
   }
 }
 
@@ -25,6 +28,7 @@ export type RequestObserver = (method: string | undefined, era: string | undefin
 
 export function registerAccessLog(app: FastifyInstance, path: string, log: Logger, observe?: RequestObserver): void {
   app.decorateRequest('exchange', null);
+  app.decorateRequest('span', null);
   app.addHook('onRequest', (req, reply, done) => {
     if (req.routeOptions.url !== path) return done();
     req.exchange = {};
@@ -35,6 +39,7 @@ export function registerAccessLog(app: FastifyInstance, path: string, log: Logge
       const { rpc, name, era, session } = req.exchange ?? {};
       const seconds = (performance.now() - started) / 1000;
       observe?.(rpc ?? (req.method === 'GET' ? 'GET stream' : req.method === 'DELETE' ? 'DELETE' : undefined), era, reply.raw.statusCode, seconds);
+      req.span?.end(`mcp ${rpc ?? req.method}`, { 'mcp.method': rpc ?? '', 'mcp.era': era ?? '', ...(name ? { 'mcp.name': name } : {}), 'http.response.status_code': reply.raw.statusCode }, reply.raw.statusCode >= 500);
       log.info(
         {
           http: req.method,

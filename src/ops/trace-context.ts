@@ -23,11 +23,14 @@ export function traceContextOf(source: Record<string, unknown> | undefined): Tra
   return tracestate ? { traceparent: parent, tracestate } : { traceparent: parent };
 }
 
-/** The request with the trace context in `params._meta` (unchanged when it has one, or is no request). */
-export function withTraceContext(frame: Frame, trace: TraceContext): Frame {
+/**
+ * The request with the trace context in `params._meta`: unchanged when it has one of its own,
+ * unless `replace` (the proxy traces the request: the upstream's parent is the proxy's span).
+ */
+export function withTraceContext(frame: Frame, trace: TraceContext, replace = false): Frame {
   const msg = frame.msg;
   if (!isRequest(msg)) return frame;
   const meta = msg.params?._meta ?? {};
-  if (typeof meta !== 'object' || meta === null || Array.isArray(meta) || 'traceparent' in meta) return frame;
+  if (typeof meta !== 'object' || meta === null || Array.isArray(meta) || ('traceparent' in meta && !replace)) return frame;
   return { msg: { ...msg, params: { ...msg.params, _meta: { ...meta, ...trace } } } };
 }

@@ -36,7 +36,7 @@ export interface PipelineOutcome {
 }
 
 /** Called after each transformer step (for /metrics). */
-export type StepObserver = (transformer: string, seconds: number, failed: boolean) => void;
+export type StepObserver = (transformer: string, seconds: number, failed: boolean, traceparent?: string) => void;
 
 export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx: TransformContext, limits?: PipelineLimits, observe?: StepObserver): Promise<PipelineOutcome> {
   const matching = rules.filter((rule) => ruleMatches(rule, ctx.method, ctx.name, ctx.features, ctx.variant));
@@ -54,13 +54,13 @@ export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx:
       try {
         budget?.checkNow();
         const next = await step.fn(current, stepCtx);
-        observe?.(step.name, (performance.now() - started) / 1000, false);
+        observe?.(step.name, (performance.now() - started) / 1000, false, ctx.traceparent);
         if (next !== undefined && next !== current) {
           current = next;
           applied.push(label);
         }
       } catch (err) {
-        observe?.(step.name, (performance.now() - started) / 1000, !(err instanceof BudgetExceeded));
+        observe?.(step.name, (performance.now() - started) / 1000, !(err instanceof BudgetExceeded), ctx.traceparent);
         if (err instanceof BudgetExceeded) return { result: undefined, applied: [], failures, skipped: 'budget' };
         if (rule.onError === 'fail') {
           throw new ProxyError('TRANSFORM_FAILED', `Transformer ${label} failed: ${(err as Error)?.message ?? String(err)}`, { step: label });

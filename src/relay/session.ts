@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
 import { errorResponse, isNotification, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
 import type { Metrics } from '../metrics.js';
+import { traceContextOf } from '../ops/trace-context.js';
 import type { UpstreamObserver } from '../upstream/client.js';
 import type { UpstreamConnection, UpstreamEvents } from '../upstream/types.js';
 
@@ -44,7 +45,7 @@ export interface ResultShaper {
   /** Notifications to send instead of an upstream notification, or undefined to relay it as is. */
   onNotification?(msg: JsonRpcNotification): JsonRpcNotification[] | undefined;
   /** A replacement result, or undefined to relay the upstream's bytes. */
-  shape(method: string, name: string | undefined, result: Record<string, unknown>, scope?: string): Record<string, unknown> | undefined | Promise<Record<string, unknown> | undefined>;
+  shape(method: string, name: string | undefined, result: Record<string, unknown>, scope?: string, traceparent?: string): Record<string, unknown> | undefined | Promise<Record<string, unknown> | undefined>;
   /** The negotiated context in a form another replica rebuilds it from. */
   snapshot?(): object;
 }
@@ -59,6 +60,8 @@ interface Pending {
   progressToken?: string | number;
   /** performance.now() when it went upstream. */
   started: number;
+  /** The request's W3C traceparent, when it is traced. */
+  traceparent?: string;
 }
 
 export class RelaySession {
@@ -101,7 +104,8 @@ export class RelaySession {
       const progressToken = (params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
       const timer = setTimeout(() => this.timeout(msg.id), this.limitFor(msg.method));
       const name = typeof params?.name === 'string' ? params.name : typeof params?.uri === 'string' ? params.uri : undefined;
-      this.pending.set(msg.id, { method: msg.method, name, scope: check?.scope, timer, progressToken, started: performance.now() });
+      const traceparent = traceContextOf(params?._meta as Record<string, unknown> | undefined)?.traceparent;
+      this.pending.set(msg.id, { method: msg.method, name, scope: check?.scope, timer, progressToken, started: performance.now(), traceparent });
       if (progressToken !== undefined) this.progressOwners.set(progressToken, msg.id);
       if (msg.method === 'initialize') this.opts.shaper?.onInitialize(params);
       if (this.opts.counters) this.opts.counters.requestsRelayed++;
@@ -155,7 +159,7 @@ export class RelaySession {
       this.lastActivity = Date.now();
       const error = msg.error && this.opts.shaper?.annotateError?.(msg.error, p.scope);
       if (error) return this.sink.deliver({ msg: { ...msg, error } }, id!);
-      const shaped = msg.result && this.opts.shaper ? this.opts.shaper.shape(p.method, p.name, msg.result, p.scope) : undefined;
+      const shaped = msg.result && this.opts.shaper ? this.opts.shaper.shape(p.method, p.name, msg.result, p.scope, p.traceparent) : undefined;
       if (shaped === undefined) return this.sink.deliver(frame, id!);
       if (!(shaped instanceof Promise)) return this.sink.deliver({ msg: { ...msg, result: shaped } }, id!);
       shaped.then(
@@ -200,7 +204,7 @@ export class RelaySession {
   }
 
   private observe(p: Pending, outcome: Parameters<UpstreamObserver>[1]): void {
-    this.opts.observe?.(p.method, outcome, (performance.now() - p.started) / 1000);
+    this.opts.observe?.(p.method, outcome, (performance.now() - p.started) / 1000, p.traceparent);
   }
 
   private settle(id: JsonRpcId): Pending | undefined {

@@ -7,6 +7,7 @@
  * `onUnrelated` (list_changed, resources/updated).
  */
 import type { Logger } from 'pino';
+import { traceContextOf } from '../ops/trace-context.js';
 import { ProxyError } from '../jsonrpc/errors.js';
 import { isRequest, isResponse, METHOD_NOT_FOUND, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
@@ -46,7 +47,7 @@ export interface UpstreamClientOptions {
   observe?: UpstreamObserver;
 }
 
-export type UpstreamObserver = (method: string, outcome: 'ok' | 'error' | 'timeout' | 'closed', seconds: number) => void;
+export type UpstreamObserver = (method: string, outcome: 'ok' | 'error' | 'timeout' | 'closed', seconds: number, traceparent?: string) => void;
 
 export class UpstreamClient {
   /** The upstream's initialize result, once ready. */
@@ -75,9 +76,10 @@ export class UpstreamClient {
       const clientToken = (params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
       const observe = this.opts.observe;
       const started = observe ? performance.now() : 0;
+      const traceparent = observe ? traceContextOf(params?._meta as Record<string, unknown> | undefined)?.traceparent : undefined;
       const settled = observe
         ? (o: CallOutcome) => {
-            observe(method, 'response' in o ? (o.response.error ? 'error' : 'ok') : o.failure.code === 'REQUEST_TIMEOUT' ? 'timeout' : 'closed', (performance.now() - started) / 1000);
+            observe(method, 'response' in o ? (o.response.error ? 'error' : 'ok') : o.failure.code === 'REQUEST_TIMEOUT' ? 'timeout' : 'closed', (performance.now() - started) / 1000, traceparent);
             resolve(o);
           }
         : resolve;

@@ -3,6 +3,7 @@
  * human log format.
  */
 import { spawn } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -223,5 +224,47 @@ describe('trace context', () => {
     // Without trace context nothing is added; a malformed one is dropped.
     expect((await seen(http.url, {})).legacy).toEqual({ meta: null, header: null, state: null });
     expect((await seen(http.url, { traceparent: 'not-a-trace' })).legacy).toEqual({ meta: null, header: null, state: null });
+  });
+});
+
+describe('OpenTelemetry spans (tracing.otlpEndpoint)', () => {
+  let collector: Server | undefined;
+  afterAll(async () => {
+    await stopAll();
+    collector?.close();
+  });
+
+  it('exports the request span (child of the client\'s), the upstream call and each transformer, and makes the request span the upstream\'s parent', async () => {
+    const bodies: any[] = [];
+    collector = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d) => (body += d));
+      req.on('end', () => {
+        bodies.push({ type: req.headers['content-type'], body });
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      });
+    });
+    await new Promise<void>((resolve) => collector!.listen(0, '127.0.0.1', resolve));
+    const endpoint = `http://127.0.0.1:${(collector.address() as { port: number }).port}/v1/traces`;
+    const upstream = await startHttpFixture('faulty-server');
+    const proxy = await startProxy(['--upstream', upstream.url], { MCP_PROXY_OTLP_ENDPOINT: endpoint });
+
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const clientSpan = '00f067aa0ba902b7';
+    const negotiating = { ...INIT, params: { ...INIT.params, capabilities: { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: 1, features: ['format=json'] } } } } };
+    const init = await rawPost(proxy.url, negotiating);
+    const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+    await rawPost(proxy.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
+    const seen = await rawPost(proxy.url, callTool(2, 'trace'), { ...headers, traceparent: `00-${traceId}-${clientSpan}-01` });
+    const upstreamSaw = JSON.parse(seen.messages[0].result.content[0].text);
+    expect(await proxy.stop()).toBe(0); // shutting down sends what is buffered
+
+    const spans = bodies.flatMap((b) => JSON.parse(b.body).resourceSpans.flatMap((r: any) => r.scopeSpans.flatMap((s: any) => s.spans)));
+    const request = spans.find((s) => s.name === 'mcp tools/call');
+    expect(request).toMatchObject({ traceId, parentSpanId: clientSpan });
+    const children = spans.filter((s) => s.parentSpanId === request.spanId).map((s) => s.name);
+    expect(children).toEqual(expect.arrayContaining(['upstream tools/call', 'transform json-extract']));
+    // The upstream's parent is the proxy's request span, in _meta and in the header.
+    expect(upstreamSaw).toMatchObject({ meta: `00-${traceId}-${request.spanId}-01`, header: `00-${traceId}-${request.spanId}-01` });
   });
 });

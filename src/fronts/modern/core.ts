@@ -188,7 +188,8 @@ export class ModernCore {
       return { error: modernUpstreamError(proxyWireError(annotated)) };
     }
     if (req.method === 'tools/list') this.learnToolHeaders(res.result);
-    const shaped = (await negotiation.shape(req.method, name, res.result ?? {}, check?.scope)) ?? res.result ?? {};
+    const traceparent = typeof ctx.passMeta?.traceparent === 'string' ? ctx.passMeta.traceparent : undefined;
+    const shaped = (await negotiation.shape(req.method, name, res.result ?? {}, check?.scope, traceparent)) ?? res.result ?? {};
     return { result: this.complete(req.method, shaped, server, call.round > 0) };
   }
 
