@@ -34,7 +34,7 @@ describe('loadConfig', () => {
   });
 
   it('loads the shipped default.yaml and examples', () => {
-    for (const f of ['config/default.yaml', 'config/examples/everything.yaml', 'config/examples/everything-replicas.yaml', 'config/examples/stdio-server.yaml', 'bench/proxy.yaml']) {
+    for (const f of ['config/default.yaml', 'config/examples/everything.yaml', 'config/examples/everything-replicas.yaml', 'config/examples/stdio-server.yaml', 'config/examples/weather-prose.yaml', 'bench/proxy.yaml']) {
       expect(() => loadConfig({ file: f, env: {} })).not.toThrow();
     }
   });

@@ -37,6 +37,8 @@ export interface Transformer<O = unknown> {
   /** One line for `explain` and the docs. */
   description: string;
   options: z.ZodType<O>;
+  /** Options that make a working instance, for a transformer whose options have no defaults (docs, generic tests). */
+  example?: unknown;
   create(options: O): TransformFn;
 }
 

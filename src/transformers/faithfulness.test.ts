@@ -87,7 +87,7 @@ const CASES: Array<[string, fc.Arbitrary<McpResult>]> = [
 ];
 
 describe.each(transformers)('transformer $name keeps every fact', (transformer) => {
-  const fn = transformer.create(transformer.options.parse(undefined));
+  const fn = transformer.create(transformer.options.parse(transformer.example));
   it.each(CASES)('on generated %s results', async (method, arb) => {
     await fc.assert(
       fc.asyncProperty(arb, fc.constantFrom(...FEATURES), async (result, tags) => {
@@ -111,7 +111,7 @@ describe('on what real servers answered', () => {
     let checked = 0;
     for (const r of recordings.filter((r) => !r.method.endsWith('/list'))) {
       for (const transformer of transformers) {
-        const fn = transformer.create(transformer.options.parse(undefined));
+        const fn = transformer.create(transformer.options.parse(transformer.example));
         for (const tags of FEATURES) {
           const out = await fn(r.result, ctxFor(r.method, tags, r.name));
           checked++;

@@ -59,7 +59,7 @@ const foreignBlocks = (r: McpResult) => JSON.stringify([...((r.content as unknow
 const binaries = (r: McpResult) => JSON.stringify(((r.contents as Array<{ blob?: string }>) ?? []).filter((c) => c.blob !== undefined));
 
 describe.each([...builtinTransformers().values()])('transformer $name', (transformer) => {
-  const fn = transformer.create(transformer.options.parse(undefined));
+  const fn = transformer.create(transformer.options.parse(transformer.example));
   it.each(CASES)('on %s: never throws, keeps foreign blocks and blobs, stays schema-valid', async (method, def, arb) => {
     await fc.assert(
       fc.asyncProperty(arb, fc.constantFrom(...FEATURES), async (result, tags) => {

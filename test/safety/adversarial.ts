@@ -70,6 +70,7 @@ export const CASES: Array<[transformer: string, method: string, tags: string[]]>
   ['trim', 'resources/read', ['verbosity=compact']],
   ['trim', 'tools/list', ['verbosity=compact']],
   ['audience', 'tools/call', ['agent']],
+  ['pattern-extract', 'tools/call', ['format=json']],
 ];
 
 export interface Cost {
@@ -87,7 +88,7 @@ export function adversarialCosts(size: number): Cost[] {
   const log = pino({ level: 'silent' });
   return CASES.flatMap(([name, method, tags]) => {
     const t = transformers.get(name)!;
-    const fn = t.create(t.options.parse(undefined));
+    const fn = t.create(t.options.parse(t.example));
     const ctx = { method, name: 'x', features: parseFeatures(tags).features, era: 'legacy' as const, log };
     return Object.entries(ADVERSARIAL).map(([input, make]) => {
       const result = resultFor(method, make(size));

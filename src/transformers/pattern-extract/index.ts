@@ -1,0 +1,110 @@
+/**
+ * `pattern-extract`: data out of prose, by sentence templates (SEP content negotiation's headline
+ * case). Each field names a template (`"currently {value}°C in"`) and a type; for tools/call the
+ * fields found become `structuredContent` (numbers typed), with a JSON text copy and the prose
+ * kept beside it when the data does not cover every fact. For tools/list it publishes the
+ * fields as the tool's `outputSchema`, so clients know the shape before they call. Templates
+ * are checked at config load and matched in linear time (see template.ts).
+ */
+import { z } from 'zod';
+import { contentOf, isTextBlock, type McpResult, type Transformer } from '../../pipeline/types.js';
+import { factsOf, firstMissingFact } from '../_shared/facts.js';
+import { matchTemplate, parseTemplate, type Template } from './template.js';
+
+const field = z
+  .object({
+    pattern: z.string().min(1).describe('Text around the value, with {value} where it is: "currently {value}°C in {city}"; other {names} match anything on the line.'),
+    type: z.enum(['number', 'integer', 'string', 'boolean']).default('string'),
+    unit: z.string().optional().describe('The unit the number is in (published in the schema).'),
+    description: z.string().optional(),
+  })
+  .strict();
+
+const options = z
+  .object({
+    /** The tool whose results these are: its tools/list entry gets the outputSchema. */
+    tool: z.string().min(1),
+    fields: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/), field).refine((f) => Object.keys(f).length > 0, 'at least one field'),
+    /** Fields that must be found; without them the result is left as it was. */
+    required: z.array(z.string()).default([]),
+    keepText: z.boolean().default(true),
+  })
+  .strict()
+  .superRefine((o, ctx) => {
+    for (const [name, f] of Object.entries(o.fields)) {
+      const parsed = parseTemplate(f.pattern);
+      if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', path: ['fields', name, 'pattern'], message: parsed });
+    }
+    for (const name of o.required) if (!(name in o.fields)) ctx.addIssue({ code: 'custom', path: ['required'], message: `"${name}" is not one of the fields` });
+  });
+
+type Options = z.infer<typeof options>;
+
+export const patternExtract: Transformer<Options> = {
+  name: 'pattern-extract',
+  description: 'Turn prose into structuredContent with sentence templates per field ("currently {value}°C"), typed; publishes the fields as the tool\'s outputSchema in tools/list.',
+  options,
+  example: {
+    tool: 'x',
+    fields: {
+      temperature_c: { pattern: 'currently {value}°C', type: 'number', unit: '°C' },
+      location: { pattern: '°C in {value} (', type: 'string' },
+      humidity_percent: { pattern: 'Humidity: {value}%', type: 'number' },
+    },
+  },
+  create(o) {
+    const templates = new Map<string, Template>(Object.entries(o.fields).map(([name, f]) => [name, parseTemplate(f.pattern) as Template]));
+    const schema = outputSchemaOf(o);
+    return function patternExtractFn(result, ctx) {
+      if (ctx.method === 'tools/list') return publishSchema(result, o.tool, schema);
+      if (ctx.method !== 'tools/call' || ctx.name !== o.tool || result.structuredContent !== undefined || result.isError === true) return undefined;
+      const content = contentOf(result);
+      const texts = content?.filter(isTextBlock) ?? [];
+      if (!content || texts.length === 0) return undefined;
+      const text = texts.map((b) => b.text).join('\n\n');
+      const data: Record<string, unknown> = {};
+      for (const [name, template] of templates) {
+        ctx.budget?.checkNow();
+        const raw = matchTemplate(template, text);
+        const value = raw === undefined ? undefined : typed(raw, o.fields[name].type);
+        if (value !== undefined) data[name] = value;
+      }
+      if (Object.keys(data).length === 0 || o.required.some((name) => !(name in data))) return undefined;
+      const partial = firstMissingFact(text, factsOf(data, ctx.budget), ctx.budget) !== undefined;
+      const copy = o.keepText ? [{ type: 'text', text: JSON.stringify(data) }] : [];
+      return { ...result, content: [...copy, ...(partial ? texts : []), ...content.filter((b) => !isTextBlock(b))], structuredContent: data };
+    };
+  },
+};
+
+/** The raw text as the field's type; undefined when it is not one (a "number" that is not). */
+function typed(raw: string, type: Options['fields'][string]['type']): unknown {
+  if (type === 'string') return raw === '' ? undefined : raw;
+  if (type === 'boolean') return /^(yes|true|on)$/i.test(raw) ? true : /^(no|false|off)$/i.test(raw) ? false : undefined;
+  const m = /^[-+−]?\d+(?:[.,]\d+)?/.exec(raw.replace(/^\s+/, ''));
+  if (!m) return undefined;
+  const n = Number(m[0].replace('−', '-').replace(',', '.'));
+  if (!Number.isFinite(n)) return undefined;
+  return type === 'integer' ? (Number.isInteger(n) ? n : undefined) : n;
+}
+
+function outputSchemaOf(o: Options): Record<string, unknown> {
+  const properties: Record<string, unknown> = {};
+  for (const [name, f] of Object.entries(o.fields)) {
+    const description = [f.description, f.unit ? `Unit: ${f.unit}.` : undefined].filter(Boolean).join(' ');
+    properties[name] = { type: f.type, ...(description ? { description } : {}) };
+  }
+  return { type: 'object', properties, ...(o.required.length ? { required: o.required } : {}) };
+}
+
+/** tools/list with the tool's outputSchema filled in, unless the upstream declared one. */
+function publishSchema(result: McpResult, tool: string, schema: Record<string, unknown>): McpResult | undefined {
+  if (!Array.isArray(result.tools)) return undefined;
+  let changed = false;
+  const tools = result.tools.map((t: Record<string, unknown>) => {
+    if (t?.name !== tool || t.outputSchema !== undefined) return t;
+    changed = true;
+    return { ...t, outputSchema: schema };
+  });
+  return changed ? { ...result, tools } : undefined;
+}
