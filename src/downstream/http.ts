@@ -217,7 +217,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     }
     if (session.principal !== principal) {
       log.warn({ principal }, 'a session id was presented by another principal than the one it was issued to; refused');
-      rpcError(reply, new ProxyError('FORBIDDEN', 'This session was issued to another client identity; send initialize to start your own'));
+      rpcError(reply, notYours());
       return undefined;
     }
     return session;
@@ -265,7 +265,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     const notFound = 'Session not found: it ended or never existed; send initialize to start a new one';
     const claims = opts.tokens.open(id);
     if (!claims) return new ProxyError('SESSION_NOT_FOUND', notFound);
-    if (claims.principal !== principal) return new ProxyError('FORBIDDEN', 'This session was issued to another client identity; send initialize to start your own');
+    if (claims.principal !== principal) return notYours();
     if (!opts.resumeSession || !claims.upstream?.id) {
       if (claims.replica === opts.tokens.replica) return new ProxyError('SESSION_NOT_FOUND', notFound);
       return new ProxyError(
@@ -437,6 +437,11 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
       await app.close();
     },
   };
+}
+
+/** The refusal of a session id presented by someone it was not issued to. */
+function notYours(): ProxyError {
+  return new ProxyError('FORBIDDEN', 'This session was issued to another client identity; send initialize to start your own');
 }
 
 /** Who sent the request ('' without authentication). */

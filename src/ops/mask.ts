@@ -74,7 +74,8 @@ function maskValue(value: string): string {
   return start === end ? value : value.slice(0, start) + MASK + value.slice(end);
 }
 
-function isSecretName(raw: string): boolean {
+/** Whether a name (a flag, variable or parameter; leading dashes and quotes ignored) sounds like it holds a secret. */
+export function isSecretName(raw: string): boolean {
   let start = 0;
   let end = raw.length;
   while (start < end && `-"'{(`.includes(raw[start])) start++;

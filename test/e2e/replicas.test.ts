@@ -20,6 +20,11 @@ import { INIT, modern, rawPost, rawSession, sseMessages } from '../helpers/raw.j
 const SECRET = 'replica-test-secret-0123456789abcdef';
 const text = (r: unknown) => (r as { content: Array<{ text: string }> }).content[0].text;
 
+/** Proxy replicas sharing SECRET, one per id, in front of `upstreamArg`. */
+function startReplicas(upstreamArg: string, ids: string[]): Promise<Running[]> {
+  return Promise.all(ids.map((id) => startProxy(['--upstream', upstreamArg], { MCP_PROXY_SECRET: SECRET, MCP_PROXY_REPLICA_ID: id })));
+}
+
 /** A fetch that sends each request to the next live replica, whatever URL the client thinks it uses. */
 function roundRobin(replicas: Running[], served: string[]): typeof fetch {
   let next = 0;
@@ -37,7 +42,7 @@ describe('replicas sharing a secret, in front of an HTTP upstream', () => {
 
   beforeAll(async () => {
     upstream = await startHttpFixture('faulty-server');
-    replicas = await Promise.all(['r1', 'r2', 'r3'].map((id) => startProxy(['--upstream', upstream.url], { MCP_PROXY_SECRET: SECRET, MCP_PROXY_REPLICA_ID: id })));
+    replicas = await startReplicas(upstream.url, ['r1', 'r2', 'r3']);
   }, 60_000);
   afterAll(stopAll);
 
@@ -125,7 +130,7 @@ describe('the GET stream of a session shared by replicas', () => {
 
   it('follows the client: the replica its GET reaches holds the upstream stream, and hands it over when the client moves', async () => {
     const upstream = await startHttpFixture('faulty-server');
-    const [a, b, c] = await Promise.all(['g1', 'g2', 'g3'].map((id) => startProxy(['--upstream', upstream.url], { MCP_PROXY_SECRET: SECRET, MCP_PROXY_REPLICA_ID: id })));
+    const [a, b, c] = await startReplicas(upstream.url, ['g1', 'g2', 'g3']);
     const headers = await rawSession(a.url);
     let id = 100;
     /** Calls `announce` (a notification that belongs to no request) until `stream` carries one. */
@@ -152,11 +157,8 @@ describe('replicas in front of a stdio upstream', () => {
 
   it('keeps a session on the replica that runs its upstream; the others answer 404 and name it', async () => {
     const upstreamArg = commandLine(fixtureArgv('faulty-server'));
-    const [a, b] = await Promise.all(['alpha', 'beta'].map((id) => startProxy(['--upstream', upstreamArg], { MCP_PROXY_SECRET: SECRET, MCP_PROXY_REPLICA_ID: id })));
-    const init = await rawPost(a.url, INIT);
-    const session = init.headers.get('mcp-session-id')!;
-    const headers = { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
-    await rawPost(a.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
+    const [a, b] = await startReplicas(upstreamArg, ['alpha', 'beta']);
+    const headers = await rawSession(a.url);
     const there = await rawPost(b.url, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers);
     expect(there.status).toBe(404);
     expect(JSON.stringify(there.messages)).toMatch(/lives on replica \\"alpha\\".*sticky/);
@@ -170,7 +172,7 @@ describe('modern input rounds across replicas', () => {
 
   it('forwards a retry to the replica that holds its call, and says so clearly when that replica is gone', async () => {
     const upstreamArg = commandLine(fixtureArgv('faulty-server'));
-    const [a, b] = await Promise.all(['alpha', 'beta'].map((id) => startProxy(['--upstream', upstreamArg], { MCP_PROXY_SECRET: SECRET, MCP_PROXY_REPLICA_ID: id })));
+    const [a, b] = await startReplicas(upstreamArg, ['alpha', 'beta']);
     const caps = { elicitation: { form: {} } };
     const ask = async (id: number) => {
       const r = modern(id, 'tools/call', { name: 'elicit', arguments: { message: 'who?' } }, caps);
@@ -212,7 +214,7 @@ describe.skipIf(!NGINX)('replicas behind nginx, with the repository\'s deploy/ng
 
   it('round-robins one session over three replicas and keeps serving when one stops', async () => {
     const upstream = await startHttpFixture('faulty-server');
-    const replicas = await Promise.all(['n1', 'n2', 'n3'].map((id) => startProxy(['--upstream', upstream.url], { MCP_PROXY_SECRET: SECRET, MCP_PROXY_REPLICA_ID: id })));
+    const replicas = await startReplicas(upstream.url, ['n1', 'n2', 'n3']);
     const dir = mkdtempSync(join(tmpdir(), 'proxy-nginx-'));
     const socket = join(dir, 'nginx.sock');
     // The repository's server block, pointed at the replicas and listening on a socket of its own.
