@@ -18,7 +18,7 @@ import { ModernCore, type ModernCoreOptions } from './fronts/modern/core.js';
 import { ListenHub } from './fronts/modern/listen.js';
 import { Metrics } from './metrics.js';
 import { PROXY_VERSION } from './version.js';
-import { Negotiation, type NegotiationSetup, type NegotiationSnapshot } from './negotiation/session.js';
+import { Negotiation, type NegotiationSetup, type NegotiationSnapshot, type TokenObserver } from './negotiation/session.js';
 import { SessionTokens, type SessionClaims } from './downstream/session-tokens.js';
 import { VariantCatalog } from './negotiation/variant-scope.js';
 import type { CompiledRule } from './pipeline/rules.js';
@@ -26,6 +26,7 @@ import type { StepObserver } from './pipeline/run.js';
 import { createAuthenticator, exposureProblem } from './fronts/auth.js';
 import { maskSecrets } from './ops/mask.js';
 import { diffConfig } from './ops/reload.js';
+import { loadTokenizer, TokenMeter } from './ops/tokens.js';
 import { Tracing } from './ops/tracing.js';
 import { Readiness } from './ops/readiness.js';
 import { Sealer } from './sealing/sealer.js';
@@ -135,6 +136,14 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     metrics.observeTransformer(transformer, seconds, failed);
     tracing?.record(`transform ${transformer}`, traceparent ? { traceparent } : undefined, performance.now() - seconds * 1000, seconds, { 'mcp.transformer': transformer }, failed);
   };
+  /** Token counts of negotiated results (contentNegotiation.tokens.count): the tokenizer loads on first use. */
+  let tokenMeter: TokenMeter | undefined;
+  const meterTokens = async (settings: Config['contentNegotiation']['tokens']): Promise<void> => {
+    if (!settings.count) return void (tokenMeter = undefined);
+    const count = await loadTokenizer();
+    tokenMeter = new TokenMeter(count, settings.maxChars, (c) => metrics.observeTokens(c), () => metrics.tokensNotCounted());
+  };
+  const observeTokens: TokenObserver = (method, name, before, after) => tokenMeter?.observe(method, name, before, after);
   let variants = new VariantCatalog(config.serverVariants);
   const unshapedNotices = new Set<string>();
   const sharing = config.upstream.sessions === 'shared' && spec.kind === 'stdio';
@@ -144,10 +153,10 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     ? createPool(config, spec.kind === 'stdio', (events, poolLog) => connect(events, poolLog), log, (n) => (modern?.hub.publish(n), shared?.publish(n)), observeUpstream)
     : undefined;
   /** What modern requests negotiate with: one object, updated in place by a reload. */
-  const modernNegotiation: NegotiationSetup = { rules, variants, limits: config.contentNegotiation.limits, unshapedNotices, counters, observeStep, outputSchemas: new Map(), log: log.child({ era: 'modern' }) };
+  const modernNegotiation: NegotiationSetup = { rules, variants, limits: config.contentNegotiation.limits, unshapedNotices, counters, observeStep, observeTokens, outputSchemas: new Map(), log: log.child({ era: 'modern' }) };
   if (pool && config.modern.enabled) modern = createModernCore(config, pool, modernNegotiation, { sealer, replicaId, replicaUrl: () => replicaUrl });
   if (pool && sharing) shared = new SharedSessions(pool, config.timeouts.requestMs);
-  const negotiationSetup = (sessionLog: Logger) => ({ rules, variants, limits: running.contentNegotiation.limits, unshapedNotices, counters, observeStep, log: sessionLog });
+  const negotiationSetup = (sessionLog: Logger) => ({ rules, variants, limits: running.contentNegotiation.limits, unshapedNotices, counters, observeStep, observeTokens, log: sessionLog });
   /** Stdio processes held by legacy sessions, capped by upstream.maxProcesses. */
   let sessionProcesses = 0;
   const connectSession = (events: UpstreamEvents, sessionLog: Logger, resume?: ResumedSession): UpstreamConnection => {
@@ -219,6 +228,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       log.info({ upstream: target, kind: spec.kind }, 'upstream configured');
       // --fail-fast: nothing is served before the upstream has shown it works.
       if (deps.failFast) await checkAtStart();
+      await meterTokens(config.contentNegotiation.tokens);
       if (config.listen.transport === 'stdio') {
         stdio = startStdioDownstream({
           input: deps.stdin ?? process.stdin,
@@ -268,6 +278,9 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       Object.assign(modernNegotiation, { rules, variants, limits: next.contentNegotiation.limits });
       modern?.core.setCache(next.modern.cache as ModernCoreOptions['cache']);
       log.level = next.logLevel;
+      if (JSON.stringify(next.contentNegotiation.tokens) !== JSON.stringify(running.contentNegotiation.tokens)) {
+        meterTokens(next.contentNegotiation.tokens).catch((err: Error) => log.error({ err: err.message }, 'token counting could not start'));
+      }
       // What needs a restart is not in effect: it stays as it was, and is reported again next time.
       running = { ...next, ...Object.fromEntries(changes.restart.map((key) => [key, running[key as keyof Config]])) };
       return changes;

@@ -8,6 +8,7 @@
  * The counters the hot paths bump stay plain numbers (`counters`), read when scraped.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { TokenCount } from './ops/tokens.js';
 
 /** Methods that get their own label value; anything else is counted as "other". */
 const KNOWN_METHODS = new Set([
@@ -40,6 +41,8 @@ export class Metrics {
   private readonly upstreamSeconds: Histogram<'method' | 'outcome'>;
   private readonly transformerSeconds: Histogram<'transformer'>;
   private readonly transformerFailures: Counter<'transformer'>;
+  private readonly tokens: Counter<'direction' | 'method' | 'tool'>;
+  private readonly tokensSkipped: Counter;
 
   constructor(gauges: { sessions: () => number; upstreamProcesses: () => number }) {
     const registers = [this.registry];
@@ -86,6 +89,13 @@ export class Metrics {
       buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
       registers,
     });
+    this.tokens = new Counter({
+      name: 'mcp_proxy_result_tokens_total',
+      help: 'Tokens (o200k_base) of negotiated results: direction "in" as the upstream sent them, "out" as the client got them; by method and tool (contentNegotiation.tokens.count).',
+      labelNames: ['direction', 'method', 'tool'],
+      registers,
+    });
+    this.tokensSkipped = new Counter({ name: 'mcp_proxy_result_tokens_skipped_total', help: 'Negotiated results not counted because they hold more text than contentNegotiation.tokens.maxChars.', registers });
     this.transformerFailures = new Counter({ name: 'mcp_proxy_transformer_failures_total', help: 'Transformer steps that threw, by transformer.', labelNames: ['transformer'], registers });
   }
 
@@ -100,6 +110,16 @@ export class Metrics {
   observeTransformer(transformer: string, seconds: number, failed: boolean): void {
     this.transformerSeconds.observe({ transformer }, seconds);
     if (failed) this.transformerFailures.inc({ transformer });
+  }
+
+  observeTokens(c: TokenCount): void {
+    const labels = { method: methodLabel(c.method), tool: c.tool };
+    this.tokens.inc({ ...labels, direction: 'in' }, c.in);
+    this.tokens.inc({ ...labels, direction: 'out' }, c.out);
+  }
+
+  tokensNotCounted(): void {
+    this.tokensSkipped.inc();
   }
 
   /** The Prometheus text exposition. */

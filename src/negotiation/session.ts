@@ -18,6 +18,9 @@ import { modalityTags, samplingModalities } from './modalities.js';
 export const CONTENT_NEGOTIATION = 'io.modelcontextprotocol/content-negotiation';
 const MAX_SETTINGS_BYTES = 4096;
 
+/** Sees each negotiated result: as the upstream sent it, and the replacement (undefined: unchanged). */
+export type TokenObserver = (method: string, name: string | undefined, before: McpResult, after: McpResult | undefined) => void;
+
 export interface NegotiationSetup {
   rules: CompiledRule[];
   /** The configured server variants (possibly none). */
@@ -30,6 +33,8 @@ export interface NegotiationSetup {
   counters?: Metrics['counters'];
   /** Transformer durations and failures, for /metrics. */
   observeStep?: StepObserver;
+  /** Token counts of negotiated results, for /metrics (before, and after when it changed). */
+  observeTokens?: TokenObserver;
   /** Output schemas by tool name, shared by modern requests (a session keeps its own). */
   outputSchemas?: Map<string, Record<string, unknown>>;
   log: Logger;
@@ -173,6 +178,7 @@ export class Negotiation {
       if (o.applied.length) this.setup.log.debug({ method, name, variant, applied: o.applied }, 'result shaped');
       if (o.skipped) this.noteUnshaped(o.skipped, method, name);
       const shaped = o.result ?? viewed;
+      this.setup.observeTokens?.(method, name, result, shaped);
       const counters = this.setup.counters;
       if (counters) {
         counters.transformFailures += o.failures;

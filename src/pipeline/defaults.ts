@@ -16,4 +16,6 @@ export const DEFAULT_RULES: RuleConfig[] = [
   { name: 'format=json', when: { method: ['tools/call', 'resources/read'], features: ['format=json'] }, apply: [{ 'json-extract': {} }], onError: 'pass' },
   { name: 'format=markdown', when: { method: ['tools/call', 'resources/read'], features: ['format=markdown'] }, apply: [{ markdown: {} }], onError: 'pass' },
   { name: 'format=text', when: { method: [...RESULTS], features: ['format=text'] }, apply: [{ 'plain-text': {} }], onError: 'pass' },
+  // Last: format=json reads the JSON text first, and structuredContent stays JSON.
+  { name: 'verbosity=compact tables', when: { method: ['tools/call', 'resources/read'], features: ['verbosity=compact'] }, apply: [{ tabular: {} }], onError: 'pass' },
 ];

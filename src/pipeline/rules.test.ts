@@ -58,7 +58,7 @@ describe('rules', () => {
       expect(err).toBeInstanceOf(RuleError);
       expect((err as RuleError).problems).toEqual([
         'contentNegotiation.rules[0].when.features[0]: "format==json" does not match name, !name, name=value or name!=value',
-        'contentNegotiation.rules[0].apply[0]: unknown transformer "nope" (known: json-extract, pattern-extract, markdown, plain-text, trim, audience, tag)',
+        'contentNegotiation.rules[0].apply[0]: unknown transformer "nope" (known: json-extract, pattern-extract, markdown, plain-text, trim, tabular, audience, tag)',
         'contentNegotiation.rules[0].apply[1].trim.maxLength: Too small: expected number to be >0',
       ]);
     }

@@ -89,6 +89,34 @@ describe('metrics', () => {
   });
 });
 
+describe('token counts (contentNegotiation.tokens.count)', () => {
+  afterAll(stopAll);
+
+  it('counts what the upstream sent and what a negotiating client got, per method and tool', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'proxy-tokens-')), 'proxy.yaml');
+    writeFileSync(file, 'contentNegotiation:\n  tokens: { count: true }\n');
+    const proxy = await startProxy(['--config', file]); // the built-in demo upstream
+    const negotiating = { ...INIT, params: { ...INIT.params, capabilities: { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: 1, features: ['verbosity=compact', 'format=text'] } } } } };
+    const init = await rawPost(proxy.url, negotiating);
+    const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+    await rawPost(proxy.url, callTool(1, 'get_weather', { city: 'Bern' }), headers);
+    await rawPost(proxy.url, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers);
+    const metric = async (method: string, tool: string, direction: string) => {
+      const text = await (await fetch(proxy.url.replace('/mcp', '/metrics'))).text();
+      const line = `mcp_proxy_result_tokens_total{method="${method}",tool="${tool}",direction="${direction}"} `;
+      const at = text.indexOf(line);
+      return at === -1 ? NaN : parseInt(text.slice(at + line.length), 10);
+    };
+    await eventually(async () => (await metric('tools/list', '', 'out')) > 0, 5000, 'the tools/list count');
+    const callIn = await metric('tools/call', 'get_weather', 'in');
+    const callOut = await metric('tools/call', 'get_weather', 'out');
+    expect(callIn).toBeGreaterThan(50);
+    expect(callOut).toBeGreaterThan(0);
+    expect(callOut).toBeLessThan(callIn); // the markdown's markup is gone
+    expect(await metric('tools/list', '', 'out')).toBeLessThanOrEqual(await metric('tools/list', '', 'in'));
+  });
+});
+
 describe('--log-format pretty', () => {
   it('writes lines for humans', async () => {
     const proc = spawn(process.execPath, [PROXY_MAIN, '--port', '0', '--log-format', 'pretty'], { stdio: ['ignore', 'ignore', 'pipe'] });

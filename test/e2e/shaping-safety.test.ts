@@ -12,6 +12,7 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { decode } from '@toon-format/toon';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -115,6 +116,22 @@ describe('shaping what real servers answer', () => {
     const text = await open(proxy, ['format=text']);
     const plain = (await text.callTool({ name: 'read_text_file', arguments: { path: join(dir, 'docs', 'notes.md') } })) as { content: Array<{ text: string }> };
     expect(plain.content[0].text).toBe('Notes\n\nMeeting on 4 March with Ada (ada@example.org): budget 12,500 CHF.\n\nTips\n\nBook room 4.12 early.');
+  });
+
+  it('server-memory: a compact read_graph lists relations as a TOON table that decodes to the same graph; structuredContent stays JSON', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'shaping-memory-'));
+    const proxy = await startProxy(['--upstream', commandLine([process.execPath, server('server-memory')]), '--env', `MEMORY_FILE_PATH=${join(dir, 'memory.jsonl')}`]);
+    const plain = await open(proxy, []);
+    const people = ['Ada Lovelace', 'Charles Babbage', 'Mary Somerville', 'Augustus De Morgan'];
+    await plain.callTool({ name: 'create_entities', arguments: { entities: people.map((name) => ({ name, entityType: 'person', observations: [`${name} lived in London`] })) } });
+    await plain.callTool({ name: 'create_relations', arguments: { relations: people.slice(1).map((to) => ({ from: 'Ada Lovelace', to, relationType: 'corresponded with' })) } });
+    const full = (await plain.callTool({ name: 'read_graph', arguments: {} })) as { content: Array<{ text: string }>; structuredContent: unknown };
+    const compact = await open(proxy, ['verbosity=compact']);
+    const short = (await compact.callTool({ name: 'read_graph', arguments: {} })) as { content: Array<{ text: string }>; structuredContent: unknown };
+    expect(short.content[0].text).toContain('relations[3]{from,to,relationType}:');
+    expect(decode(short.content[0].text)).toEqual(JSON.parse(full.content[0].text));
+    expect(short.structuredContent).toEqual(full.structuredContent);
+    expect(short.content[0].text.length).toBeLessThan(JSON.stringify(JSON.parse(full.content[0].text)).length);
   });
 
   it("server-sequential-thinking: a compact tools/list shortens the 2,781-character description and keeps every parameter's description, type and bound", async () => {
