@@ -54,7 +54,7 @@ describe('negotiation config, explain and plugins', () => {
   afterAll(stopAll);
 
   it('validate accepts the example and names every problem in a broken rule set', async () => {
-    expect(await cli(['validate', '--config', EXAMPLE])).toMatchObject({ code: 0, stdout: `${EXAMPLE}: OK (9 content-negotiation rules)\n` });
+    expect(await cli(['validate', '--config', EXAMPLE])).toMatchObject({ code: 0, stdout: `${EXAMPLE}: OK (10 content-negotiation rules)\n` });
     const broken = file('broken.yaml', [
       'contentNegotiation:',
       '  rules:',

@@ -67,6 +67,32 @@ describe('pattern-extract', () => {
       expect(JSON.stringify(parsed.error!.issues)).toMatch(message);
     }
   });
+
+  it('takes a regular expression with a named group "value" instead, matched by RE2 in linear time', async () => {
+    const regex = patternExtract.create(
+      patternExtract.options.parse({ tool: 'get_weather', fields: { temperature_c: { regex: 'currently (?<value>-?\\d+(?:\\.\\d+)?)\\s*°C', type: 'number' }, chance_percent: { regex: '(?P<value>\\d+)% chance', type: 'integer' } } }),
+    );
+    const out = (await regex({ content: [{ type: 'text', text: WEATHER }] }, ctx('tools/call', 'get_weather')))!;
+    expect(out.structuredContent).toEqual({ temperature_c: 8, chance_percent: 70 });
+    // The classic catastrophic pattern on a megabyte of "a" with no match: a backtracking
+    // engine would not finish within the test's timeout; RE2 answers at once.
+    const slow = patternExtract.create(patternExtract.options.parse({ tool: 't', fields: { f: { regex: '(?<value>(a+)+)b' } } }));
+    expect(await slow({ content: [{ type: 'text', text: 'a'.repeat(1 << 20) }] }, ctx('tools/call', 't'))).toBeUndefined();
+  });
+
+  it('refuses regular expressions RE2 cannot run or that name no value, and fields with both or neither', () => {
+    for (const [f, message] of [
+      [{ regex: '(?<value>a)\\1' }, /RE2 accepts/],
+      [{ regex: '(?=a)(?<value>b)' }, /RE2 accepts/],
+      [{ regex: '(\\d+)°C' }, /needs a named group/],
+      [{ regex: '(?<value>x)', pattern: 'x {value}' }, /either pattern or regex/],
+      [{ type: 'number' }, /either pattern or regex/],
+    ] as const) {
+      const parsed = patternExtract.options.safeParse({ tool: 't', fields: { f } });
+      expect(parsed.success).toBe(false);
+      expect(JSON.stringify(parsed.error!.issues)).toMatch(message);
+    }
+  });
 });
 
 describe('templates', () => {

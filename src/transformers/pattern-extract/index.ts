@@ -4,21 +4,26 @@
  * fields found become `structuredContent` (numbers typed), with a JSON text copy and the prose
  * kept beside it when the data does not cover every fact. For tools/list it publishes the
  * fields as the tool's `outputSchema`, so clients know the shape before they call. Templates
- * are checked at config load and matched in linear time (see template.ts).
+ * are checked at config load and matched in linear time (see template.ts); a field may give a
+ * regular expression instead, run by RE2JS, whose automaton matches in linear time by design
+ * (RE2 has no backreferences or lookaround: such a pattern is refused at load).
  */
 import { z } from 'zod';
 import { contentOf, isTextBlock, type McpResult, type Transformer } from '../../pipeline/types.js';
 import { factsOf, firstMissingFact } from '../_shared/facts.js';
-import { matchTemplate, parseTemplate, type Template } from './template.js';
+import { RE2JS } from 're2js';
+import { matchTemplate, parseTemplate } from './template.js';
 
 const field = z
   .object({
-    pattern: z.string().min(1).describe('Text around the value, with {value} where it is: "currently {value}°C in {city}"; other {names} match anything on the line.'),
+    pattern: z.string().min(1).optional().describe('Text around the value, with {value} where it is: "currently {value}°C in {city}"; other {names} match anything on the line.'),
+    regex: z.string().min(1).optional().describe('Instead of pattern: a regular expression (RE2 syntax, matched in linear time) with a named group "value": "(?<value>-?\\d+)°C".'),
     type: z.enum(['number', 'integer', 'string', 'boolean']).default('string'),
     unit: z.string().optional().describe('The unit the number is in (published in the schema).'),
     description: z.string().optional(),
   })
-  .strict();
+  .strict()
+  .refine((f) => (f.pattern === undefined) !== (f.regex === undefined), 'give either pattern or regex');
 
 const options = z
   .object({
@@ -32,8 +37,8 @@ const options = z
   .strict()
   .superRefine((o, ctx) => {
     for (const [name, f] of Object.entries(o.fields)) {
-      const parsed = parseTemplate(f.pattern);
-      if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', path: ['fields', name, 'pattern'], message: parsed });
+      const made = matcherOf(f);
+      if (typeof made === 'string') ctx.addIssue({ code: 'custom', path: ['fields', name, f.regex === undefined ? 'pattern' : 'regex'], message: made });
     }
     for (const name of o.required) if (!(name in o.fields)) ctx.addIssue({ code: 'custom', path: ['required'], message: `"${name}" is not one of the fields` });
   });
@@ -53,7 +58,7 @@ export const patternExtract: Transformer<Options> = {
     },
   },
   create(o) {
-    const templates = new Map<string, Template>(Object.entries(o.fields).map(([name, f]) => [name, parseTemplate(f.pattern) as Template]));
+    const matchers = new Map(Object.entries(o.fields).map(([name, f]) => [name, matcherOf(f) as Matcher]));
     const schema = outputSchemaOf(o);
     return function patternExtractFn(result, ctx) {
       if (ctx.method === 'tools/list') return publishSchema(result, o.tool, schema);
@@ -63,9 +68,9 @@ export const patternExtract: Transformer<Options> = {
       if (!content || texts.length === 0) return undefined;
       const text = texts.map((b) => b.text).join('\n\n');
       const data: Record<string, unknown> = {};
-      for (const [name, template] of templates) {
+      for (const [name, match] of matchers) {
         ctx.budget?.checkNow();
-        const raw = matchTemplate(template, text);
+        const raw = match(text);
         const value = raw === undefined ? undefined : typed(raw, o.fields[name].type);
         if (value !== undefined) data[name] = value;
       }
@@ -76,6 +81,28 @@ export const patternExtract: Transformer<Options> = {
     };
   },
 };
+
+/** Finds a field's raw text in a result's text. */
+type Matcher = (text: string) => string | undefined;
+
+/** The field's template or regular expression, ready to match; a string says what is wrong with it. */
+function matcherOf(f: { pattern?: string; regex?: string }): Matcher | string {
+  if (f.pattern !== undefined) {
+    const template = parseTemplate(f.pattern);
+    return typeof template === 'string' ? template : (text) => matchTemplate(template, text);
+  }
+  let re: RE2JS;
+  try {
+    re = RE2JS.compile(f.regex ?? '');
+  } catch (err) {
+    return `not a regular expression RE2 accepts (no backreferences or lookaround): ${(err as Error).message}`;
+  }
+  if (!re.namedGroups().value) return 'needs a named group "value": (?<value>…)';
+  return (text) => {
+    const m = re.matcher(text);
+    return m.find() ? (m.group('value') ?? undefined) : undefined;
+  };
+}
 
 /** The raw text as the field's type; undefined when it is not one (a "number" that is not). */
 function typed(raw: string, type: Options['fields'][string]['type']): unknown {
