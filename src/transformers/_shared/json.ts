@@ -6,47 +6,44 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
 
 export const MAX_DEPTH = 64;
 
-/** The whole text (surrounding whitespace aside) is a JSON object or array. */
+/**
+ * The whole text (surrounding whitespace aside) is a JSON object or array. JSON.parse itself
+ * is iterative, so even a megabyte of `[` parses; the depth is checked on the parsed value.
+ */
 export function parseJsonDocument(text: string): Json | undefined {
   const t = text.trim();
   const first = t.charCodeAt(0);
   if (first !== 0x7b /* { */ && first !== 0x5b /* [ */) return undefined;
-  if (nestingDepth(t) > MAX_DEPTH) return undefined;
+  let value: Json;
   try {
-    return JSON.parse(t) as Json;
+    value = JSON.parse(t) as Json;
   } catch {
     return undefined;
   }
+  return valueDepth(value) > MAX_DEPTH ? undefined : value;
 }
 
-/** The deepest bracket nesting in JSON text, outside strings (one linear scan). */
-export function nestingDepth(text: string): number {
-  let depth = 0;
-  let max = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c /* \ */) i++;
-      else if (c === 0x22 /* " */) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x7b || c === 0x5b) {
-      if (++depth > max) max = depth;
-    } else if (c === 0x7d || c === 0x5d) depth--;
-  }
-  return max;
-}
-
-/** The nesting depth of a parsed value, capped at `limit + 1` (no recursion). */
+/** The nesting depth of a parsed value, capped at `limit + 1` (no recursion; only objects and arrays are visited). */
 export function valueDepth(value: unknown, limit = MAX_DEPTH): number {
+  if (value === null || typeof value !== 'object') return 0;
+  const values: object[] = [value];
+  const depths: number[] = [1];
   let max = 0;
-  const stack: Array<[unknown, number]> = [[value, 1]];
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop()!;
-    if (v === null || typeof v !== 'object') continue;
-    if (depth > max) max = depth;
-    if (max > limit) return max;
-    for (const item of Array.isArray(v) ? v : Object.values(v)) stack.push([item, depth + 1]);
+  while (values.length > 0) {
+    const v = values.pop()! as Record<string, unknown>;
+    const depth = depths.pop()!;
+    if (depth > max && (max = depth) > limit) return max;
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        const item = v[i];
+        if (item !== null && typeof item === 'object') (values.push(item), depths.push(depth + 1));
+      }
+    } else {
+      for (const key in v) {
+        const item = v[key];
+        if (item !== null && typeof item === 'object') (values.push(item), depths.push(depth + 1));
+      }
+    }
   }
   return max;
 }

@@ -39,13 +39,16 @@ function body(value: unknown, level: number, budget?: Budget): string {
 }
 
 function table(rows: Array<Record<string, unknown>>, budget?: Budget): string {
-  const keys = [...new Set(rows.flatMap((r) => Object.keys(r)))];
-  const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
-  const body = rows.map((r) => {
+  const seen = new Set<string>();
+  for (const row of rows) for (const key in row) seen.add(key);
+  const keys = [...seen];
+  let out = `| ${keys.map(labelOf).join(' | ')} |\n|${' --- |'.repeat(keys.length)}`;
+  for (const row of rows) {
     budget?.check(keys.length);
-    return line(keys.map((k) => cell(r[k])));
-  });
-  return [line(keys.map(labelOf)), line(keys.map(() => '---')), ...body].join('\n');
+    out += '\n|';
+    for (const key of keys) out += ` ${cell(row[key])} |`;
+  }
+  return out;
 }
 
 /** A JSON block fenced with more backticks than the longest run inside it. */
@@ -62,7 +65,12 @@ export function fencedJson(value: unknown): string {
 }
 
 function isTable(value: unknown[]): boolean {
-  return value.length > 0 && value.every((r) => isPlainObject(r) && Object.values(r).every((v) => !isStructured(v) && !isMultiline(v)));
+  if (value.length === 0) return false;
+  for (const row of value) {
+    if (!isPlainObject(row)) return false;
+    for (const key in row) if (isStructured(row[key]) || isMultiline(row[key])) return false;
+  }
+  return true;
 }
 
 const isStructured = (v: unknown) => isPlainObject(v) || (Array.isArray(v) && v.length > 0);
@@ -77,6 +85,7 @@ function inline(v: unknown): string {
 }
 
 function cell(v: unknown): string {
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
   let t = inline(v);
   if (t.includes('|')) t = t.split('|').join('\\|');
   if (t.includes('\n')) t = t.split('\r\n').join(' ').split('\n').join(' ');

@@ -4,200 +4,294 @@
  * `text (target)`, autolinks lose their brackets, backslash escapes are resolved and inline
  * formatting tags (`<b>`, `<br>`) dropped. Pairs are found with stacks and precomputed
  * matches, never by searching ahead from every candidate. Unpaired markers stay as they are.
+ *
+ * This runs on every line of every text a client wants as plain text, so it works on
+ * character codes and records what it finds in typed arrays indexed by position, reused from
+ * line to line: no objects per character, no maps per line.
  */
 import type { Budget } from '../../pipeline/budget.js';
 import { FORMATTING_TAGS } from '../_shared/facts.js';
 
-const SPECIAL = /[`[\]*_~<\\]/;
-const PUNCTUATION = new Set('!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~');
+const BACKTICK = 0x60;
+const BACKSLASH = 0x5c;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const OPEN_PAREN = 0x28;
+const CLOSE_PAREN = 0x29;
+const BANG = 0x21;
+const LESS = 0x3c;
+const GREATER = 0x3e;
+const STAR = 0x2a;
+const UNDERSCORE = 0x5f;
+const TILDE = 0x7e;
 
-/** `budget` is charged per character in every pass, so that even one huge line is cut short in time. */
-export function inlineToText(line: string, budget?: Budget): string {
-  if (!SPECIAL.test(line)) return line;
-  const code = codeSpans(line, budget);
-  const links = linkTargets(line, code, budget);
-  const drop = pairedDelimiters(line, code, budget);
-  const out: string[] = [];
-  let from = 0;
-  let i = 0;
-  const emit = (text: string, next: number) => {
-    out.push(line.slice(from, i), text);
-    i = next;
-    from = next;
-  };
-  while (i < line.length) {
-    budget?.check();
-    const spanEnd = code.get(i);
-    if (spanEnd !== undefined) {
-      emit(codeText(line, i, spanEnd), spanEnd);
-      continue;
+/** ASCII punctuation (CommonMark's list), by character code. */
+const PUNCT = new Uint8Array(128);
+for (const ch of '!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~') PUNCT[ch.charCodeAt(0)] = 1;
+/** The next character that can be markup: a native scan is several times faster than a loop in JS. */
+const ANY_SPECIAL = /[`[\]*_~<\\]/;
+const NEXT_MARKUP = /[`[\]*_~<\\()!]/g;
+
+/** The index of the next character at or after `from` that can be markup, or the line's length. */
+function nextMarkup(line: string, from: number): number {
+  NEXT_MARKUP.lastIndex = from;
+  return NEXT_MARKUP.test(line) ? NEXT_MARKUP.lastIndex - 1 : line.length;
+}
+
+/** What starts at a position (`Marks.action`). */
+const DROP_RUN = 1; // an emphasis run that paired up: `size` characters dropped
+const LINK_OPEN = 2; // the `[` of a link
+const LINK_CLOSE = 3; // the `]` of a link: write `links.suffix[size]`, go on at `links.end[size]`
+
+/** Per-position marks for the current line, grown as needed and cleared over the line's length. */
+class Marks {
+  /** Index after a code span's closing run, + 1 (0: no span starts here). */
+  codeEnd = new Int32Array(256);
+  /** Index after a `)` matching the `(` here, + 1. */
+  parenEnd = new Int32Array(256);
+  action = new Uint8Array(256);
+  size = new Int32Array(256);
+
+  reset(length: number): void {
+    if (this.action.length < length + 2) {
+      const n = Math.max(length + 2, this.action.length * 2);
+      this.codeEnd = new Int32Array(n);
+      this.parenEnd = new Int32Array(n);
+      this.action = new Uint8Array(n);
+      this.size = new Int32Array(n);
+      return;
     }
-    const c = line[i];
-    if (c === '\\' && PUNCTUATION.has(line[i + 1] ?? '')) emit(line[i + 1], i + 2);
-    else if (drop.has(i)) emit('', i + drop.get(i)!);
-    else if (c === '!' && links.opens.has(i + 1)) emit('', i + 2);
-    else if (c === '[' && links.opens.has(i)) emit('', i + 1);
-    else if (c === ']' && links.closes.has(i)) {
-      const link = links.closes.get(i)!;
-      emit(link.suffix, link.end);
-    } else if (c === '<') {
-      const tag = angle(line, i);
-      if (tag) emit(tag.text, tag.end);
-      else i++;
-    } else i++;
+    this.codeEnd.fill(0, 0, length + 2);
+    this.parenEnd.fill(0, 0, length + 2);
+    this.action.fill(0, 0, length + 2);
   }
-  out.push(line.slice(from));
-  return out.join('');
+}
+
+const marks = new Marks();
+const runStarts: number[] = [];
+const runLengths: number[] = [];
+const lastOfLength = new Map<number, number>();
+const openers = new Map<number, number[]>(); // char code * 1024 + run length → open runs
+/** Stacks and lists as typed arrays with their own top (setting an array's length is slow). */
+let brackets = new Int32Array(64);
+let parens = new Int32Array(64);
+let pairs = new Int32Array(128); // open, close, open, close, …
+let next = new Int32Array(16);
+const links = { suffix: [] as string[], end: [] as number[], count: 0 };
+
+function grown(a: Int32Array<ArrayBuffer>, used: number): Int32Array<ArrayBuffer> {
+  if (used < a.length) return a;
+  const b = new Int32Array(a.length * 2);
+  b.set(a);
+  return b;
+}
+
+/** `budget` is charged per pass over the line, so that even one huge line is cut short in time. */
+export function inlineToText(line: string, budget?: Budget): string {
+  if (!ANY_SPECIAL.test(line)) return line;
+  const n = line.length;
+  marks.reset(n);
+  const hasCode = line.includes('`') && codeSpans(line);
+  budget?.check(n);
+  markup(line, hasCode);
+  budget?.check(n);
+  return emit(line, hasCode);
 }
 
 /**
- * Code spans, as opening index → index after the closing run: a run of n backticks up to the
- * next run of exactly n. Runs are kept in flat number arrays: a long line can hold a great many.
+ * Code spans: a run of n backticks up to the next run of exactly n. Marks `codeEnd`; true when
+ * there is at least one span.
  */
-function codeSpans(line: string, budget?: Budget): Map<number, number> {
-  const spans = new Map<number, number>();
-  if (!line.includes('`')) return spans;
-  const starts: number[] = [];
-  const lengths: number[] = [];
+function codeSpans(line: string): boolean {
+  runStarts.length = 0;
+  runLengths.length = 0;
   for (let i = 0; i < line.length; i++) {
-    budget?.check();
-    if (line[i] !== '`' || line[i - 1] === '\\') continue;
-    let n = 1;
-    while (line[i + n] === '`') n++;
-    starts.push(i);
-    lengths.push(n);
-    i += n - 1;
+    if (line.charCodeAt(i) !== BACKTICK || line.charCodeAt(i - 1) === BACKSLASH) continue;
+    let len = 1;
+    while (line.charCodeAt(i + len) === BACKTICK) len++;
+    runStarts.push(i);
+    runLengths.push(len);
+    i += len - 1;
   }
-  // next[k]: the index of the next run as long as run k (one right-to-left pass).
-  const next = new Int32Array(starts.length);
-  const lastOfLength = new Map<number, number>();
-  for (let k = starts.length - 1; k >= 0; k--) {
-    budget?.check();
-    next[k] = lastOfLength.get(lengths[k]) ?? -1;
-    lastOfLength.set(lengths[k], k);
+  // next[k]: the next run as long as run k (one right-to-left pass).
+  next = grown(next, runStarts.length);
+  lastOfLength.clear();
+  for (let k = runStarts.length - 1; k >= 0; k--) {
+    next[k] = lastOfLength.get(runLengths[k]) ?? -1;
+    lastOfLength.set(runLengths[k], k);
   }
-  for (let k = 0; k < starts.length; k++) {
-    budget?.check();
+  let any = false;
+  for (let k = 0; k < runStarts.length; k++) {
     const close = next[k];
     if (close === -1) continue;
-    spans.set(starts[k], starts[close] + lengths[close]);
+    marks.codeEnd[runStarts[k]] = runStarts[close] + runLengths[close] + 1;
+    any = true;
     k = close;
   }
-  return spans;
+  return any;
+}
+
+/**
+ * One pass outside code spans and backslash escapes: brackets and parentheses matched with
+ * stacks (a `[text](target)` is a link), and emphasis (`*`, `_`) and strike-through (`~`) runs
+ * that pair up: an opener followed by non-space, a closer preceded by non-space, same
+ * character and length, never inside a word (so `snake_case` and `2*3*4` keep theirs).
+ */
+function markup(line: string, hasCode: boolean): void {
+  const n = line.length;
+  let bTop = 0;
+  let pTop = 0;
+  let pairCount = 0;
+  let emphasis = false;
+  const { codeEnd, parenEnd, action, size } = marks;
+  for (let i = nextMarkup(line, 0); i < n; i = nextMarkup(line, i)) {
+    const c = line.charCodeAt(i);
+    if (c === BACKTICK && hasCode && codeEnd[i] !== 0) i = codeEnd[i] - 1;
+    else if (c === BACKSLASH) i += 2;
+    else if (c === OPEN_BRACKET) {
+      brackets = grown(brackets, bTop);
+      brackets[bTop++] = i++;
+    } else if (c === CLOSE_BRACKET) {
+      if (bTop > 0) {
+        pairs = grown(pairs, pairCount + 1);
+        pairs[pairCount++] = brackets[--bTop];
+        pairs[pairCount++] = i;
+      }
+      i++;
+    } else if (c === OPEN_PAREN) {
+      parens = grown(parens, pTop);
+      parens[pTop++] = i++;
+    } else if (c === CLOSE_PAREN) {
+      if (pTop > 0) parenEnd[parens[--pTop]] = i + 1 + 1;
+      i++;
+    } else if (c === STAR || c === UNDERSCORE || c === TILDE) {
+      if (!emphasis) (openers.clear(), (emphasis = true));
+      i = delimiterRun(line, i, c, action, size);
+    } else i++;
+  }
+  if (pairCount === 0 || !line.includes('](')) return;
+  links.count = 0;
+  for (let k = 0; k < pairCount; k += 2) {
+    const open = pairs[k];
+    const close = pairs[k + 1];
+    const end = parenEnd[close + 1] - 2; // the `)`
+    if (end < 0) continue;
+    let target = line.slice(close + 2, end).trim();
+    if (target.startsWith('<') && target.endsWith('>')) target = target.slice(1, -1);
+    const label = close - open - 1 === target.length ? line.slice(open + 1, close) : undefined;
+    action[open] = LINK_OPEN;
+    action[close] = LINK_CLOSE;
+    size[close] = links.count;
+    links.suffix[links.count] = target === '' || label === target ? '' : ` (${target})`;
+    links.end[links.count++] = end + 1;
+  }
+}
+
+/** The run of `c` at `i`: marks it and its opener when it closes one; returns the index after it. */
+function delimiterRun(line: string, i: number, c: number, action: Uint8Array, size: Int32Array): number {
+  let len = 1;
+  while (line.charCodeAt(i + len) === c) len++;
+  const before = kind(line.charCodeAt(i - 1));
+  const after = kind(line.charCodeAt(i + len));
+  const left = after !== SPACE && (after !== PUNCTUATION || before !== WORD);
+  const right = before !== SPACE && (before !== PUNCTUATION || after !== WORD);
+  const key = c * 1024 + Math.min(len, 1023);
+  const stack = openers.get(key);
+  if (right && (!left || after === PUNCTUATION) && stack?.length) {
+    const open = stack.pop()!;
+    action[open] = DROP_RUN;
+    size[open] = len;
+    action[i] = DROP_RUN;
+    size[i] = len;
+  } else if (left && (!right || before === PUNCTUATION)) {
+    if (stack) stack.push(i);
+    else openers.set(key, [i]);
+  }
+  return i + len;
+}
+
+/** The line with the marked markup removed or rewritten. */
+function emit(line: string, hasCode: boolean): string {
+  const n = line.length;
+  const { codeEnd, action, size } = marks;
+  let out = '';
+  let from = 0;
+  for (let i = nextMarkup(line, 0); i < n; i = nextMarkup(line, i)) {
+    const c = line.charCodeAt(i);
+    let text: string | undefined;
+    let next = i;
+    if (c === BACKTICK && hasCode && codeEnd[i] !== 0) {
+      next = codeEnd[i] - 1;
+      text = codeText(line, i, next);
+    } else if (c === BACKSLASH && i + 1 < n && line.charCodeAt(i + 1) < 128 && PUNCT[line.charCodeAt(i + 1)] === 1) {
+      text = line[i + 1];
+      next = i + 2;
+    } else if (action[i] === DROP_RUN) {
+      text = '';
+      next = i + size[i];
+    } else if (c === BANG && action[i + 1] === LINK_OPEN) {
+      text = '';
+      next = i + 2;
+    } else if (action[i] === LINK_OPEN) {
+      text = '';
+      next = i + 1;
+    } else if (action[i] === LINK_CLOSE) {
+      text = links.suffix[size[i]];
+      next = links.end[size[i]];
+    } else if (c === LESS) {
+      const tag = angle(line, i);
+      if (tag) {
+        text = tag.text;
+        next = tag.end;
+      }
+    }
+    if (text === undefined) {
+      i++;
+      continue;
+    }
+    out += line.slice(from, i) + text;
+    i = next;
+    from = next;
+  }
+  return from === 0 ? line : out + line.slice(from);
 }
 
 /** The text of the code span from `start` to `end`: backticks off, and one space each side when both are there. */
 function codeText(line: string, start: number, end: number): string {
   let n = 0;
-  while (line[start + n] === '`') n++;
+  while (line.charCodeAt(start + n) === BACKTICK) n++;
   const text = line.slice(start + n, end - n);
   return text.length > 2 && text.startsWith(' ') && text.endsWith(' ') && text.trim() !== '' ? text.slice(1, -1) : text;
 }
 
-/**
- * Calls `visit(i)` for every index outside code spans and backslash escapes, left to right;
- * `visit` returns the index to go on from.
- */
-function scanMarkup(line: string, code: Map<number, number>, budget: Budget | undefined, visit: (i: number) => number): void {
-  for (let i = 0; i < line.length; ) {
-    budget?.check();
-    const spanEnd = code.get(i);
-    if (spanEnd !== undefined) i = spanEnd;
-    else if (line[i] === '\\') i += 2;
-    else i = visit(i);
-  }
+const SPACE = 0;
+const PUNCTUATION = 1;
+const WORD = 2;
+
+/** A character's kind for emphasis flanking (NaN, before the start or past the end, is space). */
+function kind(c: number): number {
+  if (c !== c || c === 0x20 || c === 0x09 || c === 0x0a) return SPACE;
+  return c < 128 && PUNCT[c] === 1 ? PUNCTUATION : WORD;
 }
 
-interface Links {
-  /** `[` of a link or image. */
-  opens: Set<number>;
-  /** `]` of a link or image → what to write instead of `](target)` and where to continue. */
-  closes: Map<number, { suffix: string; end: number }>;
-}
-
-/** `[text](target)` pairs, from bracket and parenthesis matches made with stacks. */
-function linkTargets(line: string, code: Map<number, number>, budget?: Budget): Links {
-  const links: Links = { opens: new Set(), closes: new Map() };
-  if (!line.includes('](')) return links;
-  const bracketOf = new Map<number, number>(); // ] → [
-  const parenOf = new Map<number, number>(); // ( → )
-  const brackets: number[] = [];
-  const parens: number[] = [];
-  scanMarkup(line, code, budget, (i) => {
-    const c = line[i];
-    if (c === '[') brackets.push(i);
-    else if (c === ']' && brackets.length) bracketOf.set(i, brackets.pop()!);
-    else if (c === '(') parens.push(i);
-    else if (c === ')' && parens.length) parenOf.set(parens.pop()!, i);
-    return i + 1;
-  });
-  for (const [close, open] of bracketOf) {
-    budget?.check();
-    const end = parenOf.get(close + 1);
-    if (end === undefined) continue;
-    let target = line.slice(close + 2, end).trim();
-    if (target.startsWith('<') && target.endsWith('>')) target = target.slice(1, -1);
-    const label = close - open - 1 === target.length ? line.slice(open + 1, close) : undefined;
-    links.opens.add(open);
-    links.closes.set(close, { suffix: target === '' || label === target ? '' : ` (${target})`, end: end + 1 });
-  }
-  return links;
-}
-
-/**
- * Emphasis (`*`, `_`) and strike-through (`~`) runs that pair up: an opener followed by
- * non-space, a closer preceded by non-space, same character and length, never inside a word
- * (so `snake_case` and `2*3*4` keep their characters). Returns start → run length.
- */
-function pairedDelimiters(line: string, code: Map<number, number>, budget?: Budget): Map<number, number> {
-  const drop = new Map<number, number>();
-  const openers = new Map<string, number[]>();
-  scanMarkup(line, code, budget, (i) => {
-    const c = line[i];
-    if (c !== '*' && c !== '_' && c !== '~') return i + 1;
-    let n = 1;
-    while (line[i + n] === c) n++;
-    const before = kind(line[i - 1]);
-    const after = kind(line[i + n]);
-    const left = after !== 'space' && (after !== 'punct' || before !== 'word');
-    const right = before !== 'space' && (before !== 'punct' || after !== 'word');
-    const canOpen = left && (!right || before === 'punct');
-    const canClose = right && (!left || after === 'punct');
-    const key = c + n;
-    const stack = openers.get(key);
-    if (canClose && stack?.length) {
-      drop.set(stack.pop()!, n);
-      drop.set(i, n);
-    } else if (canOpen) {
-      if (stack) stack.push(i);
-      else openers.set(key, [i]);
-    }
-    return i + n;
-  });
-  return drop;
-}
-
-function kind(ch: string | undefined): 'space' | 'punct' | 'word' {
-  if (ch === undefined || ch === ' ' || ch === '\t' || ch === '\n') return 'space';
-  return PUNCTUATION.has(ch) ? 'punct' : 'word';
-}
+const isAsciiLetter = (c: number) => (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a);
 
 /** `<https://…>` → the URL; `<b>`, `</em>`, `<br/>` → nothing (`<br>` → a space); anything else is not markup. */
 function angle(line: string, i: number): { text: string; end: number } | undefined {
   let j = i + 1;
-  const closing = line[j] === '/';
+  const closing = line.charCodeAt(j) === 0x2f; /* / */
   if (closing) j++;
   const nameStart = j;
-  while (j - nameStart < 12 && /[A-Za-z]/.test(line[j] ?? '')) j++;
+  while (j - nameStart < 12 && isAsciiLetter(line.charCodeAt(j))) j++;
   const name = line.slice(nameStart, j).toLowerCase();
   if (!closing && (name === 'http' || name === 'https' || name === 'mailto') && line[j] === ':') {
     let k = j;
     while (k < line.length && line[k] !== '>' && line[k] !== '<' && line[k] !== ' ') k++;
-    return line[k] === '>' ? { text: line.slice(i + 1, k), end: k + 1 } : undefined;
+    return line.charCodeAt(k) === GREATER ? { text: line.slice(i + 1, k), end: k + 1 } : undefined;
   }
   if (!FORMATTING_TAGS.has(name)) return undefined;
   if (line[j] === ' ' && line[j + 1] === '/') j++;
   if (line[j] === '/' && !closing) j++;
-  if (line[j] !== '>') return undefined;
+  if (line.charCodeAt(j) !== GREATER) return undefined;
   return { text: name === 'br' ? ' ' : '', end: j + 1 };
 }
