@@ -157,20 +157,15 @@ export function keyValueOf(line: string): [string, string] | undefined {
   return value === '' ? undefined : [label, value];
 }
 
-/** "Wind speed (km/h)" → "wind_speed_km_h" (a linear scan: runs of other characters become one `_`). */
+/** "Wind speed (km/h)" → "wind_speed_km_h": runs of other characters become one `_` (a linear, native replace). */
 export function keyOf(label: string): string {
-  let out = '';
-  let gap = false;
-  for (const ch of label.toLowerCase()) {
-    const c = ch.charCodeAt(0);
-    if ((c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39)) {
-      if (gap && out !== '') out += '_';
-      out += ch;
-      gap = false;
-    } else gap = true;
-  }
-  return out;
+  const key = label.toLowerCase().replace(NOT_KEY, '_');
+  const from = key.charCodeAt(0) === 0x5f ? 1 : 0;
+  const to = key.length > from && key.charCodeAt(key.length - 1) === 0x5f ? key.length - 1 : key.length;
+  return from === 0 && to === key.length ? key : key.slice(from, to);
 }
+
+const NOT_KEY = /[^a-z0-9]+/g;
 
 /** Keys that are unique in one object: a repeated key gets `_2`, `_3`, … (a counter per key keeps this linear). */
 function keyMaker(): (key: string) => string {
