@@ -86,26 +86,25 @@ function grown(a: Int32Array<ArrayBuffer>, used: number): Int32Array<ArrayBuffer
   return b;
 }
 
-/** `budget` is charged per pass over the line, so that even one huge line is cut short in time. */
+/** `budget` is charged per markup character in every pass, so that even one huge line is cut short in time. */
 export function inlineToText(line: string, budget?: Budget): string {
   if (!ANY_SPECIAL.test(line)) return line;
   const n = line.length;
   marks.reset(n);
-  const hasCode = line.includes('`') && codeSpans(line);
-  budget?.check(n);
-  markup(line, hasCode);
-  budget?.check(n);
-  return emit(line, hasCode);
+  const hasCode = line.includes('`') && codeSpans(line, budget);
+  markup(line, hasCode, budget);
+  return emit(line, hasCode, budget);
 }
 
 /**
  * Code spans: a run of n backticks up to the next run of exactly n. Marks `codeEnd`; true when
  * there is at least one span.
  */
-function codeSpans(line: string): boolean {
+function codeSpans(line: string, budget?: Budget): boolean {
   runStarts.length = 0;
   runLengths.length = 0;
-  for (let i = 0; i < line.length; i++) {
+  for (let i = line.indexOf('`'); i !== -1 && i < line.length; i = line.indexOf('`', i + 1)) {
+    budget?.check();
     if (line.charCodeAt(i) !== BACKTICK || line.charCodeAt(i - 1) === BACKSLASH) continue;
     let len = 1;
     while (line.charCodeAt(i + len) === BACKTICK) len++;
@@ -137,7 +136,7 @@ function codeSpans(line: string): boolean {
  * that pair up: an opener followed by non-space, a closer preceded by non-space, same
  * character and length, never inside a word (so `snake_case` and `2*3*4` keep theirs).
  */
-function markup(line: string, hasCode: boolean): void {
+function markup(line: string, hasCode: boolean, budget?: Budget): void {
   const n = line.length;
   let bTop = 0;
   let pTop = 0;
@@ -145,6 +144,7 @@ function markup(line: string, hasCode: boolean): void {
   let emphasis = false;
   const { codeEnd, parenEnd, action, size } = marks;
   for (let i = nextMarkup(line, 0); i < n; i = nextMarkup(line, i)) {
+    budget?.check();
     const c = line.charCodeAt(i);
     if (c === BACKTICK && hasCode && codeEnd[i] !== 0) i = codeEnd[i] - 1;
     else if (c === BACKSLASH) i += 2;
@@ -211,12 +211,13 @@ function delimiterRun(line: string, i: number, c: number, action: Uint8Array, si
 }
 
 /** The line with the marked markup removed or rewritten. */
-function emit(line: string, hasCode: boolean): string {
+function emit(line: string, hasCode: boolean, budget?: Budget): string {
   const n = line.length;
   const { codeEnd, action, size } = marks;
   let out = '';
   let from = 0;
   for (let i = nextMarkup(line, 0); i < n; i = nextMarkup(line, i)) {
+    budget?.check();
     const c = line.charCodeAt(i);
     let text: string | undefined;
     let next = i;
