@@ -136,7 +136,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     metrics.observeTransformer(transformer, seconds, failed);
     tracing?.record(`transform ${transformer}`, traceparent ? { traceparent } : undefined, performance.now() - seconds * 1000, seconds, { 'mcp.transformer': transformer }, failed);
   };
-  /** Token counts of negotiated results (contentNegotiation.tokens.count): the tokenizer loads on first use. */
+  /** Token counts of negotiated results (contentNegotiation.tokens.count): the tokenizer is loaded only when that is on. */
   let tokenMeter: TokenMeter | undefined;
   const meterTokens = async (settings: Config['contentNegotiation']['tokens']): Promise<void> => {
     if (!settings.count) return void (tokenMeter = undefined);
