@@ -4,12 +4,12 @@
  * away. Each case has a defined answer, nothing hangs, and no child outlives its session.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool, INIT, postWithHost, rawPost, rawSession } from '../helpers/raw.js';
-import { commandLine, eventually, fixtureArgv, freePort, isAlive, PROXY_MAIN, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { callStarted, commandLine, eventually, fixtureArgv, freePort, isAlive, jsonLines, PROXY_MAIN, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
 import { lineSplitter } from '../../src/upstream/lines.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'proxy-failures-'));
@@ -22,8 +22,7 @@ function writeConfig(name: string, yaml: string): string {
   return file;
 }
 
-const cancelled = (): Array<{ cancelled: number; reason: string }> =>
-  existsSync(cancelLog) ? readFileSync(cancelLog, 'utf8').trim().split('\n').map((l) => JSON.parse(l)) : [];
+const cancelled = () => jsonLines<{ cancelled?: number; reason: string }>(cancelLog).filter((l) => l.cancelled !== undefined);
 
 async function toolText(url: string, headers: Record<string, string>, id: number, name: string, args = {}): Promise<string> {
   const reply = await rawPost(url, callTool(id, name, args), headers);
@@ -55,7 +54,7 @@ describe('an HTTP-front proxy in front of a faulty stdio upstream', () => {
   it('answers every pending request when the upstream exits mid-call, ends the session, and serves new ones', async () => {
     const headers = await rawSession(url);
     const hanging = rawPost(url, callTool(1, 'hang'), headers);
-    await new Promise((r) => setTimeout(r, 200));
+    await callStarted(cancelLog, 1);
     const crashed = await rawPost(url, callTool(2, 'crash'), headers);
     expect(crashed.messages).toEqual([
       { jsonrpc: '2.0', id: 2, error: { code: -32000, message: 'Upstream process exited with code 3', data: { code: 'UPSTREAM_CLOSED', exitCode: 3, signal: null } } },
@@ -70,7 +69,7 @@ describe('an HTTP-front proxy in front of a faulty stdio upstream', () => {
   it("forgets a request the client cancelled, and ends that request's stream", async () => {
     const headers = await rawSession(url);
     const hanging = rawPost(url, callTool(21, 'hang'), headers);
-    await new Promise((r) => setTimeout(r, 200));
+    await callStarted(cancelLog, 21);
     await rawPost(url, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 21, reason: 'user pressed stop' } }, headers);
     expect((await hanging).messages).toEqual([]); // no answer for a cancelled request, not even a timeout later
     await eventually(() => cancelled().some((c) => c.cancelled === 21 && c.reason === 'user pressed stop'), 5000, 'upstream cancellation');
@@ -104,7 +103,7 @@ describe('an HTTP-front proxy in front of a faulty stdio upstream', () => {
     expect(await toolText(url, headers, 10, 'echo', { text: 'fine' })).toBe('fine');
     // The same id twice while the first is in flight: the duplicate is refused, the first completes.
     const first = rawPost(url, callTool(50, 'slow_progress', { steps: 1, delayMs: 300 }), headers);
-    await new Promise((r) => setTimeout(r, 100));
+    await callStarted(cancelLog, 50);
     expect((await rawPost(url, callTool(50, 'echo', { text: 'dup' }), headers)).messages[0]).toMatchObject({ id: 50, error: { code: -32600, data: { code: 'DUPLICATE_ID' } } });
     expect((await first).messages.at(-1)).toMatchObject({ id: 50, result: { content: [{ text: 'done 1' }] } });
   });
@@ -288,13 +287,14 @@ describe('a Streamable HTTP upstream that goes away', () => {
   afterAll(stopAll);
 
   it('answers pending requests when the upstream dies, and ends the session when it comes back without it', async () => {
-    const port = await freePort();
-    let upstream = await startHttpFixture('faulty-server', {}, port);
+    const startedLog = join(dir, 'http-started.log');
+    let upstream = await startHttpFixture('faulty-server', { FAULTY_LOG: startedLog });
+    const port = Number(new URL(upstream.url).port);
     const proxy = await startProxy(['--upstream', upstream.url]);
     const headers = await rawSession(proxy.url);
     expect(await toolText(proxy.url, headers, 1, 'echo', { text: 'up' })).toBe('up');
     const hanging = rawPost(proxy.url, callTool(2, 'hang'), headers);
-    await new Promise((r) => setTimeout(r, 200));
+    await callStarted(startedLog, 2);
     await upstream.stop('SIGKILL');
     expect((await hanging).messages[0]).toMatchObject({ id: 2, error: { code: -32000 } });
 

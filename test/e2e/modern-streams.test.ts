@@ -4,12 +4,12 @@
  * resources/updated reach the listeners that opted in, tagged with their subscriptionId, a
  * closed listen stream ends cleanly), and a closed response stream cancelling the call upstream.
  */
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectModern, type ModernConnected } from '../helpers/modern-clients.js';
-import { commandLine, eventually, fixtureArgv, freePort, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { commandLine, eventually, fixtureArgv, jsonLines, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
 import { rawPost } from '../helpers/raw.js';
 
 describe('subscriptions/listen (faulty-server fixture over stdio)', () => {
@@ -67,15 +67,8 @@ describe('subscriptions/listen (faulty-server fixture over stdio)', () => {
 describe('a modern call whose client goes away (faulty-server over stdio)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'modern-cancel-'));
   const cancelLog = join(dir, 'cancel.log');
-  /** Cancellations the fixture logged; a line still being written is skipped. */
-  const cancelled = (): Array<{ cancelled: number; reason: string }> =>
-    (existsSync(cancelLog) ? readFileSync(cancelLog, 'utf8') : '').split('\n').flatMap((line) => {
-      try {
-        return [JSON.parse(line)];
-      } catch {
-        return [];
-      }
-    });
+  /** Cancellations the fixture logged (complete lines only). */
+  const cancelled = () => jsonLines<{ cancelled?: number; reason: string }>(cancelLog).filter((l) => l.cancelled !== undefined);
   let proxy: Running;
 
   beforeAll(async () => {
@@ -113,8 +106,8 @@ describe('a Streamable HTTP upstream that restarts under modern clients', () => 
 
   it('initializes a new pooled session transparently when the upstream forgot the old one', async () => {
     const V = '2026-07-28';
-    const port = await freePort();
-    let upstream = await startHttpFixture('faulty-server', {}, port);
+    let upstream = await startHttpFixture('faulty-server');
+    const port = Number(new URL(upstream.url).port);
     const proxy = await startProxy(['--upstream', upstream.url]);
     const echo = async (id: number, text: string) => {
       const res = await rawPost(

@@ -3,6 +3,7 @@
  * Every process started here is registered and killed by `stopAll()` (call it in afterAll).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
@@ -91,18 +92,29 @@ export async function startHttpFixture(name: string, env: NodeJS.ProcessEnv = {}
   return { proc, url: m[1], ...t };
 }
 
-/** Starts server-everything's Streamable HTTP transport on a free port. */
+/**
+ * Starts server-everything's Streamable HTTP transport. It cannot bind port 0 and say which
+ * port it got, so a free port is picked and, should another process take it first, the start is
+ * tried again on another one.
+ */
 export async function startEverythingHttp(): Promise<Running> {
-  const port = await freePort();
-  const proc = spawn(process.execPath, [EVERYTHING_MAIN, 'streamableHttp'], {
-    env: { ...process.env, PORT: String(port) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const t = track(proc);
-  await waitFor(proc, 'stderr', /listening on port/i, 20_000, 'server-everything');
-  return { proc, url: `http://127.0.0.1:${port}/mcp`, ...t };
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const proc = spawn(process.execPath, [EVERYTHING_MAIN, 'streamableHttp'], {
+      env: { ...process.env, PORT: String(port) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const t = track(proc);
+    try {
+      await waitFor(proc, 'stderr', /listening on port/i, 20_000, 'server-everything');
+      return { proc, url: `http://127.0.0.1:${port}/mcp`, ...t };
+    } catch (err) {
+      if (attempt >= 5 || !/already in use/.test((err as Error).message)) throw err;
+    }
+  }
 }
 
+/** A port nothing listens on right now (for "connection refused"; never bind it later: that races). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
@@ -129,6 +141,21 @@ export function isAlive(pid: number): boolean {
 }
 
 /** Polls `check` every 50 ms until it is true; throws after `ms`. */
+/**
+ * The JSON lines of a file another process appends to: only complete lines, so a line still
+ * being written is never parsed half-way.
+ */
+export function jsonLines<T = any>(file: string): T[] {
+  if (!existsSync(file)) return [];
+  const text = readFileSync(file, 'utf8');
+  return text.slice(0, text.lastIndexOf('\n') + 1).split('\n').filter(Boolean).map((line) => JSON.parse(line) as T);
+}
+
+/** Resolves once the faulty fixture (FAULTY_LOG=`file`) has logged a `started` line for `requestId`: the call is in flight. */
+export function callStarted(file: string, requestId: number, ms = 10_000): Promise<void> {
+  return eventually(() => jsonLines<{ started?: number }>(file).some((l) => l.started === requestId), ms, `call ${requestId} started upstream`);
+}
+
 export async function eventually(check: () => boolean | Promise<boolean>, ms = 5000, what = 'condition'): Promise<void> {
   const end = Date.now() + ms;
   while (Date.now() < end) {
