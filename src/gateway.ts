@@ -235,6 +235,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
           output: deps.stdout ?? process.stdout,
           openSession,
           modern: modern?.core,
+          maxBatchSize: config.listen.maxBatchSize,
           log,
         });
         void stdio.done.then(settle);

@@ -65,6 +65,7 @@ export const listenSchema = z
       .optional()
       .describe('Host header values accepted (name or name:port; DNS-rebinding protection). Default: localhost, 127.x.y.z and [::1], wherever the proxy is bound. "*" allows all.'),
     maxBodyBytes: z.number().int().positive().default(4 * 1024 * 1024).describe('Largest accepted request body; larger ones get 413.'),
+    maxBatchSize: z.number().int().positive().default(100).describe('Most messages in one JSON-RPC batch (2025-03-26 clients); a larger batch is refused whole with -32600, before any of it runs.'),
     responseMode: z
       .enum(['auto', 'sse', 'json'])
       .default('auto')
@@ -252,7 +253,7 @@ export const tracingSchema = z
 export const configSchema = z
   .object({
     upstream: upstreamSchema.default({ args: [], env: {}, inheritEnv: false, sessions: 'isolated', maxProcesses: 16, headers: {} }),
-    listen: listenSchema.default({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4 * 1024 * 1024, responseMode: 'auto', maxSessions: 1000, perClient: CLIENT_LIMITS, trustProxy: false }),
+    listen: listenSchema.default({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4 * 1024 * 1024, maxBatchSize: 100, responseMode: 'auto', maxSessions: 1000, perClient: CLIENT_LIMITS, trustProxy: false }),
     timeouts: timeoutsSchema.default({ requestMs: 60_000, initializeMs: 120_000, sessionIdleMs: 10 * 60_000, sessionMaxAgeMs: 24 * 60 * 60_000, shutdownGraceMs: 2_000 }),
     contentNegotiation: negotiationSchema.default({ enabled: true, useDefaultRules: true, rules: [], plugins: [], limits: SHAPING_LIMITS, tokens: TOKEN_COUNTING }),
     modern: modernSchema.default(MODERN_DEFAULTS),

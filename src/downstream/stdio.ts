@@ -20,6 +20,8 @@ export interface StdioDownstreamOptions {
   openSession(sink: ClientSink, log: Logger): RelaySession;
   /** Serves modern (2026-07-28) requests; absent = legacy clients only. */
   modern?: ModernCore;
+  /** Most messages in one batch line. */
+  maxBatchSize: number;
   log: Logger;
 }
 
@@ -83,7 +85,7 @@ export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstr
   };
 
   const onData = lineSplitter((line) => {
-    const parsed = parsePayload(line);
+    const parsed = parsePayload(line, opts.maxBatchSize);
     if (!parsed.ok) {
       log.warn({ line: line.slice(0, 200) }, 'client sent an invalid message');
       return write(JSON.stringify(parsed.error));

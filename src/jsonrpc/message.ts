@@ -64,9 +64,10 @@ export type ParseOutcome = { ok: true; frames: Frame[]; batch: boolean } | { ok:
 /**
  * Parses one wire payload (a line, an HTTP body). Batches (JSON arrays, allowed by 2025-03-26)
  * yield several frames; their members lose `raw`, since only the whole payload had one text.
- * A member that is not a valid message fails the whole payload with -32600.
+ * A member that is not a valid message fails the whole payload with -32600, and so does a batch
+ * of more than `maxBatch` messages (from clients; upstreams are not limited here).
  */
-export function parsePayload(text: string): ParseOutcome {
+export function parsePayload(text: string, maxBatch = Infinity): ParseOutcome {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -75,6 +76,7 @@ export function parsePayload(text: string): ParseOutcome {
   }
   if (Array.isArray(value)) {
     if (value.length === 0) return invalid(null, 'empty batch');
+    if (value.length > maxBatch) return invalid(null, `a batch of ${value.length} messages is more than the ${maxBatch} this proxy takes at once (listen.maxBatchSize); send them in smaller batches`);
     const frames: Frame[] = [];
     for (const item of value) {
       const problem = checkMessage(item);

@@ -185,6 +185,23 @@ describe('the session limit', () => {
   });
 });
 
+describe('batches', () => {
+  afterAll(stopAll);
+
+  it('refuses a batch over listen.maxBatchSize whole and at once (80,000 pings), while other sessions are served; a batch at the limit runs', async () => {
+    const proxy = await startProxy(['--upstream', FAULTY]);
+    const [flooder, other] = [await rawSession(proxy.url), await rawSession(proxy.url)];
+    const pings = (n: number) => Array.from({ length: n }, (_, i) => ({ jsonrpc: '2.0', id: i + 1, method: 'ping' }));
+    const [huge, meanwhile] = await Promise.all([rawPost(proxy.url, pings(80_000), flooder), toolText(proxy.url, other, 1, 'echo', { text: 'still here' })]);
+    expect(huge.status).toBe(400);
+    expect(huge.messages[0]).toMatchObject({ id: null, error: { code: -32600 } });
+    expect(huge.messages[0].error.message).toContain('80000 messages is more than the 100');
+    expect(meanwhile).toBe('still here');
+    const full = await rawPost(proxy.url, pings(100), flooder);
+    expect(full.messages.flat().map((m: { id: number }) => m.id).sort((a: number, b: number) => a - b)).toEqual(pings(100).map((p) => p.id));
+  });
+});
+
 describe('upstream start failures', () => {
   afterAll(stopAll);
 
@@ -264,6 +281,9 @@ describe('the stdio front', () => {
     p.send(callTool(1, 'pid'));
     await eventually(() => p.lines.length >= 3, 10_000, 'replies');
     expect(p.lines[0]).toMatchObject({ id: null, error: { code: -32700 } });
+    p.send(Array.from({ length: 101 }, (_, i) => ({ jsonrpc: '2.0', id: 100 + i, method: 'ping' })));
+    await eventually(() => p.lines.length >= 4, 10_000, 'the batch refusal');
+    expect(p.lines[3]).toMatchObject({ id: null, error: { code: -32600, message: expect.stringContaining('listen.maxBatchSize') } });
     const pid = Number(p.lines[2].result.content[0].text);
     expect(isAlive(pid)).toBe(true);
     p.proc.stdin.end();
