@@ -202,6 +202,32 @@ describe('batches', () => {
   });
 });
 
+describe('oversized bodies from a real client', () => {
+  afterAll(stopAll);
+
+  it('answers 413 to fetch posting 32 MB, with a length and streamed in slow chunks, and keeps serving', async () => {
+    const proxy = await startProxy(['--upstream', FAULTY]);
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const prefix = '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"';
+    const sized = await fetch(proxy.url, { method: 'POST', headers, body: `${prefix}${'a'.repeat(32 * 1024 * 1024)}"}}` });
+    expect(sized.status).toBe(413);
+    expect((await sized.json()).error.data.code).toBe('BODY_TOO_LARGE');
+    const chunk = new TextEncoder().encode('a'.repeat(256 * 1024));
+    let sent = 0;
+    const body = new ReadableStream({
+      async pull(c) {
+        if (sent === 0) c.enqueue(new TextEncoder().encode(prefix));
+        await new Promise((r) => setImmediate(r));
+        if (sent++ < 128) c.enqueue(chunk);
+        else c.close();
+      },
+    });
+    const streamed = await fetch(proxy.url, { method: 'POST', headers, body, duplex: 'half' } as RequestInit);
+    expect(streamed.status).toBe(413);
+    expect((await rawPost(proxy.url, INIT)).status).toBe(200);
+  });
+});
+
 describe('upstream start failures', () => {
   afterAll(stopAll);
 
