@@ -50,6 +50,8 @@ export const clientLimitsSchema = z
   .strict()
   .describe('Limits per client: the authenticated principal, or the client address without authentication.');
 
+const SLOW_READERS = { maxUnreadBytes: 8 * 1024 * 1024, stallMs: 30_000 };
+
 export const listenSchema = z
   .object({
     transport: z.enum(['http', 'stdio']).default('http').describe('How clients reach the proxy: Streamable HTTP, or stdio (the proxy is a child process of the client).'),
@@ -71,6 +73,14 @@ export const listenSchema = z
       .default('auto')
       .describe('How POSTs are answered: auto = plain JSON when the answer is immediate and alone, SSE when there is more to stream; sse = always SSE; json = always JSON (progress then goes to the GET stream).'),
     maxSessions: z.number().int().positive().default(1000).describe('Most concurrent HTTP sessions; initialize beyond it gets 503.'),
+    slowReaders: z
+      .object({
+        maxUnreadBytes: z.number().int().positive().default(SLOW_READERS.maxUnreadBytes).describe('Bytes a client may leave unread on one response stream; a message that would go on top of more is not sent and the stream is closed.'),
+        stallMs: z.number().int().positive().default(SLOW_READERS.stallMs).describe('A response stream whose client reads nothing of what waits for it for this long is closed.'),
+      })
+      .strict()
+      .default(SLOW_READERS)
+      .describe('Clients that stop reading: their streams are closed (and their calls cancelled upstream) instead of buffering without bound.'),
     perClient: clientLimitsSchema.default(CLIENT_LIMITS),
     cors: z
       .object({
@@ -253,7 +263,7 @@ export const tracingSchema = z
 export const configSchema = z
   .object({
     upstream: upstreamSchema.default({ args: [], env: {}, inheritEnv: false, sessions: 'isolated', maxProcesses: 16, headers: {} }),
-    listen: listenSchema.default({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4 * 1024 * 1024, maxBatchSize: 100, responseMode: 'auto', maxSessions: 1000, perClient: CLIENT_LIMITS, trustProxy: false }),
+    listen: listenSchema.default({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4 * 1024 * 1024, maxBatchSize: 100, responseMode: 'auto', maxSessions: 1000, slowReaders: SLOW_READERS, perClient: CLIENT_LIMITS, trustProxy: false }),
     timeouts: timeoutsSchema.default({ requestMs: 60_000, initializeMs: 120_000, sessionIdleMs: 10 * 60_000, sessionMaxAgeMs: 24 * 60 * 60_000, shutdownGraceMs: 2_000 }),
     contentNegotiation: negotiationSchema.default({ enabled: true, useDefaultRules: true, rules: [], plugins: [], limits: SHAPING_LIMITS, tokens: TOKEN_COUNTING }),
     modern: modernSchema.default(MODERN_DEFAULTS),

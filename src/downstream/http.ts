@@ -84,6 +84,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     const url = opts.replicaUrl?.();
     return url ? new URL(url).host.toLowerCase() : undefined;
   };
+  const slowReaders = { ...listen.slowReaders, log };
   const app = Fastify({ bodyLimit: listen.maxBodyBytes, forceCloseConnections: true, logger: false, trustProxy: listen.trustProxy });
 
   app.removeAllContentTypeParsers();
@@ -329,7 +330,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     if (opts.modern && isModernPost(req, frames)) {
       noteExchange(req, undefined, { era: 'modern' });
       const mode = !wantsSse ? 'json' : !wantsJson ? 'sse' : listen.responseMode;
-      return serveModernPost(opts.modern, req, reply, frames, batch, mode, STREAM_AFTER_MS, principalOf(req));
+      return serveModernPost(opts.modern, req, reply, frames, batch, mode, STREAM_AFTER_MS, principalOf(req), slowReaders);
     }
     const init = frames.find((f) => isRequest(f.msg) && f.msg.method === 'initialize');
     let session: HttpSession | undefined;
@@ -369,7 +370,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     takeOver(reply);
     const mode = !wantsSse ? 'json' : !wantsJson ? 'sse' : listen.responseMode;
     const exchangeSession = session;
-    const channel = new PostReply(reply.raw, () => ({ 'mcp-session-id': init ? track(exchangeSession) : exchangeSession.id }), mode, batch, STREAM_AFTER_MS, init !== undefined);
+    const channel = new PostReply(reply.raw, () => ({ 'mcp-session-id': init ? track(exchangeSession) : exchangeSession.id }), mode, batch, STREAM_AFTER_MS, slowReaders, init !== undefined);
     session.addExchange(channel, ids, init !== undefined);
     for (const frame of frames) session.relay.fromClient(frame);
   });
@@ -383,7 +384,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     noteExchange(req, undefined, { era: 'legacy', session: session.logId });
     if (req.headers['last-event-id']) log.debug({ session: session.logId }, 'client asked to resume a stream; replay is not kept, opening a fresh one');
     takeOver(reply);
-    session.attachGetStream(new SseStream(reply.raw, { 'mcp-session-id': session.id }));
+    session.attachGetStream(new SseStream(reply.raw, { 'mcp-session-id': session.id }, slowReaders));
   });
 
   app.delete(listen.path, limited, async (req, reply) => {

@@ -4,6 +4,61 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
+import type { Logger } from 'pino';
+
+/** What a response stream tolerates from a client that stops reading (listen.slowReaders). */
+export interface SlowReaderLimits {
+  maxUnreadBytes: number;
+  stallMs: number;
+  log: Logger;
+}
+
+/**
+ * Keeps a client that does not read from making the proxy buffer without bound: a message is not
+ * written on top of more than `maxUnreadBytes` still waiting for the client (one message of any
+ * size always goes), and a stream whose waiting bytes do not go down for `stallMs` is closed.
+ * Closing is the error the client can get: it ends the stream, and the relay then treats the
+ * client as gone (its calls are cancelled upstream).
+ */
+class ReaderWatch {
+  private timer: NodeJS.Timeout | undefined;
+  private lastUnread = 0;
+
+  constructor(private readonly res: ServerResponse, private readonly limits: SlowReaderLimits) {
+    res.once('close', () => clearInterval(this.timer));
+  }
+
+  /** False (and the stream closed) when the client already has too much unread. */
+  mayWrite(): boolean {
+    if (this.res.writableLength <= this.limits.maxUnreadBytes) return true;
+    this.cut(`${this.res.writableLength} bytes wait unread (listen.slowReaders.maxUnreadBytes: ${this.limits.maxUnreadBytes})`);
+    return false;
+  }
+
+  /** After a write: starts watching for progress while the client is behind. */
+  wrote(): void {
+    if (this.timer || this.res.writableLength === 0 || this.res.destroyed) return;
+    this.lastUnread = this.res.writableLength;
+    this.timer = setInterval(() => {
+      const unread = this.res.writableLength;
+      if (unread === 0 || this.res.destroyed) return this.stopWatching();
+      if (unread >= this.lastUnread) return this.cut(`the client read nothing of ${unread} waiting bytes for ${this.limits.stallMs} ms (listen.slowReaders.stallMs)`);
+      this.lastUnread = unread;
+    }, this.limits.stallMs);
+    this.timer.unref();
+  }
+
+  private stopWatching(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  private cut(why: string): void {
+    this.stopWatching();
+    this.limits.log.warn({ why }, 'client is not reading its response stream; closing it');
+    this.res.destroy();
+  }
+}
 
 /**
  * Takes the response over from fastify, keeping the headers plugins already set on the reply
@@ -34,7 +89,10 @@ function sseEvent(json: string): string {
 
 /** A server-sent events stream that starts at once (the session's GET stream). */
 export class SseStream {
-  constructor(private readonly res: ServerResponse, headers: Record<string, string>) {
+  private readonly reader: ReaderWatch;
+
+  constructor(private readonly res: ServerResponse, headers: Record<string, string>, slowReaders: SlowReaderLimits) {
+    this.reader = new ReaderWatch(res, slowReaders);
     res.writeHead(200, { ...SSE_HEADERS, ...headers });
     res.flushHeaders();
   }
@@ -44,12 +102,18 @@ export class SseStream {
   }
 
   send(json: string): void {
-    if (this.isOpen) this.res.write(sseEvent(json));
+    this.write(sseEvent(json));
   }
 
   /** An SSE comment: keeps proxies from timing the stream out and reveals a dead socket. */
   ping(): void {
-    if (this.isOpen) this.res.write(': ping\n\n');
+    this.write(': ping\n\n');
+  }
+
+  private write(text: string): void {
+    if (!this.isOpen || !this.reader.mayWrite()) return;
+    this.res.write(text);
+    this.reader.wrote();
   }
 
   end(): void {
@@ -74,6 +138,7 @@ export class PostReply {
   private done = false;
   private readonly bodies: string[] = [];
   private timer: NodeJS.Timeout | undefined;
+  private readonly reader: ReaderWatch;
 
   /**
    * `headers` is read when the headers are written. With `holdHeaders` nothing is written before
@@ -85,8 +150,10 @@ export class PostReply {
     private readonly mode: ReplyMode,
     private readonly batch: boolean,
     streamAfterMs: number,
+    slowReaders: SlowReaderLimits,
     holdHeaders = false,
   ) {
+    this.reader = new ReaderWatch(res, slowReaders);
     res.once('close', () => clearTimeout(this.timer));
     if (holdHeaders) return;
     if (mode === 'sse' || (mode === 'auto' && batch)) this.startStream();
@@ -104,7 +171,7 @@ export class PostReply {
 
   /** An SSE comment on a streaming reply: keeps proxies from timing it out, reveals a dead socket. */
   private ping(): void {
-    if (this.streaming && this.isOpen) this.res.write(': ping\n\n');
+    if (this.streaming) this.write(': ping\n\n', false);
   }
 
   /**
@@ -122,12 +189,7 @@ export class PostReply {
       if (last && !this.batch) return this.finishJson(json, status);
       this.startStream();
     }
-    if (last) {
-      this.done = true;
-      this.res.end(sseEvent(json)); // the event and the end of the stream in one write
-    } else {
-      this.res.write(sseEvent(json));
-    }
+    this.write(sseEvent(json), last); // the last event and the end of the stream in one write
   }
 
   end(): void {
@@ -160,5 +222,15 @@ export class PostReply {
     this.done = true;
     this.res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...this.headers() });
     this.res.end(body);
+    this.reader.wrote();
+  }
+
+  private write(text: string, last: boolean): void {
+    if (!this.isOpen || !this.reader.mayWrite()) return;
+    if (last) {
+      this.done = true;
+      this.res.end(text);
+    } else this.res.write(text);
+    this.reader.wrote();
   }
 }

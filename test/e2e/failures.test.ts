@@ -4,6 +4,7 @@
  * away. Each case has a defined answer, nothing hangs, and no child outlives its session.
  */
 import { spawn } from 'node:child_process';
+import { connect, type Socket } from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -225,6 +226,39 @@ describe('oversized bodies from a real client', () => {
     const streamed = await fetch(proxy.url, { method: 'POST', headers, body, duplex: 'half' } as RequestInit);
     expect(streamed.status).toBe(413);
     expect((await rawPost(proxy.url, INIT)).status).toBe(200);
+  });
+});
+
+describe('clients that stop reading', () => {
+  afterAll(stopAll);
+
+  /** A POST on a raw socket whose reader never reads a byte of the answer. */
+  function stalledPost(url: string, body: unknown, headers: Record<string, string>): Socket {
+    const u = new URL(url);
+    const socket = connect(Number(u.port), u.hostname);
+    socket.pause();
+    const payload = JSON.stringify(body);
+    const lines = Object.entries({ host: u.host, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'content-length': String(Buffer.byteLength(payload)), ...headers });
+    socket.write(`POST ${u.pathname} HTTP/1.1\r\n${lines.map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n${payload}`);
+    return socket;
+  }
+
+  it('closes a stream with more than maxUnreadBytes unread, and one whose client reads nothing for stallMs; other sessions are served', async () => {
+    const config = writeConfig('slow-readers.yaml', `upstream:\n  command: ${JSON.stringify(FAULTY)}\nlisten:\n  slowReaders: { maxUnreadBytes: 1048576, stallMs: 1000 }\n`);
+    const proxy = await startProxy(['--config', config]);
+    const sockets: Socket[] = [];
+    // Three clients that never read a call streaming 10 MB of notifications at them.
+    for (let i = 0; i < 3; i++) sockets.push(stalledPost(proxy.url, callTool(1, 'flood', { count: 80, bytes: 128 * 1024 }), await rawSession(proxy.url)));
+    // One that never reads a single 20 MB answer: nothing to refuse, but nothing read either.
+    sockets.push(stalledPost(proxy.url, callTool(1, 'flood', { count: 0, bytes: 0, resultBytes: 20 * 1024 * 1024 }), await rawSession(proxy.url)));
+    const other = await rawSession(proxy.url);
+    expect(await toolText(proxy.url, other, 2, 'echo', { text: 'unaffected' })).toBe('unaffected');
+    const warnings = () => proxy.stderr().split('\n').filter((l) => l.includes('client is not reading its response stream'));
+    await eventually(() => warnings().length >= 4, 30_000, 'four slow readers cut off');
+    expect(warnings().filter((l) => l.includes('maxUnreadBytes')).length).toBeGreaterThanOrEqual(3);
+    expect(warnings().some((l) => l.includes('read nothing'))).toBe(true);
+    expect(await toolText(proxy.url, other, 3, 'echo', { text: 'still unaffected' })).toBe('still unaffected');
+    for (const s of sockets) s.destroy();
   });
 });
 

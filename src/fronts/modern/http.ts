@@ -7,7 +7,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { MISSING_CLIENT_CAPABILITY, ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
 import { errorResponse, INVALID_REQUEST, isRequest, serialize, type Frame, type JsonRpcRequest } from '../../jsonrpc/message.js';
 import { LEGACY_VERSIONS, META, isModernMessage, modernContext } from '../../mcp/modern.js';
-import { PostReply, takeOver, type ReplyMode } from '../../downstream/streams.js';
+import { PostReply, takeOver, type ReplyMode, type SlowReaderLimits } from '../../downstream/streams.js';
 import { Cancellation, type ModernCore } from './core.js';
 import { FORWARDED_HEADER, forwardToOwner } from './forward.js';
 import { checkModernHeaders } from './headers.js';
@@ -25,7 +25,7 @@ export function isModernPost(req: FastifyRequest, frames: Frame[]): boolean {
   return frames.length === 1 && msg.method !== 'initialize' && isModernMessage(msg);
 }
 
-export function serveModernPost(core: ModernCore, req: FastifyRequest, reply: FastifyReply, frames: Frame[], batch: boolean, mode: ReplyMode, streamAfterMs: number, principal: string): FastifyReply | Promise<void> | undefined {
+export function serveModernPost(core: ModernCore, req: FastifyRequest, reply: FastifyReply, frames: Frame[], batch: boolean, mode: ReplyMode, streamAfterMs: number, principal: string, slowReaders: SlowReaderLimits): FastifyReply | Promise<void> | undefined {
   const msg = frames[0].msg;
   if (batch) return reject(reply, 400, errorResponse(null, { code: INVALID_REQUEST, message: 'Invalid Request: protocol version 2026-07-28 takes one message per POST, not a batch' }));
   if (!isRequest(msg)) {
@@ -46,7 +46,7 @@ export function serveModernPost(core: ModernCore, req: FastifyRequest, reply: Fa
   const owner = req.headers[FORWARDED_HEADER] === undefined ? core.ownerElsewhere(msg, ctx) : undefined;
   if (owner) return forwardToOwner(owner, msg.id, req, reply, core.replicaId, core.log);
   takeOver(reply);
-  const channel = new PostReply(reply.raw, () => ({}), mode, false, streamAfterMs);
+  const channel = new PostReply(reply.raw, () => ({}), mode, false, streamAfterMs, slowReaders);
   const cancellation = new Cancellation();
   let answered = false;
   channel.onClose(() => {
