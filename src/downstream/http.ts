@@ -308,7 +308,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
       return rpcError(reply, new ProxyError('NOT_ACCEPTABLE', 'Not Acceptable: accept application/json or text/event-stream'));
     }
     if (typeof req.body !== 'string') return rpcError(reply, new ProxyError('BAD_REQUEST', 'Request body is empty'));
-    const parsed = parsePayload(req.body, listen.maxBatchSize);
+    const parsed = parsePayload(req.body, { maxBatch: listen.maxBatchSize });
     if (!parsed.ok) return reply.code(400).type('application/json').send(JSON.stringify(parsed.error));
     const { batch } = parsed;
     const variantHeader = req.headers['mcp-server-variant'];

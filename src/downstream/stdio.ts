@@ -85,7 +85,7 @@ export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstr
   };
 
   const onData = lineSplitter((line) => {
-    const parsed = parsePayload(line, opts.maxBatchSize);
+    const parsed = parsePayload(line, { maxBatch: opts.maxBatchSize });
     if (!parsed.ok) {
       log.warn({ line: line.slice(0, 200) }, 'client sent an invalid message');
       return write(JSON.stringify(parsed.error));

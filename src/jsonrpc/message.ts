@@ -64,10 +64,12 @@ export type ParseOutcome = { ok: true; frames: Frame[]; batch: boolean } | { ok:
 /**
  * Parses one wire payload (a line, an HTTP body). Batches (JSON arrays, allowed by 2025-03-26)
  * yield several frames; their members lose `raw`, since only the whole payload had one text.
- * A member that is not a valid message fails the whole payload with -32600, and so does a batch
- * of more than `maxBatch` messages (from clients; upstreams are not limited here).
+ * A member that is not a valid message fails the whole payload with -32600. `client` marks a
+ * payload from a client: a batch of more than `maxBatch` messages is refused too, and so is what
+ * MCP servers drop without an answer (see clientProblem), which would otherwise leave the
+ * request waiting for its timeout.
  */
-export function parsePayload(text: string, maxBatch = Infinity): ParseOutcome {
+export function parsePayload(text: string, client?: { maxBatch: number }): ParseOutcome {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -76,16 +78,16 @@ export function parsePayload(text: string, maxBatch = Infinity): ParseOutcome {
   }
   if (Array.isArray(value)) {
     if (value.length === 0) return invalid(null, 'empty batch');
-    if (value.length > maxBatch) return invalid(null, `a batch of ${value.length} messages is more than the ${maxBatch} this proxy takes at once (listen.maxBatchSize); send them in smaller batches`);
+    if (client && value.length > client.maxBatch) return invalid(null, `a batch of ${value.length} messages is more than the ${client.maxBatch} this proxy takes at once (listen.maxBatchSize); send them in smaller batches`);
     const frames: Frame[] = [];
     for (const item of value) {
-      const problem = checkMessage(item);
+      const problem = checkMessage(item) ?? (client ? clientProblem(item as Record<string, unknown>) : undefined);
       if (problem) return invalid(idOf(item), problem);
       frames.push({ msg: item as JsonRpcMessage });
     }
     return { ok: true, frames, batch: true };
   }
-  const problem = checkMessage(value);
+  const problem = checkMessage(value) ?? (client ? clientProblem(value as Record<string, unknown>) : undefined);
   if (problem) return invalid(idOf(value), problem);
   return { ok: true, frames: [{ msg: value as JsonRpcMessage, raw: text }], batch: false };
 }
@@ -97,6 +99,20 @@ function invalid(id: JsonRpcId | null, why: string): ParseOutcome {
 function idOf(value: unknown): JsonRpcId | null {
   const id = (value as { id?: unknown } | null)?.id;
   return typeof id === 'string' || typeof id === 'number' ? id : null;
+}
+
+const MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params', 'result', 'error']);
+
+/**
+ * What JSON-RPC allows but MCP does not, and MCP servers (the official SDKs) drop without an
+ * answer: members other than jsonrpc/id/method/params/result/error, an id that is not a string
+ * or an integer, and params that are not an object. Checked on valid messages only.
+ */
+function clientProblem(m: Record<string, unknown>): string | undefined {
+  for (const key in m) if (!MEMBERS.has(key)) return `unknown member "${key.slice(0, 64)}" (MCP messages have jsonrpc, id, method, params, result or error)`;
+  if (typeof m.id === 'number' && !Number.isSafeInteger(m.id)) return '"id" must be a string or an integer';
+  if ('method' in m && 'params' in m && (typeof m.params !== 'object' || m.params === null || Array.isArray(m.params))) return '"params" must be an object (MCP takes named parameters)';
+  return undefined;
 }
 
 /** Returns why a value is not a JSON-RPC 2.0 message, or undefined when it is one. */

@@ -98,6 +98,16 @@ describe('an HTTP-front proxy in front of a faulty stdio upstream', () => {
     const invalid = await rawPost(url, { jsonrpc: '2.0', id: 5, method: 42 }, headers);
     expect(invalid.messages[0]).toMatchObject({ id: 5, error: { code: -32600 } });
     expect((await rawPost(url, { jsonrpc: '1.0', id: 6, method: 'ping' }, headers)).messages[0]).toMatchObject({ id: 6, error: { code: -32600 } });
+    // What JSON-RPC allows but MCP servers drop without an answer is refused at once, not left to time out.
+    for (const [message, why] of [
+      [{ jsonrpc: '2.0', id: 11, method: 'tools/list', extra: true }, 'unknown member "extra"'],
+      [{ jsonrpc: '2.0', id: 1.5, method: 'ping' }, 'an integer'],
+      [{ jsonrpc: '2.0', id: 12, method: 'tools/list', params: [] }, 'must be an object'],
+      [{ jsonrpc: '2.0', id: 13, method: 'ping', params: null }, 'must be an object'],
+    ] as const) {
+      const refused = await rawPost(url, message, headers);
+      expect(refused.messages[0]).toMatchObject({ id: message.id, error: { code: -32600, message: expect.stringContaining(why) } });
+    }
     const big = await rawPost(url, callTool(9, 'echo', { text: 'x'.repeat(10_000) }), headers);
     expect(big.status).toBe(413);
     expect(big.messages[0].error.message).toContain('4096 bytes');
