@@ -44,8 +44,13 @@ export function loadConfig(opts: LoadOptions = {}): Config {
         return `${file}${at ? `:${at.line}:${at.col}` : ''}: YAML syntax error: ${e.message.split('\n')[0]}`;
       }));
     }
-    const value = doc.toJS() ?? {};
-    if (typeof value !== 'object' || Array.isArray(value)) {
+    let value: Record<string, unknown>;
+    try {
+      value = doc.toJS() ?? {}; // an unknown alias, or aliases expanding too far, fail here
+    } catch (err) {
+      throw new ConfigError([`${file}: YAML error: ${(err as Error).message.split('\n')[0]}`]);
+    }
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
       throw new ConfigError([`${file}:1:1: the config file must be a YAML mapping (key: value pairs)`]);
     }
     const missing: string[] = [];

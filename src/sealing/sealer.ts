@@ -67,8 +67,10 @@ export class Sealer {
     const dot = token.indexOf('.');
     const entry = dot > 0 ? this.keys.find((k) => k.id === token.slice(0, dot)) : undefined;
     if (!entry) return undefined;
-    const body = Buffer.from(token.slice(dot + 1), 'base64url');
-    if (body.length < IV_BYTES + TAG_BYTES + 2) return undefined;
+    const text = token.slice(dot + 1);
+    const body = Buffer.from(text, 'base64url');
+    // Node's decoder skips characters outside the alphabet: only the canonical spelling of a token is that token.
+    if (body.length < IV_BYTES + TAG_BYTES + 2 || body.toString('base64url') !== text) return undefined;
     try {
       const decipher = createDecipheriv('aes-256-gcm', entry.key, body.subarray(0, IV_BYTES));
       decipher.setAAD(AAD[purpose]);
