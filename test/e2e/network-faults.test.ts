@@ -1,0 +1,92 @@
+/**
+ * Network faults between the proxy and a Streamable HTTP upstream, injected by a TCP fault
+ * proxy (test/helpers/fault-proxy.ts): connection resets mid-SSE, a clean close mid-frame,
+ * stalls, slow bytes, refused connections and an upstream restart. For each: the pending request
+ * is answered (an error, or the result), and the session goes on working or ends with a clear
+ * error; connections the faults broke are not kept.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFaultProxy, type FaultProxy } from '../helpers/fault-proxy.js';
+import { callTool, rawPost, rawSession } from '../helpers/raw.js';
+import { startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
+
+describe('network faults between the proxy and an HTTP upstream', () => {
+  let upstream: Running;
+  let faults: FaultProxy;
+  let proxy: Running;
+  let session: Record<string, string>;
+
+  beforeAll(async () => {
+    upstream = await startHttpFixture('faulty-server');
+    faults = await startFaultProxy(Number(new URL(upstream.url).port));
+    const file = join(mkdtempSync(join(tmpdir(), 'net-faults-')), 'proxy.yaml');
+    writeFileSync(file, `upstream:\n  url: ${faults.url('/mcp')}\ntimeouts:\n  requestMs: 2000\n`);
+    proxy = await startProxy(['--config', file]);
+    session = await rawSession(proxy.url);
+  }, 30_000);
+  afterAll(async () => {
+    await faults.close();
+    await stopAll();
+  });
+
+  /** A call that streams: progress events 150 ms apart, then the result. */
+  const streaming = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'slow_progress', arguments: { steps: 3, delayMs: 150 }, _meta: { progressToken: `p${id}` } } });
+  const echo = async (id: number, text: string) => (await rawPost(proxy.url, callTool(id, 'echo', { text }), session)).messages.at(-1);
+  const last = async (id: number) => (await rawPost(proxy.url, streaming(id), session)).messages.at(-1);
+
+  it('passes a streamed call through untouched when nothing goes wrong', async () => {
+    faults.set({ kind: 'pass' });
+    expect(await last(1)).toMatchObject({ id: 1, result: { content: [{ text: 'done 3' }] } });
+  });
+
+  for (const how of ['reset', 'close'] as const) {
+    it(`answers a call whose SSE stream is cut mid-frame (${how}), and the session goes on`, async () => {
+      faults.set({ kind: 'cut', afterBytes: 260, how });
+      const answer = await last(10 + (how === 'reset' ? 0 : 1));
+      faults.set({ kind: 'pass' });
+      expect(answer.id).toBe(10 + (how === 'reset' ? 0 : 1));
+      expect(answer.error ?? answer.result).toBeDefined();
+      if (answer.error) expect(answer.error.data.code).toMatch(/^UPSTREAM_/);
+      expect(await echo(20 + (how === 'reset' ? 0 : 1), 'after the cut')).toMatchObject({ result: { content: [{ text: 'after the cut' }] } });
+    });
+  }
+
+  it('times out a call whose upstream stalls, and the session works once the bytes flow again', async () => {
+    faults.set({ kind: 'stall' });
+    const answer = await last(30);
+    expect(answer).toMatchObject({ id: 30, error: { code: -32001, data: { code: 'REQUEST_TIMEOUT' } } });
+    faults.set({ kind: 'pass' });
+    expect(await echo(31, 'flowing')).toMatchObject({ result: { content: [{ text: 'flowing' }] } });
+  });
+
+  it('delivers a call intact over a connection that trickles bytes', async () => {
+    faults.set({ kind: 'slow', bytes: 16, everyMs: 5 });
+    expect(await echo(40, 'x'.repeat(500))).toMatchObject({ id: 40, result: { content: [{ text: 'x'.repeat(500) }] } });
+    faults.set({ kind: 'pass' });
+  });
+
+  it('answers at once while connections are refused, and recovers when they are taken again', async () => {
+    faults.set({ kind: 'refuse' });
+    const refused = await echo(50, 'refused');
+    expect(refused).toMatchObject({ id: 50, error: { data: { code: expect.stringMatching(/^UPSTREAM_/) } } });
+    faults.set({ kind: 'pass' });
+    expect(await echo(51, 'back')).toMatchObject({ result: { content: [{ text: 'back' }] } });
+  });
+
+  it('ends the session with a clear error when the upstream restarts without it, and a new session works', async () => {
+    const port = Number(new URL(upstream.url).port);
+    await upstream.stop('SIGKILL');
+    upstream = await startHttpFixture('faulty-server', {}, port);
+    expect(await echo(60, 'lost')).toMatchObject({ id: 60, error: { data: { code: 'UPSTREAM_SESSION_EXPIRED' } } });
+    session = await rawSession(proxy.url);
+    expect(await echo(61, 'fresh')).toMatchObject({ result: { content: [{ text: 'fresh' }] } });
+  });
+
+  it('keeps no connection the faults broke', () => {
+    // The proxy's pool keeps a few keep-alive connections; broken ones are gone.
+    expect(faults.open()).toBeLessThanOrEqual(4);
+  });
+});
