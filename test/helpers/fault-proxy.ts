@@ -91,6 +91,8 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
     url: (path) => `http://127.0.0.1:${port}${path}`,
     set(next) {
       fault = next;
+      // Refusing: connections already open go too, so the next request needs a new one.
+      if (next.kind === 'refuse') for (const p of pairs) (p.client.resetAndDestroy(), p.upstream.destroy());
       for (const p of pairs) {
         p.budget = budgetOf(next);
         p.release();
