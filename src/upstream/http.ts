@@ -185,6 +185,7 @@ export function createHttpUpstream(
     const signal = abort.signal;
     posts.add(abort);
     for (const id of ids) inFlight.set(id, abort);
+    let responded = false;
     try {
       const res = await request(spec.url, {
         method: 'POST',
@@ -193,6 +194,7 @@ export function createHttpUpstream(
         headers: headers({ 'content-type': 'application/json', accept: ACCEPT, ...traceContextOf((msg as { params?: { _meta?: Record<string, unknown> } }).params?._meta) }),
         body: serialize(frame),
       });
+      responded = true;
       const newSession = res.headers['mcp-session-id'];
       if (typeof newSession === 'string' && !sessionId) sessionId = newSession;
       if (res.statusCode === 404 && sessionId) {
@@ -231,7 +233,8 @@ export function createHttpUpstream(
     } catch (err) {
       if (signal.aborted) return;
       log.warn({ err: (err as Error).message }, 'upstream request failed');
-      answerWithError(ids, new ProxyError('UPSTREAM_UNREACHABLE', `The upstream could not be reached: ${(err as Error).message}`));
+      const what = responded ? "The upstream's response broke off before the answer" : 'The upstream could not be reached';
+      answerWithError(ids, new ProxyError('UPSTREAM_UNREACHABLE', `${what}: ${(err as Error).message}`));
     } finally {
       posts.delete(abort);
       for (const id of ids) if (inFlight.get(id) === abort) inFlight.delete(id);
