@@ -7,7 +7,7 @@
  * Tool result text blocks and JSON resources (then labelled `text/toon`, `text/csv` or
  * `text/tab-separated-values`).
  */
-import { encode } from '@toon-format/toon';
+import { encodeLines } from '@toon-format/toon';
 import { z } from 'zod';
 import type { Budget } from '../../pipeline/budget.js';
 import type { McpResult, Transformer } from '../../pipeline/types.js';
@@ -19,9 +19,11 @@ const options = z
     encoding: z.enum(['toon', 'csv', 'tsv']).default('toon').describe('toon: any document with a table in it; csv/tsv: only a document that is one table.'),
     /** Arrays shorter than this are left as JSON: for a row or two, the keys cost little. */
     minRows: z.number().int().min(2).default(3),
+    /** Longer JSON texts are left as they are: TOON's encoder costs ~50 JSON round trips. */
+    maxChars: z.number().int().positive().default(256 * 1024),
   })
   .strict()
-  .default({ encoding: 'toon', minRows: 3 });
+  .default({ encoding: 'toon', minRows: 3, maxChars: 256 * 1024 });
 
 type Options = z.infer<typeof options>;
 
@@ -43,11 +45,12 @@ export const tabular: Transformer<Options> = {
 
 /** The text in the configured encoding, or undefined when it is no JSON document with a table, or the encoding is not shorter. */
 function encodeTables(text: string, o: Options, budget?: Budget): string | undefined {
+  if (text.length > o.maxChars) return undefined;
   const data = parseJsonDocument(text);
   if (data === undefined) return undefined;
   budget?.check(text.length);
   let encoded: string | undefined;
-  if (o.encoding === 'toon') encoded = hasTable(data, o.minRows, budget) ? encode(data) : undefined;
+  if (o.encoding === 'toon') encoded = hasTable(data, o.minRows, budget) ? toon(data, budget) : undefined;
   else encoded = isTable(data, o.minRows) ? delimited(data as Array<Record<string, Json>>, o.encoding, budget) : undefined;
   if (encoded === undefined) return undefined;
   return encoded.length < JSON.stringify(data).length ? encoded : undefined;
@@ -90,6 +93,16 @@ function hasTable(value: Json, minRows: number, budget?: Budget): boolean {
     } else if (isPlainObject(v)) for (const key in v) stack.push(v[key]);
   }
   return false;
+}
+
+/** TOON, line by line, so that the time budget is checked as it is written. */
+function toon(data: Json, budget?: Budget): string {
+  const lines: string[] = [];
+  for (const line of encodeLines(data)) {
+    budget?.check(line.length + 1);
+    lines.push(line);
+  }
+  return lines.join('\n');
 }
 
 /** RFC 4180 CSV (fields quoted when they must be), or TSV with tabs, newlines and backslashes escaped. */
