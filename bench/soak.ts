@@ -74,7 +74,7 @@ async function sample(sessions: number): Promise<Sample> {
     fds: readdirSync(`/proc/${pid}/fd`).length,
     children: childPids(pid).length,
     handles: await metric(text, 'mcp_proxy_nodejs_active_handles_total'),
-    timers: await metric(text, 'mcp_proxy_nodejs_active_resources{type="Timeout"}'),
+    timers: (await metric(text, 'mcp_proxy_nodejs_active_resources{type="Timeout"}')) || 0, // absent: none
   };
 }
 
