@@ -15,14 +15,17 @@ export interface SlowReaderLimits {
 
 /**
  * Keeps a client that does not read from making the proxy buffer without bound: a message is not
- * written on top of more than `maxUnreadBytes` still waiting for the client (one message of any
- * size always goes), and a stream whose waiting bytes do not go down for `stallMs` is closed.
+ * written while more than `maxUnreadBytes` of the earlier ones still wait for the client (the
+ * latest message, of any size, does not count: a reader busy with one large answer is not
+ * behind), and a stream whose waiting bytes do not go down for `stallMs` is closed.
  * Closing is the error the client can get: it ends the stream, and the relay then treats the
  * client as gone (its calls are cancelled upstream).
  */
 class ReaderWatch {
   private timer: NodeJS.Timeout | undefined;
   private lastUnread = 0;
+  /** Bytes of the latest message written. */
+  private latest = 0;
 
   constructor(private readonly res: ServerResponse, private readonly limits: SlowReaderLimits) {
     res.once('close', () => clearInterval(this.timer));
@@ -30,13 +33,15 @@ class ReaderWatch {
 
   /** False (and the stream closed) when the client already has too much unread. */
   mayWrite(): boolean {
-    if (this.res.writableLength <= this.limits.maxUnreadBytes) return true;
-    this.cut(`${this.res.writableLength} bytes wait unread (listen.slowReaders.maxUnreadBytes: ${this.limits.maxUnreadBytes})`);
+    const behind = this.res.writableLength - this.latest;
+    if (behind <= this.limits.maxUnreadBytes) return true;
+    this.cut(`${behind} bytes of earlier messages wait unread (listen.slowReaders.maxUnreadBytes: ${this.limits.maxUnreadBytes})`);
     return false;
   }
 
-  /** After a write: starts watching for progress while the client is behind. */
-  wrote(): void {
+  /** After writing `text`: starts watching for progress while the client is behind. */
+  wrote(text: string): void {
+    this.latest = Buffer.byteLength(text);
     if (this.timer || this.res.writableLength === 0 || this.res.destroyed) return;
     this.lastUnread = this.res.writableLength;
     this.timer = setInterval(() => {
@@ -113,7 +118,7 @@ export class SseStream {
   private write(text: string): void {
     if (!this.isOpen || !this.reader.mayWrite()) return;
     this.res.write(text);
-    this.reader.wrote();
+    this.reader.wrote(text);
   }
 
   end(): void {
@@ -222,7 +227,7 @@ export class PostReply {
     this.done = true;
     this.res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...this.headers() });
     this.res.end(body);
-    this.reader.wrote();
+    this.reader.wrote(body);
   }
 
   private write(text: string, last: boolean): void {
@@ -231,6 +236,6 @@ export class PostReply {
       this.done = true;
       this.res.end(text);
     } else this.res.write(text);
-    this.reader.wrote();
+    this.reader.wrote(text);
   }
 }

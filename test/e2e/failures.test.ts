@@ -269,7 +269,20 @@ describe('clients that stop reading', () => {
     expect(warnings().some((l) => l.includes('read nothing'))).toBe(true);
     expect(await toolText(proxy.url, other, 3, 'echo', { text: 'still unaffected' })).toBe('still unaffected');
     for (const s of sockets) s.destroy();
-  });
+  }, 60_000);
+
+  it('lets a client that reads take answers larger than maxUnreadBytes, one after another', async () => {
+    const config = writeConfig('big-readers.yaml', `upstream:\n  command: ${JSON.stringify(FAULTY)}\nlisten:\n  slowReaders: { maxUnreadBytes: 1048576, stallMs: 1000 }\n`);
+    const proxy = await startProxy(['--config', config]);
+    const headers = await rawSession(proxy.url);
+    const big = (id: number) => callTool(id, 'flood', { count: 0, bytes: 0, resultBytes: 12 * 1024 * 1024 });
+    const reply = await rawPost(proxy.url, [big(1), big(2)], headers); // a batch: one SSE stream, two 12 MB events
+    expect(reply.messages.flat().map((m: { id: number; result: { content: Array<{ text: string }> } }) => [m.id, m.result.content[0].text.length])).toEqual([
+      [1, 12 * 1024 * 1024 + 'flooded 0'.length],
+      [2, 12 * 1024 * 1024 + 'flooded 0'.length],
+    ]);
+    expect(proxy.stderr()).not.toContain('client is not reading');
+  }, 60_000);
 });
 
 describe('upstream start failures', () => {
