@@ -75,7 +75,7 @@ export const listenSchema = z
     maxSessions: z.number().int().positive().default(1000).describe('Most concurrent HTTP sessions; initialize beyond it gets 503.'),
     slowReaders: z
       .object({
-        maxUnreadBytes: z.number().int().positive().default(SLOW_READERS.maxUnreadBytes).describe('Bytes a client may leave unread on one response stream; a message that would go on top of more is not sent and the stream is closed.'),
+        maxUnreadBytes: z.number().int().positive().default(SLOW_READERS.maxUnreadBytes).describe('Bytes of earlier messages a client may leave unread on one response stream (the latest message, of any size, does not count); past it the next message is not sent and the stream is closed.'),
         stallMs: z.number().int().positive().default(SLOW_READERS.stallMs).describe('A response stream whose client reads nothing of what waits for it for this long is closed.'),
       })
       .strict()
