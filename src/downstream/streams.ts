@@ -24,24 +24,23 @@ export interface SlowReaderLimits {
 class ReaderWatch {
   private timer: NodeJS.Timeout | undefined;
   private lastUnread = 0;
-  /** Bytes of the latest message written. */
+  /** Bytes of the latest message still unread when it was written. */
   private latest = 0;
 
   constructor(private readonly res: ServerResponse, private readonly limits: SlowReaderLimits) {
     res.once('close', () => clearInterval(this.timer));
   }
 
-  /** False (and the stream closed) when the client already has too much unread. */
-  mayWrite(): boolean {
+  /**
+   * Writes with `send` unless the earlier messages still leave too much unread (then the stream
+   * is closed instead), and watches for progress while the client is behind.
+   */
+  write(send: () => void): void {
     const behind = this.res.writableLength - this.latest;
-    if (behind <= this.limits.maxUnreadBytes) return true;
-    this.cut(`${behind} bytes of earlier messages wait unread (listen.slowReaders.maxUnreadBytes: ${this.limits.maxUnreadBytes})`);
-    return false;
-  }
-
-  /** After writing `text`: starts watching for progress while the client is behind. */
-  wrote(text: string): void {
-    this.latest = Buffer.byteLength(text);
+    if (behind > this.limits.maxUnreadBytes) return this.cut(`${behind} bytes of earlier messages wait unread (listen.slowReaders.maxUnreadBytes: ${this.limits.maxUnreadBytes})`);
+    const before = this.res.writableLength;
+    send();
+    this.latest = Math.max(0, this.res.writableLength - before);
     if (this.timer || this.res.writableLength === 0 || this.res.destroyed) return;
     this.lastUnread = this.res.writableLength;
     this.timer = setInterval(() => {
@@ -116,9 +115,7 @@ export class SseStream {
   }
 
   private write(text: string): void {
-    if (!this.isOpen || !this.reader.mayWrite()) return;
-    this.res.write(text);
-    this.reader.wrote(text);
+    if (this.isOpen) this.reader.write(() => this.res.write(text));
   }
 
   end(): void {
@@ -225,17 +222,16 @@ export class PostReply {
   private finishJson(body: string, status = 200): void {
     clearTimeout(this.timer);
     this.done = true;
-    this.res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...this.headers() });
-    this.res.end(body);
-    this.reader.wrote(body);
+    this.reader.write(() => this.res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...this.headers() }).end(body));
   }
 
   private write(text: string, last: boolean): void {
-    if (!this.isOpen || !this.reader.mayWrite()) return;
-    if (last) {
-      this.done = true;
-      this.res.end(text);
-    } else this.res.write(text);
-    this.reader.wrote(text);
+    if (!this.isOpen) return;
+    this.reader.write(() => {
+      if (last) {
+        this.done = true;
+        this.res.end(text);
+      } else this.res.write(text);
+    });
   }
 }
