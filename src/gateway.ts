@@ -22,7 +22,6 @@ import { Negotiation, type NegotiationSetup, type NegotiationSnapshot, type Toke
 import { SessionTokens, type SessionClaims } from './downstream/session-tokens.js';
 import { VariantCatalog } from './negotiation/variant-scope.js';
 import type { CompiledRule } from './pipeline/rules.js';
-import type { StepObserver } from './pipeline/run.js';
 import { createAuthenticator, exposureProblem } from './fronts/auth.js';
 import { maskSecrets } from './ops/mask.js';
 import { diffConfig } from './ops/reload.js';
@@ -132,7 +131,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     metrics.observeUpstream(method, outcome, seconds);
     tracing?.record(`upstream ${method}`, traceparent ? { traceparent } : undefined, performance.now() - seconds * 1000, seconds, { 'mcp.method': method, 'mcp.outcome': outcome }, outcome !== 'ok');
   };
-  const observeStep: StepObserver = (transformer, seconds, failed, traceparent) => {
+  const observeStep: NonNullable<NegotiationSetup['observeStep']> = (transformer, seconds, failed, traceparent) => {
     metrics.observeTransformer(transformer, seconds, failed);
     tracing?.record(`transform ${transformer}`, traceparent ? { traceparent } : undefined, performance.now() - seconds * 1000, seconds, { 'mcp.transformer': transformer }, failed);
   };
@@ -173,7 +172,8 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       initializeTimeoutMs: config.timeouts.initializeMs,
       shaper,
       counters,
-      observe: observeUpstream,
+      // Shared sessions go through the pool's client, which observes the upstream itself.
+      observe: shared ? undefined : observeUpstream,
       log: sessionLog,
     });
   const openSession = (sink: ClientSink, sessionLog: Logger) => {
@@ -277,9 +277,10 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       rules = nextRules;
       variants = new VariantCatalog(next.serverVariants);
       Object.assign(modernNegotiation, { rules, variants, limits: next.contentNegotiation.limits });
-      modern?.core.setCache(next.modern.cache as ModernCoreOptions['cache']);
+      // A modern section that changed beyond its cache needs a restart: nothing of it applies now.
+      if (changes.live.includes('modern.cache')) modern?.core.setCache(next.modern.cache as ModernCoreOptions['cache']);
       log.level = next.logLevel;
-      if (JSON.stringify(next.contentNegotiation.tokens) !== JSON.stringify(running.contentNegotiation.tokens)) {
+      if (changes.live.includes('contentNegotiation') && JSON.stringify(next.contentNegotiation.tokens) !== JSON.stringify(running.contentNegotiation.tokens)) {
         meterTokens(next.contentNegotiation.tokens).catch((err: Error) => log.error({ err: err.message }, 'token counting could not start'));
       }
       // What needs a restart is not in effect: it stays as it was, and is reported again next time.

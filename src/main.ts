@@ -35,7 +35,7 @@ async function main(): Promise<number> {
     {
       name: 'mcp-negotiate-proxy',
       level: config.logLevel,
-      redact: { paths: ['headers.authorization', '*.headers.authorization', 'headers.cookie', 'headers["x-api-key"]'], censor: '[redacted]' },
+      redact: { paths: ['headers.authorization', '*.headers.authorization', 'headers.cookie', `headers["${config.auth.apiKeyHeader.toLowerCase()}"]`], censor: '[redacted]' },
     },
     config.logFormat === 'pretty' ? pretty({ destination: 2, colorize: process.stderr.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,name' }) : pino.destination({ fd: 2, sync: false }),
   );

@@ -46,8 +46,10 @@ export function hostGuard(allowed: string[] | undefined): (host: string | undefi
 
 /** A Host header as RFC 9110 allows it: a name or IP literal and an optional port, no userinfo or quotes. */
 export function validHost(host: string): boolean {
-  return /^(?:[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/.test(host);
+  return VALID_HOST.test(host);
 }
+
+const VALID_HOST = /^(?:[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 
 /** "example.com:8080" → "example.com", "[::1]:8080" → "[::1]". */
 function hostnameOf(host: string): string {

@@ -80,9 +80,11 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
   const listedHostOk = hostGuard(listen.allowedHosts);
   // Other replicas reach this one by its own address (forwarded retries); known once listening.
   const hostOk = (host: string | undefined) => listedHostOk(host) || (host !== undefined && validHost(host) && host.toLowerCase() === selfHost());
+  let self: { url?: string; host?: string } = {};
   const selfHost = () => {
     const url = opts.replicaUrl?.();
-    return url ? new URL(url).host.toLowerCase() : undefined;
+    if (url !== self.url) self = { url, host: url ? new URL(url).host.toLowerCase() : undefined };
+    return self.host;
   };
   const slowReaders = { ...listen.slowReaders, log };
   const app = Fastify({ bodyLimit: listen.maxBodyBytes, forceCloseConnections: true, logger: false, trustProxy: listen.trustProxy });

@@ -31,8 +31,8 @@ export interface NegotiationSetup {
   unshapedNotices?: Set<string>;
   /** Counters for /metrics. */
   counters?: Metrics['counters'];
-  /** Transformer durations and failures, for /metrics. */
-  observeStep?: StepObserver;
+  /** Transformer durations and failures, for /metrics and traces (with the request's traceparent). */
+  observeStep?: (transformer: string, seconds: number, failed: boolean, traceparent?: string) => void;
   /** Token counts of negotiated results, for /metrics (before, and after when it changed). */
   observeTokens?: TokenObserver;
   /** Output schemas by tool name, shared by modern requests (a session keeps its own). */
@@ -173,8 +173,10 @@ export class Negotiation {
     const negotiating = this.declared && !this.upstreamNative && !this.features.isEmpty;
     if (!negotiating && variant === undefined) return viewed;
     const features = negotiating ? this.features : FeatureSet.EMPTY;
-    const ctx = { method, name, features, variant, era: 'legacy' as const, outputSchema: name ? this.outputSchemas.get(name) : undefined, traceparent, log: this.setup.log };
-    return runPipeline(this.setup.rules, current, ctx, this.setup.limits, this.setup.observeStep).then((o) => {
+    const ctx = { method, name, features, variant, era: 'legacy' as const, outputSchema: name ? this.outputSchemas.get(name) : undefined, log: this.setup.log };
+    const observeStep = this.setup.observeStep;
+    const observe: StepObserver | undefined = observeStep && ((transformer, seconds, failed) => observeStep(transformer, seconds, failed, traceparent));
+    return runPipeline(this.setup.rules, current, ctx, this.setup.limits, observe).then((o) => {
       if (o.applied.length) this.setup.log.debug({ method, name, variant, applied: o.applied }, 'result shaped');
       if (o.skipped) this.noteUnshaped(o.skipped, method, name);
       const shaped = o.result ?? viewed;

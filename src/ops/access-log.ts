@@ -40,6 +40,7 @@ export function registerAccessLog(app: FastifyInstance, path: string, log: Logge
       const seconds = (performance.now() - started) / 1000;
       observe?.(rpc ?? (req.method === 'GET' ? 'GET stream' : req.method === 'DELETE' ? 'DELETE' : undefined), era, reply.raw.statusCode, seconds);
       req.span?.end(`mcp ${rpc ?? req.method}`, { 'mcp.method': rpc ?? '', 'mcp.era': era ?? '', ...(name ? { 'mcp.name': name } : {}), 'http.response.status_code': reply.raw.statusCode }, reply.raw.statusCode >= 500);
+      if (!log.isLevelEnabled('info')) return;
       log.info(
         {
           http: req.method,

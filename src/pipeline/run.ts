@@ -36,7 +36,7 @@ export interface PipelineOutcome {
 }
 
 /** Called after each transformer step (for /metrics). */
-export type StepObserver = (transformer: string, seconds: number, failed: boolean, traceparent?: string) => void;
+export type StepObserver = (transformer: string, seconds: number, failed: boolean) => void;
 
 export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx: TransformContext, limits?: PipelineLimits, observe?: StepObserver): Promise<PipelineOutcome> {
   const matching = rules.filter((rule) => ruleMatches(rule, ctx.method, ctx.name, ctx.features, ctx.variant));
@@ -51,22 +51,24 @@ export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx:
     for (const step of rule.steps) {
       const label = `${rule.label} › ${step.name}`;
       const started = observe ? performance.now() : 0;
+      let next: McpResult | undefined;
       try {
         budget?.checkNow();
-        const next = await step.fn(current, stepCtx);
-        observe?.(step.name, (performance.now() - started) / 1000, false, ctx.traceparent);
-        if (next !== undefined && next !== current) {
-          current = next;
-          applied.push(label);
-        }
+        next = await step.fn(current, stepCtx);
       } catch (err) {
-        observe?.(step.name, (performance.now() - started) / 1000, !(err instanceof BudgetExceeded), ctx.traceparent);
+        observe?.(step.name, (performance.now() - started) / 1000, !(err instanceof BudgetExceeded));
         if (err instanceof BudgetExceeded) return { result: undefined, applied: [], failures, skipped: 'budget' };
         if (rule.onError === 'fail') {
           throw new ProxyError('TRANSFORM_FAILED', `Transformer ${label} failed: ${(err as Error)?.message ?? String(err)}`, { step: label });
         }
         failures++;
         ctx.log.warn({ step: label, method: ctx.method, name: ctx.name, err: (err as Error)?.message }, 'transformer failed; result passed on unchanged');
+        continue;
+      }
+      observe?.(step.name, (performance.now() - started) / 1000, false);
+      if (next !== undefined && next !== current) {
+        current = next;
+        applied.push(label);
       }
     }
   }

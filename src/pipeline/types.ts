@@ -24,8 +24,6 @@ export interface TransformContext {
   outputSchema?: Record<string, unknown>;
   /** Time left for this result: loops over its text call `budget.check()` (see budget.ts). */
   budget?: Budget;
-  /** The W3C traceparent of the request the result answers, when it is traced. */
-  traceparent?: string;
   log: Logger;
 }
 

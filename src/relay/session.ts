@@ -104,7 +104,7 @@ export class RelaySession {
       const progressToken = (params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
       const timer = setTimeout(() => this.timeout(msg.id), this.limitFor(msg.method));
       const name = typeof params?.name === 'string' ? params.name : typeof params?.uri === 'string' ? params.uri : undefined;
-      const traceparent = traceContextOf(params?._meta as Record<string, unknown> | undefined)?.traceparent;
+      const traceparent = this.opts.observe ? traceContextOf(params?._meta as Record<string, unknown> | undefined)?.traceparent : undefined;
       this.pending.set(msg.id, { method: msg.method, name, scope: check?.scope, timer, progressToken, started: performance.now(), traceparent });
       if (progressToken !== undefined) this.progressOwners.set(progressToken, msg.id);
       if (msg.method === 'initialize') this.opts.shaper?.onInitialize(params);
