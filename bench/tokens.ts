@@ -10,7 +10,7 @@ import pino from 'pino';
 import { Negotiation } from '../src/negotiation/session.js';
 import { VariantCatalog } from '../src/negotiation/variant-scope.js';
 import { serverVariantsSchema } from '../src/negotiation/variants.js';
-import { loadTokenizer, TokenMeter } from '../src/ops/tokens.js';
+import { countTokensOf, loadTokenizer } from '../src/ops/tokens.js';
 import { DEFAULT_RULES } from '../src/pipeline/defaults.js';
 import { builtinTransformers } from '../src/pipeline/registry.js';
 import { compileRules, type RuleConfig } from '../src/pipeline/rules.js';
@@ -59,7 +59,7 @@ for (const [tags, what, config] of CASES) {
       sessions.set(r.server, n);
     }
     const shaped = await n.shape(r.method, r.name, r.result);
-    const tokens = TokenMeter.countPair(count, r.method, r.result, shaped);
+    const tokens = countTokensOf(count, r.method, r.result, shaped)!;
     all += tokens.in;
     if (shaped === undefined || tokens.in === tokens.out) continue;
     changed++;

@@ -67,7 +67,27 @@ Examples:
   mcp-negotiate-proxy --stdio --upstream "node my-server.js"
 `;
 
-const FLAGS = ['--upstream', '--stdio', '--host', '--port', '--config', '--env', '--allow-unauthenticated', '--fail-fast', '--request-timeout', '--log-level', '--log-format', '--features', '--method', '--name', '--input', '--help', '--version'];
+const OPTIONS = {
+  upstream: { type: 'string' },
+  stdio: { type: 'boolean' },
+  'allow-unauthenticated': { type: 'boolean' },
+  'fail-fast': { type: 'boolean' },
+  host: { type: 'string' },
+  port: { type: 'string' },
+  config: { type: 'string' },
+  env: { type: 'string', multiple: true },
+  'request-timeout': { type: 'string' },
+  'log-level': { type: 'string' },
+  'log-format': { type: 'string' },
+  features: { type: 'string' },
+  method: { type: 'string' },
+  name: { type: 'string' },
+  input: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
+} as const;
+
+const FLAGS = Object.keys(OPTIONS).map((name) => `--${name}`);
 
 export type CliCommand = 'serve' | 'validate' | 'schema' | 'explain' | 'hash-token' | 'help' | 'version';
 
@@ -91,25 +111,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
     parsed = parseArgs({
       args: argv,
       allowPositionals: true,
-      options: {
-        upstream: { type: 'string' },
-        stdio: { type: 'boolean' },
-        'allow-unauthenticated': { type: 'boolean' },
-        'fail-fast': { type: 'boolean' },
-        host: { type: 'string' },
-        port: { type: 'string' },
-        config: { type: 'string' },
-        env: { type: 'string', multiple: true },
-        'request-timeout': { type: 'string' },
-        'log-level': { type: 'string' },
-        'log-format': { type: 'string' },
-        features: { type: 'string' },
-        method: { type: 'string' },
-        name: { type: 'string' },
-        input: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-        version: { type: 'boolean', short: 'v' },
-      },
+      options: OPTIONS,
     });
   } catch (err) {
     const unknown = /Unknown option '([^']+)'/.exec((err as Error).message)?.[1];

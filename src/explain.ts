@@ -10,7 +10,7 @@ import { parseFeatures } from './pipeline/features.js';
 import { ruleMatches, runPipeline } from './pipeline/run.js';
 import type { CompiledRule } from './pipeline/rules.js';
 import type { McpResult } from './pipeline/types.js';
-import { loadTokenizer, TokenMeter } from './ops/tokens.js';
+import { countTokensOf, loadTokenizer } from './ops/tokens.js';
 
 export interface ExplainRequest {
   features: string[];
@@ -72,7 +72,7 @@ export async function explain(rules: CompiledRule[], req: ExplainRequest): Promi
   lines.push('', `input (${req.input ?? 'built-in sample'}):`, JSON.stringify(input, null, 2), '');
   lines.push(outcome.applied.length ? `applied: ${outcome.applied.join(', ')}` : 'applied: nothing (the client gets the upstream result unchanged)');
   lines.push('', 'output:', JSON.stringify(outcome.result ?? input, null, 2));
-  const tokens = TokenMeter.countPair(await loadTokenizer(), req.method, input, outcome.result);
+  const tokens = countTokensOf(await loadTokenizer(), req.method, input, outcome.result)!;
   const change = tokens.in === 0 ? '' : ` (${tokens.out <= tokens.in ? '−' : '+'}${Math.abs(Math.round((100 * (tokens.in - tokens.out)) / tokens.in))} %)`;
   lines.push('', `tokens a model reads (o200k_base): ${tokens.in} in → ${tokens.out} out${change}`);
   return lines.join('\n');

@@ -122,7 +122,6 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   };
 
   const authenticator = createAuthenticator(config.auth);
-  let rules = deps.rules ?? [];
   let running = config;
   const metrics = new Metrics({ sessions: () => http?.sessionCount() ?? (stdio ? 1 : 0), upstreamProcesses: () => children.size });
   const counters = metrics.counters;
@@ -143,7 +142,6 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     tokenMeter = new TokenMeter(count, settings.maxChars, (c) => metrics.observeTokens(c), () => metrics.tokensNotCounted());
   };
   const observeTokens: TokenObserver = (method, name, before, after) => tokenMeter?.observe(method, name, before, after);
-  let variants = new VariantCatalog(config.serverVariants);
   const unshapedNotices = new Set<string>();
   const sharing = config.upstream.sessions === 'shared' && spec.kind === 'stdio';
   let modern: { core: ModernCore; hub: ListenHub } | undefined;
@@ -152,10 +150,13 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     ? createPool(config, spec.kind === 'stdio', (events, poolLog) => connect(events, poolLog), log, (n) => (modern?.hub.publish(n), shared?.publish(n)), observeUpstream)
     : undefined;
   /** What modern requests negotiate with: one object, updated in place by a reload. */
-  const modernNegotiation: NegotiationSetup = { rules, variants, limits: config.contentNegotiation.limits, unshapedNotices, counters, observeStep, observeTokens, outputSchemas: new Map(), log: log.child({ era: 'modern' }) };
+  /** What negotiation runs with now; a reload replaces rules, variants and limits. */
+  const current = { rules: deps.rules ?? [], variants: new VariantCatalog(config.serverVariants), limits: config.contentNegotiation.limits, unshapedNotices, counters, observeStep, observeTokens };
+  const modernNegotiation: NegotiationSetup = { ...current, outputSchemas: new Map(), log: log.child({ era: 'modern' }) };
   if (pool && config.modern.enabled) modern = createModernCore(config, pool, modernNegotiation, { sealer, replicaId, replicaUrl: () => replicaUrl });
   if (pool && sharing) shared = new SharedSessions(pool, config.timeouts.requestMs);
-  const negotiationSetup = (sessionLog: Logger) => ({ rules, variants, limits: running.contentNegotiation.limits, unshapedNotices, counters, observeStep, observeTokens, log: sessionLog });
+  /** A legacy session keeps what was current when it started. */
+  const negotiationSetup = (sessionLog: Logger): NegotiationSetup => ({ ...current, log: sessionLog });
   /** Stdio processes held by legacy sessions, capped by upstream.maxProcesses. */
   let sessionProcesses = 0;
   const connectSession = (events: UpstreamEvents, sessionLog: Logger, resume?: ResumedSession): UpstreamConnection => {
@@ -274,9 +275,9 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     },
     reload(next, nextRules) {
       const changes = diffConfig(running, next);
-      rules = nextRules;
-      variants = new VariantCatalog(next.serverVariants);
-      Object.assign(modernNegotiation, { rules, variants, limits: next.contentNegotiation.limits });
+      const live = { rules: nextRules, variants: new VariantCatalog(next.serverVariants), limits: next.contentNegotiation.limits };
+      Object.assign(current, live);
+      Object.assign(modernNegotiation, live);
       // A modern section that changed beyond its cache needs a restart: nothing of it applies now.
       if (changes.live.includes('modern.cache')) modern?.core.setCache(next.modern.cache as ModernCoreOptions['cache']);
       log.level = next.logLevel;

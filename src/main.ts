@@ -8,7 +8,7 @@ import { PROXY_VERSION } from './version.js';
 import pino from 'pino';
 import pretty from 'pino-pretty';
 import { HELP, parseCli, UsageError } from './cli.js';
-import { ConfigError, loadConfig, locateProblems } from './config/load.js';
+import { ConfigError, loadConfig } from './config/load.js';
 import { configJsonSchema, negotiationSchema, type Config } from './config/schema.js';
 import { explain } from './explain.js';
 import { hashToken } from './fronts/auth.js';
@@ -26,9 +26,7 @@ async function main(): Promise<number> {
 
   if (request.command === 'validate') return validate(request.configFile, request.overrides);
   const config = loadConfig({ file: request.configFile, overrides: request.overrides });
-  const rules = await loadRules(config.contentNegotiation, request.configFile).catch((err: unknown) => {
-    throw err instanceof RuleError && request.configFile ? new RuleError(locateProblems(request.configFile, err.problems)) : err;
-  });
+  const rules = await loadRules(config.contentNegotiation, request.configFile);
   if (request.command === 'explain') return print(await explain(rules, request.explain!));
 
   const log = pino(
@@ -64,7 +62,7 @@ async function main(): Promise<number> {
       log.info({ why, applied: live, rules: nextRules.length }, live.length ? 'config reloaded: new sessions and modern requests use it; open legacy sessions keep what they negotiated' : 'config reloaded: nothing that applies live changed');
       if (restart.length) log.warn({ sections: restart }, 'config changes that take effect only after a restart');
     } catch (err) {
-      const problems = err instanceof RuleError && request.configFile ? locateProblems(request.configFile, err.problems) : err instanceof ConfigError || err instanceof RuleError ? err.problems : [(err as Error).message];
+      const problems = err instanceof ConfigError || err instanceof RuleError ? err.problems : [(err as Error).message];
       log.error({ why, problems }, 'config reload refused; the running config stays');
     }
   };
@@ -103,7 +101,7 @@ async function validate(file: string | undefined, overrides: Record<string, unkn
       rules = (await loadRules(negotiation, file)).length;
     } catch (err) {
       if (!(err instanceof RuleError)) throw err;
-      problems.push(...(file ? locateProblems(file, err.problems) : err.problems));
+      problems.push(...err.problems);
     }
   }
   if (problems.length) throw new ConfigError(problems);

@@ -136,7 +136,7 @@ const TOKEN_COUNTING = { count: false, maxChars: 256 * 1024 };
 
 export const tokenCountingSchema = z
   .object({
-    count: z.boolean().default(false).describe('Count the tokens of negotiated results, in (from the upstream) and out (to the client), per method and tool in /metrics (o200k_base; loads ~70 MB and costs ~0.1 ms per KB, after the answer is sent).'),
+    count: z.boolean().default(TOKEN_COUNTING.count).describe('Count the tokens of negotiated results, in (from the upstream) and out (to the client), per method and tool in /metrics (o200k_base; loads ~70 MB and costs ~0.1 ms per KB, after the answer is sent).'),
     maxChars: z.number().int().positive().default(TOKEN_COUNTING.maxChars).describe('Results with more text than this are not counted (counted as skipped).'),
   })
   .strict()
@@ -260,17 +260,23 @@ export const tracingSchema = z
   .strict()
   .describe('OpenTelemetry spans for each request, its upstream call and each transformer step.');
 
+/** A section that may be left out: then every one of its fields takes its own default. */
+function withDefaults<T extends z.ZodObject>(schema: T) {
+  const defaults: z.output<T> = schema.parse({});
+  return schema.default(defaults as never); // zod cannot check a generic default; parse({}) is one by construction
+}
+
 export const configSchema = z
   .object({
-    upstream: upstreamSchema.default({ args: [], env: {}, inheritEnv: false, sessions: 'isolated', maxProcesses: 16, headers: {} }),
-    listen: listenSchema.default({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4 * 1024 * 1024, maxBatchSize: 100, responseMode: 'auto', maxSessions: 1000, slowReaders: SLOW_READERS, perClient: CLIENT_LIMITS, trustProxy: false }),
-    timeouts: timeoutsSchema.default({ requestMs: 60_000, initializeMs: 120_000, sessionIdleMs: 10 * 60_000, sessionMaxAgeMs: 24 * 60 * 60_000, shutdownGraceMs: 2_000 }),
-    contentNegotiation: negotiationSchema.default({ enabled: true, useDefaultRules: true, rules: [], plugins: [], limits: SHAPING_LIMITS, tokens: TOKEN_COUNTING }),
+    upstream: withDefaults(upstreamSchema),
+    listen: withDefaults(listenSchema),
+    timeouts: withDefaults(timeoutsSchema),
+    contentNegotiation: withDefaults(negotiationSchema),
     modern: modernSchema.default(MODERN_DEFAULTS),
-    replicas: replicasSchema.default({ previousSecrets: [] }),
-    tracing: tracingSchema.default({ serviceName: 'mcp-negotiate-proxy' }),
-    auth: authSchema.default({ tokens: [], apiKeyHeader: 'x-api-key', authorizationServers: [], allowUnauthenticated: false }),
-    serverVariants: serverVariantsSchema.default({ variants: [], maxAdvertised: 5, mergeUpstream: true }).describe('Server variants (SEP-2053): ranked views of the upstream.'),
+    replicas: withDefaults(replicasSchema),
+    tracing: withDefaults(tracingSchema),
+    auth: withDefaults(authSchema),
+    serverVariants: withDefaults(serverVariantsSchema).describe('Server variants (SEP-2053): ranked views of the upstream.'),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level (logs always go to stderr).'),
     logFormat: z.enum(['json', 'pretty']).default('json').describe('json: one JSON object per line (for log collectors); pretty: coloured lines for humans.'),
   })

@@ -38,7 +38,7 @@ export function createAuthenticator(config: AuthConfig): Authenticator {
     async authenticate(headers) {
       const presented = credentialOf(headers, apiKeyHeader);
       if (!presented) return { status: 401, error: 'invalid_request', description: 'Authentication required: send Authorization: Bearer <token>' };
-      const digest = createHash('sha256').update(presented, 'utf8').digest();
+      const digest = Buffer.from(hashToken(presented), 'hex');
       // Every entry is compared, so the time taken does not say which one matched.
       let match: string | undefined;
       for (const s of statics) if (timingSafeEqual(s.hash, digest) && match === undefined) match = s.name;

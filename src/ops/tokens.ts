@@ -34,6 +34,15 @@ export function readableText(method: string, result: McpResult): string {
   return parts.join('\n');
 }
 
+/** Tokens of a result as the upstream sent it and as the client got it (`after` undefined: unchanged); undefined when either text is over `maxChars`. */
+export function countTokensOf(count: CountTokens, method: string, before: McpResult, after: McpResult | undefined, maxChars = Infinity): { in: number; out: number } | undefined {
+  const textIn = readableText(method, before);
+  const textOut = after === undefined ? textIn : readableText(method, after);
+  if (textIn.length > maxChars || textOut.length > maxChars) return undefined;
+  const tokensIn = count(textIn);
+  return { in: tokensIn, out: textOut === textIn ? tokensIn : count(textOut) };
+}
+
 /** Counts of one result: what the upstream sent and what the client got. */
 export interface TokenCount {
   method: string;
@@ -58,18 +67,10 @@ export class TokenMeter {
   /** Counts `before` and `after` (undefined: unchanged) once the current work is done. */
   observe(method: string, name: string | undefined, before: McpResult, after: McpResult | undefined): void {
     setImmediate(() => {
-      const textIn = readableText(method, before);
-      const textOut = after === undefined ? textIn : readableText(method, after);
-      if (textIn.length > this.maxChars || textOut.length > this.maxChars) return this.skipped();
-      const tokensIn = this.count(textIn);
-      this.record({ method, tool: this.toolLabel(method, before.isError === true ? undefined : name), in: tokensIn, out: textOut === textIn ? tokensIn : this.count(textOut) });
+      const counted = countTokensOf(this.count, method, before, after, this.maxChars);
+      if (!counted) return this.skipped();
+      this.record({ method, tool: this.toolLabel(method, before.isError === true ? undefined : name), ...counted });
     });
-  }
-
-  /** Token counts for `explain`: in, out. */
-  static countPair(count: CountTokens, method: string, before: McpResult, after: McpResult | undefined): { in: number; out: number } {
-    const tokensIn = count(readableText(method, before));
-    return { in: tokensIn, out: after === undefined ? tokensIn : count(readableText(method, after)) };
   }
 
   /** The tool's name for a result it produced (an error may answer a name the client made up). */

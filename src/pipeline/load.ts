@@ -8,6 +8,7 @@ import { DEFAULT_RULES } from './defaults.js';
 import { builtinTransformers } from './registry.js';
 import { compileRules, RuleError, type CompiledRule, type RuleConfig } from './rules.js';
 import type { Transformer } from './types.js';
+import { locateProblems } from '../config/load.js';
 
 /** The `contentNegotiation` section of the config, as far as rules are concerned. */
 export interface RuleSetConfig {
@@ -41,7 +42,7 @@ export async function loadRules(config: RuleSetConfig, configFile?: string): Pro
     if (!(err instanceof RuleError)) throw err;
     problems.push(...err.problems);
   }
-  throw new RuleError(problems);
+  throw new RuleError(configFile ? locateProblems(configFile, problems) : problems);
 }
 
 async function importPlugin(file: string, at: string): Promise<Transformer<any>[]> {

@@ -10,7 +10,7 @@
 import { encodeLines } from '@toon-format/toon';
 import { z } from 'zod';
 import type { Budget } from '../../pipeline/budget.js';
-import type { McpResult, Transformer } from '../../pipeline/types.js';
+import type { Transformer } from '../../pipeline/types.js';
 import { isPlainObject, parseJsonDocument, type Json } from '../_shared/json.js';
 import { mapTexts } from '../_shared/texts.js';
 
@@ -36,9 +36,8 @@ export const tabular: Transformer<Options> = {
   create(o) {
     const encodeText = (budget?: Budget) => (text: string) => encodeTables(text, o, budget) ?? text;
     return function tabularFn(result, ctx) {
-      if (ctx.method === 'resources/read') return encodeResources(result, o, ctx.budget);
-      if (ctx.method !== 'tools/call') return undefined;
-      return mapTexts(result, ctx.method, encodeText(ctx.budget), { mimeTypes: [] });
+      if (ctx.method !== 'tools/call' && ctx.method !== 'resources/read') return undefined;
+      return mapTexts(result, ctx.method, encodeText(ctx.budget), { mimeTypes: ['application/json'], rename: { from: 'application/json', to: MIME[o.encoding] } });
     };
   },
 };
@@ -54,19 +53,6 @@ function encodeTables(text: string, o: Options, budget?: Budget): string | undef
   else encoded = isTable(data, o.minRows) ? delimited(data as Array<Record<string, Json>>, o.encoding, budget) : undefined;
   if (encoded === undefined) return undefined;
   return encoded.length < JSON.stringify(data).length ? encoded : undefined;
-}
-
-function encodeResources(result: McpResult, o: Options, budget?: Budget): McpResult | undefined {
-  if (!Array.isArray(result.contents)) return undefined;
-  let changed = false;
-  const contents = result.contents.map((c: Record<string, unknown>) => {
-    if (typeof c?.text !== 'string' || c.mimeType !== 'application/json') return c;
-    const text = encodeTables(c.text, o, budget);
-    if (text === undefined) return c;
-    changed = true;
-    return { ...c, mimeType: MIME[o.encoding], text };
-  });
-  return changed ? { ...result, contents } : undefined;
 }
 
 /** An array of at least `minRows` objects with the same keys and only primitive values. */
@@ -118,15 +104,13 @@ function delimited(rows: Array<Record<string, Json>>, encoding: 'csv' | 'tsv', b
 }
 
 function csvField(text: string): string {
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    if (c === ',' || c === '"' || c === '\n' || c === '\r') return `"${text.split('"').join('""')}"`;
-  }
-  return text;
+  return CSV_QUOTE.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 
 function tsvField(text: string): string {
-  let out = '';
-  for (const c of text) out += c === '\\' ? '\\\\' : c === '\t' ? '\\t' : c === '\n' ? '\\n' : c === '\r' ? '\\r' : c;
-  return out;
+  return text.replace(TSV_ESCAPE, (c) => TSV_ESCAPES[c]);
 }
+
+const CSV_QUOTE = /[",\n\r]/;
+const TSV_ESCAPE = /[\\\t\n\r]/g;
+const TSV_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
