@@ -18,7 +18,7 @@ import { loadConfig } from '../src/config/load.js';
 import { createGateway } from '../src/gateway.js';
 import { Sealer } from '../src/sealing/sealer.js';
 import { SessionTokens } from '../src/downstream/session-tokens.js';
-import { CLK_TCK, cpuTimes, rssKb, startLeanHttp, startProxy, stopAll } from './lib/procs.js';
+import { CLK_TCK, cpuTimesOf, startLeanHttp, startProxy, stopAll } from './lib/procs.js';
 
 const SEAL_N = Number(process.env.BENCH_SEAL_N ?? 100_000);
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 400);
@@ -87,10 +87,10 @@ async function memory(upstream: string): Promise<void> {
 }
 
 /** Calls per second with `urls` taking turns; the processes' CPU ms per call. */
-async function throughput(urls: string[], pids: number[], direct = false): Promise<{ rps: number; cpuMs: number }> {
+async function throughput(urls: string[], pids: number[]): Promise<{ rps: number; cpuMs: number }> {
   const sessions = await Promise.all(Array.from({ length: CONCURRENCY }, () => openSession(urls[0])));
   const call = (i: number) => ({ jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name: 'echo', arguments: { text: `call ${i}` } } });
-  const cpu0 = pids.map(cpuTimes);
+  const cpu0 = cpuTimesOf(pids);
   const t0 = performance.now();
   let next = 0;
   await Promise.all(sessions.map(async (headers) => {
@@ -100,8 +100,8 @@ async function throughput(urls: string[], pids: number[], direct = false): Promi
     }
   }));
   const seconds = (performance.now() - t0) / 1000;
-  const ticks = pids.map(cpuTimes).reduce((sum, [u, s], k) => sum + u + s - cpu0[k][0] - cpu0[k][1], 0);
-  if (direct) return { rps: CALLS / seconds, cpuMs: 0 };
+  const cpu1 = cpuTimesOf(pids);
+  const ticks = cpu1[0] + cpu1[1] - cpu0[0] - cpu0[1];
   return { rps: CALLS / seconds, cpuMs: (ticks * 1000) / CLK_TCK / CALLS };
 }
 
@@ -111,7 +111,7 @@ async function main(): Promise<void> {
   await memory(lean.url);
   const [a, b] = [await startProxy(lean.url, undefined, SECRET), await startProxy(lean.url, undefined, SECRET)];
   for (let round = 0; round < 2; round++) {
-    const direct = await throughput([lean.url], [], true);
+    const direct = await throughput([lean.url], []);
     const one = await throughput([a.url], [a.pid]);
     const two = await throughput([a.url, b.url], [a.pid, b.pid]);
     console.log(

@@ -50,7 +50,7 @@ async function modernCall(n: number): Promise<void> {
   if (!res.body.includes(`m${n}`)) throw new Error(`modern call: HTTP ${res.status} ${res.body.slice(0, 200)}`);
 }
 
-async function metric(text: string, name: string): Promise<number> {
+function metric(text: string, name: string): number {
   return Number(new RegExp(`^${name.replace(/[{}]/g, '\\$&')} ([\\d.e+]+)`, 'm').exec(text)?.[1] ?? NaN);
 }
 
@@ -70,11 +70,11 @@ async function sample(sessions: number): Promise<Sample> {
   return {
     sessions,
     rssMb: rssKb(pid) / 1024,
-    heapMb: (await metric(text, 'mcp_proxy_nodejs_heap_size_used_bytes')) / 2 ** 20,
+    heapMb: metric(text, 'mcp_proxy_nodejs_heap_size_used_bytes') / 2 ** 20,
     fds: readdirSync(`/proc/${pid}/fd`).length,
     children: childPids(pid).length,
-    handles: await metric(text, 'mcp_proxy_nodejs_active_handles_total'),
-    timers: (await metric(text, 'mcp_proxy_nodejs_active_resources{type="Timeout"}')) || 0, // absent: none
+    handles: metric(text, 'mcp_proxy_nodejs_active_handles_total'),
+    timers: metric(text, 'mcp_proxy_nodejs_active_resources{type="Timeout"}') || 0, // absent: none
   };
 }
 

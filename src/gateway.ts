@@ -112,7 +112,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       },
       onClose(err) {
         if (err.code === 'UPSTREAM_START_FAILED') readiness.note(false, err.message);
-        else if (err.code === 'UPSTREAM_CLOSED') health.lastExit = err.message;
+        else if (err.code === 'UPSTREAM_CLOSED') health.lastExit = maskSecrets(err.message);
         events.onClose(err);
       },
     };
@@ -218,7 +218,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     kind: spec.kind,
     target,
     ...(spec.kind === 'stdio' ? { processes: children.size } : {}),
-    ...(health.lastExit ? { lastExit: maskSecrets(health.lastExit) } : {}),
+    ...(health.lastExit ? { lastExit: health.lastExit } : {}),
   });
 
   return {
@@ -294,7 +294,6 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   };
 }
 
-/** The modern-era core and the pool of upstream sessions it forwards through. */
 /**
  * The pool of proxy-initialized upstream sessions (modern requests, and legacy sessions with
  * `upstream.sessions: shared`); notifications that belong to no call go to `onUnrelated`.

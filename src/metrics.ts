@@ -3,7 +3,8 @@
  * upstream latency histograms, transformer durations and failures, sessions and upstream
  * processes, event-loop delay and the process metrics. One registry per gateway, no global
  * state. Label values come from fixed sets (MCP methods, eras, status classes, configured
- * transformer names), so cardinality stays bounded whatever clients send.
+ * transformer names), so cardinality stays bounded whatever clients send; the one exception,
+ * the tool of token counts, is capped (src/ops/tokens.ts).
  *
  * The counters the hot paths bump stay plain numbers (`counters`), read when scraped.
  */
@@ -14,7 +15,7 @@ import type { TokenCount } from './ops/tokens.js';
 const KNOWN_METHODS = new Set([
   'initialize', 'ping', 'tools/list', 'tools/call', 'resources/list', 'resources/templates/list', 'resources/read',
   'resources/subscribe', 'resources/unsubscribe', 'prompts/list', 'prompts/get', 'completion/complete', 'logging/setLevel',
-  'server/discover', 'subscriptions/listen', 'notifications', 'response', 'GET stream', 'DELETE', 'batch',
+  'server/discover', 'subscriptions/listen', 'notifications', 'response', 'GET stream', 'DELETE',
 ]);
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 

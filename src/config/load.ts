@@ -50,7 +50,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     } catch (err) {
       throw new ConfigError([`${file}: YAML error: ${(err as Error).message.split('\n')[0]}`]);
     }
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    if (typeof value !== 'object' || Array.isArray(value)) {
       throw new ConfigError([`${file}:1:1: the config file must be a YAML mapping (key: value pairs)`]);
     }
     const missing: string[] = [];

@@ -1,7 +1,8 @@
 /**
- * The Streamable HTTP front (legacy revisions up to 2025-11-25): POST/GET/DELETE on the MCP
- * path, sessions issued at initialize, Origin/Host checks, body limit, /healthz. Each session's
- * routing lives in HttpSession; the relay itself in RelaySession.
+ * The Streamable HTTP front: POST/GET/DELETE on the MCP path (legacy sessions issued at
+ * initialize; modern requests handed to src/fronts/modern), authentication, Origin/Host checks,
+ * CORS, per-client limits, body and batch limits, and /healthz, /readyz, /metrics and the OAuth
+ * metadata. Each session's routing lives in HttpSession; the relay itself in RelaySession.
  */
 import cors from '@fastify/cors';
 import rateLimit from '@fastify/rate-limit';

@@ -6,7 +6,7 @@
  * short name.
  */
 
-const SECRET_NAME = /token|secret|passw(?:or)?d|api[_-]?key|apikey|auth|credential|signature|private[_-]?key|^key$|^sig$|^pwd$/i;
+const SECRET_NAME = /token|secret|passw(?:or)?d|api[_-]?key|auth|credential|signature|private[_-]?key|^key$|^sig$|^pwd$/i;
 const SCHEMES = new Set(['bearer', 'basic', 'token']);
 const MASK = '***';
 

@@ -123,7 +123,7 @@ export class RelaySession {
     if (p && p.method !== 'initialize') this.cancelUpstream(id, reason);
   }
 
-  /** Ends the session from the client side (DELETE, idle, shutdown): answers what is pending. */
+  /** Ends the session from the client side (DELETE; idle and shutdown when the upstream cannot outlive it): answers what is pending. */
   async close(reason: ProxyError): Promise<void> {
     this.finish(reason);
     await this.upstream.close();

@@ -12,13 +12,13 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { lineSplitter } from '../../src/upstream/lines.js';
-import { INIT, rawSession } from '../helpers/raw.js';
+import { MODERN } from '../helpers/modern-clients.js';
+import { INIT, meta, rawSession } from '../helpers/raw.js';
 import { commandLine, eventually, fixtureArgv, PROXY_MAIN, startProxy, stopAll } from '../helpers/processes.js';
 import { FUZZ_RUNS, fuzzParams } from './settings.js';
 
 const FAULTY = commandLine(fixtureArgv('faulty-server'));
-const MODERN = '2026-07-28';
-const META = { 'io.modelcontextprotocol/protocolVersion': MODERN, 'io.modelcontextprotocol/clientCapabilities': {} };
+const META = meta();
 /** A request is answered within this (the proxy's request timeout is 2 s). */
 const ANSWER_WITHIN_MS = 10_000;
 

@@ -43,9 +43,9 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
       client,
       upstream,
       budget: budgetOf(fault),
-      /** Sends what was held back, now that the fault changed. */
+      /** Sends what was held back, in order, once the fault no longer holds bytes. */
       release() {
-        if (fault.kind === 'pass') for (const b of held.splice(0)) client.write(b);
+        if (fault.kind !== 'stall' && fault.kind !== 'slow') for (const b of held.splice(0)) client.write(b);
       },
     };
     pairs.add(pair);

@@ -140,7 +140,6 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-/** Polls `check` every 50 ms until it is true; throws after `ms`. */
 /**
  * The JSON lines of a file another process appends to: only complete lines, so a line still
  * being written is never parsed half-way.
@@ -156,6 +155,7 @@ export function callStarted(file: string, requestId: number, ms = 10_000): Promi
   return eventually(() => jsonLines<{ started?: number }>(file).some((l) => l.started === requestId), ms, `call ${requestId} started upstream`);
 }
 
+/** Polls `check` every 50 ms until it is true; throws after `ms`. */
 export async function eventually(check: () => boolean | Promise<boolean>, ms = 5000, what = 'condition'): Promise<void> {
   const end = Date.now() + ms;
   while (Date.now() < end) {

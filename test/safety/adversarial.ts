@@ -70,7 +70,6 @@ export const CASES: Array<[transformer: string, method: string, tags: string[]]>
   ['trim', 'resources/read', ['verbosity=compact']],
   ['trim', 'tools/list', ['verbosity=compact']],
   ['tabular', 'tools/call', ['verbosity=compact']],
-  ['tabular', 'resources/read', ['verbosity=compact']],
   ['audience', 'tools/call', ['agent']],
   ['pattern-extract', 'tools/call', ['format=json']],
 ];

@@ -7,7 +7,7 @@
  *
  * This runs on every line of every text a client wants as plain text, so it works on
  * character codes and records what it finds in typed arrays indexed by position, reused from
- * line to line: no objects per character, no maps per line.
+ * line to line: no objects per character (only emphasis openers get a stack per run kind).
  */
 import type { Budget } from '../../pipeline/budget.js';
 import { FORMATTING_TAGS } from '../_shared/facts.js';
@@ -103,9 +103,9 @@ export function inlineToText(line: string, budget?: Budget): string {
 function codeSpans(line: string, budget?: Budget): boolean {
   runStarts.length = 0;
   runLengths.length = 0;
-  for (let i = line.indexOf('`'); i !== -1 && i < line.length; i = line.indexOf('`', i + 1)) {
+  for (let i = line.indexOf('`'); i !== -1; i = line.indexOf('`', i + 1)) {
     budget?.check();
-    if (line.charCodeAt(i) !== BACKTICK || line.charCodeAt(i - 1) === BACKSLASH) continue;
+    if (line.charCodeAt(i - 1) === BACKSLASH) continue;
     let len = 1;
     while (line.charCodeAt(i + len) === BACKTICK) len++;
     runStarts.push(i);
