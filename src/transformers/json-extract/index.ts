@@ -8,9 +8,9 @@
  * Results that already carry structuredContent, errors and binary contents are not touched.
  */
 import { z } from 'zod';
-import { contentOf, isTextBlock, type McpResult, type Transformer } from '../../pipeline/types.js';
+import type { McpResult, Transformer } from '../../pipeline/types.js';
 import { extractData } from '../_shared/extract.js';
-import { factsOf, firstMissingFact } from '../_shared/facts.js';
+import { toolText, withStructured } from '../_shared/structured.js';
 import { isPlainObject, parseJsonDocument } from '../_shared/json.js';
 import { satisfiesSchema } from '../_shared/schema-check.js';
 
@@ -29,22 +29,16 @@ export const jsonExtract: Transformer<z.infer<typeof options>> = {
   create({ keepText }) {
     return function jsonExtractFn(result, ctx) {
       if (ctx.method === 'resources/read') return resourceToJson(result);
-      if (ctx.method !== 'tools/call' || result.structuredContent !== undefined || result.isError === true) return undefined;
-      const content = contentOf(result);
-      const texts = content?.filter(isTextBlock) ?? [];
-      if (!content || texts.length === 0) return undefined;
-      const text = texts.map((b) => b.text).join('\n\n');
-      const found = extractData(text, ctx.budget);
+      const from = ctx.method === 'tools/call' ? toolText(result) : undefined;
+      if (!from) return undefined;
+      const found = extractData(from.text, ctx.budget);
       if (found === undefined || found.data === null || typeof found.data !== 'object') return undefined;
       const structured = Array.isArray(found.data) ? { items: found.data } : found.data;
       if (!satisfiesSchema(structured, ctx.outputSchema)) {
         ctx.log.debug({ tool: ctx.name }, 'extracted data does not match the tool outputSchema; result left as it was');
         return undefined;
       }
-      const partial = !found.whole && firstMissingFact(text, factsOf(structured, ctx.budget), ctx.budget) !== undefined;
-      const copy = keepText ? [{ type: 'text', text: JSON.stringify(structured) }] : [];
-      const others = content.filter((b) => !isTextBlock(b));
-      return { ...result, content: [...copy, ...(partial ? texts : []), ...others], structuredContent: structured };
+      return withStructured(result, from, structured, keepText, ctx.budget, found.whole);
     };
   },
 };

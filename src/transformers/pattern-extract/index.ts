@@ -9,8 +9,8 @@
  * (RE2 has no backreferences or lookaround: such a pattern is refused at load).
  */
 import { z } from 'zod';
-import { contentOf, isTextBlock, type McpResult, type Transformer } from '../../pipeline/types.js';
-import { factsOf, firstMissingFact } from '../_shared/facts.js';
+import type { McpResult, Transformer } from '../../pipeline/types.js';
+import { toolText, withStructured } from '../_shared/structured.js';
 import { RE2JS } from 're2js';
 import { matchTemplate, parseTemplate } from './template.js';
 
@@ -62,22 +62,17 @@ export const patternExtract: Transformer<Options> = {
     const schema = outputSchemaOf(o);
     return function patternExtractFn(result, ctx) {
       if (ctx.method === 'tools/list') return publishSchema(result, o.tool, schema);
-      if (ctx.method !== 'tools/call' || ctx.name !== o.tool || result.structuredContent !== undefined || result.isError === true) return undefined;
-      const content = contentOf(result);
-      const texts = content?.filter(isTextBlock) ?? [];
-      if (!content || texts.length === 0) return undefined;
-      const text = texts.map((b) => b.text).join('\n\n');
+      const from = ctx.method === 'tools/call' && ctx.name === o.tool ? toolText(result) : undefined;
+      if (!from) return undefined;
       const data: Record<string, unknown> = {};
       for (const [name, match] of matchers) {
         ctx.budget?.checkNow();
-        const raw = match(text);
+        const raw = match(from.text);
         const value = raw === undefined ? undefined : typed(raw, o.fields[name].type);
         if (value !== undefined) data[name] = value;
       }
       if (Object.keys(data).length === 0 || o.required.some((name) => !(name in data))) return undefined;
-      const partial = firstMissingFact(text, factsOf(data, ctx.budget), ctx.budget) !== undefined;
-      const copy = o.keepText ? [{ type: 'text', text: JSON.stringify(data) }] : [];
-      return { ...result, content: [...copy, ...(partial ? texts : []), ...content.filter((b) => !isTextBlock(b))], structuredContent: data };
+      return withStructured(result, from, data, o.keepText, ctx.budget);
     };
   },
 };
