@@ -10,18 +10,13 @@ import { protocolCheck } from '../../test/helpers/protocol-schema.js';
 import { parseFeatures } from '../pipeline/features.js';
 import { builtinTransformers } from '../pipeline/registry.js';
 import type { McpResult, TransformContext } from '../pipeline/types.js';
+import { FEATURE_SETS, serverText } from '../../test/helpers/results.js';
 
 const validate = protocolCheck;
 
 const log = pino({ level: 'silent' });
 const audienceArb = fc.option(fc.record({ audience: fc.subarray(['user', 'assistant'] as const, { minLength: 1 }) }), { nil: undefined });
-/** Text that looks like what servers write: prose, markdown, JSON, tables, key: value lines. */
-const textArb = fc.oneof(
-  fc.string(),
-  fc.json(),
-  fc.constantFrom('# Title\n\nSome **bold** prose.\n\n## Examples\n\n- a: 1\n- b: two', '| A | B |\n|---|---|\n| 1 | x |', 'Temperature: 8\nHumidity: 72', '```json\n{"a": [1, 2]}\n```', 'see {"k": "v"} here'),
-  fc.array(fc.constantFrom('# H', '## Tips', '- item', 'key: value', '| a |', '|---|', 'text.', '**x**', '\n', '`code`', '[l](http://x)'), { maxLength: 12 }).map((parts) => parts.join('\n')),
-);
+const textArb = serverText;
 const textBlock = fc.record({ type: fc.constant('text'), text: textArb, annotations: audienceArb }, { requiredKeys: ['type', 'text'] });
 const otherBlock = fc.oneof(
   fc.record({ type: fc.constant('image'), data: fc.base64String(), mimeType: fc.constant('image/png') }),
@@ -52,7 +47,7 @@ const CASES: Array<[string, string, fc.Arbitrary<McpResult>]> = [
   ['prompts/get', 'GetPromptResult', promptResult as fc.Arbitrary<McpResult>],
   ['tools/list', 'ListToolsResult', toolsList as fc.Arbitrary<McpResult>],
 ];
-const FEATURES = [['agent', 'format=json'], ['human', 'format=markdown'], ['format=text'], ['verbosity=compact'], ['agent'], ['human']];
+const FEATURES = FEATURE_SETS;
 
 /** Blocks a transformer does not own: everything but text (audience may drop blocks for the other audience). */
 const foreignBlocks = (r: McpResult) => JSON.stringify([...((r.content as unknown[]) ?? []), ...((r.messages as Array<{ content: unknown }>) ?? []).map((m) => m.content)].filter((b) => (b as { type?: string }).type !== 'text'));

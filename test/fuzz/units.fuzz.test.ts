@@ -17,6 +17,7 @@ import { parseFeatures } from '../../src/pipeline/features.js';
 import { builtinTransformers } from '../../src/pipeline/registry.js';
 import { RuleError } from '../../src/pipeline/rules.js';
 import { Sealer } from '../../src/sealing/sealer.js';
+import { FEATURE_SETS, serverText } from '../helpers/results.js';
 import { fuzzParams } from './settings.js';
 
 const valid = [
@@ -129,9 +130,9 @@ describe('fuzz: YAML configs', () => {
 
 describe('fuzz: transformers', () => {
   const log = pino({ level: 'silent' });
+  /** What servers write, and fragments of markup joined in any way. */
   const text = fc.oneof(
-    fc.string(),
-    fc.json(),
+    serverText,
     fc
       .tuple(fc.array(fc.constantFrom('# H', '## Tips', '- item', '* x', 'key: value', 'Temp: 8°C', '| a | b |', '|---|---|', '```', '~~~json', '> q', '**x**', '_y_', '`c`', '[l](http://x)', '<b>', '\\*', '{"a":[1,2]}', ' ', '\t', '\r'), { maxLength: 30 }), fc.constantFrom('\n', ' ', ''))
       .map(([parts, separator]) => parts.join(separator)),
@@ -145,7 +146,7 @@ describe('fuzz: transformers', () => {
     fc.dictionary(fc.string(), fc.jsonValue()),
   );
   const methods = ['tools/call', 'resources/read', 'prompts/get', 'tools/list'];
-  const tags = [['format=json'], ['format=markdown'], ['format=text'], ['verbosity=compact'], ['agent'], ['human']];
+  const tags = FEATURE_SETS;
 
   for (const t of builtinTransformers().values()) {
     const fn = t.create(t.options.parse(t.example));
