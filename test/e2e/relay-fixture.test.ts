@@ -14,7 +14,7 @@ import {
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDirect, connectViaProxy, type Connected, type Front, type UpstreamRef } from '../helpers/clients.js';
-import { commandLine, eventually, fixtureArgv, startHttpFixture, stopAll } from '../helpers/processes.js';
+import { callStarted, commandLine, eventually, fixtureArgv, startHttpFixture, stopAll } from '../helpers/processes.js';
 
 const COMBOS: Array<{ front: Front; upstream: 'stdio' | 'http' }> = [
   { front: 'http', upstream: 'stdio' },
@@ -110,7 +110,8 @@ describe.each(COMBOS)('faulty fixture, $front front ← $upstream upstream', ({ 
   it('passes a client cancellation to the upstream and keeps the session usable', async () => {
     const abort = new AbortController();
     const call = proxied.client.callTool({ name: 'hang', arguments: {} }, undefined, { signal: abort.signal });
-    setTimeout(() => abort.abort('test abort'), 300);
+    await callStarted(logFile, { tool: 'hang' });
+    abort.abort('test abort');
     await expect(call).rejects.toThrow();
     await eventually(() => existsSync(logFile) && readFileSync(logFile, 'utf8').includes('test abort'), 5000, 'cancellation upstream');
     expect(text(await proxied.client.callTool({ name: 'echo', arguments: { text: 'still here' } }))).toBe('still here');

@@ -150,9 +150,13 @@ export function jsonLines<T = any>(file: string): T[] {
   return text.slice(0, text.lastIndexOf('\n') + 1).split('\n').filter(Boolean).map((line) => JSON.parse(line) as T);
 }
 
-/** Resolves once the faulty fixture (FAULTY_LOG=`file`) has logged a `started` line for `requestId`: the call is in flight. */
-export function callStarted(file: string, requestId: number, ms = 10_000): Promise<void> {
-  return eventually(() => jsonLines<{ started?: number }>(file).some((l) => l.started === requestId), ms, `call ${requestId} started upstream`);
+/**
+ * Resolves once the faulty fixture (FAULTY_LOG=`file`) has logged a `started` line for the
+ * request (by id, or by tool name when the client picks the id): the call is in flight.
+ */
+export function callStarted(file: string, request: number | { tool: string }, ms = 10_000): Promise<void> {
+  const match = (l: { started?: number; tool?: string }) => (typeof request === 'number' ? l.started === request : l.tool === request.tool);
+  return eventually(() => jsonLines(file).some(match), ms, `call ${JSON.stringify(request)} started upstream`);
 }
 
 /** Polls `check` every 50 ms until it is true; throws after `ms`. */
