@@ -3,15 +3,18 @@
  * each making SOAK_CALLS calls, with modern requests in between, through the proxy's HTTP front
  * to a stdio upstream (one process per legacy session, as by default). After every wave, with
  * every session of it closed, it samples the proxy: RSS, heap (after a scrape), open file
- * descriptors, child processes, active handles and active timers (from /metrics). It reports the
+ * descriptors, child processes, active handles (from /metrics) and live timers, unref'd ones
+ * included (counted inside the proxy by lib/timer-census.mjs). It reports the
  * samples and the slope over the second half of the run (per 1,000 sessions): flat means nothing
  * accumulates per session. Bounded by SOAK_SECONDS (300).
  *
  *   npm run soak                      (builds first)
  */
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { request } from 'undici';
-import { childPids, commandLine, LEAN_MAIN, rssKb, startProxy, stopAll } from './lib/procs.js';
+import { childPids, commandLine, LEAN_MAIN, ROOT, rssKb, startProxy, stopAll } from './lib/procs.js';
 
 const SESSIONS = Number(process.env.SOAK_SESSIONS ?? 1000);
 const WAVE = Number(process.env.SOAK_WAVE ?? 50);
@@ -19,7 +22,11 @@ const CALLS = Number(process.env.SOAK_CALLS ?? 5);
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 300);
 const MODERN = '2026-07-28';
 
-const proxy = await startProxy(commandLine([process.execPath, LEAN_MAIN]));
+const timerFile = join(mkdtempSync(join(tmpdir(), 'soak-')), 'timers');
+const proxy = await startProxy(commandLine([process.execPath, LEAN_MAIN]), undefined, {
+  NODE_OPTIONS: `--import ${join(ROOT, 'bench/lib/timer-census.mjs')}`,
+  SOAK_TIMER_FILE: timerFile,
+});
 const pid = proxy.proc.pid!;
 const url = proxy.url;
 const json = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
@@ -74,8 +81,14 @@ async function sample(sessions: number): Promise<Sample> {
     fds: readdirSync(`/proc/${pid}/fd`).length,
     children: childPids(pid).length,
     handles: metric(text, 'mcp_proxy_nodejs_active_handles_total'),
-    timers: metric(text, 'mcp_proxy_nodejs_active_resources{type="Timeout"}') || 0, // absent: none
+    timers: await liveTimers(),
   };
+}
+
+/** The census's next count (written every 200 ms), so it is no older than this sample. */
+async function liveTimers(): Promise<number> {
+  await new Promise((r) => setTimeout(r, 250));
+  return Number(readFileSync(timerFile, 'utf8'));
 }
 
 /** Least-squares slope of y over x. */
