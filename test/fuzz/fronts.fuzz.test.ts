@@ -69,8 +69,11 @@ describe('fuzz: the HTTP front', () => {
       ].join('\n'),
     );
     const proxy = await startProxy(['--config', file]);
-    const metric = async (name: string) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(await (await fetch(new URL('/metrics', proxy.url))).text())?.[1]);
+    const metric = async (name: string) => Number(new RegExp(`^${name} ([\\d.e+]+)`, 'm').exec(await (await fetch(new URL('/metrics', proxy.url))).text())?.[1]);
     const live = [await rawSession(proxy.url), await rawSession(proxy.url)].map((h) => h['mcp-session-id']);
+    /** Reported, not asserted: the proxy's memory before the fuzzing and once its sessions are gone. */
+    const memory = async () => `RSS ${((await metric('mcp_proxy_process_resident_memory_bytes')) / 2 ** 20).toFixed(0)} MB, heap ${((await metric('mcp_proxy_nodejs_heap_size_used_bytes')) / 2 ** 20).toFixed(0)} MB`;
+    const memoryBefore = await memory();
     /** Mostly what a real client sends, sometimes not: most requests get past the header checks. */
     const often = <T>(usual: T, others: fc.Arbitrary<T>) => fc.oneof({ weight: 5, arbitrary: fc.constant(usual) }, { weight: 1, arbitrary: others });
     const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined, freq: 3 });
@@ -112,7 +115,7 @@ describe('fuzz: the HTTP front', () => {
     await eventually(async () => (await metric('mcp_proxy_sessions')) === 0, 20_000, 'every session idled out');
     await eventually(async () => (await metric('mcp_proxy_upstream_processes')) <= 2, 20_000, 'session processes gone (the pool may keep one and a spare)');
     expect(proxy.stderr()).not.toMatch(/unhandled|uncaught/i);
-    console.info(`HTTP front: ${FUZZ_RUNS} requests, statuses ${JSON.stringify(Object.fromEntries([...statuses].sort()))}`);
+    console.info(`HTTP front: ${FUZZ_RUNS} requests, statuses ${JSON.stringify(Object.fromEntries([...statuses].sort()))}; memory ${memoryBefore} before, ${await memory()} after`);
   }, 60_000 + FUZZ_RUNS * 50);
 });
 
