@@ -72,4 +72,16 @@ describe('SseStream', () => {
     expect(got.type).toBe('text/event-stream');
     expect(got.body).toBe('event: message\ndata: {\ndata:   "a": 1\ndata: }\n\n: ping\n\n');
   });
+
+  it('does not count a large unread message as behind because a ping followed it', async () => {
+    const big = JSON.stringify({ text: 'x'.repeat(16 * 2 ** 20) }); // more than the socket takes at once: most of it waits unread
+    const got = await exchange((res) => {
+      const stream = new SseStream(res, {}, { ...slowReaders, maxUnreadBytes: 2 ** 20 });
+      stream.send(big);
+      stream.ping();
+      stream.send('{"id":1}');
+      stream.end();
+    });
+    expect(got.body.endsWith(': ping\n\nevent: message\ndata: {"id":1}\n\n')).toBe(true);
+  });
 });

@@ -33,14 +33,17 @@ class ReaderWatch {
 
   /**
    * Writes with `send` unless the earlier messages still leave too much unread (then the stream
-   * is closed instead), and watches for progress while the client is behind.
+   * is closed instead), and watches for progress while the client is behind. A `keepAlive`
+   * write (a ping) is not a message: it joins the latest message's allowance instead of
+   * replacing it, so a ping after a large answer does not make that answer count as behind.
    */
-  write(send: () => void): void {
+  write(send: () => void, keepAlive = false): void {
     const behind = this.res.writableLength - this.latest;
     if (behind > this.limits.maxUnreadBytes) return this.cut(`${behind} bytes of earlier messages wait unread (listen.slowReaders.maxUnreadBytes: ${this.limits.maxUnreadBytes})`);
     const before = this.res.writableLength;
     send();
-    this.latest = Math.max(0, this.res.writableLength - before);
+    const written = Math.max(0, this.res.writableLength - before);
+    this.latest = keepAlive ? this.latest + written : written;
     if (this.timer || this.res.writableLength === 0 || this.res.destroyed) return;
     this.lastUnread = this.res.writableLength;
     this.timer = setInterval(() => {
@@ -111,11 +114,11 @@ export class SseStream {
 
   /** An SSE comment: keeps proxies from timing the stream out and reveals a dead socket. */
   ping(): void {
-    this.write(': ping\n\n');
+    this.write(': ping\n\n', true);
   }
 
-  private write(text: string): void {
-    if (this.isOpen) this.reader.write(() => this.res.write(text));
+  private write(text: string, keepAlive = false): void {
+    if (this.isOpen) this.reader.write(() => this.res.write(text), keepAlive);
   }
 
   end(): void {
@@ -173,7 +176,7 @@ export class PostReply {
 
   /** An SSE comment on a streaming reply: keeps proxies from timing it out, reveals a dead socket. */
   private ping(): void {
-    if (this.streaming) this.write(': ping\n\n', false);
+    if (this.streaming) this.write(': ping\n\n', false, true);
   }
 
   /**
@@ -225,13 +228,13 @@ export class PostReply {
     this.reader.write(() => this.res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...this.headers() }).end(body));
   }
 
-  private write(text: string, last: boolean): void {
+  private write(text: string, last: boolean, keepAlive = false): void {
     if (!this.isOpen) return;
     this.reader.write(() => {
       if (last) {
         this.done = true;
         this.res.end(text);
       } else this.res.write(text);
-    });
+    }, keepAlive);
   }
 }
