@@ -149,9 +149,9 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const pool = config.modern.enabled || sharing
     ? createPool(config, spec.kind === 'stdio', (events, poolLog) => connect(events, poolLog), log, (n) => (modern?.hub.publish(n), shared?.publish(n)), observeUpstream)
     : undefined;
-  /** What modern requests negotiate with: one object, updated in place by a reload. */
   /** What negotiation runs with now; a reload replaces rules, variants and limits. */
   const current = { rules: deps.rules ?? [], variants: new VariantCatalog(config.serverVariants), limits: config.contentNegotiation.limits, unshapedNotices, counters, observeStep, observeTokens };
+  /** What modern requests negotiate with: one object, updated in place by a reload. */
   const modernNegotiation: NegotiationSetup = { ...current, outputSchemas: new Map(), log: log.child({ era: 'modern' }) };
   if (pool && config.modern.enabled) modern = createModernCore(config, pool, modernNegotiation, { sealer, replicaId, replicaUrl: () => replicaUrl });
   if (pool && sharing) shared = new SharedSessions(pool, config.timeouts.requestMs);
@@ -281,7 +281,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       // A modern section that changed beyond its cache needs a restart: nothing of it applies now.
       if (changes.live.includes('modern.cache')) modern?.core.setCache(next.modern.cache as ModernCoreOptions['cache']);
       log.level = next.logLevel;
-      if (changes.live.includes('contentNegotiation') && JSON.stringify(next.contentNegotiation.tokens) !== JSON.stringify(running.contentNegotiation.tokens)) {
+      if (JSON.stringify(next.contentNegotiation.tokens) !== JSON.stringify(running.contentNegotiation.tokens)) {
         meterTokens(next.contentNegotiation.tokens).catch((err: Error) => log.error({ err: err.message }, 'token counting could not start'));
       }
       // What needs a restart is not in effect: it stays as it was, and is reported again next time.

@@ -316,14 +316,14 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     const { batch } = parsed;
     const variantHeader = req.headers['mcp-server-variant'];
     let frames = typeof variantHeader === 'string' ? parsed.frames.map((f) => headerVariant(f, variantHeader)) : parsed.frames;
-    const clientTrace = traceContextOf(req.headers) ?? traceContextOf((frames[0]?.msg as { params?: { _meta?: Record<string, unknown> } }).params?._meta);
+    const headerTrace = traceContextOf(req.headers);
     if (opts.tracing) {
-      // Traced: the request's span is the parent of the upstream's work.
-      req.span = opts.tracing.startRequest(clientTrace);
+      // Traced: the request's span (child of the client's trace, from the headers or the first message) is the parent of the upstream's work.
+      req.span = opts.tracing.startRequest(headerTrace ?? traceContextOf((frames[0]?.msg as { params?: { _meta?: Record<string, unknown> } }).params?._meta));
       const own = req.span.context;
       frames = frames.map((f) => withTraceContext(f, own, true));
-    } else if (clientTrace) {
-      frames = frames.map((f) => withTraceContext(f, clientTrace));
+    } else if (headerTrace) {
+      frames = frames.map((f) => withTraceContext(f, headerTrace));
     }
     noteExchange(req, frames);
     // Draining: no new work, but answers and cancellations for calls in flight still get through.

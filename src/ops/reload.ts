@@ -7,7 +7,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import type { Config } from '../config/schema.js';
 
-/** Sections a running proxy takes over: rules, variants, shaping limits, log level, cache hints. */
+/** Sections a running proxy takes over: rules, variants, shaping limits, log level (modern.cache is told apart in diffConfig). */
 const LIVE: Array<keyof Config> = ['contentNegotiation', 'serverVariants', 'logLevel'];
 
 /** The top-level sections (and modern.cache) that differ, split into applied and restart-only. */

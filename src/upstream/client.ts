@@ -8,9 +8,12 @@
  */
 import type { Logger } from 'pino';
 import { traceContextOf } from '../ops/trace-context.js';
-import { ProxyError } from '../jsonrpc/errors.js';
+import { ProxyError, type ProxyErrorCode } from '../jsonrpc/errors.js';
 import { isRequest, isResponse, METHOD_NOT_FOUND, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
+
+/** Failures that are the client giving up on a call (cancelled, or input never came), not an upstream outcome. */
+const CLIENT_ENDED = new Set<ProxyErrorCode>(['CLIENT_GONE', 'INPUT_TIMEOUT']);
 
 export const UPSTREAM_PROTOCOL_VERSION = '2025-11-25';
 
@@ -79,7 +82,10 @@ export class UpstreamClient {
       const traceparent = observe ? traceContextOf(params?._meta as Record<string, unknown> | undefined)?.traceparent : undefined;
       const settled = observe
         ? (o: CallOutcome) => {
-            observe(method, 'response' in o ? (o.response.error ? 'error' : 'ok') : o.failure.code === 'REQUEST_TIMEOUT' ? 'timeout' : 'closed', (performance.now() - started) / 1000, traceparent);
+            // A call the client gave up on says nothing about the upstream: not observed, as in the relay.
+            if ('response' in o || !CLIENT_ENDED.has(o.failure.code)) {
+              observe(method, 'response' in o ? (o.response.error ? 'error' : 'ok') : o.failure.code === 'REQUEST_TIMEOUT' ? 'timeout' : 'closed', (performance.now() - started) / 1000, traceparent);
+            }
             resolve(o);
           }
         : resolve;

@@ -13,6 +13,7 @@ import { modernUpstreamError, ProxyError, toJsonRpcError, type ProxyErrorCode } 
 import { errorResponse, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
 import { CACHEABLE_METHODS, INPUT_METHODS, LOG_LEVELS, META, MODERN_METHODS, MODERN_VERSIONS, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/modern.js';
 import { Negotiation, type NegotiationSetup } from '../../negotiation/session.js';
+import { traceContextOf } from '../../ops/trace-context.js';
 import type { McpResult } from '../../pipeline/types.js';
 import type { Sealer } from '../../sealing/sealer.js';
 import { upstreamCapabilities, type UpstreamPool } from '../../upstream/pool.js';
@@ -188,7 +189,7 @@ export class ModernCore {
       return { error: modernUpstreamError(proxyWireError(annotated)) };
     }
     if (req.method === 'tools/list') this.learnToolHeaders(res.result);
-    const traceparent = typeof ctx.passMeta?.traceparent === 'string' ? ctx.passMeta.traceparent : undefined;
+    const traceparent = traceContextOf(ctx.passMeta)?.traceparent;
     const shaped = (await negotiation.shape(req.method, name, res.result ?? {}, check?.scope, traceparent)) ?? res.result ?? {};
     return { result: this.complete(req.method, shaped, server, call.round > 0) };
   }

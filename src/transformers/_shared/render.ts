@@ -7,9 +7,12 @@
 import type { Budget } from '../../pipeline/budget.js';
 import { isPlainObject, MAX_DEPTH, valueDepth } from './json.js';
 
-/** Markdown for `value` (under a `## title` when given), or undefined when it is nested too deeply to render safely. */
-export function toMarkdown(value: unknown, title?: string, budget?: Budget): string | undefined {
-  if (valueDepth(value) > MAX_DEPTH) return undefined;
+/**
+ * Markdown for `value` (under a `## title` when given), or undefined when it is nested too deeply
+ * to render safely. `depthChecked`: the value came from parseJsonDocument, which checked already.
+ */
+export function toMarkdown(value: unknown, title?: string, budget?: Budget, depthChecked = false): string | undefined {
+  if (!depthChecked && valueDepth(value) > MAX_DEPTH) return undefined;
   return section(value, title, 2, budget);
 }
 

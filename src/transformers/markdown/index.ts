@@ -21,7 +21,8 @@ const options = z
   .strict()
   .default({});
 
-type Render = (data: Json) => string | undefined;
+/** `parsed`: the data came from parseJsonDocument (its depth is checked). */
+type Render = (data: Json, parsed?: boolean) => string | undefined;
 
 export const markdown: Transformer<z.infer<typeof options>> = {
   name: 'markdown',
@@ -29,7 +30,7 @@ export const markdown: Transformer<z.infer<typeof options>> = {
   options,
   create({ title, template }) {
     return function markdownFn(result, ctx) {
-      const render: Render = (data) => (template ? fill(template, data, ctx.name) : toMarkdown(data, title?.split('{{name}}').join(ctx.name ?? ''), ctx.budget));
+      const render: Render = (data, parsed) => (template ? fill(template, data, ctx.name) : toMarkdown(data, title?.split('{{name}}').join(ctx.name ?? ''), ctx.budget, parsed));
       if (ctx.method === 'resources/read') return resourceToMarkdown(result, render);
       if (ctx.method !== 'tools/call' || result.isError === true) return undefined;
       return toolResultToMarkdown(result, render, ctx.outputSchema !== undefined);
@@ -49,7 +50,7 @@ function toolResultToMarkdown(result: McpResult, render: Render, declared: boole
   const rendered = content.map((block) => {
     if (!isTextBlock(block)) return block;
     const data = parseJsonDocument(block.text);
-    const text = data === undefined ? undefined : render(data);
+    const text = data === undefined ? undefined : render(data, true);
     if (text === undefined) return block;
     changed = true;
     if (structured !== undefined && JSON.stringify(data) === JSON.stringify(structured)) showedStructured = true;
@@ -67,7 +68,7 @@ function resourceToMarkdown(result: McpResult, render: Render): McpResult | unde
   const contents = result.contents.map((c: Record<string, unknown>) => {
     if (typeof c?.text !== 'string') return c;
     const data = parseJsonDocument(c.text);
-    const text = data === undefined ? undefined : render(data);
+    const text = data === undefined ? undefined : render(data, true);
     if (text === undefined) return c;
     changed = true;
     return { ...c, mimeType: 'text/markdown', text };
