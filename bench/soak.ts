@@ -106,10 +106,11 @@ function slope(xs: number[], ys: number[]): number {
 }
 
 const started = Date.now();
-const samples: Sample[] = [await sample(0)];
+const samples: Sample[] = [];
 let done = 0;
 let modern = 0;
 try {
+  samples.push(await sample(0));
   while (done < SESSIONS && Date.now() - started < SECONDS * 1000) {
     const wave = Math.min(WAVE, SESSIONS - done);
     await Promise.all([

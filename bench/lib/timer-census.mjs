@@ -1,10 +1,10 @@
 /**
  * Preloaded into the proxy by the soak (NODE_OPTIONS=--import): counts the timers alive, unref'd
  * ones included (the process's active-resource list leaves those out), and writes the count to
- * SOAK_TIMER_FILE every 200 ms.
+ * SOAK_TIMER_FILE every 200 ms (by renaming, so a reader never sees a half-written file).
  */
 import { createHook } from 'node:async_hooks';
-import { writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 
 const live = new Set();
 createHook({
@@ -15,4 +15,8 @@ createHook({
     live.delete(id);
   },
 }).enable();
-setInterval(() => writeFileSync(process.env.SOAK_TIMER_FILE, String(live.size)), 200).unref();
+const file = process.env.SOAK_TIMER_FILE;
+setInterval(() => {
+  writeFileSync(`${file}.tmp`, String(live.size));
+  renameSync(`${file}.tmp`, file);
+}, 200).unref();

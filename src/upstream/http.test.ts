@@ -175,8 +175,8 @@ describe('createHttpUpstream', () => {
     server.handle = (_seen, res) => void res.writeHead(404).end();
     up.send(request(1));
     up.send(request(2));
-    await until(() => server.posts().filter((m) => m.id === 1 || m.id === 2).length === 2);
-    await Promise.all(server.seen.map((s) => s.gone)); // both 404s have been read
+    await until(() => server.posts().filter((m) => m.id === 1 || m.id === 2).length === 2 && closes.length > 0);
+    await Promise.all(server.seen.map((s) => s.gone)); // both 404s have been sent
     expect(closes.map((e) => e.code)).toEqual(['UPSTREAM_SESSION_EXPIRED']);
   });
 
@@ -188,6 +188,7 @@ describe('createHttpUpstream', () => {
     const call = server.seen.find((s) => s.msg?.id === 7)!;
     up.send(notification('notifications/cancelled', { requestId: 7, reason: 'user' }));
     await call.gone;
+    await until(() => server.posts().some((m) => m.method === 'notifications/cancelled'));
     expect(server.posts().at(-1)).toMatchObject({ method: 'notifications/cancelled', params: { requestId: 7 } });
     expect(answerTo(7)).toBeUndefined(); // the relay answers the client itself
   });
@@ -227,7 +228,10 @@ describe('createHttpUpstream', () => {
       gets.push(seen);
       sse(res);
     });
-    await until(() => server.posts().length === 2);
+    // Requests wait for notifications/initialized to be answered, so a GET opened on that answer is sent before this request.
+    server.handle = (seen, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer(seen.msg.id, {})));
+    up.send(request(1));
+    await until(() => !!answerTo(1));
     expect(gets).toEqual([]);
     up.listen!(true);
     up.listen!(true);

@@ -9,6 +9,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFaultProxy } from '../helpers/fault-proxy.js';
 import { callTool, INIT, postWithHost, rawPost, rawSession } from '../helpers/raw.js';
 import { callStarted, commandLine, eventually, fixtureArgv, freePort, isAlive, jsonLines, PROXY_MAIN, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
 import { lineSplitter } from '../../src/upstream/lines.js';
@@ -113,7 +114,7 @@ describe('an HTTP-front proxy in front of a faulty stdio upstream', () => {
     expect(big.messages[0].error.message).toContain('4096 bytes');
     expect(await toolText(url, headers, 10, 'echo', { text: 'fine' })).toBe('fine');
     // The same id twice while the first is in flight: the duplicate is refused, the first completes.
-    const first = rawPost(url, callTool(50, 'slow_progress', { steps: 1, delayMs: 300 }), headers);
+    const first = rawPost(url, callTool(50, 'slow_progress', { steps: 1, delayMs: 600 }), headers);
     await callStarted(cancelLog, 50);
     expect((await rawPost(url, callTool(50, 'echo', { text: 'dup' }), headers)).messages[0]).toMatchObject({ id: 50, error: { code: -32600, data: { code: 'DUPLICATE_ID' } } });
     expect((await first).messages.at(-1)).toMatchObject({ id: 50, result: { content: [{ text: 'done 1' }] } });
@@ -392,8 +393,9 @@ describe('a Streamable HTTP upstream that goes away', () => {
   it('answers pending requests when the upstream dies, and ends the session when it comes back without it', async () => {
     const startedLog = join(dir, 'http-started.log');
     let upstream = await startHttpFixture('faulty-server', { FAULTY_LOG: startedLog });
-    const port = Number(new URL(upstream.url).port);
-    const proxy = await startProxy(['--upstream', upstream.url]);
+    // Passed through a fault proxy so that the restarted upstream keeps its URL without rebinding the old port.
+    const front = await startFaultProxy(Number(new URL(upstream.url).port));
+    const proxy = await startProxy(['--upstream', front.url('/mcp')]);
     const headers = await rawSession(proxy.url);
     expect(await toolText(proxy.url, headers, 1, 'echo', { text: 'up' })).toBe('up');
     const hanging = rawPost(proxy.url, callTool(2, 'hang'), headers);
@@ -401,11 +403,13 @@ describe('a Streamable HTTP upstream that goes away', () => {
     await upstream.stop('SIGKILL');
     expect((await hanging).messages[0]).toMatchObject({ id: 2, error: { code: -32000 } });
 
-    upstream = await startHttpFixture('faulty-server', {}, port); // a new process: our session is unknown there
+    upstream = await startHttpFixture('faulty-server'); // a new process: our session is unknown there
+    front.retarget(Number(new URL(upstream.url).port));
     const expired = await rawPost(proxy.url, callTool(3, 'echo', { text: 'again' }), headers);
     expect(expired.messages[0]).toMatchObject({ id: 3, error: { data: { code: 'UPSTREAM_SESSION_EXPIRED' } } });
     expect((await rawPost(proxy.url, callTool(4, 'echo'), headers)).status).toBe(404); // the client re-initializes
     const fresh = await rawSession(proxy.url);
     expect(await toolText(proxy.url, fresh, 5, 'echo', { text: 'recovered' })).toBe('recovered');
+    await front.close();
   });
 });

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectModern, type ModernConnected } from '../helpers/modern-clients.js';
+import { startFaultProxy } from '../helpers/fault-proxy.js';
 import { commandLine, eventually, fixtureArgv, jsonLines, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
 import { rawPost } from '../helpers/raw.js';
 
@@ -107,8 +108,9 @@ describe('a Streamable HTTP upstream that restarts under modern clients', () => 
   it('initializes a new pooled session transparently when the upstream forgot the old one', async () => {
     const V = '2026-07-28';
     let upstream = await startHttpFixture('faulty-server');
-    const port = Number(new URL(upstream.url).port);
-    const proxy = await startProxy(['--upstream', upstream.url]);
+    // Passed through a fault proxy so that the restarted upstream keeps its URL without rebinding the old port.
+    const front = await startFaultProxy(Number(new URL(upstream.url).port));
+    const proxy = await startProxy(['--upstream', front.url('/mcp')]);
     const echo = async (id: number, text: string) => {
       const res = await rawPost(
         proxy.url,
@@ -119,8 +121,10 @@ describe('a Streamable HTTP upstream that restarts under modern clients', () => 
     };
     expect((await echo(1, 'before')).result.content[0].text).toBe('before');
     await upstream.stop('SIGKILL');
-    upstream = await startHttpFixture('faulty-server', {}, port); // a new process: the pooled session is unknown there
+    upstream = await startHttpFixture('faulty-server'); // a new process: the pooled session is unknown there
+    front.retarget(Number(new URL(upstream.url).port));
     expect((await echo(2, 'after')).result.content[0].text).toBe('after');
     await proxy.stop();
+    await front.close();
   });
 });

@@ -131,21 +131,28 @@ describe('fuzz: the stdio front', () => {
     let next = 0;
     const expected: string[] = [];
     const write = (text: string) => new Promise<void>((resolve) => (proc.stdin.write(`${text}\n`) ? resolve() : proc.stdin.once('drain', resolve)));
-    write(JSON.stringify(INIT));
-    await fc.assert(
-      fc.asyncProperty(fc.oneof(body, fc.constant('')), legacyMessage, async (line, request) => {
-        await write(line.replace(/\n/g, ' '));
-        // Between the noise, a request of our own with a unique id: it must be answered.
-        if (!('method' in request) || !('id' in request) || request.method === 'initialize') return;
-        const own = `own-${next++}`;
-        expected.push(own);
-        await write(JSON.stringify({ ...request, id: own }));
-      }),
-      fuzzParams,
-    );
-    await eventually(() => expected.every((i) => answered.has(i)), 30_000, `answers to all ${expected.length} requests of our own`);
-    expect(proc.exitCode).toBeNull();
-    proc.stdin.end();
-    await new Promise((r) => proc.once('exit', r));
+    const exited = new Promise((r) => proc.once('exit', r));
+    try {
+      write(JSON.stringify(INIT));
+      await fc.assert(
+        fc.asyncProperty(fc.oneof(body, fc.constant('')), legacyMessage, async (line, request) => {
+          await write(line.replace(/\n/g, ' '));
+          // Between the noise, a request of our own with a unique id: it must be answered.
+          if (!('method' in request) || !('id' in request) || request.method === 'initialize') return;
+          const own = `own-${next++}`;
+          expected.push(own);
+          await write(JSON.stringify({ ...request, id: own }));
+        }),
+        fuzzParams,
+      );
+      await eventually(() => expected.every((i) => answered.has(i)), 30_000, `answers to all ${expected.length} requests of our own`);
+      expect(proc.exitCode).toBeNull();
+      proc.stdin.end(); // the proxy exits when its client closes stdin
+    } catch (err) {
+      proc.kill(); // SIGTERM: the proxy ends its upstream too
+      throw err;
+    } finally {
+      await exited;
+    }
   }, 60_000 + FUZZ_RUNS * 20);
 });

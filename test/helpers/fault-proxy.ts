@@ -3,7 +3,8 @@
  * installed here): it sits between the proxy and an HTTP upstream on 127.0.0.1 and, per the
  * fault currently set, passes bytes through, holds them, trickles them, cuts a connection after
  * some bytes (reset or a clean close, possibly mid-frame), or refuses connections. Faults apply
- * to the upstream → proxy direction, where responses and SSE streams flow.
+ * to the upstream → proxy direction, where responses and SSE streams flow. It can also be
+ * pointed at another port: an upstream restarted on a port of its own stays at the same URL.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 
@@ -22,21 +23,27 @@ export interface FaultProxy {
   url(path: string): string;
   port: number;
   set(fault: Fault): void;
+  /** New connections go to `port` from now on. */
+  retarget(port: number): void;
   /** Connections open right now, and in all. */
   open(): number;
   accepted(): number;
+  /** Connections a `cut` fault has cut. */
+  cuts(): number;
   close(): Promise<void>;
 }
 
 export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
   let fault: Fault = { kind: 'pass' };
   let accepted = 0;
+  let cuts = 0;
+  let target = targetPort;
   const pairs = new Set<{ client: Socket; upstream: Socket; budget: number; release(): void }>();
   const budgetOf = (f: Fault) => (f.kind === 'cut' ? f.afterBytes : Infinity);
   const server: Server = createServer((client) => {
     accepted++;
     if (fault.kind === 'refuse') return void client.resetAndDestroy();
-    const upstream = connect(targetPort, '127.0.0.1');
+    const upstream = connect(target, '127.0.0.1');
     const held: Buffer[] = [];
     let trickle: NodeJS.Timeout | undefined;
     const pair = {
@@ -66,6 +73,7 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
         }
         client.write(d.subarray(0, pair.budget));
         pair.budget = 0;
+        cuts++;
         if (fault.how === 'reset') client.resetAndDestroy();
         else client.end();
         return void upstream.destroy();
@@ -98,8 +106,12 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
         p.release();
       }
     },
+    retarget(port) {
+      target = port;
+    },
     open: () => pairs.size,
     accepted: () => accepted,
+    cuts: () => cuts,
     close: () =>
       new Promise((r) => {
         for (const p of pairs) (p.client.destroy(), p.upstream.destroy());

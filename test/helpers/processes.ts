@@ -84,8 +84,8 @@ export async function startProxy(args: string[], env: NodeJS.ProcessEnv = {}): P
 }
 
 /** Starts a fixture server in Streamable HTTP mode (it prints `LISTENING <url>`). */
-export async function startHttpFixture(name: string, env: NodeJS.ProcessEnv = {}, port = 0): Promise<Running> {
-  const [cmd, ...args] = fixtureArgv(name, '--http', '--port', String(port));
+export async function startHttpFixture(name: string, env: NodeJS.ProcessEnv = {}): Promise<Running> {
+  const [cmd, ...args] = fixtureArgv(name, '--http', '--port', '0');
   const proc = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const t = track(proc);
   const m = await waitFor(proc, 'stdout', /LISTENING (http:\S+)/, 20_000, name);

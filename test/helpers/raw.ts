@@ -86,7 +86,9 @@ export function modern(id: number, method: string, params: Record<string, unknow
 /** An SSE response read as it comes: the messages so far, and `next` for the first (seen or coming) one that matches. */
 export function sseMessages(res: Response): { messages: any[]; next(match: (m: any) => boolean): Promise<any> } {
   const messages: any[] = [];
-  const waiters: Array<{ match: (m: any) => boolean; resolve: (m: any) => void }> = [];
+  const waiters: Array<{ match: (m: any) => boolean; resolve: (m: any) => void; reject: (err: Error) => void }> = [];
+  /** Set once the stream has ended (or broke, or held a line that is not JSON): waiting further is in vain. */
+  let over: Error | undefined;
   void (async () => {
     let buffered = '';
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
@@ -103,14 +105,21 @@ export function sseMessages(res: Response): { messages: any[]; next(match: (m: a
         }
       }
     }
-  })().catch(() => undefined);
+  })()
+    .then(() => new Error('the SSE stream ended without the message waited for'))
+    .catch((err: Error) => new Error(`the SSE stream broke: ${err.message}`))
+    .then((err) => {
+      over = err;
+      for (const w of waiters.splice(0)) w.reject(err);
+    });
   return {
     messages,
     next: (match) =>
-      new Promise((resolve) => {
+      new Promise((resolve, reject) => {
         const found = messages.find(match);
         if (found) resolve(found);
-        else waiters.push({ match, resolve });
+        else if (over) reject(over);
+        else waiters.push({ match, resolve, reject });
       }),
   };
 }
