@@ -13,7 +13,7 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { lineSplitter } from '../../src/upstream/lines.js';
 import { MODERN } from '../helpers/modern-clients.js';
-import { INIT, meta, rawSession } from '../helpers/raw.js';
+import { INIT, meta, metricValue, rawSession } from '../helpers/raw.js';
 import { commandLine, eventually, fixtureArgv, PROXY_MAIN, startProxy, stopAll } from '../helpers/processes.js';
 import { FUZZ_RUNS, fuzzParams } from './settings.js';
 
@@ -69,7 +69,7 @@ describe('fuzz: the HTTP front', () => {
       ].join('\n'),
     );
     const proxy = await startProxy(['--config', file]);
-    const metric = async (name: string) => Number(new RegExp(`^${name} ([\\d.e+]+)`, 'm').exec(await (await fetch(new URL('/metrics', proxy.url))).text())?.[1]);
+    const metric = (series: string) => metricValue(proxy.url, series);
     const live = [await rawSession(proxy.url), await rawSession(proxy.url)].map((h) => h['mcp-session-id']);
     /** Reported, not asserted: the proxy's memory before the fuzzing and once its sessions are gone. */
     const memory = async () => `RSS ${((await metric('mcp_proxy_process_resident_memory_bytes')) / 2 ** 20).toFixed(0)} MB, heap ${((await metric('mcp_proxy_nodejs_heap_size_used_bytes')) / 2 ** 20).toFixed(0)} MB`;

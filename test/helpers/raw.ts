@@ -123,3 +123,15 @@ export function sseMessages(res: Response): { messages: any[]; next(match: (m: a
       }),
   };
 }
+
+/** The value of one series (`name` or `name{labels}`, exactly as exposed) in a Prometheus text scrape; NaN when absent. */
+export function metricIn(text: string, series: string): number {
+  const line = `\n${series} `;
+  const at = `\n${text}`.indexOf(line);
+  return at === -1 ? NaN : Number(text.slice(at - 1 + line.length).split('\n', 1)[0]);
+}
+
+/** Scrapes the proxy's /metrics (next to its MCP endpoint `url`) for one series. */
+export async function metricValue(url: string, series: string): Promise<number> {
+  return metricIn(await (await fetch(new URL('/metrics', url))).text(), series);
+}
