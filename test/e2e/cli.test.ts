@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { get as httpGet } from 'node:http';
 import { afterAll, describe, expect, it } from 'vitest';
 import { connectViaProxy } from '../helpers/clients.js';
-import { eventually, PROXY_MAIN, startProxy, stopAll } from '../helpers/processes.js';
+import { logged, PROXY_MAIN, startProxy, stopAll } from '../helpers/processes.js';
 import { postWithHost } from '../helpers/raw.js';
 
 const run = async (args: string[], env: NodeJS.ProcessEnv = {}) => {
@@ -117,7 +117,7 @@ describe('the mcp-negotiate-proxy CLI', () => {
     const ready = await fetch(conn.proxy!.url.replace('/mcp', '/readyz'));
     expect(ready.status).toBe(200);
     expect(await ready.json()).toMatchObject({ status: 'ready', ready: true });
-    await eventually(() => conn.proxy!.stderr().includes('"msg":"upstream ready"'), 10_000, 'the start-up check in the log');
+    await logged(conn.proxy!, (e) => e.msg === 'upstream ready', 10_000, 'the start-up check in the log');
     // Probes may name the pod's IP as Host; the MCP endpoint keeps its DNS-rebinding protection.
     for (const path of ['/healthz', '/readyz', '/metrics']) expect(await getWithHost(conn.proxy!.url.replace('/mcp', path), '10.1.2.3:8080')).toBe(200);
     expect(await postWithHost(conn.proxy!.url, '10.1.2.3:8080', { jsonrpc: '2.0', id: 1, method: 'ping' })).toBe(403);

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
 import { callTool, INIT, postWithHost, rawPost, rawSession } from '../helpers/raw.js';
-import { callStarted, commandLine, eventually, fixtureArgv, freePort, isAlive, jsonLines, PROXY_MAIN, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { callStarted, commandLine, eventually, fixtureArgv, freePort, isAlive, jsonLines, logged, PROXY_MAIN, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
 import { lineSplitter } from '../../src/upstream/lines.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'proxy-failures-'));
@@ -294,7 +294,7 @@ describe('upstream start failures', () => {
     const reply = await rawPost(proxy.url, INIT);
     expect(reply.messages[0]).toMatchObject({ id: 0, error: { code: -32000, data: { code: 'UPSTREAM_START_FAILED' } } });
     expect(reply.messages[0].error.message).toContain('ENOENT');
-    await eventually(() => /"msg":"upstream not ready[^"]*".*|"cause":"[^"]*ENOENT/.test(proxy.stderr()), 5000, 'the start-up check in the log');
+    await logged(proxy, (e) => e.msg?.startsWith('upstream not ready') || /ENOENT/.test(e.cause ?? ''), 5000, 'the start-up check in the log');
     // Alive, but not ready.
     expect((await fetch(proxy.url.replace('/mcp', '/healthz'))).status).toBe(200);
     const ready = await fetch(proxy.url.replace('/mcp', '/readyz'));

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { callTool, INIT, rawPost } from '../helpers/raw.js';
-import { commandLine, eventually, fixtureArgv, PROXY_MAIN, ROOT, startProxy, stopAll } from '../helpers/processes.js';
+import { commandLine, eventually, fixtureArgv, logged, PROXY_MAIN, ROOT, startProxy, stopAll } from '../helpers/processes.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'negotiation-config-'));
 const file = (name: string, text: string) => {
@@ -105,7 +105,7 @@ describe('negotiation config, explain and plugins', () => {
     const { proxy, text } = await echoThroughPlugin('explode', plugin, 'explode', 'x-explode', 'unharmed');
     expect(text).toBe('unharmed');
     // The start-up check's own process is gone once it has logged.
-    await eventually(() => proxy.stderr().includes('"msg":"upstream ready"'), 10_000, 'the start-up check');
+    await logged(proxy, (e) => e.msg === 'upstream ready', 10_000, 'the start-up check');
     const metrics = await (await fetch(proxy.url.replace('/mcp', '/metrics'))).text();
     expect(metrics).toContain('mcp_proxy_transform_failures_total 1\n');
     expect(metrics).toContain('mcp_proxy_sessions_started_total 1\n');

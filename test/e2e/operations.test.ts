@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken } from '../../src/fronts/auth.js';
-import { commandLine, eventually, fixtureArgv, PROXY_MAIN, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { commandLine, eventually, fixtureArgv, logged, PROXY_MAIN, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
 import { callTool, INIT, metricIn, metricValue, modern, rawPost, sseMessages } from '../helpers/raw.js';
 
 const TOKEN = 'operations-token-0123456789';
@@ -217,9 +217,9 @@ describe('config reload', () => {
     expect((await offered()).ids).toEqual(['all', 'lean']);
 
     writeFileSync(file, upstream + variants(['all', 'lean']) + 'listen:\n  maxBodyBytes: 1000\n');
-    await eventually(() => /take effect only after a restart.*"sections":\["listen"\]|"sections":\["listen"\].*restart/.test(proxy.stderr()), 10_000, 'the restart notice');
+    await logged(proxy, (e) => /only after a restart/.test(e.msg) && JSON.stringify(e.sections) === '["listen"]', 10_000, 'the restart notice');
     proxy.proc.kill('SIGHUP'); // reloads again, and does not stop the proxy
-    await eventually(() => proxy.stderr().split('"why":"SIGHUP"').length > 1, 10_000, 'the SIGHUP reload');
+    await logged(proxy, (e) => e.why === 'SIGHUP', 10_000, 'the SIGHUP reload');
     expect((await rawPost(proxy.url, { jsonrpc: '2.0', id: 1, method: 'ping' }, before.headers)).status).toBe(200);
   });
 });

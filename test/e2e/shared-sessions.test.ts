@@ -9,7 +9,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, LoggingMessageNotificationSchema, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { commandLine, eventually, fixtureArgv, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { commandLine, eventually, fixtureArgv, logged, startProxy, stopAll, type Running } from '../helpers/processes.js';
 
 const text = (r: unknown) => (r as { content: Array<{ text: string }> }).content[0].text;
 
@@ -29,7 +29,7 @@ describe('upstream.sessions: shared', () => {
     writeFileSync(file, `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\n  sessions: shared\nmodern:\n  pool: { warmSpare: false }\n`);
     proxy = await startProxy(['--config', file]);
     // The start-up check runs a process of its own; the counts below start once it is gone.
-    await eventually(() => proxy.stderr().includes('"msg":"upstream ready"'), 20_000, 'the start-up check');
+    await logged(proxy, (e) => e.msg === 'upstream ready', 20_000, 'the start-up check');
   }, 30_000);
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.close()));

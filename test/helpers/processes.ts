@@ -159,6 +159,27 @@ export function callStarted(file: string, request: number | { tool: string }, ms
   return eventually(() => jsonLines(file).some(match), ms, `call ${JSON.stringify(request)} started upstream`);
 }
 
+/** The JSON log entries a process wrote to stderr: complete lines only, other lines skipped. */
+export function logEntries(proc: Pick<Running, 'stderr'>): any[] {
+  const text = proc.stderr();
+  return text
+    .slice(0, text.lastIndexOf('\n') + 1)
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .flatMap((line) => {
+      try {
+        return [JSON.parse(line)];
+      } catch {
+        return [];
+      }
+    });
+}
+
+/** Resolves once the process has logged an entry that `match` accepts; throws after `ms`. */
+export function logged(proc: Pick<Running, 'stderr'>, match: (entry: any) => boolean, ms = 5000, what = 'the log entry'): Promise<void> {
+  return eventually(() => logEntries(proc).some(match), ms, what);
+}
+
 /** Polls `check` every 50 ms until it is true; throws after `ms`. */
 export async function eventually(check: () => boolean | Promise<boolean>, ms = 5000, what = 'condition'): Promise<void> {
   const end = Date.now() + ms;
