@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
 import { callTool, INIT, postWithHost, rawPost, rawSession } from '../helpers/raw.js';
-import { callStarted, commandLine, eventually, fixtureArgv, freePort, isAlive, jsonLines, logged, PROXY_MAIN, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { callStarted, cancellations, commandLine, eventually, fixtureArgv, freePort, isAlive, logged, PROXY_MAIN, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
 import { lineSplitter } from '../../src/upstream/lines.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'proxy-failures-'));
@@ -24,7 +24,7 @@ function writeConfig(name: string, yaml: string): string {
   return file;
 }
 
-const cancelled = () => jsonLines<{ cancelled?: number; reason: string }>(cancelLog).filter((l) => l.cancelled !== undefined);
+const cancelled = () => cancellations(cancelLog);
 
 async function toolText(url: string, headers: Record<string, string>, id: number, name: string, args = {}): Promise<string> {
   const reply = await rawPost(url, callTool(id, name, args), headers);

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectModern, type ModernConnected } from '../helpers/modern-clients.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
-import { commandLine, eventually, fixtureArgv, jsonLines, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { cancellations, commandLine, eventually, fixtureArgv, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
 import { rawPost } from '../helpers/raw.js';
 
 describe('subscriptions/listen (faulty-server fixture over stdio)', () => {
@@ -69,7 +69,7 @@ describe('a modern call whose client goes away (faulty-server over stdio)', () =
   const dir = mkdtempSync(join(tmpdir(), 'modern-cancel-'));
   const cancelLog = join(dir, 'cancel.log');
   /** Cancellations the fixture logged (complete lines only). */
-  const cancelled = () => jsonLines<{ cancelled?: number; reason: string }>(cancelLog).filter((l) => l.cancelled !== undefined);
+  const cancelled = () => cancellations(cancelLog);
   let proxy: Running;
 
   beforeAll(async () => {

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken } from '../../src/fronts/auth.js';
 import { commandLine, eventually, fixtureArgv, logged, PROXY_MAIN, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
-import { callTool, INIT, metricIn, metricValue, modern, rawPost, sseMessages } from '../helpers/raw.js';
+import { callTool, INIT, metricIn, metricValue, modern, rawPost, rawSession, sseMessages } from '../helpers/raw.js';
 
 const TOKEN = 'operations-token-0123456789';
 const auth = { authorization: `Bearer ${TOKEN}` };
@@ -96,9 +96,7 @@ describe('token counts (contentNegotiation.tokens.count)', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'proxy-tokens-')), 'proxy.yaml');
     writeFileSync(file, 'contentNegotiation:\n  tokens: { count: true }\n');
     const proxy = await startProxy(['--config', file]); // the built-in demo upstream
-    const negotiating = { ...INIT, params: { ...INIT.params, capabilities: { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: 1, features: ['verbosity=compact', 'format=text'] } } } } };
-    const init = await rawPost(proxy.url, negotiating);
-    const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+    const headers = await rawSession(proxy.url, { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: 1, features: ['verbosity=compact', 'format=text'] } } });
     await rawPost(proxy.url, callTool(1, 'get_weather', { city: 'Bern' }), headers);
     await rawPost(proxy.url, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers);
     const metric = (method: string, tool: string, direction: string) => metricValue(proxy.url, `mcp_proxy_result_tokens_total{method="${method}",tool="${tool}",direction="${direction}"}`);
@@ -274,10 +272,7 @@ describe('OpenTelemetry spans (tracing.otlpEndpoint)', () => {
 
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
     const clientSpan = '00f067aa0ba902b7';
-    const negotiating = { ...INIT, params: { ...INIT.params, capabilities: { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: 1, features: ['format=json'] } } } } };
-    const init = await rawPost(proxy.url, negotiating);
-    const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
-    await rawPost(proxy.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
+    const headers = await rawSession(proxy.url, { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: 1, features: ['format=json'] } } });
     const seen = await rawPost(proxy.url, callTool(2, 'trace'), { ...headers, traceparent: `00-${traceId}-${clientSpan}-01` });
     const upstreamSaw = JSON.parse(seen.messages[0].result.content[0].text);
     expect(await proxy.stop()).toBe(0); // shutting down sends what is buffered

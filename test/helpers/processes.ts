@@ -180,6 +180,11 @@ export function logged(proc: Pick<Running, 'stderr'>, match: (entry: any) => boo
   return eventually(() => logEntries(proc).some(match), ms, what);
 }
 
+/** The cancellations the faulty fixture (FAULTY_LOG=`file`) has logged. */
+export function cancellations(file: string): Array<{ cancelled: number; reason: string }> {
+  return jsonLines<{ cancelled?: number; reason: string }>(file).filter((l): l is { cancelled: number; reason: string } => l.cancelled !== undefined);
+}
+
 /** Polls `check` every 50 ms until it is true; throws after `ms`. */
 export async function eventually(check: () => boolean | Promise<boolean>, ms = 5000, what = 'condition'): Promise<void> {
   const end = Date.now() + ms;

@@ -52,9 +52,9 @@ export async function read(res: Response): Promise<RawReply> {
   return { status: res.status, headers: res.headers, text, messages };
 }
 
-/** Initializes a session; returns headers to send on every later request. */
-export async function rawSession(url: string): Promise<Record<string, string>> {
-  const init = await rawPost(url, INIT);
+/** Initializes a session (declaring `capabilities`, if given); returns headers to send on every later request. */
+export async function rawSession(url: string, capabilities?: Record<string, unknown>): Promise<Record<string, string>> {
+  const init = await rawPost(url, capabilities ? { ...INIT, params: { ...INIT.params, capabilities } } : INIT);
   const id = init.headers.get('mcp-session-id');
   if (init.status !== 200 || !id) throw new Error(`initialize failed: ${init.status} ${init.text}`);
   const headers = { 'mcp-session-id': id, 'mcp-protocol-version': '2025-11-25' };
