@@ -9,26 +9,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken } from '../../src/fronts/auth.js';
-import { commandLine, eventually, fixtureArgv, logged, PROXY_MAIN, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { commandLine, eventually, fixtureArgv, logEntries, logged, PROXY_MAIN, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
 import { callTool, INIT, metricIn, metricValue, modern, rawPost, rawSession, sseMessages } from '../helpers/raw.js';
 
 const TOKEN = 'operations-token-0123456789';
 const auth = { authorization: `Bearer ${TOKEN}` };
 
-/** The access-log lines the proxy has written so far (tolerating a partial last line). */
-function accessLines(proxy: Running): any[] {
-  return proxy
-    .stderr()
-    .split('\n')
-    .filter((l) => l.includes('"msg":"request"'))
-    .flatMap((l) => {
-      try {
-        return [JSON.parse(l)];
-      } catch {
-        return [];
-      }
-    });
-}
+/** The access-log lines the proxy has written so far. */
+const accessLines = (proxy: Running): any[] => logEntries(proxy).filter((e) => e.msg === 'request');
 
 describe('access log', () => {
   let proxy: Running;
