@@ -13,7 +13,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectDirect, connectViaProxy, type Connected, type Front, type UpstreamRef } from '../helpers/clients.js';
+import { connectDirect, connectViaProxy, progressOf, receivedDuring, type Connected, type Front, type UpstreamRef } from '../helpers/clients.js';
 import { callStarted, commandLine, eventually, fixtureArgv, startHttpFixture, stopAll } from '../helpers/processes.js';
 
 const COMBOS: Array<{ front: Front; upstream: 'stdio' | 'http' }> = [
@@ -66,11 +66,10 @@ describe.each(COMBOS)('faulty fixture, $front front ← $upstream upstream', ({ 
   });
 
   it('delivers every progress notification before the result, in order', async () => {
-    const events: string[] = [];
-    const result = await proxied.client.callTool({ name: 'slow_progress', arguments: { steps: 5, delayMs: 20 } }, undefined, {
-      onprogress: (p) => events.push(`${p.progress}/${p.total} ${p.message}`),
-    });
-    events.push(text(result));
+    const { messages } = await receivedDuring(proxied.client, () =>
+      proxied.client.callTool({ name: 'slow_progress', arguments: { steps: 5, delayMs: 20 } }, undefined, { onprogress: () => {} }),
+    );
+    const events = messages.filter((m) => m.method === 'notifications/progress' || m.result).map((m) => (m.result ? text(m.result) : progressOf([m])[0]));
     expect(events).toEqual(['1/5 step 1/5', '2/5 step 2/5', '3/5 step 3/5', '4/5 step 4/5', '5/5 step 5/5', 'done 5']);
   });
 

@@ -9,6 +9,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, LoggingMessageNotificationSchema, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { progressOf, receivedDuring } from '../helpers/clients.js';
 import { commandLine, eventually, fixtureArgv, logged, startProxy, stopAll, type Running } from '../helpers/processes.js';
 
 const text = (r: unknown) => (r as { content: Array<{ text: string }> }).content[0].text;
@@ -52,9 +53,9 @@ describe('upstream.sessions: shared', () => {
     asker.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: 'Ada' } }));
     expect(JSON.parse(text(await asker.callTool({ name: 'elicit', arguments: { message: 'who?' } })))).toMatchObject({ content: { name: 'Ada' } });
 
-    const progress: number[] = [];
-    expect(text(await asker.callTool({ name: 'slow_progress', arguments: { steps: 3, delayMs: 1 } }, undefined, { onprogress: (p) => void progress.push(p.progress) }))).toBe('done 3');
-    expect(progress).toEqual([1, 2, 3]);
+    const { result, messages } = await receivedDuring(asker, () => asker.callTool({ name: 'slow_progress', arguments: { steps: 3, delayMs: 1 } }, undefined, { onprogress: () => {} }));
+    expect(text(result)).toBe('done 3');
+    expect(progressOf(messages)).toEqual(['1/3 step 1/3', '2/3 step 2/3', '3/3 step 3/3']);
 
     const [loud, quiet] = [await connect(), await connect()];
     const heard = { loud: [] as string[], quiet: [] as string[] };

@@ -95,3 +95,28 @@ export async function connectViaProxy(front: Front, upstreamArg: string | undefi
     },
   };
 }
+
+/**
+ * The messages an SDK client receives while `during` runs, as its transport hands them over.
+ * Progress is read here rather than through `onprogress`: the SDK client drops a progress
+ * notification that arrives in the same chunk as the response (which a loaded machine may
+ * coalesce), whatever the order on the wire.
+ */
+export async function receivedDuring<T>(client: Client, during: () => Promise<T>): Promise<{ result: T; messages: any[] }> {
+  const transport = client.transport!;
+  const onmessage = transport.onmessage!;
+  const messages: any[] = [];
+  transport.onmessage = (msg, extra) => {
+    messages.push(msg);
+    onmessage(msg, extra);
+  };
+  try {
+    return { result: await during(), messages };
+  } finally {
+    transport.onmessage = onmessage;
+  }
+}
+
+/** The progress notifications among `messages`, as `progress/total message`. */
+export const progressOf = (messages: any[]): string[] =>
+  messages.filter((m) => m.method === 'notifications/progress').map((m) => `${m.params.progress}/${m.params.total} ${m.params.message}`);
