@@ -236,7 +236,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
           output: deps.stdout ?? process.stdout,
           openSession,
           modern: modern?.core,
-          maxBatchSize: config.listen.maxBatchSize,
+          limits: { maxBatch: config.listen.maxBatchSize, maxDepth: config.listen.maxJsonDepth },
           log,
         });
         void stdio.done.then(settle);

@@ -37,6 +37,8 @@ async function main(): Promise<number> {
     },
     config.logFormat === 'pretty' ? pretty({ destination: 2, colorize: process.stderr.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,name' }) : pino.destination({ fd: 2, sync: false }),
   );
+  // A last line of defence: one request's failure that escaped its own handling must not end every session.
+  process.on('unhandledRejection', (err) => log.error({ err: (err as Error)?.stack ?? String(err) }, 'internal error: a failure nobody handled; the proxy goes on'));
   const gateway = createGateway(config, { log, rules, failFast: request.failFast });
   process.on('exit', () => gateway.killChildrenNow());
 

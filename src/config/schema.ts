@@ -68,6 +68,7 @@ export const listenSchema = z
       .describe('Host header values accepted (name or name:port; DNS-rebinding protection). Default: localhost, 127.x.y.z and [::1], wherever the proxy is bound. "*" allows all.'),
     maxBodyBytes: z.number().int().positive().default(4 * 1024 * 1024).describe('Largest accepted request body; larger ones get 413.'),
     maxBatchSize: z.number().int().positive().default(100).describe('Most messages in one JSON-RPC batch (2025-03-26 clients); a larger batch is refused whole with -32600, before any of it runs.'),
+    maxJsonDepth: z.number().int().min(8).max(1000).default(64).describe('Deepest nesting of arrays and objects in a client message (HTTP body or stdio line, either era); deeper ones are refused with -32600 before they are parsed.'),
     responseMode: z
       .enum(['auto', 'sse', 'json'])
       .default('auto')

@@ -88,6 +88,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     return self.host;
   };
   const slowReaders = { ...listen.slowReaders, log };
+  const payloadLimits = { maxBatch: listen.maxBatchSize, maxDepth: listen.maxJsonDepth };
   const app = Fastify({ bodyLimit: listen.maxBodyBytes, forceCloseConnections: true, logger: false, trustProxy: listen.trustProxy });
 
   app.removeAllContentTypeParsers();
@@ -311,7 +312,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
       return rpcError(reply, new ProxyError('NOT_ACCEPTABLE', 'Not Acceptable: accept application/json or text/event-stream'));
     }
     if (typeof req.body !== 'string') return rpcError(reply, new ProxyError('BAD_REQUEST', 'Request body is empty'));
-    const parsed = parsePayload(req.body, { maxBatch: listen.maxBatchSize });
+    const parsed = parsePayload(req.body, payloadLimits);
     if (!parsed.ok) return reply.code(400).type('application/json').send(JSON.stringify(parsed.error));
     const { batch } = parsed;
     const variantHeader = req.headers['mcp-server-variant'];

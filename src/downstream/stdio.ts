@@ -9,7 +9,7 @@ import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import { Cancellation, type ModernCore } from '../fronts/modern/core.js';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
-import { errorResponse, isNotification, isRequest, parsePayload, serialize, type Frame, type JsonRpcId, type JsonRpcRequest } from '../jsonrpc/message.js';
+import { errorResponse, isNotification, type ClientPayloadLimits, isRequest, parsePayload, serialize, type Frame, type JsonRpcId, type JsonRpcRequest } from '../jsonrpc/message.js';
 import { isModernMessage, modernContext } from '../mcp/modern.js';
 import { lineSplitter } from '../upstream/lines.js';
 import type { ClientSink, RelaySession } from '../relay/session.js';
@@ -20,8 +20,8 @@ export interface StdioDownstreamOptions {
   openSession(sink: ClientSink, log: Logger): RelaySession;
   /** Serves modern (2026-07-28) requests; absent = legacy clients only. */
   modern?: ModernCore;
-  /** Most messages in one batch line. */
-  maxBatchSize: number;
+  /** Most messages in one batch line, deepest nesting in one message. */
+  limits: ClientPayloadLimits;
   log: Logger;
 }
 
@@ -85,7 +85,7 @@ export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstr
   };
 
   const onData = lineSplitter((line) => {
-    const parsed = parsePayload(line, { maxBatch: opts.maxBatchSize });
+    const parsed = parsePayload(line, opts.limits);
     if (!parsed.ok) {
       log.warn({ line: line.slice(0, 200) }, 'client sent an invalid message');
       return write(JSON.stringify(parsed.error));

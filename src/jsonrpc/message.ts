@@ -61,15 +61,25 @@ export function errorResponse(id: JsonRpcId | null, error: JsonRpcErrorObject): 
 
 export type ParseOutcome = { ok: true; frames: Frame[]; batch: boolean } | { ok: false; error: JsonRpcResponse };
 
+/** What a client payload may be: most messages in a batch, deepest nesting of arrays and objects. */
+export interface ClientPayloadLimits {
+  maxBatch: number;
+  maxDepth: number;
+}
+
 /**
  * Parses one wire payload (a line, an HTTP body). Batches (JSON arrays, allowed by 2025-03-26)
  * yield several frames; their members lose `raw`, since only the whole payload had one text.
  * A member that is not a valid message fails the whole payload with -32600. `client` marks a
- * payload from a client: a batch of more than `maxBatch` messages is refused too, and so is what
- * MCP servers drop without an answer (see clientProblem), which would otherwise leave the
- * request waiting for its timeout.
+ * payload from a client: a batch of more than `maxBatch` messages is refused too, and so is a
+ * document nested deeper than `maxDepth` (before it is parsed: serializing such a value again
+ * would overflow the stack), and what MCP servers drop without an answer (see clientProblem),
+ * which would otherwise leave the request waiting for its timeout.
  */
-export function parsePayload(text: string, client?: { maxBatch: number }): ParseOutcome {
+export function parsePayload(text: string, client?: ClientPayloadLimits): ParseOutcome {
+  if (client && nestsDeeperThan(text, client.maxDepth)) {
+    return invalid(null, `the message nests arrays and objects more than ${client.maxDepth} levels deep (listen.maxJsonDepth)`);
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -90,6 +100,42 @@ export function parsePayload(text: string, client?: { maxBatch: number }): Parse
   const problem = checkMessage(value) ?? (client ? clientProblem(value as Record<string, unknown>) : undefined);
   if (problem) return invalid(idOf(value), problem);
   return { ok: true, frames: [{ msg: value as JsonRpcMessage, raw: text }], batch: false };
+}
+
+/**
+ * Whether JSON text nests arrays and objects deeper than `max`: one pass over the text, strings
+ * skipped with indexOf. Malformed text is left to JSON.parse to report.
+ */
+export function nestsDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      let end = text.indexOf('"', i + 1);
+      while (end > 0 && escapedAt(text, end)) end = text.indexOf('"', end + 1);
+      if (end < 0) return false;
+      i = end;
+    } else if (c === OPEN_BRACKET || c === OPEN_BRACE) {
+      if (++depth > max) return true;
+    } else if (c === CLOSE_BRACKET || c === CLOSE_BRACE) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+
+/** Is the quote at `at` escaped (preceded by an odd number of backslashes)? */
+function escapedAt(text: string, at: number): boolean {
+  let n = 0;
+  while (text.charCodeAt(at - 1 - n) === BACKSLASH) n++;
+  return n % 2 === 1;
 }
 
 function invalid(id: JsonRpcId | null, why: string): ParseOutcome {

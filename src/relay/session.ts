@@ -90,8 +90,18 @@ export class RelaySession {
     return this.pending.size;
   }
 
-  /** A message from the client. */
+  /** A message from the client; whatever fails on the way, a request gets an answer. */
   fromClient(frame: Frame): void {
+    try {
+      this.relayFromClient(frame);
+    } catch (err) {
+      const msg = frame.msg;
+      this.opts.log.error({ err: (err as Error).message, method: 'method' in msg ? msg.method : undefined }, 'could not relay a client message');
+      if (isRequest(msg) && (this.settle(msg.id) || !this.ended)) this.answer(msg.id, err);
+    }
+  }
+
+  private relayFromClient(frame: Frame): void {
     this.lastActivity = Date.now();
     const msg = frame.msg;
     if (isRequest(msg)) {
@@ -216,7 +226,7 @@ export class RelaySession {
     return p;
   }
 
-  private answer(id: JsonRpcId, err: ProxyError): void {
+  private answer(id: JsonRpcId, err: unknown): void {
     this.lastActivity = Date.now();
     this.sink.deliver({ msg: errorResponse(id, toJsonRpcError(err)) }, id);
   }

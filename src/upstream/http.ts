@@ -14,11 +14,11 @@ import {
   isRequest,
   isResponse,
   parsePayload,
-  serialize,
   type Frame,
   type JsonRpcId,
 } from '../jsonrpc/message.js';
 import { traceContextOf } from '../ops/trace-context.js';
+import { encodeForUpstream } from './encode.js';
 import { createSseReader } from './sse.js';
 import type { HttpUpstreamSpec, ResumedSession, UpstreamConnection, UpstreamEvents } from './types.js';
 
@@ -177,7 +177,7 @@ export function createHttpUpstream(
    */
   let initializing: Promise<void> | undefined;
 
-  const post = async (frame: Frame) => {
+  const post = async (frame: Frame, body: string) => {
     if (initializing) await initializing;
     const msg = frame.msg;
     const ids = isRequest(msg) ? [msg.id] : [];
@@ -192,7 +192,7 @@ export function createHttpUpstream(
         dispatcher: opts.dispatcher,
         signal,
         headers: headers({ 'content-type': 'application/json', accept: ACCEPT, ...traceContextOf((msg as { params?: { _meta?: Record<string, unknown> } }).params?._meta) }),
-        body: serialize(frame),
+        body,
       });
       responded = true;
       const newSession = res.headers['mcp-session-id'];
@@ -286,8 +286,10 @@ export function createHttpUpstream(
     send(frame) {
       if (closed) return;
       const msg = frame.msg;
+      const body = encodeForUpstream(frame, events, log);
+      if (body === undefined) return;
       if (isRequest(msg) && msg.method === 'initialize') initializeId = msg.id;
-      const sent = post(frame);
+      const sent = post(frame, body);
       if (isNotification(msg) && msg.method === 'notifications/initialized') {
         initializing = sent.finally(() => {
           initializing = undefined;

@@ -9,7 +9,8 @@ import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js
 import type { Logger } from 'pino';
 import { maskSecrets } from '../ops/mask.js';
 import { ProxyError } from '../jsonrpc/errors.js';
-import { parsePayload, serialize, type Frame } from '../jsonrpc/message.js';
+import { parsePayload, type Frame } from '../jsonrpc/message.js';
+import { encodeForUpstream } from './encode.js';
 import { lineSplitter } from './lines.js';
 import type { StdioUpstreamSpec, UpstreamConnection, UpstreamEvents } from './types.js';
 
@@ -94,7 +95,8 @@ export function createStdioUpstream(
   return {
     send(frame: Frame) {
       if (closed || !child.stdin!.writable) return;
-      child.stdin!.write(serialize(frame) + '\n');
+      const text = encodeForUpstream(frame, events, log);
+      if (text !== undefined) child.stdin!.write(text + '\n');
     },
     close() {
       exited ??= reap(child, opts.shutdownGraceMs, () => {

@@ -39,7 +39,7 @@ describe('fuzz: JSON-RPC payloads from clients', () => {
   it('parse or get -32700 / -32600, never throw', () => {
     fc.assert(
       fc.property(payloads, (text) => {
-        const out = parsePayload(text, { maxBatch: 3 });
+        const out = parsePayload(text, { maxBatch: 3, maxDepth: 64 });
         if (!out.ok) expect([-32700, -32600]).toContain(out.error.error!.code);
         else for (const f of out.frames) expect((f.msg as { jsonrpc: string }).jsonrpc).toBe('2.0');
       }),

@@ -1,0 +1,33 @@
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import type { ProxyError } from '../jsonrpc/errors.js';
+import type { Frame, JsonRpcId } from '../jsonrpc/message.js';
+import { createStdioUpstream } from './stdio.js';
+
+describe('a send that cannot be serialized', () => {
+  it('becomes the request’s error through the connection’s events, never a throw, and the connection goes on', async () => {
+    const received: Array<[Frame, JsonRpcId | undefined]> = [];
+    let closed: ProxyError | undefined;
+    // A real child that echoes each line back: what reaches it comes back as a message.
+    const echo = 'process.stdin.pipe(process.stdout)';
+    const connection = createStdioUpstream(
+      { kind: 'stdio', command: process.execPath, args: ['-e', echo] },
+      { onMessage: (frame, related) => received.push([frame, related]), onClose: (err) => (closed = err) },
+      pino({ level: 'silent' }),
+      { shutdownGraceMs: 500, children: new Set() },
+    );
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    expect(() => connection.send({ msg: { jsonrpc: '2.0', id: 7, method: 'tools/call', params: cyclic } })).not.toThrow();
+    expect(() => connection.send({ msg: { jsonrpc: '2.0', method: 'notifications/x', params: cyclic } })).not.toThrow();
+    connection.send({ msg: { jsonrpc: '2.0', id: 8, result: {} } });
+    await new Promise<void>((resolve) => {
+      const wait = () => (received.length >= 2 ? resolve() : setTimeout(wait, 20));
+      wait();
+    });
+    expect(received[0]).toEqual([{ msg: { jsonrpc: '2.0', id: 7, error: { code: -32600, message: expect.stringContaining('could not be sent to the upstream'), data: { code: 'BAD_REQUEST' } } } }, 7]);
+    expect(received[1][0].msg).toEqual({ jsonrpc: '2.0', id: 8, result: {} });
+    await connection.close();
+    expect(closed?.code).toBe('UPSTREAM_CLOSED');
+  });
+});
