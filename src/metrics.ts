@@ -19,6 +19,8 @@ const KNOWN_METHODS = new Set([
 ]);
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
+export type RefusalReason = 'connections' | 'per_address' | 'auth_failures';
+
 export function methodLabel(method: string | undefined): string {
   if (method === undefined) return 'none';
   if (method.startsWith('batch')) return 'batch';
@@ -36,6 +38,8 @@ export class Metrics {
     transformFailures: 0,
     /** Results relayed unshaped because of contentNegotiation.limits. */
     resultsUnshaped: { size: 0, budget: 0 },
+    /** Connections and requests refused by a cap before they were served, by cap. */
+    refusals: {} as Partial<Record<RefusalReason, number>>,
   };
   readonly registry = new Registry();
   private readonly requestSeconds: Histogram<'method' | 'era' | 'outcome'>;
@@ -65,6 +69,16 @@ export class Metrics {
       collect() {
         this.reset();
         for (const [reason, n] of Object.entries(c.resultsUnshaped)) this.inc({ reason }, n);
+      },
+    });
+    new Counter({
+      name: 'mcp_proxy_refusals_total',
+      help: 'Connections and requests refused by a limit before they were served: connections (listen.connections.max), per_address (listen.connections.perAddress), auth_failures (auth.failuresPerAddress).',
+      labelNames: ['reason'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [reason, n] of Object.entries(c.refusals)) this.inc({ reason }, n);
       },
     });
     new Gauge({ name: 'mcp_proxy_sessions', help: 'Open HTTP sessions.', registers, collect() { this.set(gauges.sessions()); } });
@@ -102,6 +116,10 @@ export class Metrics {
 
   observeRequest(method: string | undefined, era: string | undefined, status: number, seconds: number): void {
     this.requestSeconds.observe({ method: methodLabel(method), era: era ?? 'none', outcome: `${Math.floor(status / 100)}xx` }, seconds);
+  }
+
+  refused(reason: RefusalReason): void {
+    this.counters.refusals[reason] = (this.counters.refusals[reason] ?? 0) + 1;
   }
 
   observeUpstream(method: string, outcome: 'ok' | 'error' | 'timeout' | 'closed', seconds: number): void {

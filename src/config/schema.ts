@@ -3,6 +3,7 @@
  * environment all end up here. Defaults live in the schema, so `parseConfig({})` is the
  * zero-config product. The JSON Schema in config/config.schema.json is generated from this.
  */
+import proxyAddr from 'proxy-addr';
 import { z } from 'zod';
 import { serverVariantsSchema } from '../negotiation/variants.js';
 import { ruleSchema } from '../pipeline/rules.js';
@@ -50,6 +51,18 @@ export const clientLimitsSchema = z
   .strict()
   .describe('Limits per client: the authenticated principal, or the client address without authentication.');
 
+/** Whether proxy-addr takes an entry of listen.trustProxy. */
+function compilesAsTrust(entry: string): boolean {
+  try {
+    proxyAddr.compile(entry);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const CONNECTIONS = { headersTimeoutMs: 10_000, bodyTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000, max: 4096, perAddress: 256 };
+
 const SLOW_READERS = { maxUnreadBytes: 8 * 1024 * 1024, stallMs: 30_000 };
 
 export const listenSchema = z
@@ -83,6 +96,17 @@ export const listenSchema = z
       .default(SLOW_READERS)
       .describe('Clients that stop reading: their streams are closed (and their calls cancelled upstream) instead of buffering without bound.'),
     perClient: clientLimitsSchema.default(CLIENT_LIMITS),
+    connections: z
+      .object({
+        headersTimeoutMs: z.number().int().positive().default(CONNECTIONS.headersTimeoutMs).describe('The request line and headers must arrive within this; otherwise 408 and the connection is closed.'),
+        bodyTimeoutMs: z.number().int().positive().default(CONNECTIONS.bodyTimeoutMs).describe('The whole request body must arrive within this after the headers; otherwise 408 and the connection is closed. Answers may take as long as they take.'),
+        keepAliveTimeoutMs: z.number().int().positive().default(CONNECTIONS.keepAliveTimeoutMs).describe('An idle keep-alive connection is closed after this.'),
+        max: z.number().int().positive().default(CONNECTIONS.max).describe('Most open client connections in all; a connection beyond it gets 503 with Connection: close.'),
+        perAddress: z.number().int().positive().default(CONNECTIONS.perAddress).describe('Most open connections from one client address (a trusted balancer is not counted); beyond it 429 with Connection: close.'),
+      })
+      .strict()
+      .default(CONNECTIONS)
+      .describe('Connection discipline: slow or numerous connections cannot exhaust the file descriptors.'),
     cors: z
       .object({
         origins: z.array(z.string().min(1)).min(1).describe('Browser origins allowed to call the endpoint, e.g. "http://localhost:6274" (the MCP Inspector). They are accepted by the Origin check too.'),
@@ -92,9 +116,11 @@ export const listenSchema = z
       .optional()
       .describe('Cross-origin access for browser clients (off unless set): preflight answered, Mcp-Session-Id and MCP-Protocol-Version exposed.'),
     trustProxy: z
-      .union([z.boolean(), z.array(z.string().min(1))])
+      .union([z.literal(false), z.array(z.string().min(1).refine(compilesAsTrust, 'an IP address, a CIDR (10.0.0.0/8), or loopback / linklocal / uniquelocal')).min(1)], {
+        error: (issue) => (issue.input === true ? 'true would let any client name its own address in X-Forwarded-For: list the balancer addresses or CIDRs instead, e.g. ["10.0.0.0/8"]' : 'false, or a list of balancer addresses or CIDRs'),
+      })
       .default(false)
-      .describe('Behind a balancer: take the client address from X-Forwarded-For when the connection comes from these addresses or CIDRs (true: from anyone, only if nothing else can reach the proxy). Per-client limits without authentication count by that address.'),
+      .describe('Behind a balancer: the addresses or CIDRs of the balancers (e.g. ["10.0.0.5"], "loopback", "uniquelocal"). A request from one of them is counted by the rightmost address in X-Forwarded-For that is not a listed balancer, so a client cannot name its own address; per-client limits, refusals and the access log use it.'),
   })
   .strict();
 
@@ -197,6 +223,8 @@ export const modernSchema = z
   .strict()
   .describe('The modern protocol era (2026-07-28): stateless requests, server/discover, input_required rounds.');
 
+const JWT_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'] as const;
+
 export const authSchema = z
   .object({
     tokens: z
@@ -218,6 +246,12 @@ export const authSchema = z
         audience: z.string().min(1).describe('Required `aud` (usually this endpoint\'s URL).'),
         requiredScopes: z.array(z.string().min(1)).default([]).describe('Scopes every token must grant (`scope` or `scp`); missing ones get 403 insufficient_scope.'),
         principalClaim: z.string().min(1).default('sub').describe('The claim that names the principal.'),
+        algorithms: z
+          .array(z.enum(JWT_ALGORITHMS))
+          .min(1)
+          .default([...JWT_ALGORITHMS])
+          .describe('Signature algorithms accepted (asymmetric only: a shared-secret HMAC key would let anyone who holds it mint tokens).'),
+        requireExpiry: z.boolean().default(true).describe('Refuse tokens without an `exp` claim (a token that never expires stays usable forever once leaked).'),
       })
       .strict()
       .optional()
@@ -225,6 +259,12 @@ export const authSchema = z
     authorizationServers: z.array(z.url()).default([]).describe('Issuer URLs listed in the protected resource metadata (RFC 9728), for clients that obtain tokens themselves.'),
     resource: z.url().optional().describe('The resource identifier in the metadata document (default: this endpoint\'s URL as the client reached it).'),
     allowUnauthenticated: z.boolean().default(false).describe('Serve a non-loopback address without authentication (something in front authenticates).'),
+    failuresPerAddress: z
+      .number()
+      .int()
+      .positive()
+      .default(20)
+      .describe('Failed authentication attempts one client address may make per minute; beyond it 429 with Retry-After, before any token is checked.'),
   })
   .strict()
   .describe('Who may connect. Off unless tokens or jwt are set; required when listening on a non-loopback address.');

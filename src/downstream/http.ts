@@ -18,7 +18,8 @@ import type { ModernCore } from '../fronts/modern/core.js';
 import { isModernPost, serveModernPost } from '../fronts/modern/http.js';
 import { hostGuard, originGuard, validHost } from './guards.js';
 import { challenge, resourceMetadata, type AuthConfig, type Authenticator } from '../fronts/auth.js';
-import { ClientLimits, limitKey } from '../fronts/limits.js';
+import { capConnections, refusalOf, timeoutOptions } from '../fronts/connections.js';
+import { ClientLimits, FailureCounter, limitKey, trustedAddress } from '../fronts/limits.js';
 import { noteExchange, registerAccessLog } from '../ops/access-log.js';
 import type { ReadinessReport } from '../ops/readiness.js';
 import { traceContextOf, withTraceContext } from '../ops/trace-context.js';
@@ -89,7 +90,8 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
   };
   const slowReaders = { ...listen.slowReaders, log };
   const payloadLimits = { maxBatch: listen.maxBatchSize, maxDepth: listen.maxJsonDepth };
-  const app = Fastify({ bodyLimit: listen.maxBodyBytes, forceCloseConnections: true, logger: false, trustProxy: listen.trustProxy });
+  const app = Fastify({ bodyLimit: listen.maxBodyBytes, forceCloseConnections: true, logger: false, trustProxy: listen.trustProxy, ...timeoutOptions(listen.connections) });
+  capConnections(app.server, listen.connections, trustedAddress(listen.trustProxy), log, (reason) => opts.metrics.refused(reason));
 
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => done(null, body));
@@ -110,6 +112,8 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
   });
 
   app.addHook('onRequest', (req, reply, done) => {
+    const refused = refusalOf(req.raw.socket);
+    if (refused) return rpcError(reply, refused);
     // DNS-rebinding protection guards the MCP endpoint; probes may name the pod's IP as Host.
     const route = req.routeOptions.url;
     if (route !== listen.path && !route?.startsWith('/.well-known/')) return done();
@@ -144,15 +148,30 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     return `${resource.origin}/.well-known/oauth-protected-resource${resource.pathname}`;
   };
   if (authenticator.enabled) {
+    const failures = new FailureCounter(opts.auth.config.failuresPerAddress);
     app.addHook('onRequest', async (req, reply) => {
       // The matched route, not the raw URL: the router decodes escapes (/mc%70 is /mcp).
       if (req.routeOptions.url !== listen.path) return;
+      // An address guessing credentials is refused before any is checked.
+      const wait = failures.blockedFor(req.ip);
+      if (wait > 0) {
+        opts.metrics.refused('auth_failures');
+        noteExchange(req, undefined, { refused: 'auth_failures' });
+        reply.header('retry-after', String(wait));
+        return rpcError(reply, new ProxyError('RATE_LIMITED', `Too many failed authentication attempts from this address (auth.failuresPerAddress: ${authConfig.failuresPerAddress} per minute); retry after ${wait} s`));
+      }
       const outcome = await authenticator.authenticate(req.headers);
       if ('principal' in outcome) {
         req.principal = outcome.principal;
         return;
       }
-      log.info({ status: outcome.status, error: outcome.error, address: req.ip }, 'request refused: authentication');
+      noteExchange(req, undefined, { refused: `${outcome.error}${outcome.reason ? `: ${outcome.reason}` : ''}` });
+      if (outcome.status === 503) {
+        log.warn({ err: outcome.reason }, 'tokens cannot be checked: the JWKS is unavailable; answering 503');
+        reply.header('retry-after', '5');
+        return rpcError(reply, new ProxyError('AUTH_UNAVAILABLE', outcome.description));
+      }
+      if (outcome.error !== 'invalid_request') failures.note(req.ip); // a request with no credentials is not a guess
       const scopes = authConfig.jwt?.requiredScopes ?? [];
       reply.header('www-authenticate', challenge(outcome, metadataUrl(req), scopes));
       return rpcError(reply, new ProxyError(outcome.status === 403 ? 'FORBIDDEN' : 'UNAUTHORIZED', outcome.description));
@@ -169,9 +188,24 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
   /** POSTs being answered, and who waits for the last of them to finish while draining. */
   let inFlight = 0;
   let draining: { idle: () => void } | undefined;
+  // A POST counts from before its body is read (after the rate limit), so that bodies trickling in count too.
+  app.addHook('preParsing', (req, reply, payload, done) => {
+    if (req.method !== 'POST' || req.routeOptions.url !== listen.path) return done(null, payload);
+    const release = limits.begin(limitKey(req));
+    if (!release) {
+      log.warn({ client: limitKey(req) }, 'in-flight limit reached; answering 429');
+      return rpcError(reply, new ProxyError('RATE_LIMITED', `Too many requests in flight: at most ${listen.perClient.inFlight} per client at once`));
+    }
+    inFlight++;
+    reply.raw.once('close', () => {
+      release();
+      if (--inFlight === 0) draining?.idle();
+    });
+    done(null, payload);
+  });
   await app.register(rateLimit, {
     global: false,
-    hook: 'preHandler', // after authentication: the key is the principal
+    hook: 'onRequest', // after authentication (the key is the principal), before the body is read
     max: listen.perClient.requestsPerSecond,
     timeWindow: 1000,
     keyGenerator: limitKey,
@@ -295,16 +329,6 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
   };
 
   app.post(listen.path, limited, async (req, reply) => {
-    const release = limits.begin(limitKey(req));
-    if (!release) {
-      log.warn({ client: limitKey(req) }, 'in-flight limit reached; answering 429');
-      return rpcError(reply, new ProxyError('RATE_LIMITED', `Too many requests in flight: at most ${listen.perClient.inFlight} per client at once`));
-    }
-    inFlight++;
-    reply.raw.once('close', () => {
-      release();
-      if (--inFlight === 0) draining?.idle();
-    });
     const accept = String(req.headers.accept ?? '*/*');
     const wantsSse = accept.includes('text/event-stream') || accept.includes('*/*');
     const wantsJson = accept.includes('application/json') || accept.includes('*/*');
@@ -468,11 +492,13 @@ function headerVariant(frame: Frame, header: string): Frame {
 }
 
 /** Seconds a client should wait before trying again after these refusals. */
-const RETRY_AFTER: Partial<Record<ProxyError['code'], string>> = { RATE_LIMITED: '1', TOO_MANY_SESSIONS: '5', SHUTTING_DOWN: '5' };
+const RETRY_AFTER: Partial<Record<ProxyError['code'], string>> = { RATE_LIMITED: '1', TOO_MANY_SESSIONS: '5', TOO_MANY_CONNECTIONS: '5', SHUTTING_DOWN: '5', AUTH_UNAVAILABLE: '5' };
 
 /** Rejects an HTTP request before it reaches a session: the error's status and wire form. */
 function rpcError(reply: FastifyReply, err: ProxyError): FastifyReply {
   const retry = RETRY_AFTER[err.code];
   if (retry && !reply.hasHeader('retry-after')) reply.header('retry-after', retry);
+  // A body not read yet is not waited for: the connection closes with the refusal.
+  if (!reply.request.raw.complete || refusalOf(reply.request.raw.socket)) reply.header('connection', 'close');
   return reply.code(err.httpStatus).type('application/json').send(JSON.stringify(errorResponse(null, toJsonRpcError(err))));
 }

@@ -7,13 +7,19 @@
  * a valid token that lacks a required scope.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
+import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload } from 'jose';
 import type { Config } from '../config/schema.js';
 import { isLoopbackHost } from '../downstream/guards.js';
 
 export type AuthConfig = Config['auth'];
 
-export type AuthOutcome = { principal: string } | { status: 401 | 403; error: 'invalid_request' | 'invalid_token' | 'insufficient_scope'; description: string };
+export type AuthOutcome =
+  | { principal: string }
+  | { status: 401 | 403; error: 'invalid_request' | 'invalid_token' | 'insufficient_scope'; description: string; reason?: string }
+  /** The keys to check a token against cannot be fetched now: the client should retry, not re-authenticate. */
+  | { status: 503; error: 'temporarily_unavailable'; description: string; reason: string };
+
+export type AuthRefusal = Extract<AuthOutcome, { status: number }>;
 
 export interface Authenticator {
   /** Whether requests must authenticate at all. */
@@ -32,6 +38,7 @@ export function createAuthenticator(config: AuthConfig): Authenticator {
   const jwks = jwt ? createRemoteJWKSet(new URL(jwt.jwksUrl), { timeoutDuration: 5000, cooldownDuration: 30_000 }) : undefined;
   const enabled = statics.length > 0 || jwt !== undefined;
   const apiKeyHeader = config.apiKeyHeader.toLowerCase();
+  const verifyOptions = jwt && { issuer: jwt.issuer, audience: jwt.audience, clockTolerance: 30, algorithms: jwt.algorithms, requiredClaims: jwt.requireExpiry ? ['exp'] : [] };
 
   return {
     enabled,
@@ -46,9 +53,12 @@ export function createAuthenticator(config: AuthConfig): Authenticator {
       if (!jwt || !jwks || presented.split('.').length !== 3) return { status: 401, error: 'invalid_token', description: 'The token is not valid' };
       let payload: JWTPayload;
       try {
-        ({ payload } = await jwtVerify(presented, jwks, { issuer: jwt.issuer, audience: jwt.audience, clockTolerance: 30 }));
+        ({ payload } = await jwtVerify(presented, jwks, verifyOptions));
       } catch (err) {
-        return { status: 401, error: 'invalid_token', description: `The token is not valid: ${(err as Error).message}` };
+        // What failed stays in the proxy's log: a client learns only that the token was refused.
+        const reason = (err as Error).message;
+        if (keysUnavailable(err)) return { status: 503, error: 'temporarily_unavailable', description: 'Tokens cannot be checked right now (the signing keys are unavailable); retry shortly', reason };
+        return { status: 401, error: 'invalid_token', description: 'The token is not valid', reason };
       }
       const granted = scopesOf(payload);
       const missing = jwt.requiredScopes.filter((s) => !granted.has(s));
@@ -61,7 +71,7 @@ export function createAuthenticator(config: AuthConfig): Authenticator {
 }
 
 /** The `WWW-Authenticate` value for a refusal (RFC 6750 §3, RFC 9728 §5.1). */
-export function challenge(outcome: Extract<AuthOutcome, { status: number }>, metadataUrl: string, scopes: string[]): string {
+export function challenge(outcome: AuthRefusal, metadataUrl: string, scopes: string[]): string {
   const parts = [`resource_metadata="${metadataUrl.replace(/["\\]/g, '')}"`];
   if (outcome.error !== 'invalid_request') parts.push(`error="${outcome.error}"`, `error_description="${outcome.description.replace(/["\\]/g, "'")}"`);
   if (scopes.length) parts.push(`scope="${scopes.join(' ')}"`);
@@ -106,4 +116,10 @@ function scopesOf(payload: JWTPayload): Set<string> {
   if (typeof scope === 'string') return new Set(scope.split(' ').filter(Boolean));
   if (Array.isArray(scope)) return new Set(scope.filter((s): s is string => typeof s === 'string'));
   return new Set();
+}
+
+/** A verification that failed because the JWKS could not be had (unreachable, timed out, not a key set), not because of the token. */
+function keysUnavailable(err: unknown): boolean {
+  if (!(err instanceof errors.JOSEError)) return true; // fetch itself failed
+  return err instanceof errors.JWKSTimeout || err instanceof errors.JWKSInvalid || (err.code === 'ERR_JOSE_GENERIC' && err.message.includes('JSON Web Key Set'));
 }

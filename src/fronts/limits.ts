@@ -4,6 +4,7 @@
  * no authentication). The request rate is limited by @fastify/rate-limit with the same key.
  */
 import type { FastifyRequest } from 'fastify';
+import proxyAddr from 'proxy-addr';
 
 export interface ClientLimitsConfig {
   sessions: number;
@@ -54,3 +55,41 @@ function give(counts: Map<string, number>, key: string): void {
   if (n <= 0) counts.delete(key);
   else counts.set(key, n);
 }
+
+/** Whether a connection's address is one of the balancers listen.trustProxy names. */
+export function trustedAddress(trustProxy: string[] | false): (address: string) => boolean {
+  if (!trustProxy || trustProxy.length === 0) return () => false;
+  const trust = proxyAddr.compile(trustProxy);
+  return (address) => trust(address, 0);
+}
+
+/** Failures per key in fixed one-minute windows (failed authentication per address). */
+export class FailureCounter {
+  private windowStart = 0;
+  private readonly counts = new Map<string, number>();
+
+  constructor(private readonly perMinute: number) {}
+
+  /** Seconds until `key` may try again; 0 when it may now. */
+  blockedFor(key: string): number {
+    this.roll();
+    if ((this.counts.get(key) ?? 0) < this.perMinute) return 0;
+    return Math.max(1, Math.ceil((this.windowStart + WINDOW_MS - Date.now()) / 1000));
+  }
+
+  note(key: string): void {
+    this.roll();
+    if (this.counts.size < MAX_KEYS || this.counts.has(key)) this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
+  }
+
+  private roll(): void {
+    const now = Date.now();
+    if (now - this.windowStart < WINDOW_MS) return;
+    this.windowStart = now;
+    this.counts.clear();
+  }
+}
+
+const WINDOW_MS = 60_000;
+/** Addresses tracked in one window at most, so that many addresses cannot grow the map without bound. */
+const MAX_KEYS = 100_000;

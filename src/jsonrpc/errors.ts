@@ -35,10 +35,12 @@ export type ProxyErrorCode =
   | 'UNSUPPORTED_MEDIA_TYPE'
   | 'FORBIDDEN'
   | 'UNAUTHORIZED'
+  | 'AUTH_UNAVAILABLE'
   | 'BODY_TOO_LARGE'
   | 'SESSION_NOT_FOUND'
   | 'SESSION_EXPIRED'
   | 'TOO_MANY_SESSIONS'
+  | 'TOO_MANY_CONNECTIONS'
   | 'RATE_LIMITED'
   // A request the proxy answers itself with invalid params (server variants: unknown variant, name or cursor).
   | 'INVALID_PARAMS'
@@ -79,10 +81,12 @@ const WIRE: Record<ProxyErrorCode, WireForm> = {
   UNSUPPORTED_MEDIA_TYPE: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 415 },
   FORBIDDEN: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 403 },
   UNAUTHORIZED: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 401 },
+  AUTH_UNAVAILABLE: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503 },
   BODY_TOO_LARGE: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 413 },
   SESSION_NOT_FOUND: { legacy: REQUEST_TIMEOUT, modern: INVALID_REQUEST, status: 404 }, // -32001: what the SDKs answer for an unknown session
   SESSION_EXPIRED: { legacy: REQUEST_TIMEOUT, modern: INVALID_REQUEST, status: 404 },
   TOO_MANY_SESSIONS: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503 },
+  TOO_MANY_CONNECTIONS: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503 },
   RATE_LIMITED: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 429 },
   INVALID_PARAMS: { legacy: INVALID_PARAMS, modern: INVALID_PARAMS, status: 400, specified: true },
   INVALID_META: { legacy: INVALID_PARAMS, modern: INVALID_PARAMS, status: 400 },

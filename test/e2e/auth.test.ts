@@ -14,8 +14,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken } from '../../src/fronts/auth.js';
-import { commandLine, fixtureArgv, PROXY_MAIN, startProxy, stopAll, type Running } from '../helpers/processes.js';
-import { INIT, modern, postWithHost, rawPost } from '../helpers/raw.js';
+import { commandLine, fixtureArgv, freePort, logEntries, logged, PROXY_MAIN, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { INIT, metricValue, modern, postWithHost, rawPost } from '../helpers/raw.js';
 
 const ALICE = 'alice-token-0123456789';
 const BOB = 'bob-token-9876543210';
@@ -135,6 +135,59 @@ describe('JWT bearer tokens', () => {
     }
     const metadata = await (await fetch(new URL('/.well-known/oauth-protected-resource/mcp', proxy.url))).json();
     expect(metadata).toMatchObject({ authorization_servers: [ISSUER], scopes_supported: ['mcp:use'] });
+  });
+
+  it('refuses tokens that never expire and tokens signed with a shared secret, saying only that the token is not valid', async () => {
+    const forever = await new SignJWT({ sub: 'user-1', scope: 'mcp:use' }).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setIssuer(ISSUER).setAudience(AUDIENCE).setIssuedAt().sign(key);
+    // The JWKS's public key used as an HMAC secret: the classic algorithm-confusion forgery.
+    const secret = new TextEncoder().encode(JSON.stringify(await exportJWK(key)));
+    const hmac = await new SignJWT({ sub: 'user-1', scope: 'mcp:use' }).setProtectedHeader({ alg: 'HS256', kid: 'k1' }).setIssuer(ISSUER).setAudience(AUDIENCE).setIssuedAt().setExpirationTime('5m').sign(secret);
+    for (const token of [forever, hmac]) {
+      const res = await rawPost(proxy.url, INIT, bearer(token));
+      expect(res.status).toBe(401);
+      expect(res.messages[0].error.message).toBe('The token is not valid');
+    }
+    // The reason stays in the proxy's own log, on the request's one access-log line.
+    await logged(proxy, (e) => e.msg === 'request' && /missing required "exp"/.test(e.refused ?? ''), 5000, 'the refusal reason logged');
+    expect(logEntries(proxy).filter((e) => e.msg === 'request refused: authentication')).toEqual([]);
+  });
+});
+
+describe('a JWKS that cannot be fetched', () => {
+  afterAll(stopAll);
+
+  it('answers 503 with Retry-After, not 401: the client should retry, not re-authenticate', async () => {
+    const jwksUrl = `http://127.0.0.1:${await freePort()}/jwks.json`;
+    const proxy = await startProxy(['--config', configFile(`auth:\n  jwt:\n    jwksUrl: ${jwksUrl}\n    issuer: https://issuer.test\n    audience: x\n`)]);
+    const { privateKey } = await generateKeyPair('ES256');
+    const token = await new SignJWT({ sub: 'u' }).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setIssuer('https://issuer.test').setAudience('x').setExpirationTime('5m').sign(privateKey);
+    const res = await rawPost(proxy.url, INIT, bearer(token));
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(res.messages[0].error).toMatchObject({ message: expect.stringMatching(/cannot be checked right now/), data: { code: 'AUTH_UNAVAILABLE' } });
+    expect(res.messages[0].error.message).not.toMatch(/fetch|ECONNREFUSED/);
+  });
+});
+
+describe('guessing credentials', () => {
+  afterAll(stopAll);
+
+  it('is refused per address after auth.failuresPerAddress failures a minute, before any token is checked', async () => {
+    const proxy = await startProxy(['--config', configFile(`auth:\n  failuresPerAddress: 5\n  tokens:\n    - { name: alice, sha256: ${hashToken(ALICE)} }\n`)]);
+    // Without credentials is not a guess: it does not count.
+    for (let i = 0; i < 8; i++) expect((await rawPost(proxy.url, INIT)).status).toBe(401);
+    for (let i = 0; i < 5; i++) expect((await rawPost(proxy.url, INIT, bearer(`guess-${i}`))).status).toBe(401);
+    const blocked = await rawPost(proxy.url, INIT, bearer('guess-6'));
+    expect(blocked.status).toBe(429);
+    expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(blocked.messages[0].error.message).toMatch(/auth\.failuresPerAddress/);
+    // The right token from that address waits too: the refusal comes before any check.
+    expect((await rawPost(proxy.url, INIT, bearer(ALICE))).status).toBe(429);
+    expect(await metricValue(proxy.url, 'mcp_proxy_refusals_total{reason="auth_failures"}')).toBe(2);
+    // One log line per refused request: the access log's.
+    await logged(proxy, (e) => e.msg === 'request' && e.refused === 'auth_failures', 5000, 'the refusal in the access log');
+    expect(logEntries(proxy).filter((e) => e.msg === 'request' && e.status === 401)).toHaveLength(13);
+    expect(logEntries(proxy).filter((e) => e.msg !== 'request' && e.level >= 30 && /refused|authentication/.test(e.msg))).toEqual([]);
   });
 });
 

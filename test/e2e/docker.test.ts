@@ -39,6 +39,10 @@ describe('Dockerfile and docker-compose.yml, run without Docker', () => {
     expect(dockerfile).toMatch(/MCP_PROXY_HOST=0\.0\.0\.0/);
     expect(proxy.environment.MCP_PROXY_ALLOW_UNAUTHENTICATED).toBe('1');
     expect(proxy.ports).toEqual(['127.0.0.1:8080:8080']);
+    // The replicas believe X-Forwarded-For only from the balancer's fixed address.
+    const { balancer, 'proxy-scaled': scaled } = compose.services;
+    expect(scaled.environment.BALANCER_ADDRESS).toBe(balancer.networks.default.ipv4_address);
+    expect(parse(readFileSync(`${ROOT}config/examples/everything-replicas.yaml`, 'utf8')).listen.trustProxy).toEqual(['${BALANCER_ADDRESS:-127.0.0.1}']);
   });
 
   it('serves server-everything through the compose configuration and passes the HEALTHCHECK', async () => {

@@ -39,12 +39,12 @@ describe('access log', () => {
     await eventually(() => accessLines(proxy).length >= 4, 5000, 'four access-log lines');
     const [initLine, call, modernCall, refused] = accessLines(proxy);
     expect(initLine).toMatchObject({ http: 'POST', rpc: 'initialize', era: 'legacy', principal: 'token:ops', status: 200 });
-    expect(call).toMatchObject({ http: 'POST', rpc: 'tools/call', name: 'echo', era: 'legacy', session: initLine.session, principal: 'token:ops', status: 200, address: '127.0.0.1' });
+    expect(call).toMatchObject({ http: 'POST', rpc: 'tools/call', target: 'echo', era: 'legacy', session: initLine.session, principal: 'token:ops', status: 200, address: '127.0.0.1' });
     expect(call.session).toMatch(/^[0-9a-f]{8}$/);
     expect(call.bytesIn).toBeGreaterThan(0);
     expect(call.bytesOut).toBeGreaterThan(0);
     expect(call.ms).toBeGreaterThanOrEqual(0);
-    expect(modernCall).toMatchObject({ rpc: 'tools/call', name: 'echo', era: 'modern', principal: 'token:ops', status: 200 });
+    expect(modernCall).toMatchObject({ rpc: 'tools/call', target: 'echo', era: 'modern', principal: 'token:ops', status: 200 });
     expect(refused).toMatchObject({ http: 'POST', status: 401 });
     expect(refused.principal).toBeUndefined();
     // Neither the credential nor the session id (a credential too) is written anywhere.

@@ -14,7 +14,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { commandLine, eventually, fixtureArgv, ROOT, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { parse, stringify } from 'yaml';
+import { commandLine, eventually, fixtureArgv, logEntries, ROOT, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
 import { INIT, modern, rawPost, rawSession, sseMessages } from '../helpers/raw.js';
 
 const SECRET = 'replica-test-secret-0123456789abcdef';
@@ -209,29 +210,48 @@ function findNginx(): string | undefined {
 }
 const NGINX = findNginx();
 
+/** nginx from the system running the repository's deploy/nginx.conf in front of `replicas`, on a socket of its own. */
+async function startNginx(replicas: Running[]): Promise<{ fetch: typeof fetch; stop(): Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), 'proxy-nginx-'));
+  const socket = join(dir, 'nginx.sock');
+  const site = readFileSync(`${ROOT}deploy/nginx.conf`, 'utf8')
+    .replace(/^\s*server proxy-scaled:8080.*$/m, replicas.map((r) => `    server ${new URL(r.url).host} max_fails=1 fail_timeout=10s;`).join('\n'))
+    .replace(/listen 8080;/, `listen unix:${socket};`);
+  const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `${t}_temp_path ${dir}/${t};`).join(' ');
+  writeFileSync(join(dir, 'nginx.conf'), `daemon off;\nworker_processes 1;\npid ${dir}/nginx.pid;\nerror_log ${dir}/error.log;\nevents {}\nhttp {\naccess_log off;\n${temp}\n${site}\n}\n`);
+  const nginx = spawn(NGINX!, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log')], { stdio: 'ignore' });
+  const stop = async () => {
+    nginx.kill('SIGTERM');
+    await new Promise((resolve) => (nginx.exitCode !== null ? resolve(undefined) : nginx.once('exit', resolve)));
+  };
+  try {
+    await eventually(() => existsSync(socket), 10_000, 'nginx listening');
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const dispatcher = new Agent({ connect: { socketPath: socket } });
+  const viaNginx = ((input: string | URL | Request, init?: RequestInit) => undiciFetch(String(input instanceof Request ? input.url : input), { ...(init as object), dispatcher })) as unknown as typeof fetch;
+  return {
+    fetch: viaNginx,
+    async stop() {
+      await dispatcher.close();
+      await stop();
+    },
+  };
+}
+
 describe.skipIf(!NGINX)('replicas behind nginx, with the repository\'s deploy/nginx.conf', () => {
   afterAll(stopAll);
 
   it('round-robins one session over three replicas and keeps serving when one stops', async () => {
     const upstream = await startHttpFixture('faulty-server');
     const replicas = await startReplicas(upstream.url, ['n1', 'n2', 'n3']);
-    const dir = mkdtempSync(join(tmpdir(), 'proxy-nginx-'));
-    const socket = join(dir, 'nginx.sock');
-    // The repository's server block, pointed at the replicas and listening on a socket of its own.
-    const site = readFileSync(`${ROOT}deploy/nginx.conf`, 'utf8')
-      .replace(/^\s*server proxy-scaled:8080.*$/m, replicas.map((r) => `    server ${new URL(r.url).host} max_fails=1 fail_timeout=10s;`).join('\n'))
-      .replace(/listen 8080;/, `listen unix:${socket};`);
-    const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `${t}_temp_path ${dir}/${t};`).join(' ');
-    writeFileSync(join(dir, 'nginx.conf'), `daemon off;\nworker_processes 1;\npid ${dir}/nginx.pid;\nerror_log ${dir}/error.log;\nevents {}\nhttp {\naccess_log off;\n${temp}\n${site}\n}\n`);
-    const nginx = spawn(NGINX!, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log')], { stdio: 'ignore' });
+    const nginx = await startNginx(replicas);
     try {
-      await eventually(() => existsSync(socket), 10_000, 'nginx listening');
-      const dispatcher = new Agent({ connect: { socketPath: socket } });
-      const viaNginx = ((input: string | URL | Request, init?: RequestInit) => undiciFetch(String(input instanceof Request ? input.url : input), { ...(init as object), dispatcher })) as unknown as typeof fetch;
-
       const client = new Client({ name: 'nginx-test', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
       client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: 'Ada' } }));
-      const transport = new StreamableHTTPClientTransport(new URL('http://localhost/mcp'), { fetch: viaNginx });
+      const transport = new StreamableHTTPClientTransport(new URL('http://localhost/mcp'), { fetch: nginx.fetch });
       await client.connect(transport);
       const counts: string[] = [];
       for (let i = 0; i < 6; i++) counts.push(text(await client.callTool({ name: 'bump', arguments: {} })));
@@ -243,10 +263,29 @@ describe.skipIf(!NGINX)('replicas behind nginx, with the repository\'s deploy/ng
       expect(counts).toEqual(['1', '2', '3', '4', '5', '6', '7', '8', '9', '10']);
       await transport.terminateSession();
       await client.close();
-      await dispatcher.close();
     } finally {
-      nginx.kill('SIGTERM');
-      await new Promise((resolve) => (nginx.exitCode !== null ? resolve(undefined) : nginx.once('exit', resolve)));
+      await nginx.stop();
+    }
+  }, 60_000);
+
+  it('counts a client by the address nginx saw, whatever X-Forwarded-For it sends (the shipped replica example)', async () => {
+    const upstream = await startHttpFixture('faulty-server');
+    // The shipped replica configuration, with a per-client session limit of 2 to hit.
+    const example = parse(readFileSync(`${ROOT}config/examples/everything-replicas.yaml`, 'utf8'));
+    const file = join(mkdtempSync(join(tmpdir(), 'proxy-forged-')), 'replica.yaml');
+    writeFileSync(file, stringify({ ...example, listen: { ...example.listen, perClient: { sessions: 2 } } }));
+    const replica = await startProxy(['--config', file, '--host', '127.0.0.1'], { UPSTREAM_URL: upstream.url, BALANCER_ADDRESS: '127.0.0.1', MCP_PROXY_LOG_LEVEL: 'info' });
+    const nginx = await startNginx([replica]);
+    try {
+      const init = (forged: string) => nginx.fetch('http://localhost/mcp', { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-forwarded-for': forged }, body: JSON.stringify(INIT) });
+      const statuses: number[] = [];
+      for (const forged of ['203.0.113.1', '203.0.113.2', '203.0.113.3', '203.0.113.4, 198.51.100.7']) statuses.push((await init(forged)).status);
+      expect(statuses).toEqual([200, 200, 429, 429]);
+      const addresses = () => logEntries(replica).filter((e) => e.msg === 'request').map((e) => e.address as string);
+      await eventually(() => addresses().length >= 4, 5000, 'an access-log line per request');
+      expect(addresses().filter((a) => /203\.0\.113|198\.51/.test(a))).toEqual([]);
+    } finally {
+      await nginx.stop();
     }
   }, 60_000);
 });
