@@ -9,8 +9,8 @@ import { fileURLToPath } from 'node:url';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import { Agent } from 'undici';
-import type { Config } from './config/schema.js';
-import { startHttpDownstream, type HttpDownstream } from './downstream/http.js';
+import { clientSessions, type Config } from './config/schema.js';
+import { startHttpDownstream, type HttpDownstream, type SessionOwner } from './downstream/http.js';
 import { startStdioDownstream, type StdioDownstream } from './downstream/stdio.js';
 import { ProxyError } from './jsonrpc/errors.js';
 import type { JsonRpcNotification } from './jsonrpc/message.js';
@@ -147,7 +147,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   let modern: { core: ModernCore; hub: ListenHub } | undefined;
   let shared: SharedSessions | undefined;
   const pool = config.modern.enabled || sharing
-    ? createPool(config, spec.kind === 'stdio', (events, poolLog) => connect(events, poolLog), log, (n) => (modern?.hub.publish(n), shared?.publish(n)), observeUpstream)
+    ? createPool(config, spec.kind === 'stdio', (events, poolLog) => connect(events, poolLog), log, (n, principal) => (modern?.hub.publish(n, principal), shared?.publish(n, principal)), observeUpstream)
     : undefined;
   /** What negotiation runs with now; a reload replaces rules, variants and limits. */
   const current = { rules: deps.rules ?? [], variants: new VariantCatalog(config.serverVariants), limits: config.contentNegotiation.limits, unshapedNotices, counters, observeStep, observeTokens };
@@ -159,16 +159,16 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const negotiationSetup = (sessionLog: Logger): NegotiationSetup => ({ ...current, log: sessionLog });
   /** Stdio processes held by legacy sessions, capped by upstream.maxProcesses. */
   let sessionProcesses = 0;
-  const connectSession = (events: UpstreamEvents, sessionLog: Logger, resume?: ResumedSession): UpstreamConnection => {
-    if (shared) return shared.connect(events, sessionLog);
+  const connectSession = (events: UpstreamEvents, sessionLog: Logger, who: SessionOwner, resume?: ResumedSession): UpstreamConnection => {
+    if (shared) return shared.connect(events, sessionLog, who);
     if (spec.kind !== 'stdio') return connect(events, sessionLog, resume);
     const max = config.upstream.maxProcesses;
     if (sessionProcesses >= max) throw new ProxyError('TOO_MANY_SESSIONS', `All ${max} upstream processes for sessions are in use (upstream.maxProcesses); try again when a session ends`);
     sessionProcesses++;
     return connect({ onMessage: events.onMessage, onClose: (err) => (sessionProcesses--, events.onClose(err)) }, sessionLog);
   };
-  const relay = (sink: ClientSink, sessionLog: Logger, shaper: Negotiation, resume?: ResumedSession) =>
-    new RelaySession((events) => connectSession(events, sessionLog, resume), sink, {
+  const relay = (sink: ClientSink, sessionLog: Logger, who: SessionOwner, shaper: Negotiation, resume?: ResumedSession) =>
+    new RelaySession((events) => connectSession(events, sessionLog, who, resume), sink, {
       requestTimeoutMs: config.timeouts.requestMs,
       initializeTimeoutMs: config.timeouts.initializeMs,
       shaper,
@@ -177,15 +177,15 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       observe: shared ? undefined : observeUpstream,
       log: sessionLog,
     });
-  const openSession = (sink: ClientSink, sessionLog: Logger) => {
+  const openSession = (sink: ClientSink, sessionLog: Logger, who: SessionOwner) => {
     counters.sessionsStarted++;
-    return relay(sink, sessionLog, new Negotiation(negotiationSetup(sessionLog)));
+    return relay(sink, sessionLog, who, new Negotiation(negotiationSetup(sessionLog)));
   };
-  const resumeSession = (sink: ClientSink, sessionLog: Logger, claims: SessionClaims) => {
+  const resumeSession = (sink: ClientSink, sessionLog: Logger, claims: SessionClaims, who: SessionOwner) => {
     const upstream = claims.upstream;
     if (!upstream?.id) return undefined;
     const snapshot = (claims.negotiation ?? { client: {} }) as NegotiationSnapshot;
-    return relay(sink, sessionLog, Negotiation.restore(negotiationSetup(sessionLog), snapshot), { id: upstream.id, protocolVersion: upstream.protocolVersion });
+    return relay(sink, sessionLog, who, Negotiation.restore(negotiationSetup(sessionLog), snapshot), { id: upstream.id, protocolVersion: upstream.protocolVersion });
   };
 
   /** Starts and initializes one upstream session, then ends it: the readiness probe. */
@@ -245,6 +245,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       }
       http = await startHttpDownstream({
         listen: config.listen,
+        sessionsPerClient: clientSessions(config),
         sessionIdleMs: config.timeouts.sessionIdleMs,
         sessionMaxAgeMs: config.timeouts.sessionMaxAgeMs,
         openSession,
@@ -303,12 +304,17 @@ function createPool(
   stdioUpstream: boolean,
   connect: (events: UpstreamEvents, log: Logger) => UpstreamConnection,
   log: Logger,
-  onUnrelated: (n: JsonRpcNotification) => void,
+  onUnrelated: (n: JsonRpcNotification, principal: string) => void,
   observe: UpstreamObserver,
 ): UpstreamPool {
+  const { maxSessions, perClient } = config.modern.pool;
   return new UpstreamPool({
     connect,
-    maxSessions: config.modern.pool.maxSessions,
+    maxSessions,
+    perClient: perClient ?? Math.max(1, Math.ceil(maxSessions / 2)),
+    // A quarter of the sessions is kept for calls that cannot ask for input.
+    maxExclusive: Math.max(1, maxSessions - Math.ceil(maxSessions / 4)),
+    sharePrincipals: config.upstream.stateless,
     idleMs: config.modern.pool.idleMs,
     warmSpare: config.modern.pool.warmSpare && stdioUpstream,
     initializeTimeoutMs: config.timeouts.initializeMs,
@@ -333,6 +339,7 @@ function createModernCore(
     negotiation,
     requestTimeoutMs: config.timeouts.requestMs,
     inputTimeoutMs: config.modern.inputTimeoutMs,
+    parkedPerClient: config.modern.parkedPerClient,
     ...replica,
     cache: config.modern.cache as ModernCoreOptions['cache'],
     listen: (req, ctx, reply) => hub.listen(req, ctx, reply),

@@ -28,6 +28,10 @@ export const upstreamSchema = z
       .enum(['isolated', 'shared'])
       .default('isolated')
       .describe('Stdio upstream: isolated = one process per client session (the server keeps per-client state apart); shared = client sessions borrow processes from the pool (modern.pool), request by request. See README, "Shared upstream processes".'),
+    stateless: z
+      .boolean()
+      .default(false)
+      .describe('Declares that the server keeps nothing between requests that one client could see of another: pooled upstream sessions (modern requests, shared sessions) then serve every principal. Off: each principal gets sessions of its own.'),
     maxProcesses: z
       .number()
       .int()
@@ -40,11 +44,18 @@ export const upstreamSchema = z
   .refine((u) => !(u.url && u.command), { message: 'set either `url` or `command`, not both' })
   .describe('The server behind the proxy. With neither `url` nor `command`, the built-in demo server runs.');
 
-const CLIENT_LIMITS = { sessions: 32, requestsPerSecond: 100, inFlight: 64 };
+const CLIENT_LIMITS = { requestsPerSecond: 100, inFlight: 64 };
+/** Per-client sessions when not configured (a stdio upstream with isolated sessions: see clientSessions). */
+export const DEFAULT_CLIENT_SESSIONS = 32;
 
 export const clientLimitsSchema = z
   .object({
-    sessions: z.number().int().positive().default(CLIENT_LIMITS.sessions).describe('Concurrent legacy sessions one client may hold; initialize beyond it gets 429.'),
+    sessions: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe('Concurrent legacy sessions one client may hold; initialize beyond it gets 429. Default: 32, and for a stdio upstream with isolated sessions half of upstream.maxProcesses, so that one client cannot take every process.'),
     requestsPerSecond: z.number().int().positive().default(CLIENT_LIMITS.requestsPerSecond).describe('Requests to the MCP endpoint one client may send per second; beyond it 429 with Retry-After.'),
     inFlight: z.number().int().positive().default(CLIENT_LIMITS.inFlight).describe('POSTs one client may have waiting for an answer at once; beyond it 429.'),
   })
@@ -190,6 +201,7 @@ const cacheHint = z
 const MODERN_DEFAULTS = {
   enabled: true,
   inputTimeoutMs: 5 * 60_000,
+  parkedPerClient: 4,
   pool: { maxSessions: 16, idleMs: 5 * 60_000, warmSpare: true },
   cache: { default: { ttlMs: 0, cacheScope: 'private' as const } },
 };
@@ -199,14 +211,26 @@ export const modernSchema = z
     enabled: z.boolean().default(true).describe('Serve 2026-07-28 (modern, stateless) clients beside legacy ones on the same endpoint.'),
     stateSecret: z
       .string()
-      .min(16)
+      .min(32, 'at least 32 characters, as replicas.secret (e.g. openssl rand -base64 32)')
       .optional()
       .describe('Older name of `replicas.secret`, used when that is unset (e.g. ${MCP_PROXY_STATE_SECRET}).'),
     inputTimeoutMs: z.number().int().positive().default(MODERN_DEFAULTS.inputTimeoutMs).describe('How long a call waits for the client to supply requested input (the retry) before it is cancelled upstream.'),
+    parkedPerClient: z
+      .number()
+      .int()
+      .positive()
+      .default(MODERN_DEFAULTS.parkedPerClient)
+      .describe('Most calls of one client (principal, or address without authentication) waiting for its input at once; when a new call may ask for input beyond it, the oldest waiting call is given up (cancelled upstream; its requestState resumes nothing).'),
     pool: z
       .object({
         maxSessions: z.number().int().positive().default(MODERN_DEFAULTS.pool.maxSessions).describe('Most upstream sessions (stdio: processes) serving modern requests; a call that may ask for input holds one alone.'),
         idleMs: z.number().int().positive().default(MODERN_DEFAULTS.pool.idleMs).describe('An upstream session unused for this long is closed.'),
+        perClient: z
+          .number()
+          .int()
+          .positive()
+          .optional()
+          .describe('Most pooled upstream sessions one client (principal, or address without authentication) holds at once. Default: half of maxSessions.'),
         warmSpare: z
           .boolean()
           .default(MODERN_DEFAULTS.pool.warmSpare)
@@ -332,4 +356,13 @@ export function configJsonSchema(): Record<string, unknown> {
     title: 'mcp-negotiate-proxy configuration',
     ...z.toJSONSchema(configSchema, { io: 'input' }),
   };
+}
+
+/** Concurrent legacy sessions per client: configured, or what suits the upstream (see listen.perClient.sessions). */
+export function clientSessions(config: Config): number {
+  const { upstream } = config;
+  const configured = config.listen.perClient.sessions;
+  if (configured !== undefined) return configured;
+  const isolatedProcesses = !upstream.url && upstream.sessions === 'isolated';
+  return isolatedProcesses ? Math.max(1, Math.floor(upstream.maxProcesses / 2)) : DEFAULT_CLIENT_SESSIONS;
 }

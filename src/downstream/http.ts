@@ -33,20 +33,28 @@ import { PostReply, SseStream, takeOver } from './streams.js';
 const STREAM_AFTER_MS = 100;
 
 
+/** Who a client session belongs to: the principal, and what per-client limits count (the principal, or the address). */
+export interface SessionOwner {
+  principal: string;
+  client: string;
+}
+
 export interface HttpDownstreamOptions {
   listen: Config['listen'];
+  /** Concurrent sessions per client (listen.perClient.sessions, resolved for the upstream). */
+  sessionsPerClient: number;
   sessionIdleMs: number;
   /** Sessions older than this are ended (404). */
   sessionMaxAgeMs: number;
-  /** Starts an upstream session for a new client session. */
-  openSession(sink: ClientSink, log: Logger): RelaySession;
+  /** Starts an upstream session for a new client session of `who`. */
+  openSession(sink: ClientSink, log: Logger, who: SessionOwner): RelaySession;
   /** Session ids: sealed tokens naming this replica. */
   tokens: SessionTokens;
   /**
    * Goes on with a session another replica (or this one, before a restart) started, from its
    * token; absent when sessions cannot move (a stdio upstream, or no shared secret).
    */
-  resumeSession?(sink: ClientSink, log: Logger, claims: SessionClaims): RelaySession | undefined;
+  resumeSession?(sink: ClientSink, log: Logger, claims: SessionClaims, who: SessionOwner): RelaySession | undefined;
   /** This replica's URL as other replicas reach it (its host is accepted beside allowedHosts). */
   replicaUrl?(): string | undefined;
   /** Spans for each request (absent: tracing off). */
@@ -168,7 +176,6 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
       noteExchange(req, undefined, { refused: `${outcome.error}${outcome.reason ? `: ${outcome.reason}` : ''}` });
       if (outcome.status === 503) {
         log.warn({ err: outcome.reason }, 'tokens cannot be checked: the JWKS is unavailable; answering 503');
-        reply.header('retry-after', '5');
         return rpcError(reply, new ProxyError('AUTH_UNAVAILABLE', outcome.description));
       }
       if (outcome.error !== 'invalid_request') failures.note(req.ip); // a request with no credentials is not a guess
@@ -184,7 +191,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     app.get(`/.well-known/oauth-protected-resource${listen.path}`, metadata);
   }
 
-  const limits = new ClientLimits(listen.perClient);
+  const limits = new ClientLimits({ ...listen.perClient, sessions: opts.sessionsPerClient });
   /** POSTs being answered, and who waits for the last of them to finish while draining. */
   let inFlight = 0;
   let draining: { idle: () => void } | undefined;
@@ -293,7 +300,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
 
   const openSession = (principal: string, owner: string): HttpSession => {
     const session = newSession(principal, owner);
-    session.relay = opts.openSession(session, log.child({ session: session.logId }));
+    session.relay = opts.openSession(session, log.child({ session: session.logId }), { principal, client: owner });
     starting.add(session);
     log.info({ session: session.logId, sessions: sessions.size + starting.size }, 'session started');
     return session;
@@ -314,10 +321,10 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
       );
     }
     if (sessions.size + starting.size >= listen.maxSessions) return new ProxyError('TOO_MANY_SESSIONS', `Too many sessions (limit ${listen.maxSessions}); try again later`);
-    if (!limits.openSession(owner)) return new ProxyError('RATE_LIMITED', `Too many sessions for this client (limit ${listen.perClient.sessions})`);
+    if (!limits.openSession(owner)) return new ProxyError('RATE_LIMITED', `Too many sessions for this client (limit ${opts.sessionsPerClient})`);
     const session = newSession(principal, owner, id);
     session.issuedAt = claims.issued * 1000;
-    const relay = opts.resumeSession(session, log.child({ session: session.logId }), claims);
+    const relay = opts.resumeSession(session, log.child({ session: session.logId }), claims, { principal, client: owner });
     if (!relay) {
       limits.sessionEnded(owner);
       return new ProxyError('SESSION_NOT_FOUND', notFound);
@@ -358,7 +365,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     if (opts.modern && isModernPost(req, frames)) {
       noteExchange(req, undefined, { era: 'modern' });
       const mode = !wantsSse ? 'json' : !wantsJson ? 'sse' : listen.responseMode;
-      return serveModernPost(opts.modern, req, reply, frames, batch, mode, STREAM_AFTER_MS, principalOf(req), slowReaders);
+      return serveModernPost(opts.modern, req, reply, frames, batch, mode, STREAM_AFTER_MS, { principal: principalOf(req), client: limitKey(req) }, slowReaders);
     }
     const init = frames.find((f) => isRequest(f.msg) && f.msg.method === 'initialize');
     let session: HttpSession | undefined;
@@ -366,8 +373,8 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
       if (frames.length > 1) return rpcError(reply, new ProxyError('BAD_REQUEST', 'Invalid Request: initialize must be sent alone'));
       if (req.headers['mcp-session-id']) return rpcError(reply, new ProxyError('BAD_REQUEST', 'Invalid Request: this session is already initialized'));
       if (!limits.openSession(limitKey(req))) {
-        log.warn({ client: limitKey(req), limit: listen.perClient.sessions }, 'per-client session limit reached; refusing initialize');
-        return rpcError(reply, new ProxyError('RATE_LIMITED', `Too many sessions for this client (limit ${listen.perClient.sessions}); end one (DELETE) or wait for it to go idle`));
+        log.warn({ client: limitKey(req), limit: opts.sessionsPerClient }, 'per-client session limit reached; refusing initialize');
+        return rpcError(reply, new ProxyError('RATE_LIMITED', `Too many sessions for this client (limit ${opts.sessionsPerClient}, listen.perClient.sessions); end one (DELETE) or wait for it to go idle`));
       }
       if (sessions.size + starting.size >= listen.maxSessions) {
         limits.sessionEnded(limitKey(req));
@@ -491,13 +498,9 @@ function headerVariant(frame: Frame, header: string): Frame {
   return msg === frame.msg ? frame : { msg };
 }
 
-/** Seconds a client should wait before trying again after these refusals. */
-const RETRY_AFTER: Partial<Record<ProxyError['code'], string>> = { RATE_LIMITED: '1', TOO_MANY_SESSIONS: '5', TOO_MANY_CONNECTIONS: '5', SHUTTING_DOWN: '5', AUTH_UNAVAILABLE: '5' };
-
 /** Rejects an HTTP request before it reaches a session: the error's status and wire form. */
 function rpcError(reply: FastifyReply, err: ProxyError): FastifyReply {
-  const retry = RETRY_AFTER[err.code];
-  if (retry && !reply.hasHeader('retry-after')) reply.header('retry-after', retry);
+  if (err.retryAfter && !reply.hasHeader('retry-after')) reply.header('retry-after', String(err.retryAfter));
   // A body not read yet is not waited for: the connection closes with the refusal.
   if (!reply.request.raw.complete || refusalOf(reply.request.raw.socket)) reply.header('connection', 'close');
   return reply.code(err.httpStatus).type('application/json').send(JSON.stringify(errorResponse(null, toJsonRpcError(err))));

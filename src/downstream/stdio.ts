@@ -13,11 +13,15 @@ import { errorResponse, isNotification, type ClientPayloadLimits, isRequest, par
 import { isModernMessage, modernContext } from '../mcp/modern.js';
 import { lineSplitter } from '../upstream/lines.js';
 import type { ClientSink, RelaySession } from '../relay/session.js';
+import type { SessionOwner } from './http.js';
+
+/** The one client of the stdio front: no authentication, no address. */
+const STDIO_CLIENT: SessionOwner = { principal: '', client: 'stdio' };
 
 export interface StdioDownstreamOptions {
   input: Readable;
   output: Writable;
-  openSession(sink: ClientSink, log: Logger): RelaySession;
+  openSession(sink: ClientSink, log: Logger, who: SessionOwner): RelaySession;
   /** Serves modern (2026-07-28) requests; absent = legacy clients only. */
   modern?: ModernCore;
   /** Most messages in one batch line, deepest nesting in one message. */
@@ -46,6 +50,7 @@ export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstr
         end: (reason) => finished(reason),
       },
       log,
+      STDIO_CLIENT,
     ));
   // Without the modern era there is nothing to wait for: start the upstream at once, as a relay does.
   if (!modern) legacy();
@@ -55,7 +60,7 @@ export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstr
   const serveModern = (core: ModernCore, req: JsonRpcRequest) => {
     let ctx;
     try {
-      ctx = modernContext(req);
+      ctx = { ...modernContext(req), ...STDIO_CLIENT };
       core.checkMethod(req);
     } catch (err) {
       return write(JSON.stringify(errorResponse(req.id, toJsonRpcError(err, 'modern'))));

@@ -61,6 +61,8 @@ interface WireForm {
   status: number;
   /** An error whose `data` a specification fixes (SEP-2053's variant errors): no `data.code` added. */
   specified?: boolean;
+  /** A refusal worth retrying: the `Retry-After` seconds that go with its HTTP status. */
+  retryAfter?: number;
 }
 
 const WIRE: Record<ProxyErrorCode, WireForm> = {
@@ -69,25 +71,25 @@ const WIRE: Record<ProxyErrorCode, WireForm> = {
   UPSTREAM_SESSION_EXPIRED: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 200 },
   UPSTREAM_UNREACHABLE: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 200 },
   UPSTREAM_PROTOCOL: { legacy: INTERNAL_ERROR, modern: INTERNAL_ERROR, status: 200 },
-  UPSTREAM_BUSY: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503 },
+  UPSTREAM_BUSY: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503, retryAfter: 2 },
   REQUEST_TIMEOUT: { legacy: REQUEST_TIMEOUT, modern: INTERNAL_ERROR, status: 200 },
   CLIENT_GONE: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 200 },
   SESSION_IDLE: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 200 },
   DUPLICATE_ID: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 400 },
-  SHUTTING_DOWN: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503 },
+  SHUTTING_DOWN: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503, retryAfter: 5 },
   TRANSFORM_FAILED: { legacy: INTERNAL_ERROR, modern: INTERNAL_ERROR, status: 200 },
   BAD_REQUEST: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 400 },
   NOT_ACCEPTABLE: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 406 },
   UNSUPPORTED_MEDIA_TYPE: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 415 },
   FORBIDDEN: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 403 },
   UNAUTHORIZED: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 401 },
-  AUTH_UNAVAILABLE: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503 },
+  AUTH_UNAVAILABLE: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503, retryAfter: 5 },
   BODY_TOO_LARGE: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 413 },
   SESSION_NOT_FOUND: { legacy: REQUEST_TIMEOUT, modern: INVALID_REQUEST, status: 404 }, // -32001: what the SDKs answer for an unknown session
   SESSION_EXPIRED: { legacy: REQUEST_TIMEOUT, modern: INVALID_REQUEST, status: 404 },
-  TOO_MANY_SESSIONS: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503 },
-  TOO_MANY_CONNECTIONS: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503 },
-  RATE_LIMITED: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 429 },
+  TOO_MANY_SESSIONS: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503, retryAfter: 5 },
+  TOO_MANY_CONNECTIONS: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503, retryAfter: 5 },
+  RATE_LIMITED: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 429, retryAfter: 1 },
   INVALID_PARAMS: { legacy: INVALID_PARAMS, modern: INVALID_PARAMS, status: 400, specified: true },
   INVALID_META: { legacy: INVALID_PARAMS, modern: INVALID_PARAMS, status: 400 },
   UNSUPPORTED_PROTOCOL_VERSION: { legacy: INVALID_REQUEST, modern: UNSUPPORTED_PROTOCOL_VERSION, status: 400 },
@@ -115,6 +117,11 @@ export class ProxyError extends Error {
   /** The HTTP status when this error rejects a request before it reaches a session or the upstream. */
   get httpStatus(): number {
     return WIRE[this.code].status;
+  }
+
+  /** For a refusal worth retrying (a limit, a drain): the `Retry-After` seconds. */
+  get retryAfter(): number | undefined {
+    return WIRE[this.code].retryAfter;
   }
 }
 

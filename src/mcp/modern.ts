@@ -52,6 +52,8 @@ export interface ModernContext {
   protocolVersion: string;
   /** Who sent the request, as the front authenticated it ('' without authentication). */
   principal?: string;
+  /** What per-client limits count: the principal, or the client's address without authentication. */
+  client?: string;
   clientCapabilities: Record<string, any>;
   /** Severity index into LOG_LEVELS from which notifications/message are sent; undefined = none. */
   logLevel?: number;

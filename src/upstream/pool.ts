@@ -1,10 +1,13 @@
 /**
- * Upstream sessions for modern (stateless) requests: a bounded pool of proxy-initialized legacy
- * sessions, keyed by the client capabilities they were initialized with (what changes a legacy
- * server's behaviour). Requests share a session, except an exclusive lease: one call alone on a
- * session, for a stdio upstream that may ask the client for input during the call and cannot say
- * which call its request belongs to. A session that dies (crash, 404) leaves the pool; the next
- * acquire initializes a new one. Idle sessions are reaped.
+ * Upstream sessions for modern (stateless) requests and shared legacy sessions: a bounded pool of
+ * proxy-initialized legacy sessions, keyed by the principal they serve and the client
+ * capabilities they were initialized with (what changes a legacy server's behaviour). A session
+ * never serves two principals, unless the server is declared stateless (`sharePrincipals`).
+ * Requests share a session, except an exclusive lease: one call alone on a session, for a call
+ * that may ask the client for input (over stdio nothing says which call such a request belongs
+ * to). Fairness: one client holds at most `perClient` sessions, and exclusive leases at most
+ * `maxExclusive`, so calls that cannot ask for input always find room. A session that dies
+ * (crash, 404) leaves the pool; the next acquire initializes a new one. Idle sessions are reaped.
  */
 import type { Logger } from 'pino';
 import { canonicalJson } from '../jsonrpc/canonical.js';
@@ -18,10 +21,24 @@ export interface UpstreamLease {
   release(): void;
 }
 
+/** Who a lease is for: the principal whose session it may use, the client it counts against, and the capabilities the session needs. */
+export interface PoolKey {
+  principal: string;
+  /** The principal, or the client's address without authentication (what per-client limits count). */
+  client: string;
+  capabilities: Record<string, unknown>;
+}
+
 export interface UpstreamPoolOptions {
   connect(events: UpstreamEvents, log: Logger): UpstreamConnection;
   /** Most upstream sessions at once (each may be a child process). */
   maxSessions: number;
+  /** Most sessions one client holds at once (default: all). */
+  perClient?: number;
+  /** Most sessions held by exclusive leases at once (default: all). */
+  maxExclusive?: number;
+  /** The server is stateless: one session may serve every principal. */
+  sharePrincipals?: boolean;
   /** A session no lease has used for this long is closed. */
   idleMs: number;
   initializeTimeoutMs: number;
@@ -35,15 +52,26 @@ export interface UpstreamPoolOptions {
   warmSpare?: boolean;
   /** Upstream latency, for /metrics. */
   observe?: UpstreamObserver;
-  /** Notifications of any pooled session that belong to no call (list_changed, resources/updated). */
-  onUnrelated?(n: JsonRpcNotification, client: UpstreamClient): void;
+  /** Notifications of a pooled session that belong to no call (list_changed, resources/updated), with the principal it serves ('' when shared). */
+  onUnrelated?(n: JsonRpcNotification, principal: string): void;
 }
 
-/** The capabilities a pooled upstream session is initialized with: those a legacy server acts on. */
+/** The capability flags a legacy server acts on, by capability; nothing else reaches the pool key. */
+const KNOWN_FLAGS: Record<string, string[]> = { sampling: ['context', 'tools'], elicitation: ['form', 'url'], roots: ['listChanged'] };
+
+/**
+ * The capabilities a pooled upstream session is initialized with: sampling, elicitation and
+ * roots, each with only the flags the revision defines (a client inventing members gets no
+ * session of its own).
+ */
 export function upstreamCapabilities(declared: Record<string, any>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const name of ['sampling', 'elicitation', 'roots']) {
-    if (typeof declared[name] === 'object' && declared[name] !== null) out[name] = declared[name];
+  for (const [name, flags] of Object.entries(KNOWN_FLAGS)) {
+    const given = declared[name];
+    if (typeof given !== 'object' || given === null || Array.isArray(given)) continue;
+    const kept: Record<string, unknown> = {};
+    for (const flag of flags) if (given[flag] !== undefined && given[flag] !== false) kept[flag] = flag === 'listChanged' ? true : {};
+    out[name] = kept;
   }
   return out;
 }
@@ -56,6 +84,9 @@ interface Spare {
 
 interface Entry {
   key: string;
+  principal: string;
+  /** The client it was started for (per-client fairness). */
+  owner: string;
   client: UpstreamClient;
   leases: number;
   exclusive: boolean;
@@ -77,11 +108,15 @@ export class UpstreamPool {
     return this.entries.size;
   }
 
-  /** A ready session initialized with `capabilities`; throws a ProxyError when none can be had. */
-  async acquire(capabilities: Record<string, unknown>, exclusive = false): Promise<UpstreamLease> {
+  /** A ready session for `who`; throws a ProxyError when none can be had. */
+  async acquire(who: PoolKey, exclusive = false): Promise<UpstreamLease> {
     if (this.closing) throw new ProxyError('SHUTTING_DOWN', 'The proxy is shutting down');
-    const key = canonicalJson(capabilities);
-    const entry = this.find(key, exclusive) ?? this.create(key, capabilities);
+    const principal = this.opts.sharePrincipals ? '' : who.principal;
+    const capabilities = upstreamCapabilities(who.capabilities);
+    const key = `${JSON.stringify(principal)} ${canonicalJson(capabilities)}`;
+    const found = this.find(key, exclusive);
+    if (found && exclusive && found.leases === 0) this.checkExclusive();
+    const entry = found ?? this.create(key, principal, { ...who, capabilities }, exclusive);
     entry.leases++;
     entry.exclusive ||= exclusive;
     entry.lastUsed = Date.now();
@@ -105,7 +140,7 @@ export class UpstreamPool {
   /** The upstream's initialize result (from any live session, or a new one without capabilities). */
   async server(): Promise<Record<string, unknown>> {
     for (const e of this.entries) if (e.client.server) return e.client.server;
-    const lease = await this.acquire({});
+    const lease = await this.acquire({ principal: '', client: '', capabilities: {} });
     lease.release();
     return lease.client.server!;
   }
@@ -128,20 +163,26 @@ export class UpstreamPool {
     return undefined;
   }
 
-  private create(key: string, capabilities: Record<string, unknown>): Entry {
-    if (this.entries.size >= this.opts.maxSessions) this.evictIdle();
+  private create(key: string, principal: string, who: PoolKey, exclusive: boolean): Entry {
+    if (exclusive) this.checkExclusive();
+    const perClient = this.opts.perClient ?? Infinity;
+    if (this.count((e) => e.owner === who.client) >= perClient) this.evictIdle((e) => e.owner === who.client);
+    if (this.count((e) => e.owner === who.client) >= perClient) {
+      throw new ProxyError('UPSTREAM_BUSY', `This client holds ${perClient} upstream sessions already, the most one client may (modern.pool.perClient); try again when one of its calls ends`);
+    }
+    if (this.entries.size >= this.opts.maxSessions) this.evictIdle(() => true);
     if (this.entries.size >= this.opts.maxSessions) {
       throw new ProxyError('UPSTREAM_BUSY', `All ${this.opts.maxSessions} upstream sessions for modern requests are busy; try again shortly (modern.pool.maxSessions)`);
     }
     const log = this.opts.log.child({ pool: this.entries.size + 1 });
-    const entry: Entry = { key, leases: 0, exclusive: false, lastUsed: Date.now(), client: undefined! };
+    const entry: Entry = { key, principal, owner: who.client, leases: 0, exclusive: false, lastUsed: Date.now(), client: undefined! };
     entry.client = new UpstreamClient((events) => this.takeSpare(events) ?? this.opts.connect(events, log), {
-      capabilities,
+      capabilities: who.capabilities,
       clientInfo: this.opts.clientInfo,
       initializeTimeoutMs: this.opts.initializeTimeoutMs,
       observe: this.opts.observe,
       log,
-      onUnrelated: (n) => this.opts.onUnrelated?.(n, entry.client),
+      onUnrelated: (n) => this.opts.onUnrelated?.(n, entry.principal),
       onClose: (err) => {
         this.entries.delete(entry);
         log.debug({ reason: err.code }, 'pooled upstream session ended');
@@ -185,10 +226,23 @@ export class UpstreamPool {
     };
   }
 
-  /** Frees a slot held by a session nobody uses (the oldest first). */
-  private evictIdle(): void {
+  /** Refuses another exclusive lease when they hold `maxExclusive` sessions already. */
+  private checkExclusive(): void {
+    const max = this.opts.maxExclusive ?? Infinity;
+    if (this.count((e) => e.exclusive) < max) return;
+    throw new ProxyError('UPSTREAM_BUSY', `Calls that may ask the client for input hold ${max} upstream sessions, the most they may (the rest of modern.pool.maxSessions is kept for other calls); try again shortly`);
+  }
+
+  private count(match: (e: Entry) => boolean): number {
+    let n = 0;
+    for (const e of this.entries) if (match(e)) n++;
+    return n;
+  }
+
+  /** Frees a slot held by a session nobody uses (the oldest of those `match` accepts). */
+  private evictIdle(match: (e: Entry) => boolean): void {
     let oldest: Entry | undefined;
-    for (const e of this.entries) if (e.leases === 0 && (!oldest || e.lastUsed < oldest.lastUsed)) oldest = e;
+    for (const e of this.entries) if (e.leases === 0 && match(e) && (!oldest || e.lastUsed < oldest.lastUsed)) oldest = e;
     if (oldest) this.retire(oldest);
   }
 

@@ -2,7 +2,7 @@
  * `upstream.sessions: shared`: legacy client sessions served by the pool of upstream sessions
  * (src/upstream/pool.ts) instead of one upstream process each. To the relay this is an
  * ordinary upstream connection; underneath, each request borrows a pooled session keyed by the
- * client's capabilities (alone, when it may ask the client for input), under an id of the
+ * principal and the client's capabilities (alone, when it may ask the client for input), under an id of the
  * pool's own. What the server holds per session is therefore shared: the proxy answers
  * `initialize` from a pooled session, keeps `logging/setLevel` per client session, and
  * reference-counts resource subscriptions across the sessions that share the upstream.
@@ -14,66 +14,91 @@ import { INPUT_METHODS, LOG_LEVELS } from '../mcp/modern.js';
 import { upstreamCapabilities, type UpstreamLease, type UpstreamPool } from './pool.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
 
-/** The sessions sharing one pool: where notifications that belong to no call go, and who subscribed to what. */
+/**
+ * The sessions sharing one pool: where notifications that belong to no call go, and who
+ * subscribed to what. Each principal's sessions borrow pooled sessions of that principal only
+ * (see UpstreamPool), and hear only what those sessions say.
+ */
 export class SharedSessions {
   private readonly members = new Set<SharedConnection>();
+  /** Subscribers by principal and URI. */
   private readonly subscribers = new Map<string, Set<SharedConnection>>();
-  /** The pooled session resource subscriptions live on, held while any exists (an idle one would be reaped). */
-  private subscriptionLease: Promise<UpstreamLease> | undefined;
+  /** Per principal, the pooled session its resource subscriptions live on, held while any exists (an idle one would be reaped). */
+  private readonly subscriptionLeases = new Map<string, Promise<UpstreamLease>>();
 
   constructor(readonly pool: UpstreamPool, private readonly requestTimeoutMs: number) {}
 
   /** Subscribes or unsubscribes the upstream for `uri`; the upstream's refusal, if any (its error, relayed as is). */
-  async tellUpstream(method: 'resources/subscribe' | 'resources/unsubscribe', uri: string): Promise<JsonRpcErrorObject | undefined> {
-    this.subscriptionLease ??= this.pool.acquire({});
-    const lease = await this.subscriptionLease.catch((err: Error) => {
-      this.subscriptionLease = undefined;
+  async tellUpstream(member: SharedConnection, method: 'resources/subscribe' | 'resources/unsubscribe', uri: string): Promise<JsonRpcErrorObject | undefined> {
+    const { principal } = member;
+    let pending = this.subscriptionLeases.get(principal);
+    if (!pending) {
+      pending = this.pool.acquire({ principal, client: member.client, capabilities: {} });
+      this.subscriptionLeases.set(principal, pending);
+    }
+    const lease = await pending.catch((err: Error) => {
+      this.subscriptionLeases.delete(principal);
       throw err;
     });
     if (lease.client.closed) {
       // The session that held the subscriptions is gone (and them with it): start again on a new one.
       lease.release();
-      this.subscriptionLease = undefined;
-      return this.tellUpstream(method, uri);
+      this.subscriptionLeases.delete(principal);
+      return this.tellUpstream(member, method, uri);
     }
     const outcome = await lease.client.request(method, { uri }, {}, this.requestTimeoutMs).outcome;
-    if (this.subscribers.size === 0 && this.subscriptionLease) {
-      this.subscriptionLease = undefined;
+    if (!this.hasSubscriptions(principal) && this.subscriptionLeases.get(principal) === pending) {
+      this.subscriptionLeases.delete(principal);
       lease.release();
     }
     if ('failure' in outcome) throw outcome.failure;
     return outcome.response.error;
   }
 
-  connect(events: UpstreamEvents, log: Logger): UpstreamConnection {
-    const member = new SharedConnection(this, events, log, this.requestTimeoutMs);
+  connect(events: UpstreamEvents, log: Logger, who: { principal: string; client: string }): UpstreamConnection {
+    const member = new SharedConnection(this, events, log, this.requestTimeoutMs, who.principal, who.client);
     this.members.add(member);
     return member;
   }
 
-  /** A notification of a pooled session that belongs to no call: list changes to everyone, resource updates to subscribers. */
-  publish(n: JsonRpcNotification): void {
+  /**
+   * A notification of a pooled session of `principal` ('' for a session every principal shares)
+   * that belongs to no call: list changes to its members, resource updates to its subscribers.
+   */
+  publish(n: JsonRpcNotification, principal: string): void {
+    const heard = (m: SharedConnection) => principal === '' || m.principal === principal;
     if (n.method === 'notifications/resources/updated') {
-      for (const m of this.subscribers.get(String(n.params?.uri)) ?? []) m.deliver(n);
+      const uri = String(n.params?.uri);
+      for (const [key, set] of this.subscribers) if (key.endsWith(`\n${uri}`)) for (const m of set) if (heard(m)) m.deliver(n);
     } else {
-      for (const m of this.members) m.deliver(n);
+      for (const m of this.members) if (heard(m)) m.deliver(n);
     }
   }
 
-  /** Adds or removes a subscriber; true when the upstream must be told (first in, last out). */
+  /** Adds or removes a subscriber; true when the upstream must be told (first in, last out, per principal). */
   subscription(member: SharedConnection, uri: string, on: boolean): boolean {
-    const set = this.subscribers.get(uri) ?? new Set();
+    const key = `${member.principal}\n${uri}`;
+    const set = this.subscribers.get(key) ?? new Set();
     const before = set.size;
     if (on) set.add(member);
     else set.delete(member);
-    if (set.size) this.subscribers.set(uri, set);
-    else this.subscribers.delete(uri);
+    if (set.size) this.subscribers.set(key, set);
+    else this.subscribers.delete(key);
     return (before === 0) !== (set.size === 0);
   }
 
   leave(member: SharedConnection): void {
     this.members.delete(member);
-    for (const uri of [...this.subscribers.keys()]) if (this.subscription(member, uri, false)) void this.tellUpstream('resources/unsubscribe', uri).catch(() => undefined);
+    for (const key of [...this.subscribers.keys()]) {
+      if (!key.startsWith(`${member.principal}\n`)) continue;
+      const uri = key.slice(member.principal.length + 1);
+      if (this.subscription(member, uri, false)) void this.tellUpstream(member, 'resources/unsubscribe', uri).catch(() => undefined);
+    }
+  }
+
+  private hasSubscriptions(principal: string): boolean {
+    for (const key of this.subscribers.keys()) if (key.startsWith(`${principal}\n`)) return true;
+    return false;
   }
 }
 
@@ -95,6 +120,8 @@ class SharedConnection implements UpstreamConnection {
     private readonly events: UpstreamEvents,
     private readonly log: Logger,
     private readonly timeoutMs: number,
+    readonly principal: string,
+    readonly client: string,
   ) {}
 
   send(frame: Frame): void {
@@ -156,7 +183,7 @@ class SharedConnection implements UpstreamConnection {
         const uri = String(params.uri ?? '');
         const on = req.method === 'resources/subscribe';
         if (this.shared.subscription(this, uri, on)) {
-          const refused = await this.shared.tellUpstream(req.method, uri).catch((err: unknown) => {
+          const refused = await this.shared.tellUpstream(this, req.method, uri).catch((err: unknown) => {
             this.shared.subscription(this, uri, !on);
             throw err;
           });
@@ -170,7 +197,7 @@ class SharedConnection implements UpstreamConnection {
     }
     const exclusive = INPUT_METHODS.has(req.method) && Object.keys(this.capabilities).length > 0;
     this.acquiring.add(req.id);
-    const lease = await this.shared.pool.acquire(this.capabilities, exclusive).finally(() => this.acquiring.delete(req.id));
+    const lease = await this.shared.pool.acquire({ principal: this.principal, client: this.client, capabilities: this.capabilities }, exclusive).finally(() => this.acquiring.delete(req.id));
     if (this.closed || this.cancelled.delete(req.id)) {
       lease.release();
       throw new ProxyError('CLIENT_GONE', 'The client cancelled the request before it reached the upstream');

@@ -40,7 +40,7 @@ describe('per-client limits', () => {
     const third = await rawPost(proxy.url, INIT, as('sessions'));
     expect(third.status).toBe(429);
     expect(third.headers.get('retry-after')).toMatch(/^\d+$/);
-    expect(third.messages[0].error.message).toMatch(/Too many sessions for this client \(limit 2\)/);
+    expect(third.messages[0].error.message).toMatch(/Too many sessions for this client \(limit 2\b/);
     // Another client is not affected.
     const theirs = await session(proxy.url, 'other');
     expect((await fetch(proxy.url, { method: 'DELETE', headers: first })).status).toBe(200);

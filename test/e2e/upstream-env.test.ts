@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { callTool, rawPost, rawSession } from '../helpers/raw.js';
 import { commandLine, EVERYTHING_STDIO, startProxy, stopAll } from '../helpers/processes.js';
 
-const SECRETS = { AWS_SECRET_ACCESS_KEY: 'proxy-only-aws-secret', MCP_PROXY_STATE_SECRET: 'proxy-only-state-secret' };
+const SECRETS = { AWS_SECRET_ACCESS_KEY: 'proxy-only-aws-secret', MCP_PROXY_STATE_SECRET: 'proxy-only-state-secret-0123456789abcdef' };
 
 async function upstreamEnv(inheritEnv: boolean): Promise<Record<string, string>> {
   const dir = mkdtempSync(join(tmpdir(), 'upstream-env-'));

@@ -6,7 +6,7 @@
  * the same variant and content-negotiation filters as legacy sessions, then adds what the
  * revision requires (`resultType`, cache hints, serverInfo).
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { canonicalJson } from '../../jsonrpc/canonical.js';
 import { modernUpstreamError, ProxyError, toJsonRpcError, type ProxyErrorCode } from '../../jsonrpc/errors.js';
@@ -37,6 +37,8 @@ export interface ModernCoreOptions {
   replicaId: string;
   /** Where other replicas reach this one (sealed into requestState, for forwarded retries); known once listening. */
   replicaUrl(): string | undefined;
+  /** Most calls of one client parked waiting for its input at once. */
+  parkedPerClient: number;
   /** Cache hints per method; `default` for the others. */
   cache: Record<string, CacheHint> & { default: CacheHint };
   /** Handles `subscriptions/listen` (src/fronts/modern/listen.ts). */
@@ -48,7 +50,8 @@ export interface ModernCoreOptions {
 export interface ModernReply {
   /** A notification about this request (progress, a log message the request asked for). */
   notify(n: JsonRpcNotification): void;
-  answer(res: JsonRpcResponse): void;
+  /** The answer; `refusal` when it is a limit's or a drain's refusal (HTTP: its status and Retry-After). */
+  answer(res: JsonRpcResponse, refusal?: ProxyError): void;
   /** Fires when the client is gone or cancelled the request. */
   cancellation: Cancellation;
 }
@@ -91,10 +94,10 @@ interface RequestState {
 }
 
 export class ModernCore {
+  /** Calls under way that may ask for input, by their random key (what a requestState names). */
   private readonly parked = new Map<string, BridgedCall>();
   /** Tools that mirror arguments into headers (x-mcp-header), learnt from tools/list results. */
   private readonly toolHeaders = new Map<string, Map<string, string>>();
-  private nextCall = 1;
 
   constructor(private readonly opts: ModernCoreOptions) {}
 
@@ -147,7 +150,7 @@ export class ModernCore {
       else reply.answer({ jsonrpc: '2.0', id: req.id, result: result.result });
     } catch (err) {
       if (!(err instanceof ProxyError)) this.opts.log.error({ err: (err as Error)?.message, method: req.method }, 'modern request failed');
-      reply.answer(errorResponse(req.id, toJsonRpcError(err, 'modern')));
+      reply.answer(errorResponse(req.id, toJsonRpcError(err, 'modern')), err instanceof ProxyError && err.retryAfter ? err : undefined);
     }
   }
 
@@ -196,16 +199,22 @@ export class ModernCore {
 
   private async start(method: string, params: Record<string, unknown>, ctx: ModernContext, reply: ModernReply): Promise<{ call: BridgedCall; step: CallStep }> {
     const capabilities = upstreamCapabilities(ctx.clientCapabilities);
+    const principal = ctx.principal ?? '';
+    const client = ctx.client ?? principal;
     // A call that may ask for input gets a session of its own: the upstream's request then belongs to it alone.
     const exclusive = INPUT_METHODS.has(method) && Object.keys(capabilities).length > 0;
-    const lease = await this.opts.pool.acquire(capabilities, exclusive);
+    if (exclusive) await this.makeRoomToPark(client);
+    const lease = await this.opts.pool.acquire({ principal, client, capabilities }, exclusive);
     if (reply.cancellation.cancelled) {
       lease.release();
       throw new ProxyError('CLIENT_GONE', 'The client cancelled the request before it reached the upstream');
     }
-    const key = String(this.nextCall++);
+    // Random, never a counter: a requestState from before a restart names no call of this one.
+    const key = randomBytes(16).toString('base64url');
     const call = new BridgedCall(lease, {
       key,
+      principal,
+      clientKey: client,
       method,
       params,
       clientCapabilities: ctx.clientCapabilities,
@@ -241,7 +250,7 @@ export class ModernCore {
       throw new ProxyError('INVALID_REQUEST_STATE', `The call this requestState resumes waits on replica "${state.replica}", which this one cannot forward to (set replicas.url on every replica): send the request again without requestState`);
     }
     const call = this.parked.get(state.call);
-    if (!call || call.round !== state.round || !call.awaitingInput) {
+    if (!call || call.principal !== state.principal || call.round !== state.round || !call.awaitingInput) {
       throw new ProxyError('INVALID_REQUEST_STATE', 'No call is waiting for this requestState (it finished, timed out, or was answered already): send the request again without requestState');
     }
     const responses = params.inputResponses;
@@ -249,6 +258,25 @@ export class ModernCore {
       throw new ProxyError('INVALID_REQUEST_STATE', 'Invalid params: a retry with requestState needs inputResponses (an object keyed like inputRequests)');
     }
     return { call, step: await call.resume(responses as Record<string, unknown>, reply.cancellation, logFilter(ctx, reply)) };
+  }
+
+  /**
+   * Before a call that may park: when its client has `parkedPerClient` calls waiting for its
+   * input already, the oldest of them is given up (most likely abandoned), so that one client
+   * holds at most that many upstream sessions waiting on itself.
+   */
+  private async makeRoomToPark(client: string): Promise<void> {
+    let waiting = 0;
+    let oldest: BridgedCall | undefined;
+    for (const call of this.parked.values()) {
+      if (call.clientKey !== client || !call.awaitingInput) continue;
+      waiting++;
+      oldest ??= call; // the map keeps the order calls started in
+    }
+    if (waiting < this.opts.parkedPerClient || !oldest) return;
+    this.opts.log.info({ call: oldest.key.slice(0, 8), parkedPerClient: this.opts.parkedPerClient }, 'a client started more calls that wait for its input than it may; its oldest waiting call is given up');
+    oldest.expire();
+    await oldest.done;
   }
 
   private learnToolHeaders(result: McpResult | undefined): void {

@@ -25,7 +25,7 @@ export function isModernPost(req: FastifyRequest, frames: Frame[]): boolean {
   return frames.length === 1 && msg.method !== 'initialize' && isModernMessage(msg);
 }
 
-export function serveModernPost(core: ModernCore, req: FastifyRequest, reply: FastifyReply, frames: Frame[], batch: boolean, mode: ReplyMode, streamAfterMs: number, principal: string, slowReaders: SlowReaderLimits): FastifyReply | Promise<void> | undefined {
+export function serveModernPost(core: ModernCore, req: FastifyRequest, reply: FastifyReply, frames: Frame[], batch: boolean, mode: ReplyMode, streamAfterMs: number, who: { principal: string; client: string }, slowReaders: SlowReaderLimits): FastifyReply | Promise<void> | undefined {
   const msg = frames[0].msg;
   if (batch) return reject(reply, 400, errorResponse(null, { code: INVALID_REQUEST, message: 'Invalid Request: protocol version 2026-07-28 takes one message per POST, not a batch' }));
   if (!isRequest(msg)) {
@@ -38,7 +38,7 @@ export function serveModernPost(core: ModernCore, req: FastifyRequest, reply: Fa
     const bodyVersion = (msg.params?._meta as Record<string, unknown> | undefined)?.[META.protocolVersion];
     if (typeof bodyVersion === 'string') checkModernHeaders(req.headers, msg, bodyVersion, core.paramHeaders(msg));
     core.checkMethod(msg);
-    ctx = { ...modernContext(msg), principal };
+    ctx = { ...modernContext(msg), ...who };
   } catch (err) {
     const status = err instanceof ProxyError ? err.httpStatus : 500;
     return reject(reply, status, errorResponse(msg.id, toJsonRpcError(err, 'modern')));
@@ -46,7 +46,8 @@ export function serveModernPost(core: ModernCore, req: FastifyRequest, reply: Fa
   const owner = req.headers[FORWARDED_HEADER] === undefined ? core.ownerElsewhere(msg, ctx) : undefined;
   if (owner) return forwardToOwner(owner, msg.id, req, reply, core.replicaId, core.log);
   takeOver(reply);
-  const channel = new PostReply(reply.raw, () => ({}), mode, false, streamAfterMs, slowReaders);
+  let headers: Record<string, string> = {};
+  const channel = new PostReply(reply.raw, () => headers, mode, false, streamAfterMs, slowReaders);
   const cancellation = new Cancellation();
   let answered = false;
   channel.onClose(() => {
@@ -57,10 +58,11 @@ export function serveModernPost(core: ModernCore, req: FastifyRequest, reply: Fa
     notify: (n) => {
       if (channel.canStream) channel.send(JSON.stringify(n), false);
     },
-    answer: (res) => {
+    answer: (res, refusal) => {
       answered = true;
+      if (refusal) headers = { 'retry-after': String(refusal.retryAfter) };
       // A missing capability found during the call is still a rejection of the request (400).
-      channel.send(serialize({ msg: res }), true, res.error?.code === MISSING_CLIENT_CAPABILITY ? 400 : 200);
+      channel.send(serialize({ msg: res }), true, refusal?.httpStatus ?? (res.error?.code === MISSING_CLIENT_CAPABILITY ? 400 : 200));
     },
   });
   return undefined;

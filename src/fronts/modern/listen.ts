@@ -22,6 +22,8 @@ const MAX_URIS = 100;
 
 interface Listener {
   id: JsonRpcId;
+  /** Whose upstream session it listens to: it hears nothing of another principal's. */
+  principal: string;
   kinds: Set<string>;
   uris: Set<string>;
   reply: ModernReply;
@@ -29,7 +31,8 @@ interface Listener {
 
 export class ListenHub {
   private readonly listeners = new Set<Listener>();
-  private readonly uriCounts = new Map<string, number>();
+  /** Listeners per URI on each upstream session: the session is subscribed while any listens. */
+  private readonly uriCounts = new WeakMap<object, Map<string, number>>();
 
   constructor(private readonly pool: UpstreamPool, private readonly log: Logger) {}
 
@@ -38,17 +41,18 @@ export class ListenHub {
   }
 
   /** Serves one listen request until the client closes its stream (or the proxy shuts down). */
-  async listen(req: JsonRpcRequest, _ctx: ModernContext, reply: ModernReply): Promise<void> {
+  async listen(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<void> {
     const wanted = req.params?.notifications;
     if (typeof wanted !== 'object' || wanted === null || Array.isArray(wanted)) {
       throw new ProxyError('INVALID_META', 'Invalid params: subscriptions/listen needs params.notifications (toolsListChanged, promptsListChanged, resourcesListChanged, resourceSubscriptions)');
     }
     const w = wanted as Record<string, unknown>;
-    // Every listener leases the same shared session (same key, not exclusive): it stays open while anyone listens.
-    const lease = await this.pool.acquire({});
+    // A principal's listeners lease the same shared session (same key, not exclusive): it stays open while any of them listens.
+    const principal = ctx.principal ?? '';
+    const lease = await this.pool.acquire({ principal, client: ctx.client ?? principal, capabilities: {} });
     const caps = (lease.client.server?.capabilities ?? {}) as Record<string, { listChanged?: boolean; subscribe?: boolean } | undefined>;
     const honoured: Record<string, unknown> = {};
-    const listener: Listener = { id: req.id, kinds: new Set(), uris: new Set(), reply };
+    const listener: Listener = { id: req.id, principal, kinds: new Set(), uris: new Set(), reply };
     for (const kind of Object.keys(KINDS) as Kind[]) {
       if (w[kind] === true && caps[KINDS[kind].capability]?.listChanged) {
         honoured[kind] = true;
@@ -72,20 +76,26 @@ export class ListenHub {
     reply.answer({ jsonrpc: '2.0', id: req.id, result: { resultType: 'complete', _meta: subscriptionId } });
   }
 
-  /** An upstream notification that belongs to no call: fanned out to the listeners that asked for it. */
-  publish(n: JsonRpcNotification): void {
+  /**
+   * An upstream notification that belongs to no call, from a session of `principal` ('' for one
+   * every principal shares): fanned out to that principal's listeners that asked for it.
+   */
+  publish(n: JsonRpcNotification, principal: string): void {
     if (this.listeners.size === 0) return;
     const uri = n.method === 'notifications/resources/updated' ? String(n.params?.uri ?? '') : undefined;
     for (const l of this.listeners) {
+      if (principal !== '' && l.principal !== principal) continue;
       if (uri !== undefined ? !l.uris.has(uri) : !l.kinds.has(n.method)) continue;
       l.reply.notify({ jsonrpc: '2.0', method: n.method, params: { ...n.params, _meta: { ...(n.params?._meta as object), [META.subscriptionId]: l.id } } });
     }
   }
 
   private count(lease: UpstreamLease, uri: string, delta: number): void {
-    const n = (this.uriCounts.get(uri) ?? 0) + delta;
-    if (n > 0) this.uriCounts.set(uri, n);
-    else this.uriCounts.delete(uri);
+    let counts = this.uriCounts.get(lease.client);
+    if (!counts) this.uriCounts.set(lease.client, (counts = new Map()));
+    const n = (counts.get(uri) ?? 0) + delta;
+    if (n > 0) counts.set(uri, n);
+    else counts.delete(uri);
     if ((delta > 0 && n === 1) || (delta < 0 && n === 0)) {
       const method = delta > 0 ? 'resources/subscribe' : 'resources/unsubscribe';
       const { outcome } = lease.client.request(method, { uri }, {}, 30_000);

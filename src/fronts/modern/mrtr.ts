@@ -29,6 +29,10 @@ export type CallStep = { kind: 'input'; inputRequests: Record<string, { method: 
 export interface CallOptions {
   /** The call's name in the parked map (and in its requestState). */
   key: string;
+  /** Who started it: only they may resume it. */
+  principal: string;
+  /** What per-client limits count it against (the principal, or the client's address without authentication). */
+  clientKey: string;
   method: string;
   params: Record<string, unknown> | undefined;
   clientCapabilities: Record<string, any>;
@@ -47,6 +51,11 @@ export class BridgedCall {
   /** How many times the call has asked for input; a requestState names the round it answers. */
   round = 0;
   readonly key: string;
+  readonly principal: string;
+  readonly clientKey: string;
+  /** Settles once the call is over (answered, failed or expired) and its upstream session released. */
+  readonly done: Promise<void>;
+  private settled!: () => void;
   /** Set while a client waits for the next step; a parked call has none. */
   private waiter: ((step: CallStep) => void) | undefined;
   private readonly inputs = new Map<string, JsonRpcRequest>();
@@ -62,7 +71,10 @@ export class BridgedCall {
 
   constructor(private readonly lease: UpstreamLease, private readonly opts: CallOptions) {
     this.client = lease.client;
+    this.done = new Promise((resolve) => (this.settled = resolve));
     this.key = opts.key;
+    this.principal = opts.principal;
+    this.clientKey = opts.clientKey;
     this.notify = opts.onNotification;
     this.current = opts.cancellation;
     const call = this.client.request(opts.method, opts.params, { onNotification: (n) => this.notify(n), onServerRequest: (r) => this.onInput(r) }, opts.timeoutMs);
@@ -167,6 +179,7 @@ export class BridgedCall {
     this.result = outcome;
     this.lease.release();
     this.opts.onForget();
+    this.settled();
     if (this.waiter) this.deliver({ kind: 'done', outcome });
   }
 
