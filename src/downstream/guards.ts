@@ -11,6 +11,12 @@ export function isLoopbackHost(host: string): boolean {
   return LOOPBACK_NAMES.has(host) || (isIPv4(host) && host.startsWith('127.'));
 }
 
+/** A loopback client address as a socket reports it: 127.x.y.z, ::1, or IPv4 mapped into IPv6. */
+export function isLoopbackAddress(address: string): boolean {
+  const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;
+  return address === '::1' || (isIPv4(v4) && v4.startsWith('127.'));
+}
+
 /** Returns a predicate over the Origin header (undefined = header absent, always accepted). */
 export function originGuard(allowed: string[] | undefined, also: string[] = []): (origin: string | undefined) => boolean {
   if (allowed?.includes('*') || also.includes('*')) return () => true;

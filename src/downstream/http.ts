@@ -16,7 +16,7 @@ import { withVariantHeader } from '../negotiation/variants.js';
 import { duplicateId, type ClientSink, type RelaySession } from '../relay/session.js';
 import type { ModernCore } from '../fronts/modern/core.js';
 import { isModernPost, serveModernPost } from '../fronts/modern/http.js';
-import { hostGuard, originGuard, validHost } from './guards.js';
+import { hostGuard, isLoopbackAddress, originGuard, validHost } from './guards.js';
 import { challenge, resourceMetadata, type AuthConfig, type Authenticator } from '../fronts/auth.js';
 import { capConnections, refusalOf, timeoutOptions } from '../fronts/connections.js';
 import { ClientLimits, FailureCounter, limitKey, trustedAddress } from '../fronts/limits.js';
@@ -227,14 +227,33 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     reply.type(opts.metrics.registry.contentType).send(await opts.metrics.render());
   });
 
+  /**
+   * Whether a probe may see details (the upstream, the cause of unreadiness): a caller on this
+   * machine naming an allowed Host (not a page rebinding a name to 127.0.0.1), or one with a valid
+   * credential. Orchestrators' probes get the status alone, which is all they act on.
+   */
+  const failedProbes = new FailureCounter(authConfig.failuresPerAddress);
+  const mayInspect = async (req: FastifyRequest): Promise<boolean> => {
+    const forwarded = req.headers['x-forwarded-for'] !== undefined && !listen.trustProxy;
+    if (!forwarded && isLoopbackAddress(req.ip) && hostOk(req.headers.host)) return true;
+    if (!authenticator.enabled || failedProbes.blockedFor(req.ip) > 0) return false;
+    const outcome = await authenticator.authenticate(req.headers);
+    if ('principal' in outcome) return true;
+    if (outcome.status !== 503 && outcome.error !== 'invalid_request') failedProbes.note(req.ip);
+    return false;
+  };
+
   // Liveness: the process serves. Readiness: the upstream is usable now (cached; see src/ops/readiness.ts).
-  app.get('/healthz', async (_req, reply) => {
+  app.get('/healthz', async (req, reply) => {
+    if (!(await mayInspect(req))) return reply.send({ status: 'ok' });
     reply.send({ status: 'ok', upstream: opts.health(), sessions: sessions.size + starting.size });
   });
-  app.get('/readyz', async (_req, reply) => {
-    if (draining) return reply.code(503).send({ status: 'draining', ready: false, cause: 'the proxy is shutting down' });
+  app.get('/readyz', async (req, reply) => {
+    const details = await mayInspect(req);
+    if (draining) return reply.code(503).send({ status: 'draining', ready: false, ...(details ? { cause: 'the proxy is shutting down' } : {}) });
     const report = await opts.readiness();
-    reply.code(report.ready ? 200 : 503).send({ status: report.ready ? 'ready' : 'unready', ...report, upstream: opts.health() });
+    const status = report.ready ? 'ready' : 'unready';
+    reply.code(report.ready ? 200 : 503).send(details ? { status, ...report, upstream: opts.health() } : { status, ready: report.ready });
   });
 
   /** Finds the request's session (resuming it from its token if it moved here), or answers 400/403/404 and returns undefined. */

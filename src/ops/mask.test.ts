@@ -8,11 +8,25 @@ describe('maskSecrets', () => {
     ['{"client_secret": "xyz", "name": "ok"}', '{"client_secret": "***", "name": "ok"}'],
     ['GET https://h/x?sig=AbC123&user=bob', 'GET https://h/x?sig=***&user=bob'],
     ['Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30.abc', 'Authorization: Bearer ***'],
-    ['db at postgres://app:hunter2@db:5432/x failed', 'db at postgres://app:***@db:5432/x failed'],
+    ['db at postgres://app:hunter2@db:5432/x failed', 'db at postgres://***@db:5432/x failed'],
+    ['cloning https://ghp_aaaaBBBBccccDDDDeeeeFFFF1234@github.com/x', 'cloning https://***@github.com/x'],
+    ['start --password hunter2 --db-password=x2 --name n', 'start --password *** --db-password=*** --name n'],
+    ['aws_secret_access_key = wJalrXUtnFEMI/K7MDENG', 'aws_secret_access_key = ***'],
+    ['found ghp_aaaaBBBBccccDDDDeeeeFFFF1234 in (sk-proj-abcdefghijklmnopqrst) and AKIAIOSFODNN7EXAMPLE.', 'found *** in (***) and ***.'],
+    ['Server=db;User Id=sa;Password=pw1;Encrypt=true', 'Server=db;User Id=sa;Password=***;Encrypt=true'],
+    ['header eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ1c2VyIn0.c2lnbmF0dXJlX2hlcmU', 'header ***'],
     ['password: correct horse', 'password: *** horse'],
     ['env GITHUB_TOKEN=ghp_abcdef, retrying', 'env GITHUB_TOKEN=***, retrying'],
   ])('%s', (input, expected) => {
     expect(maskSecrets(input)).toBe(expected);
+  });
+
+  it('runs in linear time on long adversarial words', () => {
+    for (const text of ['a'.repeat(200_000), `${'ghp_'.repeat(50_000)}`, `x://${'@'.repeat(100_000)}`, `${'-password '.repeat(20_000)}`, `eyJ${'a'.repeat(100_000)}.`]) {
+      const started = performance.now();
+      maskSecrets(text);
+      expect(performance.now() - started).toBeLessThan(2000);
+    }
   });
 
   it('leaves ordinary text alone', () => {

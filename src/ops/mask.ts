@@ -1,14 +1,21 @@
 /**
  * Masks what looks like a secret in text the proxy shows to clients or probes (an upstream's
- * last stderr lines, command lines, URLs): `name=value` and `name: value` where the name sounds
- * secret (also inside query strings), bearer tokens, and URL passwords. Upstream output is
- * untrusted, so this is a word scan, linear in the text; regular expressions only ever see one
- * short name.
+ * last stderr lines, command lines, URLs): `name=value`, `name: value`, `name = value` and
+ * `--name value` where the name sounds secret (also inside query and connection strings), bearer
+ * tokens, URL userinfo, and values shaped like well-known credentials (GitHub, GitLab, Slack,
+ * Stripe, OpenAI-style, AWS access key ids, Google API keys, npm, Hugging Face, JWTs). Upstream
+ * output is untrusted, so this is a word scan, linear in the text; regular expressions only ever
+ * see one short name or one word's piece.
  */
 
 const SECRET_NAME = /token|secret|passw(?:or)?d|api[_-]?key|auth|credential|signature|private[_-]?key|^key$|^sig$|^pwd$/i;
 const SCHEMES = new Set(['bearer', 'basic', 'token']);
 const MASK = '***';
+/** Credentials recognisable by their shape alone (anchored, one piece of a word at a time). */
+const SECRET_SHAPE =
+  /^(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{16,}|xox[abprs]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9_-]{16,}|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|A[KS]IA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35}|npm_[A-Za-z0-9]{30,}|hf_[A-Za-z0-9]{30,}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})$/;
+/** Separates the pieces of a word that a credential cannot contain. */
+const PIECE_SEPARATOR = /([^A-Za-z0-9_.-]+)/;
 
 export function maskSecrets(text: string): string {
   const parts = text.split(/(\s+)/); // words at even indexes, whitespace at odd ones
@@ -16,6 +23,8 @@ export function maskSecrets(text: string): string {
   for (let i = 0; i < parts.length; i += 2) {
     const word = parts[i];
     if (word === '') continue;
+    // `name = value` / `name : value`: the value is the word after the sign.
+    if (word === '=' || word === ':') continue;
     const bare = word.replace(/^["'{(]+/, '');
     if (maskNext && !SCHEMES.has(bare.toLowerCase())) {
       parts[i] = maskValue(word);
@@ -26,8 +35,10 @@ export function maskSecrets(text: string): string {
       maskNext = true;
       continue;
     }
-    // `name:` or `"name":` with the value in the next word.
-    if (word.endsWith(':') && isSecretName(word.slice(0, -1))) {
+    // `name:` or `"name":` with the value in the next word; `--password value`; `name = value`.
+    const named = word.endsWith(':') ? word.slice(0, -1) : word;
+    const sign = parts[i + 2];
+    if (isSecretName(named) && (word.endsWith(':') || (word.startsWith('-') && !word.includes('=')) || sign === '=' || sign === ':')) {
       maskNext = true;
       continue;
     }
@@ -36,9 +47,9 @@ export function maskSecrets(text: string): string {
   return parts.join('');
 }
 
-/** One word: a URL password, and `name=value` / `name:value` pairs (query strings included). */
+/** One word: URL userinfo, credential shapes, and `name=value` / `name:value` pairs (query and connection strings included). */
 function maskWord(word: string): string {
-  let out = maskUrlPassword(word);
+  let out = maskShapes(maskUserinfo(word));
   if (!out.includes('=') && !out.includes(':')) return out;
   const pieces = out.split(/([?&;,])/);
   for (let i = 0; i < pieces.length; i += 2) {
@@ -52,17 +63,32 @@ function maskWord(word: string): string {
   return out;
 }
 
-/** scheme://user:password@host → scheme://user:***@host */
-function maskUrlPassword(word: string): string {
+/** scheme://user:password@host (or scheme://token@host) → scheme://***@host */
+function maskUserinfo(word: string): string {
   const scheme = word.indexOf('://');
   if (scheme < 0) return word;
   const start = scheme + 3;
   const slash = word.indexOf('/', start);
   const at = word.indexOf('@', start);
-  if (at < 0 || (slash >= 0 && slash < at)) return word;
-  const colon = word.indexOf(':', start);
-  if (colon < 0 || colon > at) return word;
-  return `${word.slice(0, colon + 1)}${MASK}${word.slice(at)}`;
+  if (at <= start || (slash >= 0 && slash < at)) return word;
+  return `${word.slice(0, start)}${MASK}${word.slice(at)}`;
+}
+
+/** Pieces of a word shaped like a well-known credential. */
+function maskShapes(word: string): string {
+  if (word.length < 20) return word;
+  const pieces = word.split(PIECE_SEPARATOR);
+  let changed = false;
+  for (let i = 0; i < pieces.length; i += 2) {
+    // A sentence's full stop is not part of the credential before it.
+    let end = pieces[i].length;
+    while (end > 0 && pieces[i][end - 1] === '.') end--;
+    if (end >= 20 && SECRET_SHAPE.test(pieces[i].slice(0, end))) {
+      pieces[i] = MASK + pieces[i].slice(end);
+      changed = true;
+    }
+  }
+  return changed ? pieces.join('') : word;
 }
 
 /** The value with its surrounding quotes and trailing punctuation kept. */

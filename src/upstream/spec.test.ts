@@ -14,7 +14,8 @@ describe('resolveUpstream', () => {
 describe('describeUpstream', () => {
   it('masks secrets in command lines and URLs', () => {
     expect(describeUpstream({ kind: 'stdio', command: 'srv', args: ['--api-key', 'abc', '--token=xyz', '--name', 'n', 'PASSWORD=p'] })).toBe('srv --api-key *** --token=*** --name n PASSWORD=***');
-    expect(describeUpstream({ kind: 'http', url: 'https://u:pw@example.test/mcp?key=k&x=1', headers: { Authorization: 'Bearer t' } })).toBe('https://u:***@example.test/mcp?key=***&x=1');
+    expect(describeUpstream({ kind: 'http', url: 'https://u:pw@example.test/mcp?key=k&x=1', headers: { Authorization: 'Bearer t' } })).toBe('https://***@example.test/mcp?key=***&x=1');
+    expect(describeUpstream({ kind: 'stdio', command: 'srv', args: ['postgres://app:hunter2@db/x', '--password', 'p w', 'Server=d;Password=pw;'] })).toBe('srv postgres://***@db/x --password *** w Server=d;Password=***;');
     // Signed URLs (SAS, presigned) carry their secret in sig= / signature= parameters.
     expect(describeUpstream({ kind: 'http', url: 'https://h.example/mcp?sv=1&sig=AbC%2Bd&X-Amz-Signature=f00', headers: {} })).toBe('https://h.example/mcp?sv=1&sig=***&X-Amz-Signature=***');
   });

@@ -1,7 +1,7 @@
 /** Turns the `upstream` config into a concrete stdio or HTTP spec; none given means the demo. */
 import type { UpstreamConfig } from '../config/schema.js';
 import { splitCommand } from '../config/command.js';
-import { isSecretName } from '../ops/mask.js';
+import { isSecretName, maskSecrets } from '../ops/mask.js';
 import type { UpstreamSpec } from './types.js';
 
 export function resolveUpstream(config: UpstreamConfig, demoEntry: string): UpstreamSpec {
@@ -17,19 +17,15 @@ export function resolveUpstream(config: UpstreamConfig, demoEntry: string): Upst
 /** A one-line description for logs and /healthz, with secret-looking values masked. */
 export function describeUpstream(spec: UpstreamSpec): string {
   if (spec.kind === 'http') return redactUrl(spec.url);
-  const words = [spec.command, ...spec.args].map((word, i, all) => {
-    const eq = word.indexOf('=');
-    if (eq > 0 && isSecretName(word.slice(0, eq))) return `${word.slice(0, eq)}=***`;
-    const previous = all[i - 1];
-    if (previous?.startsWith('-') && !previous.includes('=') && isSecretName(previous)) return '***';
-    return word;
-  });
-  return words.join(' ');
+  return maskSecrets([spec.command, ...spec.args].join(' '));
 }
 
 function redactUrl(raw: string): string {
   const url = new URL(raw);
-  if (url.password) url.password = '***';
+  if (url.username || url.password) {
+    url.username = '***';
+    url.password = '';
+  }
   for (const name of [...url.searchParams.keys()]) if (isSecretName(name)) url.searchParams.set(name, '***');
   return url.toString().replaceAll('%2A%2A%2A', '***');
 }

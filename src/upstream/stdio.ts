@@ -73,7 +73,7 @@ export function createStdioUpstream(
   child.stderr.on('data', lineSplitter((line) => {
     stderrTail.push(line);
     if (stderrTail.length > STDERR_TAIL_LINES) stderrTail.shift();
-    log.debug({ stderr: line }, 'upstream stderr');
+    if (log.isLevelEnabled('debug')) log.debug({ stderr: maskSecrets(line) }, 'upstream stderr');
   }));
   child.stdin.on('error', (err) => log.debug({ err: err.message }, 'upstream stdin closed'));
 
@@ -81,7 +81,7 @@ export function createStdioUpstream(
   // 'close' comes after stdout and stderr are drained, so the last words of a crash are logged.
   child.on('close', (code, signal) => {
     if (!closing) {
-      log.warn({ pid: child.pid, code, signal, stderr: stderrTail.join('\n') }, 'upstream process exited');
+      log.warn({ pid: child.pid, code, signal, stderr: maskSecrets(stderrTail.join('\n')) }, 'upstream process exited');
     } else {
       log.debug({ pid: child.pid, code, signal }, 'upstream process reaped');
     }

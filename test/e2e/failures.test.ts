@@ -9,6 +9,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashToken } from '../../src/fronts/auth.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
 import { callTool, INIT, postWithHost, rawPost, rawSession } from '../helpers/raw.js';
 import { callStarted, cancellations, commandLine, eventually, fixtureArgv, freePort, isAlive, logged, PROXY_MAIN, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
@@ -311,6 +312,37 @@ describe('upstream start failures', () => {
     expect(reply.messages[0].error.message).not.toContain('sk-live');
     const ready = await (await fetch(proxy.url.replace('/mcp', '/readyz'))).json();
     expect(ready.cause).toContain('boom');
+  });
+
+  it('masks secrets in arguments and stderr everywhere they show, and gives probe details only to local or authenticated callers', async () => {
+    const TOKEN = 'probe-token-0123456789';
+    const config = writeConfig('masked.yaml', [
+      'upstream:',
+      `  command: ${JSON.stringify(`${FAULTY} postgres://app:hunter2@db/x --password pw-arg Server=d;Password=cs-secret;`)}`,
+      '  env:',
+      '    FAULTY_START: crash',
+      'listen:',
+      '  trustProxy: ["127.0.0.1"]',
+      'auth:',
+      '  tokens:',
+      `    - { name: ops, sha256: ${hashToken(TOKEN)} }`,
+    ].join('\n'));
+    const proxy = await startProxy(['--config', config]);
+    const secrets = /hunter2|pw-arg|cs-secret|sk-live|wJalrXUtnFEMI|ghp_aaaa/;
+    const reply = await rawPost(proxy.url, INIT, { authorization: `Bearer ${TOKEN}` });
+    expect(reply.messages[0].error.data.code).toBe('UPSTREAM_START_FAILED');
+    expect(reply.messages[0].error.message).toMatch(/aws_secret_access_key = \*\*\*/);
+    const probe = async (path: string, headers: Record<string, string>) => (await fetch(proxy.url.replace('/mcp', path), { headers })).text();
+    const local = [await probe('/healthz', {}), await probe('/readyz', {})];
+    expect(local[0]).toContain('postgres://***@db/x --password ***');
+    expect(local[1]).toContain('boom');
+    // A caller from elsewhere (as the trusted balancer says) sees the status alone, unless it authenticates.
+    const remote = { 'x-forwarded-for': '203.0.113.9' };
+    expect(JSON.parse(await probe('/healthz', remote))).toEqual({ status: 'ok' });
+    expect(JSON.parse(await probe('/readyz', remote))).toEqual({ status: 'unready', ready: false });
+    expect(await probe('/readyz', { ...remote, authorization: `Bearer ${TOKEN}` })).toContain('boom');
+    await logged(proxy, (e) => e.msg === 'upstream process exited', 5000, 'the exit logged');
+    for (const text of [reply.text, ...local, proxy.stderr()]) expect(text).not.toMatch(secrets);
   });
 
   it('with --fail-fast, refuses to start when the upstream fails its start-up check', async () => {

@@ -109,7 +109,7 @@ describe('fairness', () => {
 
   it('keeps at most parkedPerClient calls of one client waiting for its input, giving up the oldest, and others keep being served', async () => {
     const proxy = await startProxy(['--config', config('modern:\n  parkedPerClient: 2\n  pool: { maxSessions: 8, warmSpare: false }\n')]);
-    const parked = [];
+    const parked: Array<Awaited<ReturnType<typeof call>>> = [];
     for (let i = 0; i < 5; i++) parked.push(await call(proxy.url, 'alice', i + 1, 'elicit', { message: 'who?' }, ELICIT));
     expect(parked.every((r) => r.result.resultType === 'input_required')).toBe(true);
     // Alice's three oldest calls were given up: their states resume nothing; her two newest go on.
