@@ -147,7 +147,11 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   let modern: { core: ModernCore; hub: ListenHub } | undefined;
   let shared: SharedSessions | undefined;
   const pool = config.modern.enabled || sharing
-    ? createPool(config, spec.kind === 'stdio', (events, poolLog) => connect(events, poolLog), log, (n, principal) => (modern?.hub.publish(n, principal), shared?.publish(n, principal)), observeUpstream)
+    ? createPool(config, spec.kind === 'stdio', (events, poolLog) => connect(events, poolLog), log, (n, principal) => {
+        if (n.method === 'notifications/tools/list_changed') modern?.core.toolsChanged();
+        modern?.hub.publish(n, principal);
+        shared?.publish(n, principal);
+      }, observeUpstream)
     : undefined;
   /** What negotiation runs with now; a reload replaces rules, variants and limits. */
   const current = { rules: deps.rules ?? [], variants: new VariantCatalog(config.serverVariants), limits: config.contentNegotiation.limits, unshapedNotices, counters, observeStep, observeTokens };

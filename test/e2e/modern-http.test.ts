@@ -185,3 +185,26 @@ describe('modern requests on the HTTP endpoint (conformance fixture over stdio)'
     expect(res.messages[0].error).toMatchObject({ code: -32021, data: { requiredCapabilities: { elicitation: { form: {} } } } });
   });
 });
+
+describe('arguments mirrored into Mcp-Param-* headers (x-mcp-header)', () => {
+  afterAll(stopAll);
+
+  it('are checked on the first call, before any client listed tools, and compared by type', async () => {
+    const proxy = await startProxy(['--upstream', commandLine(fixtureArgv('conformance-server'))]);
+    const call = (id: number, args: Record<string, unknown>, headers: Record<string, string>) => {
+      const r = modern(id, 'tools/call', { name: 'test_custom_headers', arguments: args });
+      return rawPost(proxy.url, r.body, { ...r.headers, ...headers });
+    };
+    // Nothing listed the tools yet: the proxy learns them itself, and a wrong header is refused.
+    const wrong = await call(1, { region: 'eu', priority: 2 }, { 'mcp-param-region': 'us', 'mcp-param-priority': '2' });
+    expect(wrong.status).toBe(400);
+    expect(wrong.messages[0].error).toMatchObject({ code: -32020, message: expect.stringContaining('mcp-param-region') });
+    // An object is no string: "[object Object]" does not match it.
+    const object = await call(2, { region: { a: 1 }, priority: 2 }, { 'mcp-param-region': '[object Object]', 'mcp-param-priority': '2' });
+    expect(object.status).toBe(400);
+    expect(object.messages[0].error.code).toBe(-32020);
+    const right = await call(3, { region: 'eu', priority: 2 }, { 'mcp-param-region': 'eu', 'mcp-param-priority': '2' });
+    expect(right.status).toBe(200);
+    expect(right.messages[0].result.resultType).toBe('complete');
+  });
+});

@@ -76,6 +76,8 @@ export class Cancellation {
 }
 
 const NEVER_CACHE: CacheHint = { ttlMs: 0, cacheScope: 'private' };
+/** Pages of the upstream's tools/list read for the header check, at most. */
+const MAX_TOOL_PAGES = 50;
 
 /** What a requestState holds: the parked call, the round it answers, what it is bound to, and where it waits. */
 interface RequestState {
@@ -98,6 +100,9 @@ export class ModernCore {
   private readonly parked = new Map<string, BridgedCall>();
   /** Tools that mirror arguments into headers (x-mcp-header), learnt from tools/list results. */
   private readonly toolHeaders = new Map<string, Map<string, string>>();
+  /** Whether toolHeaders holds the upstream's whole current tool list, and the listing under way. */
+  private toolsListed = false;
+  private listing: Promise<void> | undefined;
 
   constructor(private readonly opts: ModernCoreOptions) {}
 
@@ -114,9 +119,23 @@ export class ModernCore {
     return this.opts.log;
   }
 
-  /** Mcp-Param-* header → argument for a tools/call, from the tool's listed input schema. */
-  paramHeaders(req: JsonRpcRequest): Map<string, string> | undefined {
-    return req.method === 'tools/call' && typeof req.params?.name === 'string' ? this.toolHeaders.get(req.params.name) : undefined;
+  /**
+   * Mcp-Param-* header → argument for a tools/call, from the tool's listed input schema. The
+   * upstream's tools are listed first when nothing has listed them yet (or since they changed):
+   * the check never depends on a client having asked for tools/list.
+   */
+  async paramHeaders(req: JsonRpcRequest, ctx: ModernContext): Promise<Map<string, string> | undefined> {
+    if (req.method !== 'tools/call' || typeof req.params?.name !== 'string') return undefined;
+    if (!this.toolsListed) {
+      this.listing ??= this.listToolsUpstream(ctx).finally(() => (this.listing = undefined));
+      await this.listing.catch((err: Error) => this.opts.log.debug({ err: err.message }, 'could not list the upstream tools for the header check'));
+    }
+    return this.toolHeaders.get(req.params.name);
+  }
+
+  /** The upstream's tool list changed: learn it again before the next header check. */
+  toolsChanged(): void {
+    this.toolsListed = false;
   }
 
   get parkedCount(): number {
@@ -191,7 +210,7 @@ export class ModernCore {
       const annotated = negotiation.annotateError(res.error, check?.scope) ?? res.error;
       return { error: modernUpstreamError(proxyWireError(annotated)) };
     }
-    if (req.method === 'tools/list') this.learnToolHeaders(res.result);
+    if (req.method === 'tools/list') this.learnToolHeaders(res.result, params.cursor === undefined);
     const traceparent = traceContextOf(ctx.passMeta)?.traceparent;
     const shaped = (await negotiation.shape(req.method, name, res.result ?? {}, check?.scope, traceparent)) ?? res.result ?? {};
     return { result: this.complete(req.method, shaped, server, call.round > 0) };
@@ -260,6 +279,28 @@ export class ModernCore {
     return { call, step: await call.resume(responses as Record<string, unknown>, reply.cancellation, logFilter(ctx, reply)) };
   }
 
+  /** Every page of the upstream's tools/list (at most MAX_TOOL_PAGES), into toolHeaders. */
+  private async listToolsUpstream(ctx: ModernContext): Promise<void> {
+    const principal = ctx.principal ?? '';
+    const lease = await this.opts.pool.acquire({ principal, client: ctx.client ?? principal, capabilities: {} });
+    try {
+      let cursor: unknown;
+      for (let page = 0; page < MAX_TOOL_PAGES; page++) {
+        const { outcome } = lease.client.request('tools/list', cursor === undefined ? {} : { cursor }, {}, this.opts.requestTimeoutMs);
+        const done = await outcome;
+        if ('failure' in done) throw done.failure;
+        const result = done.response.result;
+        if (!result) break; // no tools to list: nothing is mirrored
+        this.learnToolHeaders(result, page === 0);
+        cursor = result.nextCursor;
+        if (typeof cursor !== 'string') break;
+      }
+      this.toolsListed = true;
+    } finally {
+      lease.release();
+    }
+  }
+
   /**
    * Before a call that may park: when its client has `parkedPerClient` calls waiting for its
    * input already, the oldest of them is given up (most likely abandoned), so that one client
@@ -279,9 +320,11 @@ export class ModernCore {
     await oldest.done;
   }
 
-  private learnToolHeaders(result: McpResult | undefined): void {
+  /** Notes the header-mirrored arguments of listed tools; `fresh` (the first page of a listing) forgets earlier ones. */
+  private learnToolHeaders(result: McpResult | undefined, fresh = false): void {
     const tools = result?.tools;
     if (!Array.isArray(tools)) return;
+    if (fresh) this.toolHeaders.clear();
     for (const tool of tools as Array<Record<string, unknown>>) {
       if (typeof tool?.name !== 'string') continue;
       const headers = paramHeadersOf(tool.inputSchema);

@@ -26,12 +26,8 @@ function single(headers: IncomingHttpHeaders, name: string): string | undefined 
   return Array.isArray(v) ? v.join(',') : v;
 }
 
-/**
- * Checks MCP-Protocol-Version, Mcp-Method and Mcp-Name against the body, and each Mcp-Param-*
- * header whose argument the tool names through `x-mcp-header` (`paramHeaders`: header name,
- * lower case, → argument). Unrecognized Mcp-Param-* headers are allowed.
- */
-export function checkModernHeaders(headers: IncomingHttpHeaders, req: JsonRpcRequest, version: string, paramHeaders?: Map<string, string>): void {
+/** Checks MCP-Protocol-Version, Mcp-Method and Mcp-Name against the body. */
+export function checkModernHeaders(headers: IncomingHttpHeaders, req: JsonRpcRequest, version: string): void {
   const headerVersion = single(headers, 'mcp-protocol-version');
   if (headerVersion === undefined) throw mismatch(`MCP-Protocol-Version header is required and must equal _meta protocolVersion "${version}"`);
   if (headerVersion !== version) throw mismatch(`MCP-Protocol-Version "${headerVersion}" differs from _meta protocolVersion "${version}"`);
@@ -47,6 +43,15 @@ export function checkModernHeaders(headers: IncomingHttpHeaders, req: JsonRpcReq
     if (name === undefined) throw mismatch('Mcp-Name carries a malformed base64 value');
     if (name !== expected) throw mismatch(`Mcp-Name differs from params.${field}`);
   }
+}
+
+/**
+ * Checks each Mcp-Param-* header whose argument the tool names through `x-mcp-header`
+ * (`paramHeaders`: header name, lower case, → argument). A header carries a string, a number or a
+ * boolean as text; an argument of any other type cannot be mirrored, so it never matches.
+ * Unrecognized Mcp-Param-* headers are allowed.
+ */
+export function checkParamHeaders(headers: IncomingHttpHeaders, req: JsonRpcRequest, paramHeaders: Map<string, string> | undefined): void {
   if (!paramHeaders?.size || req.method !== 'tools/call') return;
   const args = (req.params?.arguments ?? {}) as Record<string, unknown>;
   for (const [header, argument] of paramHeaders) {
@@ -59,7 +64,7 @@ export function checkModernHeaders(headers: IncomingHttpHeaders, req: JsonRpcReq
     if (raw === undefined) throw mismatch(`${header} header is required: argument "${argument}" is set`);
     const decoded = decodeHeaderValue(raw);
     if (decoded === undefined) throw mismatch(`${header} carries a malformed base64 value`);
-    if (decoded !== String(value)) throw mismatch(`${header} differs from argument "${argument}"`);
+    if (decoded !== headerText(value)) throw mismatch(`${header} differs from argument "${argument}"`);
   }
 }
 
@@ -73,4 +78,11 @@ export function paramHeadersOf(inputSchema: unknown): Map<string, string> | unde
     if (typeof name === 'string' && name) (out ??= new Map()).set(`mcp-param-${name.toLowerCase()}`, argument);
   }
   return out;
+}
+
+/** The header text of a mirrored argument; undefined for values a header cannot carry (objects, arrays). */
+function headerText(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return undefined;
 }

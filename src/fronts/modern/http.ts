@@ -10,7 +10,7 @@ import { LEGACY_VERSIONS, META, isModernMessage, modernContext } from '../../mcp
 import { PostReply, takeOver, type ReplyMode, type SlowReaderLimits } from '../../downstream/streams.js';
 import { Cancellation, type ModernCore } from './core.js';
 import { FORWARDED_HEADER, forwardToOwner } from './forward.js';
-import { checkModernHeaders } from './headers.js';
+import { checkModernHeaders, checkParamHeaders } from './headers.js';
 
 /**
  * Is this POST modern? Never with a session id. A modern version header says so, even for
@@ -25,7 +25,7 @@ export function isModernPost(req: FastifyRequest, frames: Frame[]): boolean {
   return frames.length === 1 && msg.method !== 'initialize' && isModernMessage(msg);
 }
 
-export function serveModernPost(core: ModernCore, req: FastifyRequest, reply: FastifyReply, frames: Frame[], batch: boolean, mode: ReplyMode, streamAfterMs: number, who: { principal: string; client: string }, slowReaders: SlowReaderLimits): FastifyReply | Promise<void> | undefined {
+export async function serveModernPost(core: ModernCore, req: FastifyRequest, reply: FastifyReply, frames: Frame[], batch: boolean, mode: ReplyMode, streamAfterMs: number, who: { principal: string; client: string }, slowReaders: SlowReaderLimits): Promise<FastifyReply | undefined> {
   const msg = frames[0].msg;
   if (batch) return reject(reply, 400, errorResponse(null, { code: INVALID_REQUEST, message: 'Invalid Request: protocol version 2026-07-28 takes one message per POST, not a batch' }));
   if (!isRequest(msg)) {
@@ -36,15 +36,19 @@ export function serveModernPost(core: ModernCore, req: FastifyRequest, reply: Fa
   try {
     // Headers first: a header that disagrees with the body is a mismatch whatever the version.
     const bodyVersion = (msg.params?._meta as Record<string, unknown> | undefined)?.[META.protocolVersion];
-    if (typeof bodyVersion === 'string') checkModernHeaders(req.headers, msg, bodyVersion, core.paramHeaders(msg));
+    if (typeof bodyVersion === 'string') checkModernHeaders(req.headers, msg, bodyVersion);
     core.checkMethod(msg);
     ctx = { ...modernContext(msg), ...who };
+    checkParamHeaders(req.headers, msg, await core.paramHeaders(msg, ctx));
   } catch (err) {
     const status = err instanceof ProxyError ? err.httpStatus : 500;
     return reject(reply, status, errorResponse(msg.id, toJsonRpcError(err, 'modern')));
   }
   const owner = req.headers[FORWARDED_HEADER] === undefined ? core.ownerElsewhere(msg, ctx) : undefined;
-  if (owner) return forwardToOwner(owner, msg.id, req, reply, core.replicaId, core.log);
+  if (owner) {
+    await forwardToOwner(owner, msg.id, req, reply, core.replicaId, core.log);
+    return undefined;
+  }
   takeOver(reply);
   let headers: Record<string, string> = {};
   const channel = new PostReply(reply.raw, () => headers, mode, false, streamAfterMs, slowReaders);
