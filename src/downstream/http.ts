@@ -274,9 +274,8 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
       rpcError(reply, session);
       return undefined;
     }
-    if (Date.now() - session.issuedAt > opts.sessionMaxAgeMs) {
-      const expired = new ProxyError('SESSION_EXPIRED', `Session expired: sessions last at most ${Math.round(opts.sessionMaxAgeMs / 60_000)} minutes (timeouts.sessionMaxAgeMs); send initialize to start a new one`);
-      void session.relay.close(expired);
+    const expired = expireIfOld(session);
+    if (expired) {
       rpcError(reply, expired);
       return undefined;
     }
@@ -287,6 +286,16 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     }
     return session;
   };
+
+  /** Ends a session older than timeouts.sessionMaxAgeMs (its streams too); the reason, or undefined when it is young enough. */
+  const expireIfOld = (session: HttpSession): ProxyError | undefined => {
+    if (Date.now() - session.issuedAt <= opts.sessionMaxAgeMs) return undefined;
+    const expired = sessionExpired();
+    void session.relay.close(expired);
+    return expired;
+  };
+  const sessionExpired = () =>
+    new ProxyError('SESSION_EXPIRED', `Session expired: sessions last at most ${Math.round(opts.sessionMaxAgeMs / 60_000)} minutes (timeouts.sessionMaxAgeMs); send initialize to start a new one`);
 
   /** Ends a session here (idle, shutdown). One that may go on at another replica keeps its upstream session. */
   const letGo = (session: HttpSession, reason: ProxyError) => (opts.resumeSession ? session.relay.detach(reason) : session.relay.close(reason));
@@ -305,7 +314,8 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
         limits.sessionEnded(owner);
         if (!s.identified) return void s.relay.close(reason);
         sessions.delete(s.id);
-        if (reason.code === 'CLIENT_GONE' || reason.code === 'UPSTREAM_SESSION_EXPIRED' || reason.code === 'SESSION_EXPIRED') opts.tokens.markEnded(s.id);
+        // An expired token is refused by its issue time; these ends are remembered instead.
+        if (reason.code === 'CLIENT_GONE' || reason.code === 'UPSTREAM_SESSION_EXPIRED') opts.tokens.markEnded(s.id);
         log.info({ session: s.logId, reason: reason.code }, 'session ended');
         void (reason.code === 'SHUTTING_DOWN' || reason.code === 'SESSION_IDLE' ? letGo(s, reason) : s.relay.close(reason));
       },
@@ -331,6 +341,8 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     const claims = opts.tokens.open(id);
     if (!claims) return new ProxyError('SESSION_NOT_FOUND', notFound);
     if (claims.principal !== principal) return notYours();
+    // The token says when it was issued: one past the maximum age is refused here, whoever ended it.
+    if (Date.now() - claims.issued * 1000 > opts.sessionMaxAgeMs) return sessionExpired();
     if (!opts.resumeSession || !claims.upstream?.id) {
       if (claims.replica === opts.tokens.replica) return new ProxyError('SESSION_NOT_FOUND', notFound);
       return new ProxyError(
@@ -450,17 +462,22 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
   });
 
   // Every tick: a keep-alive comment on each GET stream (so a vanished client's socket errors
-  // out and its stream closes), then idle sessions are ended.
+  // out and its stream closes), then sessions past their maximum age (open streams and all) and
+  // idle ones are ended.
   const reaper = setInterval(() => {
     const cutoff = Date.now() - opts.sessionIdleMs;
     for (const session of sessions.values()) {
+      if (expireIfOld(session)) {
+        log.info({ session: session.logId }, 'session reached timeouts.sessionMaxAgeMs; ended');
+        continue;
+      }
       session.heartbeat();
       if (session.isQuiet && session.relay.lastActivity < cutoff) {
         log.info({ session: session.logId }, 'session idle; ending it here');
         void letGo(session, new ProxyError('SESSION_IDLE', 'The session was idle too long'));
       }
     }
-  }, Math.min(opts.sessionIdleMs / 2, 25_000));
+  }, Math.max(250, Math.min(opts.sessionIdleMs / 2, opts.sessionMaxAgeMs / 2, 25_000)));
   reaper.unref();
 
   const address = await app.listen({ host: listen.host, port: listen.port });

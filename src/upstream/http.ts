@@ -226,6 +226,8 @@ export function createHttpUpstream(
       }
       // An error status: relay a JSON-RPC error body as is, or describe the status.
       const text = await res.body.text();
+      // Servers built on the SDK's example answer an unknown session with 400 ("No valid session ID"), not 404.
+      if (res.statusCode === 400 && sessionId && /session/i.test(text.slice(0, 500))) return sessionExpired();
       const rejection = type.startsWith('application/json') ? requestError(text, ids) : undefined;
       if (rejection) deliver(rejection, ids[0]);
       answerWithError(ids, new ProxyError('UPSTREAM_PROTOCOL', `The upstream answered HTTP ${res.statusCode}`, { body: text.slice(0, 500) }));

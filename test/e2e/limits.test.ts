@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken } from '../../src/fronts/auth.js';
 import { commandLine, fixtureArgv, startProxy, stopAll, type Running } from '../helpers/processes.js';
-import { callTool, INIT, rawPost } from '../helpers/raw.js';
+import { callTool, INIT, rawPost, rawSession } from '../helpers/raw.js';
 
 const FAULTY = commandLine(fixtureArgv('faulty-server'));
 const TOKENS = ['sessions', 'rate', 'inflight', 'other'].map((name) => ({ name, token: `${name}-token-0123456789` }));
@@ -110,5 +110,21 @@ describe('session lifetime (timeouts.sessionMaxAgeMs)', () => {
     expect(expired.status).toBe(404);
     expect(expired.messages[0].error.message).toMatch(/Session expired.*initialize/);
     expect((await rawPost(proxy.url, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers)).status).toBe(404);
+  });
+
+  it('ends an open GET stream when its session reaches the limit, without waiting for a request', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'proxy-limits-')), 'proxy.yaml');
+    writeFileSync(file, `upstream:\n  command: ${JSON.stringify(FAULTY)}\ntimeouts:\n  sessionMaxAgeMs: 1500\n`);
+    const proxy = await startProxy(['--config', file]);
+    const headers = await rawSession(proxy.url);
+    const stream = await fetch(proxy.url, { headers: { ...headers, accept: 'text/event-stream' } });
+    expect(stream.status).toBe(200);
+    // The stream ends by itself; reading it to its end waits for exactly that (bounded by the test timeout).
+    const started = Date.now();
+    await stream.text();
+    expect(Date.now() - started).toBeLessThan(10_000);
+    const after = await rawPost(proxy.url, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, headers);
+    expect(after.status).toBe(404);
+    expect(after.messages[0].error.message).toMatch(/Session expired/);
   });
 });

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDirect, connectViaProxy, type Connected, type Front } from '../helpers/clients.js';
 import { connectModern, type ModernConnected } from '../helpers/modern-clients.js';
 import { EVERYTHING_STDIO, commandLine, startEverythingHttp, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { modern, rawPost } from '../helpers/raw.js';
 
 const TOOL_ARGS: Record<string, Record<string, unknown>> = {
   echo: { message: 'hello, modern client' },
@@ -127,4 +128,16 @@ describe.each(COMBOS)('v2 client ($mode), $front front ← $upstream upstream (s
     const [viaLegacy, viaModern] = await Promise.all([exercise(legacy!.client), exercise(modern.client)]);
     expect(viaModern).toEqual(viaLegacy);
   }, 90_000);
+});
+
+describe('a modern tools/call carrying the legacy task parameter (server-everything, which offers tasks)', () => {
+  afterAll(stopAll);
+
+  it('is served as an ordinary call (SEP-2663: the parameter is ignored)', async () => {
+    const proxy = await startProxy(['--upstream', commandLine(EVERYTHING_STDIO)]);
+    const m = modern(1, 'tools/call', { name: 'get-sum', arguments: { a: 2, b: 40 }, task: { ttl: 60_000 } });
+    const reply = await rawPost(proxy.url, m.body, m.headers);
+    expect(reply.status).toBe(200);
+    expect(reply.messages[0].result).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: expect.stringContaining('42') }] });
+  });
 });

@@ -15,8 +15,8 @@ import { join } from 'node:path';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { commandLine, eventually, fixtureArgv, logEntries, ROOT, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
-import { INIT, modern, rawPost, rawSession, sseMessages } from '../helpers/raw.js';
+import { commandLine, eventually, fixtureArgv, logEntries, ROOT, startEverythingHttp, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { INIT, metricValue, modern, rawPost, rawSession, sseMessages } from '../helpers/raw.js';
 
 const SECRET = 'replica-test-secret-0123456789abcdef';
 const text = (r: unknown) => (r as { content: Array<{ text: string }> }).content[0].text;
@@ -125,6 +125,21 @@ async function openGet(url: string, headers: Record<string, string>): Promise<{ 
   expect(res.status).toBe(200);
   return { messages: sseMessages(res).messages, close: () => abort.abort() };
 }
+
+describe('a session ended at one replica, presented at another', () => {
+  afterAll(stopAll);
+
+  it('is let go of when the upstream does not know it (server-everything answers 400), not kept counted', async () => {
+    const upstream = await startEverythingHttp();
+    const [r1, r2] = await startReplicas(upstream.url, ['d1', 'd2']);
+    const headers = await rawSession(r1.url);
+    expect((await fetch(r1.url, { method: 'DELETE', headers })).status).toBe(200);
+    const late = await rawPost(r2.url, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, headers);
+    expect(late.messages[0].error.data.code).toBe('UPSTREAM_SESSION_EXPIRED');
+    await eventually(async () => (await metricValue(r2.url, 'mcp_proxy_sessions')) === 0, 5000, 'the resumed session let go of');
+    expect((await rawPost(r2.url, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers)).status).toBe(404);
+  });
+});
 
 describe('the GET stream of a session shared by replicas', () => {
   afterAll(stopAll);

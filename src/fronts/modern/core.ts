@@ -346,9 +346,12 @@ export class ModernCore {
   }
 }
 
-/** The request's params as the upstream sees them: no protocol `_meta`, no MRTR fields. */
+/**
+ * The request's params as the upstream sees them: no protocol `_meta`, no MRTR fields, and no
+ * legacy `task` parameter (SEP-2663: a modern request carrying it is served as if it did not).
+ */
 function upstreamParams(params: Record<string, unknown>, ctx: ModernContext): Record<string, unknown> {
-  const { _meta: _m, inputResponses: _i, requestState: _r, ...rest } = params;
+  const { _meta: _m, inputResponses: _i, requestState: _r, task: _t, ...rest } = params;
   const meta = ctx.progressToken === undefined ? ctx.passMeta : { ...ctx.passMeta, progressToken: ctx.progressToken };
   return meta ? { ...rest, _meta: meta } : rest;
 }
