@@ -81,6 +81,8 @@ export class Metrics {
         for (const [reason, n] of Object.entries(c.refusals)) this.inc({ reason }, n);
       },
     });
+    const connections = () => this.openConnections();
+    new Gauge({ name: 'mcp_proxy_connections', help: 'Open client connections to the HTTP front.', registers, collect() { this.set(connections()); } });
     new Gauge({ name: 'mcp_proxy_sessions', help: 'Open HTTP sessions.', registers, collect() { this.set(gauges.sessions()); } });
     new Gauge({ name: 'mcp_proxy_upstream_processes', help: 'Running stdio upstream processes.', registers, collect() { this.set(gauges.upstreamProcesses()); } });
     this.requestSeconds = new Histogram({
@@ -117,6 +119,13 @@ export class Metrics {
   observeRequest(method: string | undefined, era: string | undefined, status: number, seconds: number): void {
     this.requestSeconds.observe({ method: methodLabel(method), era: era ?? 'none', outcome: `${Math.floor(status / 100)}xx` }, seconds);
   }
+
+  /** Where the open client connections are counted (the HTTP front, once listening). */
+  countConnections(read: () => number): void {
+    this.openConnections = read;
+  }
+
+  private openConnections: () => number = () => 0;
 
   refused(reason: RefusalReason): void {
     this.counters.refusals[reason] = (this.counters.refusals[reason] ?? 0) + 1;

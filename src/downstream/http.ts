@@ -99,7 +99,8 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
   const slowReaders = { ...listen.slowReaders, log };
   const payloadLimits = { maxBatch: listen.maxBatchSize, maxDepth: listen.maxJsonDepth };
   const app = Fastify({ bodyLimit: listen.maxBodyBytes, forceCloseConnections: true, logger: false, trustProxy: listen.trustProxy, ...timeoutOptions(listen.connections) });
-  capConnections(app.server, listen.connections, trustedAddress(listen.trustProxy), log, (reason) => opts.metrics.refused(reason));
+  const connections = capConnections(app.server, listen.connections, trustedAddress(listen.trustProxy), log, (reason) => opts.metrics.refused(reason));
+  opts.metrics.countConnections(connections.open);
 
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => done(null, body));

@@ -44,8 +44,9 @@ export function timeoutOptions(limits: ConnectionLimits): { http: ServerOptions;
 /**
  * Counts open connections, in all and per address; those over a cap are marked refused
  * (see refusalOf) and closed after a grace period. `trusted` tells a balancer's address.
+ * Returns the count of open connections (for /metrics).
  */
-export function capConnections(server: Server, limits: ConnectionLimits, trusted: (address: string) => boolean, log: Logger, onRefused: (reason: 'connections' | 'per_address') => void): void {
+export function capConnections(server: Server, limits: ConnectionLimits, trusted: (address: string) => boolean, log: Logger, onRefused: (reason: 'connections' | 'per_address') => void): { open(): number } {
   let open = 0;
   const perAddress = new Map<string, number>();
   let lastLog = 0;
@@ -80,6 +81,7 @@ export function capConnections(server: Server, limits: ConnectionLimits, trusted
       unlogged = 0;
     }
   });
+  return { open: () => open };
 }
 
 /** Why this request's connection is refused, if it is (answered at once, then closed). */

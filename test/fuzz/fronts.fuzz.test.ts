@@ -6,6 +6,7 @@
  * session and process counts are back to where they started.
  */
 import { spawn } from 'node:child_process';
+import { connect } from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,9 +49,19 @@ const mutated = fc.tuple(fc.oneof(legacyMessage, modernMessage), fc.constantFrom
   return copy;
 });
 const message = fc.oneof(legacyMessage, modernMessage, mutated);
+/** A message with arrays or objects nested up to 5,000 deep somewhere in its params (too deep for the stack to serialize again). */
+const deepMessage = fc
+  .tuple(fc.oneof(legacyMessage, modernMessage), fc.integer({ min: 1, max: 5000 }), fc.constantFrom('[', '{"k":'), fc.constantFrom('arguments', '_meta', 'extra'))
+  .map(([m, depth, open, where]) => {
+    const close = open === '[' ? ']' : '}';
+    const nested = open.repeat(depth) + (open === '[' ? '' : '1') + close.repeat(depth);
+    const text = JSON.stringify({ ...m, params: { ...('params' in m ? (m.params as object) : {}), [where]: '<deep>' } });
+    return text.replace('"<deep>"', nested);
+  });
 const body = fc.oneof(
   { weight: 6, arbitrary: message.map((m) => JSON.stringify(m)) },
   { weight: 2, arbitrary: fc.array(message, { maxLength: 4 }).map((a) => JSON.stringify(a)) },
+  { weight: 1, arbitrary: deepMessage },
   { weight: 1, arbitrary: fc.string() },
   { weight: 1, arbitrary: fc.json() },
 );
@@ -92,6 +103,7 @@ describe('fuzz: the HTTP front', () => {
     const request = fc.oneof(
       fc.record({ method: fc.constant('POST'), headers: fc.constantFrom(...live).map((sid) => ({ ...json, 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': sid })), body: fc.oneof(legacyMessage, fc.array(legacyMessage, { minLength: 1, maxLength: 4 })).map((m) => JSON.stringify(m)) }),
       fc.record({ method: fc.constant('POST'), headers: fc.constant({ ...json, 'mcp-protocol-version': MODERN }), body: modernMessage.map((m) => JSON.stringify(m)) }),
+      fc.record({ method: fc.constant('POST'), headers: fc.constantFrom({ ...json, 'mcp-protocol-version': MODERN }, { ...json, 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': live[0] }), body: deepMessage }),
       fc
         .record({ method: fc.constantFrom('POST', 'POST', 'POST', 'GET', 'DELETE'), headers, body })
         // The two live sessions stay alive for the well-behaved requests: DELETE ends made-up ones.
@@ -117,6 +129,74 @@ describe('fuzz: the HTTP front', () => {
     expect(proxy.stderr()).not.toMatch(/unhandled|uncaught/i);
     console.info(`HTTP front: ${FUZZ_RUNS} requests, statuses ${JSON.stringify(Object.fromEntries([...statuses].sort()))}; memory ${memoryBefore} before, ${await memory()} after`);
   }, 60_000 + FUZZ_RUNS * 50);
+});
+
+describe('fuzz: slow and vanishing HTTP clients', () => {
+  afterAll(stopAll);
+  const RUNS = Math.max(20, Math.round(FUZZ_RUNS / 5));
+
+  it(`closes every one of ${RUNS} connections that trickle, stall or stop mid-request in bounded time, and keeps serving`, async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'fuzz-slow-')), 'proxy.yaml');
+    writeFileSync(
+      file,
+      [
+        `upstream:\n  command: ${JSON.stringify(FAULTY)}`,
+        'listen:\n  connections: { headersTimeoutMs: 400, bodyTimeoutMs: 400 }\n  perClient: { sessions: 100000, requestsPerSecond: 1000000, inFlight: 100000 }',
+        'timeouts:\n  requestMs: 1000',
+      ].join('\n'),
+    );
+    const proxy = await startProxy(['--config', file]);
+    const { hostname, port } = new URL(proxy.url);
+    const session = (await rawSession(proxy.url))['mcp-session-id'];
+    const head = (text: string, extra: string) => `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n${extra}Content-Length: ${Buffer.byteLength(text)}\r\n\r\n`;
+    const plan = fc.record({
+      body,
+      extra: fc.constantFrom('', `MCP-Protocol-Version: ${MODERN}\r\n`, `MCP-Protocol-Version: 2025-11-25\r\nMcp-Session-Id: ${session}\r\n`),
+      cuts: fc.array(fc.integer({ min: 1, max: 400 }), { maxLength: 5 }),
+      delays: fc.array(fc.integer({ min: 0, max: 300 }), { minLength: 6, maxLength: 6 }),
+      /** Stop sending after this many pieces (the rest never comes), or send everything. */
+      stopAfter: fc.option(fc.integer({ min: 0, max: 5 }), { nil: undefined, freq: 2 }),
+    });
+    const statuses = new Map<string, number>();
+    await fc.assert(
+      fc.asyncProperty(plan, async (p) => {
+        const bytes = head(p.body, p.extra) + p.body;
+        const pieces: string[] = [];
+        let at = 0;
+        for (const cut of [...p.cuts].sort((a, b) => a - b)) {
+          pieces.push(bytes.slice(at, Math.max(at, cut)));
+          at = Math.max(at, cut);
+        }
+        pieces.push(bytes.slice(at));
+        const socket = connect(Number(port), hostname);
+        let received = '';
+        socket.on('data', (d) => (received += d.toString()));
+        socket.on('error', () => undefined);
+        const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+        const writing = (async () => {
+          for (let i = 0; i < pieces.length && !socket.destroyed; i++) {
+            if (p.stopAfter !== undefined && i >= p.stopAfter) return;
+            await new Promise((r) => setTimeout(r, p.delays[i]));
+            if (!socket.destroyed) socket.write(pieces[i]);
+          }
+        })();
+        // Headers and body timeouts (400 ms each), a late answer (requestMs 1 s) and Node's check interval bound it.
+        const limit = setTimeout(() => socket.destroy(new Error('not closed in time')), 8000);
+        await Promise.all([closed, writing]);
+        clearTimeout(limit);
+        const status = /^HTTP\/1\.1 (\d{3})/.exec(received)?.[1] ?? 'none';
+        statuses.set(status, (statuses.get(status) ?? 0) + 1);
+        expect(received === '' || /^HTTP\/1\.1 \d{3}/.test(received), received.slice(0, 100)).toBe(true);
+        expect(status === 'none' || Number(status) < 500 || status === '503', `${status} for ${bytes.slice(0, 200)}`).toBe(true);
+      }),
+      { ...fuzzParams, numRuns: RUNS },
+    );
+    // Every connection is gone again; the proxy serves as before.
+    await eventually(async () => (await metricValue(proxy.url, 'mcp_proxy_connections')) <= 1, 10_000, 'the fuzzed connections closed');
+    expect((await fetch(new URL('/healthz', proxy.url))).status).toBe(200);
+    expect(proxy.stderr()).not.toMatch(/unhandled|uncaught|internal error/i);
+    console.info(`slow clients: ${RUNS} connections, statuses ${JSON.stringify(Object.fromEntries([...statuses].sort()))}`);
+  }, 120_000 + FUZZ_RUNS * 100);
 });
 
 describe('fuzz: the stdio front', () => {
