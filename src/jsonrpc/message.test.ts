@@ -41,24 +41,19 @@ describe('nestsDeeperThan', () => {
   /** The nesting depth of a parsed value, for comparison. */
   const depthOf = (v: unknown): number => (typeof v === 'object' && v !== null ? 1 + Math.max(0, ...Object.values(v).map(depthOf)) : 0);
 
-  it('agrees with the depth of the parsed value for any JSON document', () => {
+  it('agrees with the depth of the value for any JSON document', () => {
     fc.assert(
       fc.property(fc.jsonValue({ maxDepth: 12 }), fc.integer({ min: 0, max: 14 }), (value, max) => {
-        expect(nestsDeeperThan(JSON.stringify(value), max)).toBe(depthOf(value) > max);
+        expect(nestsDeeperThan(value, max)).toBe(depthOf(value) > max);
       }),
       { numRuns: 500 },
     );
   });
 
-  it('does not count brackets inside strings, escaped quotes included', () => {
-    expect(nestsDeeperThan(JSON.stringify({ a: '[[[[{{{{"\\"[[[[', b: ['\\\\', '"]]]'] }), 2)).toBe(false);
-    expect(nestsDeeperThan('[[["\\\\"],[[[1]]]]]', 4)).toBe(true);
-  });
-
-  it('refuses deep client documents before parsing them, in linear time', () => {
-    const deep = '['.repeat(100_000) + ']'.repeat(100_000);
+  it('refuses deep client documents before anything serializes them, without recursion', () => {
+    const deep = '['.repeat(1_000_000) + ']'.repeat(1_000_000);
     const out = parsePayload(`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":${deep}}}`, { maxBatch: 10, maxDepth: 64 });
     expect(out).toMatchObject({ ok: false, error: { id: null, error: { code: -32600, message: expect.stringContaining('64 levels') } } });
-    expect(parsePayload(`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":"${'\\\\'.repeat(200_000)}"}}`, { maxBatch: 10, maxDepth: 64 }).ok).toBe(true);
+    expect(parsePayload(`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":"${'['.repeat(200_000)}"}}`, { maxBatch: 10, maxDepth: 64 }).ok).toBe(true);
   });
 });
