@@ -51,6 +51,8 @@ export function createHttpUpstream(
   let listening: AbortController | undefined;
   let initializeId: JsonRpcId | undefined;
   let closed = false;
+  /** The server has accepted a message of this session through this connection. */
+  let confirmed = false;
   const lifetime = new AbortController();
   /** Every POST still running, so that ending the session aborts them all. */
   const posts = new Set<AbortController>();
@@ -203,6 +205,7 @@ export function createHttpUpstream(
       }
       const type = String(res.headers['content-type'] ?? '');
       if (res.statusCode >= 200 && res.statusCode < 300) {
+        confirmed = true;
         if (type.startsWith('text/event-stream')) {
           const state: StreamState = {};
           const answered = () => !ids.some((id) => inFlight.has(id));
@@ -226,8 +229,9 @@ export function createHttpUpstream(
       }
       // An error status: relay a JSON-RPC error body as is, or describe the status.
       const text = await res.body.text();
-      // Servers built on the SDK's example answer an unknown session with 400 ("No valid session ID"), not 404.
-      if (res.statusCode === 400 && sessionId && /session/i.test(text.slice(0, 500))) return sessionExpired();
+      // A session taken over from a token that the server refuses at once is gone: servers built on
+      // the SDK's example answer an unknown session with 400 ("No valid session ID"), not 404.
+      if (res.statusCode === 400 && opts.resume && !confirmed && /session/i.test(text.slice(0, 500))) return sessionExpired();
       const rejection = type.startsWith('application/json') ? requestError(text, ids) : undefined;
       if (rejection) deliver(rejection, ids[0]);
       answerWithError(ids, new ProxyError('UPSTREAM_PROTOCOL', `The upstream answered HTTP ${res.statusCode}`, { body: text.slice(0, 500) }));
