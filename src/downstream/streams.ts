@@ -24,6 +24,8 @@ export interface SlowReaderLimits {
 class ReaderWatch {
   private timer: NodeJS.Timeout | undefined;
   private lastUnread = 0;
+  /** Bytes written since the last look: waiting bytes that grew by new messages are not a stall. */
+  private added = 0;
   /** Bytes of the latest message still unread when it was written. */
   private latest = 0;
 
@@ -44,13 +46,17 @@ class ReaderWatch {
     send();
     const written = Math.max(0, this.res.writableLength - before);
     this.latest = keepAlive ? this.latest + written : written;
+    this.added += written;
     if (this.timer || this.res.writableLength === 0 || this.res.destroyed) return;
     this.lastUnread = this.res.writableLength;
+    this.added = 0;
     this.timer = setInterval(() => {
       const unread = this.res.writableLength;
       if (unread === 0 || this.res.destroyed) return this.stopWatching();
-      if (unread >= this.lastUnread) return this.cut(`the client read nothing of ${unread} waiting bytes for ${this.limits.stallMs} ms (listen.slowReaders.stallMs)`);
+      const read = this.lastUnread + this.added - unread;
+      if (read <= 0) return this.cut(`the client read nothing of ${unread} waiting bytes for ${this.limits.stallMs} ms (listen.slowReaders.stallMs)`);
       this.lastUnread = unread;
+      this.added = 0;
     }, this.limits.stallMs);
     this.timer.unref();
   }
