@@ -19,7 +19,7 @@ const KNOWN_METHODS = new Set([
 ]);
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
-export type RefusalReason = 'connections' | 'per_address' | 'auth_failures';
+export type RefusalReason = 'connections' | 'per_address' | 'auth_failures' | 'rate' | 'in_flight';
 
 export function methodLabel(method: string | undefined): string {
   if (method === undefined) return 'none';
@@ -73,7 +73,7 @@ export class Metrics {
     });
     new Counter({
       name: 'mcp_proxy_refusals_total',
-      help: 'Connections and requests refused by a limit before they were served: connections (listen.connections.max), per_address (listen.connections.perAddress), auth_failures (auth.failuresPerAddress).',
+      help: 'Connections and requests refused by a limit before they were served: connections (listen.connections.max), per_address (listen.connections.perAddress), auth_failures (auth.failuresPerAddress), rate (listen.perClient.requestsPerSecond), in_flight (listen.perClient.inFlight).',
       labelNames: ['reason'],
       registers,
       collect() {

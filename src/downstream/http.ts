@@ -24,7 +24,7 @@ import { noteExchange, registerAccessLog } from '../ops/access-log.js';
 import type { ReadinessReport } from '../ops/readiness.js';
 import { traceContextOf, withTraceContext } from '../ops/trace-context.js';
 import type { Tracing } from '../ops/tracing.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics, RefusalReason } from '../metrics.js';
 import { HttpSession } from './http-session.js';
 import type { SessionClaims, SessionTokens } from './session-tokens.js';
 import { PostReply, SseStream, takeOver } from './streams.js';
@@ -102,6 +102,12 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
   const connections = capConnections(app.server, listen.connections, trustedAddress(listen.trustProxy), log, (reason) => opts.metrics.refused(reason));
   opts.metrics.countConnections(connections.open);
 
+  /** A request refused by a limit: counted in /metrics and named on its access-log line (no line of its own: refusals come in floods). */
+  const refuse = (req: FastifyRequest, reason: RefusalReason) => {
+    opts.metrics.refused(reason);
+    noteExchange(req, undefined, { refused: reason });
+  };
+
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => done(null, body));
 
@@ -164,8 +170,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
       // An address guessing credentials is refused before any is checked.
       const wait = failures.blockedFor(req.ip);
       if (wait > 0) {
-        opts.metrics.refused('auth_failures');
-        noteExchange(req, undefined, { refused: 'auth_failures' });
+        refuse(req, 'auth_failures');
         reply.header('retry-after', String(wait));
         return rpcError(reply, new ProxyError('RATE_LIMITED', `Too many failed authentication attempts from this address (auth.failuresPerAddress: ${authConfig.failuresPerAddress} per minute); retry after ${wait} s`));
       }
@@ -201,7 +206,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     if (req.method !== 'POST' || req.routeOptions.url !== listen.path) return done(null, payload);
     const release = limits.begin(limitKey(req));
     if (!release) {
-      log.warn({ client: limitKey(req) }, 'in-flight limit reached; answering 429');
+      refuse(req, 'in_flight');
       return rpcError(reply, new ProxyError('RATE_LIMITED', `Too many requests in flight: at most ${listen.perClient.inFlight} per client at once`));
     }
     inFlight++;
@@ -219,7 +224,7 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     keyGenerator: limitKey,
     addHeadersOnExceeding: { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false },
     addHeaders: { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false, 'retry-after': true },
-    onExceeded: (req, key) => log.warn({ client: key, address: req.ip }, 'request rate limit reached; answering 429'),
+    onExceeded: (req) => refuse(req, 'rate'),
     errorResponseBuilder: (_req, ctx) => ({ statusCode: 429, message: `Too many requests: at most ${ctx.max} per second per client; retry after ${ctx.after}` }),
   });
   const limited = { config: { rateLimit: {} } };
