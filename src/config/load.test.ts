@@ -67,6 +67,13 @@ describe('loadConfig', () => {
     expect(problems(() => loadConfig({ file: file('both.yaml', 'upstream:\n  url: http://127.0.0.1:1/mcp\n  command: x\n') }))[0]).toMatch(/either `url` or `command`/);
   });
 
+  it('refuses settings that would weaken the hardening, saying what to do instead', () => {
+    expect(problems(() => loadConfig({ file: file('t.yaml', 'listen:\n  trustProxy: true\n') }))[0]).toMatch(/t\.yaml:2:15: listen\.trustProxy: true would let any client name its own address.*list the balancer addresses/);
+    expect(problems(() => loadConfig({ file: file('c.yaml', 'listen:\n  trustProxy: ["10.0.0.0/8", "nope"]\n') }))[0]).toMatch(/listen\.trustProxy\.1: an IP address, a CIDR/);
+    expect(problems(() => loadConfig({ file: file('m.yaml', 'modern:\n  stateSecret: sixteen-chars-xx\n') }))[0]).toMatch(/modern\.stateSecret: at least 32 characters/);
+    expect(problems(() => loadConfig({ file: file('j.yaml', 'auth:\n  jwt: { jwksUrl: "http://127.0.0.1:1/k", issuer: i, audience: a, algorithms: [HS256] }\n') }))[0]).toMatch(/auth\.jwt\.algorithms\.0/);
+  });
+
   it('lets overrides (environment, flags) win over the file', () => {
     const path = file('o.yaml', 'listen:\n  port: 9000\n  host: 127.0.0.2\n');
     const config = loadConfig({ file: path, overrides: { listen: { port: 9100, host: undefined } } });
