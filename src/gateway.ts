@@ -315,7 +315,7 @@ function createPool(
   return new UpstreamPool({
     connect,
     maxSessions,
-    perClient: perClient ?? Math.max(1, Math.ceil(maxSessions / 2)),
+    perClient: perClient ?? Math.max(1, Math.floor(maxSessions / 4)),
     // A quarter of the sessions is kept for calls that cannot ask for input.
     maxExclusive: Math.max(1, maxSessions - Math.ceil(maxSessions / 4)),
     sharePrincipals: config.upstream.stateless,

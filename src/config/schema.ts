@@ -230,7 +230,7 @@ export const modernSchema = z
           .int()
           .positive()
           .optional()
-          .describe('Most pooled upstream sessions one client (principal, or address without authentication) holds at once. Default: half of maxSessions.'),
+          .describe('Most pooled upstream sessions one client (principal, or address without authentication) holds at once. Default: a quarter of maxSessions.'),
         warmSpare: z
           .boolean()
           .default(MODERN_DEFAULTS.pool.warmSpare)

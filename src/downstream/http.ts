@@ -17,7 +17,7 @@ import { duplicateId, type ClientSink, type RelaySession } from '../relay/sessio
 import type { ModernCore } from '../fronts/modern/core.js';
 import { isModernPost, serveModernPost } from '../fronts/modern/http.js';
 import { hostGuard, isLoopbackAddress, originGuard, validHost } from './guards.js';
-import { challenge, resourceMetadata, type AuthConfig, type Authenticator } from '../fronts/auth.js';
+import { challenge, resourceMetadata, type AuthConfig, type AuthOutcome, type Authenticator } from '../fronts/auth.js';
 import { capConnections, refusalOf, timeoutOptions } from '../fronts/connections.js';
 import { ClientLimits, FailureCounter, limitKey, trustedAddress } from '../fronts/limits.js';
 import { noteExchange, registerAccessLog } from '../ops/access-log.js';
@@ -162,19 +162,35 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
     const resource = resourceOf(req);
     return `${resource.origin}/.well-known/oauth-protected-resource${resource.pathname}`;
   };
+  /** Failed authentication per client address, for the endpoint and the probes alike. */
+  const failures = new FailureCounter(authConfig.failuresPerAddress);
+  /**
+   * Authenticates with the guessing budget of the request's address: a blocked address gets
+   * nothing checked but a static token (as cheap as the refusal); each attempt is counted before
+   * it is verified (concurrent guesses cannot all pass the check) and forgiven when it succeeds.
+   */
+  const authenticate = async (req: FastifyRequest): Promise<AuthOutcome | { blocked: number }> => {
+    const wait = failures.blockedFor(req.ip);
+    if (wait > 0) {
+      const known = authenticator.staticToken(req.headers);
+      return known ? { principal: known } : { blocked: wait };
+    }
+    const attempt = failures.note(req.ip);
+    const outcome = await authenticator.authenticate(req.headers);
+    // No credential is not a guess; neither is a key set that cannot be fetched.
+    if ('principal' in outcome || outcome.error === 'invalid_request' || outcome.status === 503) attempt.forgive();
+    return outcome;
+  };
   if (authenticator.enabled) {
-    const failures = new FailureCounter(opts.auth.config.failuresPerAddress);
     app.addHook('onRequest', async (req, reply) => {
       // The matched route, not the raw URL: the router decodes escapes (/mc%70 is /mcp).
       if (req.routeOptions.url !== listen.path) return;
-      // An address guessing credentials is refused before any is checked.
-      const wait = failures.blockedFor(req.ip);
-      if (wait > 0) {
+      const outcome = await authenticate(req);
+      if ('blocked' in outcome) {
         refuse(req, 'auth_failures');
-        reply.header('retry-after', String(wait));
-        return rpcError(reply, new ProxyError('RATE_LIMITED', `Too many failed authentication attempts from this address (auth.failuresPerAddress: ${authConfig.failuresPerAddress} per minute); retry after ${wait} s`));
+        reply.header('retry-after', String(outcome.blocked));
+        return rpcError(reply, new ProxyError('RATE_LIMITED', `Too many failed authentication attempts from this address (auth.failuresPerAddress: ${authConfig.failuresPerAddress} per minute); retry after ${outcome.blocked} s`));
       }
-      const outcome = await authenticator.authenticate(req.headers);
       if ('principal' in outcome) {
         req.principal = outcome.principal;
         return;
@@ -184,7 +200,6 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
         log.warn({ err: outcome.reason }, 'tokens cannot be checked: the JWKS is unavailable; answering 503');
         return rpcError(reply, new ProxyError('AUTH_UNAVAILABLE', outcome.description));
       }
-      if (outcome.error !== 'invalid_request') failures.note(req.ip); // a request with no credentials is not a guess
       const scopes = authConfig.jwt?.requiredScopes ?? [];
       reply.header('www-authenticate', challenge(outcome, metadataUrl(req), scopes));
       return rpcError(reply, new ProxyError(outcome.status === 403 ? 'FORBIDDEN' : 'UNAUTHORIZED', outcome.description));
@@ -210,10 +225,16 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
       return rpcError(reply, new ProxyError('RATE_LIMITED', `Too many requests in flight: at most ${listen.perClient.inFlight} per client at once`));
     }
     inFlight++;
-    reply.raw.once('close', () => {
+    // The response's close, or the socket's: a pipelined request still queued when its socket dies never sees the first.
+    const socket = req.raw.socket;
+    const over = () => {
+      reply.raw.off('close', over);
+      socket.off('close', over);
       release();
       if (--inFlight === 0) draining?.idle();
-    });
+    };
+    reply.raw.once('close', over);
+    socket.once('close', over);
     done(null, payload);
   });
   await app.register(rateLimit, {
@@ -238,15 +259,10 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
    * machine naming an allowed Host (not a page rebinding a name to 127.0.0.1), or one with a valid
    * credential. Orchestrators' probes get the status alone, which is all they act on.
    */
-  const failedProbes = new FailureCounter(authConfig.failuresPerAddress);
   const mayInspect = async (req: FastifyRequest): Promise<boolean> => {
     const forwarded = req.headers['x-forwarded-for'] !== undefined && !listen.trustProxy;
     if (!forwarded && isLoopbackAddress(req.ip) && hostOk(req.headers.host)) return true;
-    if (!authenticator.enabled || failedProbes.blockedFor(req.ip) > 0) return false;
-    const outcome = await authenticator.authenticate(req.headers);
-    if ('principal' in outcome) return true;
-    if (outcome.status !== 503 && outcome.error !== 'invalid_request') failedProbes.note(req.ip);
-    return false;
+    return authenticator.enabled && 'principal' in (await authenticate(req));
   };
 
   // Liveness: the process serves. Readiness: the upstream is usable now (cached; see src/ops/readiness.ts).

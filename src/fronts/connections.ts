@@ -6,12 +6,13 @@
  * beyond `max` in all or `perAddress` from one client address are refused: their first
  * request gets 503 or 429 with `Connection: close`, and one that sends nothing is closed.
  * Addresses of trusted balancers (listen.trustProxy) are not capped per address: every client
- * behind them shares their address.
+ * behind them shares their address. IPv6 addresses count by their /64.
  */
 import type { Server, ServerOptions } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { ProxyError } from '../jsonrpc/errors.js';
+import { addressKey } from './limits.js';
 
 export interface ConnectionLimits {
   headersTimeoutMs: number;
@@ -52,7 +53,8 @@ export function capConnections(server: Server, limits: ConnectionLimits, trusted
   let lastLog = 0;
   let unlogged = 0;
   server.on('connection', (socket: Socket) => {
-    const address = socket.remoteAddress ?? '';
+    const remote = socket.remoteAddress ?? '';
+    const address = addressKey(remote);
     open++;
     const mine = (perAddress.get(address) ?? 0) + 1;
     perAddress.set(address, mine);
@@ -66,7 +68,7 @@ export function capConnections(server: Server, limits: ConnectionLimits, trusted
     if (open > limits.max) {
       refusal = new ProxyError('TOO_MANY_CONNECTIONS', `Too many open connections (listen.connections.max: ${limits.max}); try again shortly`);
       onRefused('connections');
-    } else if (mine > limits.perAddress && !trusted(address)) {
+    } else if (mine > limits.perAddress && !trusted(remote)) {
       refusal = new ProxyError('RATE_LIMITED', `Too many open connections from this address (listen.connections.perAddress: ${limits.perAddress}); reuse one, or close some`);
       onRefused('per_address');
     }

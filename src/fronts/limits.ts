@@ -63,23 +63,44 @@ export function trustedAddress(trustProxy: string[] | false): (address: string) 
   return (address) => trust(address, 0);
 }
 
-/** Failures per key in fixed one-minute windows (failed authentication per address). */
+/**
+ * Failures per client address in fixed one-minute windows (failed authentication). IPv6
+ * addresses count by their /64 (one host has a whole /64 to rotate through); once MAX_KEYS
+ * addresses are tracked in a window, every further one shares one overflow count, so many
+ * addresses buy no extra guesses.
+ */
 export class FailureCounter {
   private windowStart = 0;
   private readonly counts = new Map<string, number>();
 
   constructor(private readonly perMinute: number) {}
 
-  /** Seconds until `key` may try again; 0 when it may now. */
-  blockedFor(key: string): number {
+  /** Seconds until `address` may try again; 0 when it may now. */
+  blockedFor(address: string): number {
     this.roll();
-    if ((this.counts.get(key) ?? 0) < this.perMinute) return 0;
+    if ((this.counts.get(this.keyOf(address)) ?? 0) < this.perMinute) return 0;
     return Math.max(1, Math.ceil((this.windowStart + WINDOW_MS - Date.now()) / 1000));
   }
 
-  note(key: string): void {
+  /** Counts an attempt; `forgive` takes it back (it succeeded, or was no guess). */
+  note(address: string): { forgive(): void } {
     this.roll();
-    if (this.counts.size < MAX_KEYS || this.counts.has(key)) this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
+    const key = this.keyOf(address);
+    const window = this.windowStart;
+    this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
+    return {
+      forgive: () => {
+        const n = this.counts.get(key);
+        if (n === undefined || this.windowStart !== window) return;
+        if (n <= 1) this.counts.delete(key);
+        else this.counts.set(key, n - 1);
+      },
+    };
+  }
+
+  private keyOf(address: string): string {
+    const key = addressKey(address);
+    return this.counts.has(key) || this.counts.size < MAX_KEYS ? key : OVERFLOW;
   }
 
   private roll(): void {
@@ -91,5 +112,21 @@ export class FailureCounter {
 }
 
 const WINDOW_MS = 60_000;
-/** Addresses tracked in one window at most, so that many addresses cannot grow the map without bound. */
+/** Addresses tracked in one window at most; the rest share OVERFLOW. */
 const MAX_KEYS = 100_000;
+const OVERFLOW = 'overflow';
+
+/** What a client address counts as: an IPv4 address (also when mapped into IPv6), or an IPv6 address's /64. */
+export function addressKey(address: string): string {
+  if (!address.includes(':')) return address;
+  if (address.startsWith('::ffff:') && address.includes('.')) return address.slice(7);
+  const bare = address.split('%')[0].toLowerCase();
+  const [head, tail] = bare.split('::');
+  const groups = head ? head.split(':') : [];
+  if (tail !== undefined) {
+    const rest = tail ? tail.split(':') : [];
+    while (groups.length + rest.length < 8) groups.push('0');
+    groups.push(...rest);
+  }
+  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
+}

@@ -14,6 +14,7 @@ describe('maskSecrets', () => {
     ['aws_secret_access_key = wJalrXUtnFEMI/K7MDENG', 'aws_secret_access_key = ***'],
     ['found ghp_aaaaBBBBccccDDDDeeeeFFFF1234 in (sk-proj-abcdefghijklmnopqrst) and AKIAIOSFODNN7EXAMPLE.', 'found *** in (***) and ***.'],
     ['Server=db;User Id=sa;Password=pw1;Encrypt=true', 'Server=db;User Id=sa;Password=***;Encrypt=true'],
+    ['mysql --pass hunter2 DB_PASS=x2 pass=x3 --passthrough on', 'mysql --pass *** DB_PASS=*** pass=*** --passthrough on'],
     ['header eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ1c2VyIn0.c2lnbmF0dXJlX2hlcmU', 'header ***'],
     ['password: correct horse', 'password: *** horse'],
     ['env GITHUB_TOKEN=ghp_abcdef, retrying', 'env GITHUB_TOKEN=***, retrying'],

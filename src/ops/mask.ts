@@ -8,7 +8,7 @@
  * see one short name or one word's piece.
  */
 
-const SECRET_NAME = /token|secret|passw(?:or)?d|api[_-]?key|auth|credential|signature|private[_-]?key|^key$|^sig$|^pwd$/i;
+const SECRET_NAME = /token|secret|passw(?:or)?d|(?:^|[_.-])pass$|api[_-]?key|auth|credential|signature|private[_-]?key|^key$|^sig$|^pwd$/i;
 const SCHEMES = new Set(['bearer', 'basic', 'token']);
 const MASK = '***';
 /** Credentials recognisable by their shape alone (anchored, one piece of a word at a time). */

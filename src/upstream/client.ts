@@ -7,6 +7,7 @@
  * `onUnrelated` (list_changed, resources/updated).
  */
 import type { Logger } from 'pino';
+import { maskSecrets } from '../ops/mask.js';
 import { traceContextOf } from '../ops/trace-context.js';
 import { ProxyError, type ProxyErrorCode } from '../jsonrpc/errors.js';
 import { isRequest, isResponse, METHOD_NOT_FOUND, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
@@ -141,7 +142,8 @@ export class UpstreamClient {
     const res = 'response' in done ? done.response : undefined;
     if (!res || res.error) {
       // A session that never initialized is of no use: close it, so that a pool drops it.
-      const err = res ? new ProxyError('UPSTREAM_START_FAILED', `The upstream refused initialize: ${res.error!.message}`, { upstreamError: res.error }) : (done as { failure: ProxyError }).failure;
+      // Clients see the upstream's reason masked (it may quote its configuration), and its code.
+      const err = res ? new ProxyError('UPSTREAM_START_FAILED', `The upstream refused initialize: ${maskSecrets(res.error!.message).slice(0, 1000)}`, { upstreamCode: res.error!.code }) : (done as { failure: ProxyError }).failure;
       this.onClose(err);
       void this.connection.close();
       throw err;

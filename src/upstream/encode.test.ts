@@ -7,12 +7,13 @@ import { createStdioUpstream } from './stdio.js';
 describe('a send that cannot be serialized', () => {
   it('becomes the request’s error through the connection’s events, never a throw, and the connection goes on', async () => {
     const received: Array<[Frame, JsonRpcId | undefined]> = [];
-    let closed: ProxyError | undefined;
+    let ended!: (err: ProxyError) => void;
+    const closed = new Promise<ProxyError>((resolve) => (ended = resolve));
     // A real child that echoes each line back: what reaches it comes back as a message.
     const echo = 'process.stdin.pipe(process.stdout)';
     const connection = createStdioUpstream(
       { kind: 'stdio', command: process.execPath, args: ['-e', echo] },
-      { onMessage: (frame, related) => received.push([frame, related]), onClose: (err) => (closed = err) },
+      { onMessage: (frame, related) => received.push([frame, related]), onClose: (err) => ended(err) },
       pino({ level: 'silent' }),
       { shutdownGraceMs: 500, children: new Set() },
     );
@@ -28,6 +29,6 @@ describe('a send that cannot be serialized', () => {
     expect(received[0]).toEqual([{ msg: { jsonrpc: '2.0', id: 7, error: { code: -32600, message: expect.stringContaining('could not be sent to the upstream'), data: { code: 'BAD_REQUEST' } } } }, 7]);
     expect(received[1][0].msg).toEqual({ jsonrpc: '2.0', id: 8, result: {} });
     await connection.close();
-    expect(closed?.code).toBe('UPSTREAM_CLOSED');
+    expect((await closed).code).toBe('UPSTREAM_CLOSED'); // told once its output is drained, after the exit
   });
 });

@@ -59,6 +59,12 @@ export interface UpstreamPoolOptions {
 /** The capability flags a legacy server acts on, by capability; nothing else reaches the pool key. */
 const KNOWN_FLAGS: Record<string, string[]> = { sampling: ['context', 'tools'], elicitation: ['form', 'url'], roots: ['listChanged'] };
 
+/** Does a client declare a capability a legacy server may ask it to use during a call (sampling, elicitation, roots)? */
+export function declaresInput(declared: Record<string, any>): boolean {
+  for (const name in KNOWN_FLAGS) if (typeof declared[name] === 'object' && declared[name] !== null && !Array.isArray(declared[name])) return true;
+  return false;
+}
+
 /**
  * The capabilities a pooled upstream session is initialized with: sampling, elicitation and
  * roots, each with only the flags the revision defines (a client inventing members gets no
@@ -115,7 +121,7 @@ export class UpstreamPool {
     const capabilities = upstreamCapabilities(who.capabilities);
     const key = `${JSON.stringify(principal)} ${canonicalJson(capabilities)}`;
     const found = this.find(key, exclusive);
-    if (found && exclusive && found.leases === 0) this.checkExclusive();
+    if (found && exclusive) this.checkExclusive(); // an exclusive lease only ever finds an idle session
     const entry = found ?? this.create(key, principal, { ...who, capabilities }, exclusive);
     entry.leases++;
     entry.exclusive ||= exclusive;

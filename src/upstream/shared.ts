@@ -21,35 +21,30 @@ import type { UpstreamConnection, UpstreamEvents } from './types.js';
  */
 export class SharedSessions {
   private readonly members = new Set<SharedConnection>();
-  /** Subscribers by principal and URI. */
-  private readonly subscribers = new Map<string, Set<SharedConnection>>();
-  /** Per principal, the pooled session its resource subscriptions live on, held while any exists (an idle one would be reaped). */
-  private readonly subscriptionLeases = new Map<string, Promise<UpstreamLease>>();
+  /** Per principal: subscribers by URI, and the pooled session those subscriptions live on (held while any exists: an idle one would be reaped). */
+  private readonly principals = new Map<string, { subscribers: Map<string, Set<SharedConnection>>; lease?: Promise<UpstreamLease> }>();
 
   constructor(readonly pool: UpstreamPool, private readonly requestTimeoutMs: number) {}
 
   /** Subscribes or unsubscribes the upstream for `uri`; the upstream's refusal, if any (its error, relayed as is). */
   async tellUpstream(member: SharedConnection, method: 'resources/subscribe' | 'resources/unsubscribe', uri: string): Promise<JsonRpcErrorObject | undefined> {
-    const { principal } = member;
-    let pending = this.subscriptionLeases.get(principal);
-    if (!pending) {
-      pending = this.pool.acquire({ principal, client: member.client, capabilities: {} });
-      this.subscriptionLeases.set(principal, pending);
-    }
+    const own = this.principalOf(member);
+    const pending = (own.lease ??= this.pool.acquire({ principal: member.principal, client: member.client, capabilities: {} }));
     const lease = await pending.catch((err: Error) => {
-      this.subscriptionLeases.delete(principal);
+      if (own.lease === pending) own.lease = undefined;
       throw err;
     });
     if (lease.client.closed) {
       // The session that held the subscriptions is gone (and them with it): start again on a new one.
       lease.release();
-      this.subscriptionLeases.delete(principal);
+      if (own.lease === pending) own.lease = undefined;
       return this.tellUpstream(member, method, uri);
     }
     const outcome = await lease.client.request(method, { uri }, {}, this.requestTimeoutMs).outcome;
-    if (!this.hasSubscriptions(principal) && this.subscriptionLeases.get(principal) === pending) {
-      this.subscriptionLeases.delete(principal);
+    if (own.subscribers.size === 0 && own.lease === pending) {
+      own.lease = undefined;
       lease.release();
+      if (this.principals.get(member.principal) === own) this.principals.delete(member.principal);
     }
     if ('failure' in outcome) throw outcome.failure;
     return outcome.response.error;
@@ -67,38 +62,39 @@ export class SharedSessions {
    */
   publish(n: JsonRpcNotification, principal: string): void {
     const heard = (m: SharedConnection) => principal === '' || m.principal === principal;
-    if (n.method === 'notifications/resources/updated') {
-      const uri = String(n.params?.uri);
-      for (const [key, set] of this.subscribers) if (key.endsWith(`\n${uri}`)) for (const m of set) if (heard(m)) m.deliver(n);
-    } else {
+    if (n.method !== 'notifications/resources/updated') {
       for (const m of this.members) if (heard(m)) m.deliver(n);
+      return;
     }
+    const uri = String(n.params?.uri);
+    const groups = principal === '' ? [...this.principals.values()] : [this.principals.get(principal)];
+    for (const group of groups) for (const m of group?.subscribers.get(uri) ?? []) m.deliver(n);
   }
 
   /** Adds or removes a subscriber; true when the upstream must be told (first in, last out, per principal). */
   subscription(member: SharedConnection, uri: string, on: boolean): boolean {
-    const key = `${member.principal}\n${uri}`;
-    const set = this.subscribers.get(key) ?? new Set();
+    const { subscribers } = this.principalOf(member);
+    const set = subscribers.get(uri) ?? new Set();
     const before = set.size;
     if (on) set.add(member);
     else set.delete(member);
-    if (set.size) this.subscribers.set(key, set);
-    else this.subscribers.delete(key);
+    if (set.size) subscribers.set(uri, set);
+    else subscribers.delete(uri);
     return (before === 0) !== (set.size === 0);
   }
 
   leave(member: SharedConnection): void {
     this.members.delete(member);
-    for (const key of [...this.subscribers.keys()]) {
-      if (!key.startsWith(`${member.principal}\n`)) continue;
-      const uri = key.slice(member.principal.length + 1);
+    const own = this.principals.get(member.principal);
+    for (const uri of [...(own?.subscribers.keys() ?? [])]) {
       if (this.subscription(member, uri, false)) void this.tellUpstream(member, 'resources/unsubscribe', uri).catch(() => undefined);
     }
   }
 
-  private hasSubscriptions(principal: string): boolean {
-    for (const key of this.subscribers.keys()) if (key.startsWith(`${principal}\n`)) return true;
-    return false;
+  private principalOf(member: SharedConnection) {
+    let own = this.principals.get(member.principal);
+    if (!own) this.principals.set(member.principal, (own = { subscribers: new Map() }));
+    return own;
   }
 }
 

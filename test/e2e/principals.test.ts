@@ -14,7 +14,7 @@ import { callTool, INIT, metricValue, modern, rawPost } from '../helpers/raw.js'
 import { commandLine, fixtureArgv, startProxy, stopAll } from '../helpers/processes.js';
 
 const FAULTY = commandLine(fixtureArgv('faulty-server'));
-const PEOPLE = ['alice', 'bob', 'carol'];
+const PEOPLE = ['alice', 'bob', 'carol', 'dave'];
 const token = (who: string) => `${who}-token-0123456789`;
 const as = (who: string) => ({ authorization: `Bearer ${token(who)}` });
 const SECRET = 'principals-test-secret-0123456789abcdef';
@@ -124,20 +124,22 @@ describe('fairness', () => {
     expect(textOf(await call(proxy.url, 'carol', 1, 'echo', { text: 'served' }))).toBe('served');
   });
 
-  it('holds at most half the pool for one client, and keeps a quarter for calls that cannot ask for input', async () => {
+  it('holds at most a quarter of the pool for one client, and keeps a quarter for calls that cannot ask for input', async () => {
     const proxy = await startProxy(['--config', config('modern:\n  parkedPerClient: 16\n  pool: { maxSessions: 8, warmSpare: false }\n')]);
-    const outcomes: string[] = [];
-    for (let i = 0; i < 6; i++) {
-      const r = await call(proxy.url, 'alice', i + 1, 'elicit', { message: 'who?' }, ELICIT);
-      outcomes.push(r.result?.resultType ?? r.error.data.code);
-    }
-    // Half of 8 for alice; her fifth and sixth are refused.
-    expect(outcomes).toEqual(['input_required', 'input_required', 'input_required', 'input_required', 'UPSTREAM_BUSY', 'UPSTREAM_BUSY']);
-    const bob = [];
-    for (let i = 0; i < 3; i++) bob.push(await call(proxy.url, 'bob', i + 1, 'elicit', { message: 'who?' }, ELICIT));
-    // 8 - 8/4 = 6 sessions for calls that may ask for input: bob gets two of them.
-    expect(bob.map((r) => r.result?.resultType ?? r.error.data.code)).toEqual(['input_required', 'input_required', 'UPSTREAM_BUSY']);
-    expect(textOf(await call(proxy.url, 'carol', 1, 'echo', { text: 'room left' }))).toBe('room left');
+    const outcome = (r: Awaited<ReturnType<typeof call>>) => r.result?.resultType ?? r.error.data.code;
+    const elicit = async (who: string, times: number) => {
+      const got: string[] = [];
+      for (let i = 0; i < times; i++) got.push(outcome(await call(proxy.url, who, i + 1, 'elicit', { message: 'who?' }, ELICIT)));
+      return got;
+    };
+    // A quarter of 8 for each client: a third call waiting for input is refused.
+    expect(await elicit('alice', 3)).toEqual(['input_required', 'input_required', 'UPSTREAM_BUSY']);
+    expect(await elicit('bob', 2)).toEqual(['input_required', 'input_required']);
+    expect(await elicit('carol', 2)).toEqual(['input_required', 'input_required']);
+    // 8 - 8/4 = 6 sessions for calls that may ask for input are taken; the rest is kept for the others.
+    const kept = await call(proxy.url, 'dave', 1, 'elicit', { message: 'who?' }, ELICIT);
+    expect(kept.error).toMatchObject({ data: { code: 'UPSTREAM_BUSY' }, message: expect.stringContaining('kept for other calls') });
+    expect(textOf(await call(proxy.url, 'dave', 2, 'echo', { text: 'room left' }))).toBe('room left');
   });
 
   it('lets one client hold at most half the isolated upstream processes by default', async () => {

@@ -16,7 +16,7 @@ import { Negotiation, type NegotiationSetup } from '../../negotiation/session.js
 import { traceContextOf } from '../../ops/trace-context.js';
 import type { McpResult } from '../../pipeline/types.js';
 import type { Sealer } from '../../sealing/sealer.js';
-import { upstreamCapabilities, type UpstreamPool } from '../../upstream/pool.js';
+import { declaresInput, type UpstreamPool } from '../../upstream/pool.js';
 import { paramHeadersOf } from './headers.js';
 import { BridgedCall, type CallStep } from './mrtr.js';
 
@@ -103,6 +103,8 @@ export class ModernCore {
   /** Whether toolHeaders holds the upstream's whole current tool list, and the listing under way. */
   private toolsListed = false;
   private listing: Promise<void> | undefined;
+  /** Bumped by every change of the upstream's tools: a listing that started before one is stale. */
+  private toolsGeneration = 0;
 
   constructor(private readonly opts: ModernCoreOptions) {}
 
@@ -126,16 +128,15 @@ export class ModernCore {
    */
   async paramHeaders(req: JsonRpcRequest, ctx: ModernContext): Promise<Map<string, string> | undefined> {
     if (req.method !== 'tools/call' || typeof req.params?.name !== 'string') return undefined;
-    if (!this.toolsListed) {
-      this.listing ??= this.listToolsUpstream(ctx).finally(() => (this.listing = undefined));
-      await this.listing.catch((err: Error) => this.opts.log.debug({ err: err.message }, 'could not list the upstream tools for the header check'));
-    }
+    // Listed once, and again after a change; a listing that fails refuses the call (fail closed: the header would go unchecked).
+    if (!this.toolsListed) await (this.listing ??= this.listToolsUpstream(ctx).finally(() => (this.listing = undefined)));
     return this.toolHeaders.get(req.params.name);
   }
 
-  /** The upstream's tool list changed: learn it again before the next header check. */
+  /** The upstream's tool list changed: learn it again before the next header check (a listing under way does not count). */
   toolsChanged(): void {
     this.toolsListed = false;
+    this.toolsGeneration++;
   }
 
   get parkedCount(): number {
@@ -210,20 +211,20 @@ export class ModernCore {
       const annotated = negotiation.annotateError(res.error, check?.scope) ?? res.error;
       return { error: modernUpstreamError(proxyWireError(annotated)) };
     }
-    if (req.method === 'tools/list') this.learnToolHeaders(res.result, params.cursor === undefined);
+    if (req.method === 'tools/list') this.learnToolHeaders(res.result);
     const traceparent = traceContextOf(ctx.passMeta)?.traceparent;
     const shaped = (await negotiation.shape(req.method, name, res.result ?? {}, check?.scope, traceparent)) ?? res.result ?? {};
     return { result: this.complete(req.method, shaped, server, call.round > 0) };
   }
 
   private async start(method: string, params: Record<string, unknown>, ctx: ModernContext, reply: ModernReply): Promise<{ call: BridgedCall; step: CallStep }> {
-    const capabilities = upstreamCapabilities(ctx.clientCapabilities);
     const principal = ctx.principal ?? '';
     const client = ctx.client ?? principal;
     // A call that may ask for input gets a session of its own: the upstream's request then belongs to it alone.
-    const exclusive = INPUT_METHODS.has(method) && Object.keys(capabilities).length > 0;
-    if (exclusive) await this.makeRoomToPark(client);
-    const lease = await this.opts.pool.acquire({ principal, client, capabilities }, exclusive);
+    const exclusive = INPUT_METHODS.has(method) && declaresInput(ctx.clientCapabilities);
+    // A call that may park frees its client's oldest waiting one first, so it finds a session.
+    if (exclusive) await this.trimParked(client, this.opts.parkedPerClient - 1);
+    const lease = await this.opts.pool.acquire({ principal, client, capabilities: ctx.clientCapabilities }, exclusive);
     if (reply.cancellation.cancelled) {
       lease.release();
       throw new ProxyError('CLIENT_GONE', 'The client cancelled the request before it reached the upstream');
@@ -250,6 +251,8 @@ export class ModernCore {
 
   /** Parks the call and tells the client what it must supply, with the state that resumes it. */
   private inputRequired(req: JsonRpcRequest, ctx: ModernContext, call: BridgedCall, step: Extract<CallStep, { kind: 'input' }>): McpResult {
+    // Calls started together may all reach this point: the cap holds here, whatever raced before.
+    void this.trimParked(call.clientKey, this.opts.parkedPerClient, call);
     const state: RequestState = { call: call.key, round: call.round, ...binding(req), exp: Date.now() + this.opts.inputTimeoutMs, replica: this.opts.replicaId, url: this.opts.replicaUrl(), principal: ctx.principal ?? '' };
     const requestState = this.opts.sealer.seal('requestState', state);
     return { resultType: 'input_required', inputRequests: step.inputRequests, requestState };
@@ -283,6 +286,7 @@ export class ModernCore {
   private async listToolsUpstream(ctx: ModernContext): Promise<void> {
     const principal = ctx.principal ?? '';
     const lease = await this.opts.pool.acquire({ principal, client: ctx.client ?? principal, capabilities: {} });
+    const generation = this.toolsGeneration;
     try {
       let cursor: unknown;
       for (let page = 0; page < MAX_TOOL_PAGES; page++) {
@@ -295,32 +299,34 @@ export class ModernCore {
         cursor = result.nextCursor;
         if (typeof cursor !== 'string') break;
       }
-      this.toolsListed = true;
+      this.toolsListed = generation === this.toolsGeneration;
     } finally {
       lease.release();
     }
   }
 
   /**
-   * Before a call that may park: when its client has `parkedPerClient` calls waiting for its
-   * input already, the oldest of them is given up (most likely abandoned), so that one client
-   * holds at most that many upstream sessions waiting on itself.
+   * Keeps at most `keep` of a client's calls waiting for its input (besides `spare`), giving up
+   * the oldest (most likely abandoned: its requestState then resumes nothing), so that one client
+   * holds at most `parkedPerClient` upstream sessions waiting on itself. Resolves once their
+   * upstream sessions are free.
    */
-  private async makeRoomToPark(client: string): Promise<void> {
-    let waiting = 0;
-    let oldest: BridgedCall | undefined;
-    for (const call of this.parked.values()) {
-      if (call.clientKey !== client || !call.awaitingInput) continue;
-      waiting++;
-      oldest ??= call; // the map keeps the order calls started in
+  private async trimParked(client: string, keep: number, spare?: BridgedCall): Promise<void> {
+    const waiting: BridgedCall[] = [];
+    for (const call of this.parked.values()) if (call.clientKey === client && call.awaitingInput && call !== spare) waiting.push(call); // in the order they started
+    const over = waiting.slice(0, Math.max(0, waiting.length - keep));
+    for (const call of over) {
+      this.opts.log.info({ call: call.key.slice(0, 8), parkedPerClient: this.opts.parkedPerClient }, 'a client has more calls waiting for its input than it may; its oldest is given up');
+      call.expire();
     }
-    if (waiting < this.opts.parkedPerClient || !oldest) return;
-    this.opts.log.info({ call: oldest.key.slice(0, 8), parkedPerClient: this.opts.parkedPerClient }, 'a client started more calls that wait for its input than it may; its oldest waiting call is given up');
-    oldest.expire();
-    await oldest.done;
+    await Promise.all(over.map((call) => call.done));
   }
 
-  /** Notes the header-mirrored arguments of listed tools; `fresh` (the first page of a listing) forgets earlier ones. */
+  /**
+   * Notes the header-mirrored arguments of listed tools. `fresh` (the first page of the proxy's
+   * own listing) forgets earlier ones; a client's listing only adds and updates, so that it can
+   * never make the proxy forget the tools on pages it did not ask for.
+   */
   private learnToolHeaders(result: McpResult | undefined, fresh = false): void {
     const tools = result?.tools;
     if (!Array.isArray(tools)) return;

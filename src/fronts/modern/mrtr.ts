@@ -118,6 +118,7 @@ export class BridgedCall {
 
   /** Ends a parked call that no retry resumed: answers its input requests and cancels it upstream. */
   expire(): void {
+    this.parked = false; // at once: nothing counts or resumes it while its session is let go of
     for (const req of this.inputs.values()) {
       if (req.method === 'elicitation/create') this.client.respond(req.id, { result: { action: 'cancel' } });
       else this.client.respond(req.id, { error: { code: -32603, message: 'The client did not answer in time' } });

@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { addressKey, FailureCounter } from './limits.js';
+
+describe('addressKey', () => {
+  it('counts IPv4 as it is, IPv4 mapped into IPv6 as IPv4, and IPv6 by its /64', () => {
+    expect(addressKey('203.0.113.9')).toBe('203.0.113.9');
+    expect(addressKey('::ffff:203.0.113.9')).toBe('203.0.113.9');
+    expect(addressKey('2001:db8:0:1:aaaa:bbbb:cccc:dddd')).toBe('2001:db8:0:1::/64');
+    expect(addressKey('2001:0db8:0000:0001::5')).toBe('2001:db8:0:1::/64');
+    expect(addressKey('2001:db8::1%eth0')).toBe('2001:db8:0:0::/64');
+    expect(addressKey('::1')).toBe('0:0:0:0::/64');
+  });
+});
+
+describe('FailureCounter', () => {
+  it('blocks an address after its budget, forgives what succeeded, and gives many addresses one shared overflow', () => {
+    const failures = new FailureCounter(3);
+    for (let i = 0; i < 3; i++) failures.note('203.0.113.9');
+    expect(failures.blockedFor('203.0.113.9')).toBeGreaterThan(0);
+    expect(failures.blockedFor('2001:db8:0:1::7')).toBe(0);
+    const ok = failures.note('2001:db8:0:1::7');
+    failures.note('2001:db8:0:1::8');
+    failures.note('2001:db8:0:1::9');
+    ok.forgive();
+    expect(failures.blockedFor('2001:db8:0:1::1')).toBe(0);
+    failures.note('2001:db8:0:1::10');
+    expect(failures.blockedFor('2001:db8:0:1::1')).toBeGreaterThan(0); // the same /64
+    // Past 100,000 tracked addresses, new ones share one budget.
+    for (let i = 0; i < 100_000; i++) failures.note(`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`);
+    for (const a of ['198.51.100.1', '198.51.100.2', '198.51.100.3']) failures.note(a);
+    expect(failures.blockedFor('198.51.100.4')).toBeGreaterThan(0);
+  });
+});
