@@ -11,11 +11,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken } from '../../src/fronts/auth.js';
 import { callTool, INIT, metricIn, rawPost, rawSession } from '../helpers/raw.js';
-import { commandLine, eventually, fixtureArgv, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { callStarted, commandLine, eventually, fixtureArgv, startProxy, stopAll, type Running } from '../helpers/processes.js';
 
 const FAULTY = commandLine(fixtureArgv('faulty-server'));
 const TOKEN = 'connections-token-0123456789';
 
+/** A config in front of the faulty fixture; `yaml` may go on with more keys of the upstream section. */
 function config(yaml: string): string {
   const file = join(mkdtempSync(join(tmpdir(), 'proxy-connections-')), 'proxy.yaml');
   writeFileSync(file, `upstream:\n  command: ${JSON.stringify(FAULTY)}\n${yaml}`);
@@ -89,6 +90,26 @@ describe('timeouts on requests that trickle in', () => {
     expect(third.messages[0].error.message).toMatch(/in flight: at most 2/);
     for (const raw of slow) raw.socket.destroy();
     await Promise.all(slow.map((r) => r.closed));
+  });
+
+  it('gives the in-flight count back for pipelined requests whose connection dies before their turn', async () => {
+    const started = join(mkdtempSync(join(tmpdir(), 'proxy-pipelined-')), 'started.log');
+    const own = await startProxy(['--config', config(`  env: { FAULTY_LOG: ${JSON.stringify(started)} }\nlisten:\n  perClient: { inFlight: 2 }\n`)]);
+    const headers = await rawSession(own.url);
+    const raw = await open(own.url);
+    const session = `Mcp-Session-Id: ${headers['mcp-session-id']}\r\nMCP-Protocol-Version: 2025-11-25\r\n`;
+    const hang = (id: number) => {
+      const body = JSON.stringify(callTool(id, 'hang'));
+      return postHead('/mcp', Buffer.byteLength(body), session) + body;
+    };
+    raw.socket.write(hang(201) + hang(202) + hang(203));
+    // Both slots are taken by the first two pipelined calls (the third is refused, its answer queued behind theirs).
+    await callStarted(started, 201);
+    await callStarted(started, 202);
+    expect((await rawPost(own.url, callTool(204, 'echo', { text: 'x' }), headers)).status).toBe(429);
+    raw.socket.destroy();
+    await raw.closed;
+    await eventually(async () => (await rawPost(own.url, callTool(300, 'echo', { text: 'back' }), headers)).status === 200, 5000, 'the slots given back');
   });
 
   it('lets an answer take longer than the request timeouts', async () => {
