@@ -225,16 +225,11 @@ export async function startHttpDownstream(opts: HttpDownstreamOptions): Promise<
       return rpcError(reply, new ProxyError('RATE_LIMITED', `Too many requests in flight: at most ${listen.perClient.inFlight} per client at once`));
     }
     inFlight++;
-    // The response's close, or the socket's: a pipelined request still queued when its socket dies never sees the first.
-    const socket = req.raw.socket;
-    const over = () => {
-      reply.raw.off('close', over);
-      socket.off('close', over);
+    // Every response closes, also one still queued behind pipelined others when its socket dies (tested).
+    reply.raw.once('close', () => {
       release();
       if (--inFlight === 0) draining?.idle();
-    };
-    reply.raw.once('close', over);
-    socket.once('close', over);
+    });
     done(null, payload);
   });
   await app.register(rateLimit, {

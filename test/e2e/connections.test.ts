@@ -102,12 +102,12 @@ describe('timeouts on requests that trickle in', () => {
       const body = JSON.stringify(callTool(id, 'hang'));
       return postHead('/mcp', Buffer.byteLength(body), session) + body;
     };
-    raw.socket.write(hang(201) + hang(202) + hang(203));
+    raw.socket.write(hang(201) + hang(202) + hang(203) + hang(204));
     // Both slots are taken by the first two pipelined calls (the third is refused, its answer queued behind theirs).
     await callStarted(started, 201);
     await callStarted(started, 202);
-    expect((await rawPost(own.url, callTool(204, 'echo', { text: 'x' }), headers)).status).toBe(429);
-    raw.socket.destroy();
+    expect((await rawPost(own.url, callTool(205, 'echo', { text: 'x' }), headers)).status).toBe(429);
+    raw.socket.resetAndDestroy();
     await raw.closed;
     await eventually(async () => (await rawPost(own.url, callTool(300, 'echo', { text: 'back' }), headers)).status === 200, 5000, 'the slots given back');
   });
