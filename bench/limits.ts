@@ -8,7 +8,7 @@
  *   node --import tsx bench/limits.ts        (npm run bench runs it with the others)
  */
 import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
-import { ClientLimits, FailureCounter } from '../src/fronts/limits.js';
+import { ClientLimits, FailureCounter } from '../src/fronts/http/limits.js';
 import { canonicalJson } from '../src/jsonrpc/canonical.js';
 import { nestsDeeperThan, parsePayload } from '../src/jsonrpc/message.js';
 import { upstreamCapabilities } from '../src/upstream/pool.js';

@@ -9,12 +9,12 @@
  */
 import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
 import pino from 'pino';
-import { Negotiation } from '../src/negotiation/session.js';
-import { VariantCatalog } from '../src/negotiation/variant-scope.js';
-import { serverVariantsSchema } from '../src/negotiation/variants.js';
-import { DEFAULT_RULES } from '../src/pipeline/defaults.js';
-import { builtinTransformers } from '../src/pipeline/registry.js';
-import { compileRules } from '../src/pipeline/rules.js';
+import { Negotiation } from '../src/extensions/content-negotiation/negotiation.js';
+import { VariantCatalog } from '../src/extensions/server-variants/scope.js';
+import { serverVariantsSchema } from '../src/extensions/server-variants/variants.js';
+import { DEFAULT_RULES } from '../src/rules/defaults.js';
+import { builtinTransformers } from '../src/transformers/index.js';
+import { compileRules } from '../src/rules/compile.js';
 
 const SIZES = [1024, 64 * 1024, 1024 * 1024];
 const rules = compileRules(DEFAULT_RULES, builtinTransformers());

@@ -17,7 +17,7 @@ import { Agent, request } from 'undici';
 import { loadConfig } from '../src/config/load.js';
 import { createGateway } from '../src/gateway.js';
 import { Sealer } from '../src/sealing/sealer.js';
-import { SessionTokens } from '../src/downstream/session-tokens.js';
+import { SessionTokens } from '../src/fronts/legacy/session-tokens.js';
 import { CLK_TCK, cpuTimesOf, startLeanHttp, startProxy, stopAll } from './lib/procs.js';
 
 const SEAL_N = Number(process.env.BENCH_SEAL_N ?? 100_000);

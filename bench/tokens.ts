@@ -7,13 +7,13 @@
  */
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import pino from 'pino';
-import { Negotiation } from '../src/negotiation/session.js';
-import { VariantCatalog } from '../src/negotiation/variant-scope.js';
-import { serverVariantsSchema } from '../src/negotiation/variants.js';
-import { countTokensOf, loadTokenizer } from '../src/ops/tokens.js';
-import { DEFAULT_RULES } from '../src/pipeline/defaults.js';
-import { builtinTransformers } from '../src/pipeline/registry.js';
-import { compileRules, type RuleConfig } from '../src/pipeline/rules.js';
+import { Negotiation } from '../src/extensions/content-negotiation/negotiation.js';
+import { VariantCatalog } from '../src/extensions/server-variants/scope.js';
+import { serverVariantsSchema } from '../src/extensions/server-variants/variants.js';
+import { countTokensOf, loadTokenizer } from '../src/ops/token-counts.js';
+import { DEFAULT_RULES } from '../src/rules/defaults.js';
+import { builtinTransformers } from '../src/transformers/index.js';
+import { compileRules, type RuleConfig } from '../src/rules/compile.js';
 
 interface Recorded {
   server: string;

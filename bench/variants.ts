@@ -8,8 +8,8 @@
  */
 import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
 import pino from 'pino';
-import { VariantCatalog, VariantScope } from '../src/negotiation/variant-scope.js';
-import { serverVariantsSchema, VARIANT_META_KEY } from '../src/negotiation/variants.js';
+import { VariantCatalog, VariantScope } from '../src/extensions/server-variants/scope.js';
+import { serverVariantsSchema, VARIANT_META_KEY } from '../src/extensions/server-variants/variants.js';
 
 const log = pino({ level: 'silent' });
 const tools = Array.from({ length: 200 }, (_, i) => ({

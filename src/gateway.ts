@@ -10,31 +10,31 @@ import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import { Agent } from 'undici';
 import { clientSessions, type Config } from './config/schema.js';
-import { startHttpDownstream, type HttpDownstream, type SessionOwner } from './downstream/http.js';
-import { startStdioDownstream, type StdioDownstream } from './downstream/stdio.js';
+import { startHttpDownstream, type HttpDownstream, type SessionOwner } from './fronts/http/server.js';
+import { startStdioDownstream, type StdioDownstream } from './fronts/stdio.js';
 import { ProxyError } from './jsonrpc/errors.js';
 import type { JsonRpcNotification } from './jsonrpc/message.js';
 import { ModernCore, type ModernCoreOptions } from './fronts/modern/core.js';
 import { ListenHub } from './fronts/modern/listen.js';
-import { Metrics } from './metrics.js';
-import { PROXY_VERSION } from './version.js';
-import { Negotiation, type NegotiationSetup, type NegotiationSnapshot, type TokenObserver } from './negotiation/session.js';
-import { SessionTokens, type SessionClaims } from './downstream/session-tokens.js';
-import { VariantCatalog } from './negotiation/variant-scope.js';
-import type { CompiledRule } from './pipeline/rules.js';
-import { createAuthenticator, exposureProblem } from './fronts/auth.js';
+import { Metrics } from './ops/metrics.js';
+import { PROXY_VERSION } from './ops/version.js';
+import { Negotiation, type NegotiationSetup, type NegotiationSnapshot, type TokenObserver } from './extensions/content-negotiation/negotiation.js';
+import { SessionTokens, type SessionClaims } from './fronts/legacy/session-tokens.js';
+import { VariantCatalog } from './extensions/server-variants/scope.js';
+import type { CompiledRule } from './rules/compile.js';
+import { createAuthenticator, exposureProblem } from './fronts/http/auth.js';
 import { maskSecrets } from './ops/mask.js';
-import { diffConfig } from './ops/reload.js';
-import { loadTokenizer, TokenMeter } from './ops/tokens.js';
+import { diffConfig } from './config/reload.js';
+import { loadTokenizer, TokenMeter } from './ops/token-counts.js';
 import { Tracing } from './ops/tracing.js';
 import { Readiness } from './ops/readiness.js';
 import { Sealer } from './sealing/sealer.js';
-import { RelaySession, type ClientSink } from './relay/session.js';
+import { RelaySession, type ClientSink } from './core/relay.js';
 import { createHttpUpstream } from './upstream/http.js';
 import { UpstreamClient, type UpstreamObserver } from './upstream/client.js';
 import { UpstreamPool } from './upstream/pool.js';
 import { SharedSessions } from './upstream/shared.js';
-import { describeUpstream, resolveUpstream } from './upstream/spec.js';
+import { describeUpstream, resolveUpstream } from './config/upstream.js';
 import { createStdioUpstream, killGroup } from './upstream/stdio.js';
 import type { ResumedSession, UpstreamConnection, UpstreamEvents } from './upstream/types.js';
 
@@ -45,7 +45,7 @@ export interface GatewayDeps {
   stdout?: Writable;
   /** Entry point of the built-in demo upstream. */
   demoEntry?: string;
-  /** Compiled content-negotiation rules (src/pipeline/load.ts); none = a pure relay. */
+  /** Compiled content-negotiation rules (src/config/rules.ts); none = a pure relay. */
   rules?: CompiledRule[];
   /** Refuse to start when the upstream fails its start-up check (otherwise: log it and serve). */
   failFast?: boolean;

@@ -4,18 +4,18 @@
  * signals, exit codes (0 done, 1 runtime failure, 2 bad usage or config).
  */
 import { randomBytes } from 'node:crypto';
-import { PROXY_VERSION } from './version.js';
+import { PROXY_VERSION } from './ops/version.js';
 import pino from 'pino';
 import pretty from 'pino-pretty';
-import { HELP, parseCli, UsageError } from './cli.js';
+import { HELP, parseCli, UsageError } from './cli/args.js';
 import { ConfigError, loadConfig } from './config/load.js';
 import { configJsonSchema, negotiationSchema, type Config } from './config/schema.js';
-import { explain } from './explain.js';
-import { hashToken } from './fronts/auth.js';
-import { watchConfigFile } from './ops/reload.js';
+import { explain } from './cli/explain.js';
+import { hashToken } from './fronts/http/auth.js';
+import { watchConfigFile } from './config/reload.js';
 import { createGateway, ProxyStartError } from './gateway.js';
-import { loadRules } from './pipeline/load.js';
-import { RuleError } from './pipeline/rules.js';
+import { loadRules } from './config/rules.js';
+import { RuleError } from './rules/compile.js';
 
 async function main(): Promise<number> {
   const request = parseCli(process.argv.slice(2), process.env);

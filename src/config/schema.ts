@@ -5,8 +5,8 @@
  */
 import proxyAddr from 'proxy-addr';
 import { z } from 'zod';
-import { serverVariantsSchema } from '../negotiation/variants.js';
-import { ruleSchema } from '../pipeline/rules.js';
+import { serverVariantsSchema } from '../extensions/server-variants/variants.js';
+import { ruleSchema } from '../rules/compile.js';
 
 const headerMap = z.record(z.string(), z.string()).describe('HTTP headers sent to an HTTP upstream; values may use ${ENV_VAR}.');
 

@@ -7,9 +7,9 @@ import fc from 'fast-check';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { protocolCheck } from '../../test/helpers/protocol-schema.js';
-import { parseFeatures } from '../pipeline/features.js';
-import { builtinTransformers } from '../pipeline/registry.js';
-import type { McpResult, TransformContext } from '../pipeline/types.js';
+import { parseFeatures } from '../mcp/features.js';
+import { builtinTransformers } from './index.js';
+import type { McpResult, TransformContext } from './contract.js';
 import { FEATURE_SETS, serverText } from '../../test/helpers/results.js';
 
 const validate = protocolCheck;

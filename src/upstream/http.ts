@@ -19,7 +19,7 @@ import {
 } from '../jsonrpc/message.js';
 import { traceContextOf } from '../ops/trace-context.js';
 import { encodeForUpstream } from './encode.js';
-import { createSseReader } from './sse.js';
+import { createSseReader } from '../jsonrpc/sse.js';
 import type { HttpUpstreamSpec, ResumedSession, UpstreamConnection, UpstreamEvents } from './types.js';
 
 export interface HttpUpstreamOptions {

@@ -10,7 +10,7 @@
 import type { Logger } from 'pino';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
 import { errorResponse, isNotification, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
-import { INPUT_METHODS, LOG_LEVELS } from '../mcp/modern.js';
+import { INPUT_METHODS, LOG_LEVELS } from '../mcp/eras.js';
 import { upstreamCapabilities, type UpstreamLease, type UpstreamPool } from './pool.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
 

@@ -11,7 +11,7 @@ import { maskSecrets } from '../ops/mask.js';
 import { ProxyError } from '../jsonrpc/errors.js';
 import { parsePayload, type Frame } from '../jsonrpc/message.js';
 import { encodeForUpstream } from './encode.js';
-import { lineSplitter } from './lines.js';
+import { lineSplitter } from '../jsonrpc/lines.js';
 import type { StdioUpstreamSpec, UpstreamConnection, UpstreamEvents } from './types.js';
 
 const STDERR_TAIL_LINES = 20;

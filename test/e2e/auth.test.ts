@@ -13,7 +13,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashToken } from '../../src/fronts/auth.js';
+import { hashToken } from '../../src/fronts/http/auth.js';
 import { commandLine, fixtureArgv, freePort, logEntries, logged, PROXY_MAIN, startProxy, stopAll, type Running } from '../helpers/processes.js';
 import { INIT, metricValue, modern, postWithHost, rawPost } from '../helpers/raw.js';
 

@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
-import { lineSplitter } from '../../src/upstream/lines.js';
+import { lineSplitter } from '../../src/jsonrpc/lines.js';
 import { rawPost } from '../helpers/raw.js';
 import { eventually, PROXY_MAIN, ROOT, startProxy, stopAll } from '../helpers/processes.js';
 

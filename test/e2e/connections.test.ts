@@ -9,7 +9,7 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashToken } from '../../src/fronts/auth.js';
+import { hashToken } from '../../src/fronts/http/auth.js';
 import { callTool, INIT, metricIn, rawPost, rawSession } from '../helpers/raw.js';
 import { callStarted, commandLine, eventually, fixtureArgv, startProxy, stopAll, type Running } from '../helpers/processes.js';
 

@@ -9,11 +9,11 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashToken } from '../../src/fronts/auth.js';
+import { hashToken } from '../../src/fronts/http/auth.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
 import { callTool, INIT, postWithHost, rawPost, rawSession } from '../helpers/raw.js';
 import { callStarted, cancellations, commandLine, eventually, fixtureArgv, freePort, isAlive, logged, PROXY_MAIN, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
-import { lineSplitter } from '../../src/upstream/lines.js';
+import { lineSplitter } from '../../src/jsonrpc/lines.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'proxy-failures-'));
 const cancelLog = join(dir, 'cancel.log');

@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { lineSplitter } from '../../src/upstream/lines.js';
+import { lineSplitter } from '../../src/jsonrpc/lines.js';
 import { callTool, INIT, modern, rawPost, rawSession } from '../helpers/raw.js';
 import { commandLine, eventually, fixtureArgv, logEntries, PROXY_MAIN, startProxy, stopAll, type Running } from '../helpers/processes.js';
 

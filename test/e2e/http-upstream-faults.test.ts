@@ -85,7 +85,7 @@ describe('an HTTP upstream that misbehaves', () => {
     await eventually(() => proxy.stderr().includes('not JSON-RPC'), 5000, 'a warning in the log');
   });
 
-  // That no cancellation follows (initialize is not cancellable) is checked on the relay's own clock in src/relay/session.test.ts.
+  // That no cancellation follows (initialize is not cancellable) is checked on the relay's own clock in src/core/relay.test.ts.
   it('times out an initialize that never comes back', async () => {
     const config = join(mkdtempSync(join(tmpdir(), 'slow-start-')), 'proxy.yaml');
     writeFileSync(config, `upstream:\n  url: http://127.0.0.1:${port}/mcp\ntimeouts:\n  initializeMs: 500\n`);

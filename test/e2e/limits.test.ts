@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashToken } from '../../src/fronts/auth.js';
+import { hashToken } from '../../src/fronts/http/auth.js';
 import { commandLine, fixtureArgv, startProxy, stopAll, type Running } from '../helpers/processes.js';
 import { callTool, INIT, rawPost, rawSession } from '../helpers/raw.js';
 

@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashToken } from '../../src/fronts/auth.js';
+import { hashToken } from '../../src/fronts/http/auth.js';
 import { commandLine, eventually, fixtureArgv, logEntries, logged, PROXY_MAIN, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
 import { callTool, INIT, metricIn, metricValue, modern, rawPost, rawSession, sseMessages } from '../helpers/raw.js';
 

@@ -9,7 +9,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { hashToken } from '../../src/fronts/auth.js';
+import { hashToken } from '../../src/fronts/http/auth.js';
 import { callTool, INIT, metricValue, modern, rawPost } from '../helpers/raw.js';
 import { commandLine, fixtureArgv, startProxy, stopAll } from '../helpers/processes.js';
 

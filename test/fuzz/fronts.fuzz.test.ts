@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { lineSplitter } from '../../src/upstream/lines.js';
+import { lineSplitter } from '../../src/jsonrpc/lines.js';
 import { MODERN } from '../helpers/modern-clients.js';
 import { INIT, meta, metricValue, rawSession } from '../helpers/raw.js';
 import { commandLine, eventually, fixtureArgv, PROXY_MAIN, startProxy, stopAll } from '../helpers/processes.js';

@@ -1,6 +1,6 @@
 /** What a result gives a client to read, for "no fact lost" checks. */
 import { isPlainObject } from '../../src/transformers/_shared/json.js';
-import type { McpResult } from '../../src/pipeline/types.js';
+import type { McpResult } from '../../src/transformers/contract.js';
 
 /** The texts and data a result gives a client: text blocks, structuredContent, resource texts, prompt messages. */
 export function payload(result: McpResult): unknown[] {

@@ -6,9 +6,9 @@
  * `npm run bench` (bench/shaping.ts).
  */
 import pino from 'pino';
-import { parseFeatures } from '../../src/pipeline/features.js';
-import { builtinTransformers } from '../../src/pipeline/registry.js';
-import type { McpResult } from '../../src/pipeline/types.js';
+import { parseFeatures } from '../../src/mcp/features.js';
+import { builtinTransformers } from '../../src/transformers/index.js';
+import type { McpResult } from '../../src/transformers/contract.js';
 
 const fill = (unit: string, n: number) => unit.repeat(Math.ceil(n / unit.length)).slice(0, n);
 export const ADVERSARIAL: Record<string, (n: number) => string> = {

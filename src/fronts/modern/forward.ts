@@ -8,7 +8,7 @@ import { pipeline } from 'node:stream/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { Agent, request } from 'undici';
-import { takeOver } from '../../downstream/streams.js';
+import { takeOver } from '../http/replies.js';
 import { ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
 import { errorResponse, type JsonRpcId } from '../../jsonrpc/message.js';
 

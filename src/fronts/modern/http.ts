@@ -6,8 +6,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { MISSING_CLIENT_CAPABILITY, ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
 import { errorResponse, INVALID_REQUEST, isRequest, serialize, type Frame, type JsonRpcRequest } from '../../jsonrpc/message.js';
-import { LEGACY_VERSIONS, META, isModernMessage, modernContext } from '../../mcp/modern.js';
-import { PostReply, takeOver, type ReplyMode, type SlowReaderLimits } from '../../downstream/streams.js';
+import { LEGACY_VERSIONS, META, isModernMessage, modernContext } from '../../mcp/eras.js';
+import { PostReply, takeOver, type ReplyMode, type SlowReaderLimits } from '../http/replies.js';
 import { Cancellation, type ModernCore } from './core.js';
 import { FORWARDED_HEADER, forwardToOwner } from './forward.js';
 import { checkModernHeaders, checkParamHeaders } from './headers.js';

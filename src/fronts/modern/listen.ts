@@ -8,7 +8,7 @@
 import type { Logger } from 'pino';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import type { JsonRpcId, JsonRpcNotification, JsonRpcRequest } from '../../jsonrpc/message.js';
-import { META, type ModernContext } from '../../mcp/modern.js';
+import { META, type ModernContext } from '../../mcp/eras.js';
 import type { UpstreamLease, UpstreamPool } from '../../upstream/pool.js';
 import type { ModernReply } from './core.js';
 

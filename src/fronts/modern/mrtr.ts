@@ -9,7 +9,7 @@
  */
 import { ProxyError } from '../../jsonrpc/errors.js';
 import { METHOD_NOT_FOUND, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../../jsonrpc/message.js';
-import { capabilityFor, declares, INPUT_METHODS } from '../../mcp/modern.js';
+import { capabilityFor, declares, INPUT_METHODS } from '../../mcp/eras.js';
 import type { CallOutcome, UpstreamClient } from '../../upstream/client.js';
 import type { UpstreamLease } from '../../upstream/pool.js';
 import type { Cancellation } from './core.js';

@@ -5,7 +5,7 @@
  * (`Temperature: 8°C` → `temperature_c: 8`, `72%` → `_percent: 72`). The first heading, when
  * the text starts with it, becomes `title`. Everything runs in one pass over the lines.
  */
-import type { Budget } from '../../pipeline/budget.js';
+import type { Budget } from '../budget.js';
 import { isPlainObject, MAX_DEPTH, parseJsonDocument, type Json } from './json.js';
 import { closesFence, isBlank, isTableDelimiter, isTableRow, parseFence, parseHeading, splitRow } from './markdown-lines.js';
 

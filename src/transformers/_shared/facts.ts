@@ -6,7 +6,7 @@
  * `</em>`) and the language label of a code fence are skipped. One linear scan per string;
  * values are walked without recursion.
  */
-import type { Budget } from '../../pipeline/budget.js';
+import type { Budget } from '../budget.js';
 import { isPlainObject } from './json.js';
 
 /** Inline formatting tags `plain-text` strips; their names are markup, not facts. */

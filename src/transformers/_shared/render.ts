@@ -4,7 +4,7 @@
  * and tables sub-sections, multi-line text its own paragraph. Anything deeper or irregular is
  * shown as a fenced `json` block, so every key and value stays visible.
  */
-import type { Budget } from '../../pipeline/budget.js';
+import type { Budget } from '../budget.js';
 import { isPlainObject, MAX_DEPTH, valueDepth } from './json.js';
 
 /**

@@ -3,8 +3,8 @@
  * (json-extract, pattern-extract): which results qualify and what text they read, and how the
  * new result is put together so that nothing is lost.
  */
-import { contentOf, isTextBlock, type McpResult, type TextBlock } from '../../pipeline/types.js';
-import type { Budget } from '../../pipeline/budget.js';
+import { contentOf, isTextBlock, type McpResult, type TextBlock } from '../contract.js';
+import type { Budget } from '../budget.js';
 import { factsOf, firstMissingFact } from './facts.js';
 
 export interface ToolText {

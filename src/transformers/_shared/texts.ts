@@ -4,7 +4,7 @@
  * renaming one of them). Returns undefined when nothing changed, so an untouched result keeps
  * its original bytes.
  */
-import { isTextBlock, type McpResult } from '../../pipeline/types.js';
+import { isTextBlock, type McpResult } from '../contract.js';
 
 export interface TextScope {
   /** Resource contents with these mimeTypes are mapped (`''`: no mimeType); others are left alone. */

@@ -4,7 +4,7 @@
  * result is never filtered down to nothing.
  */
 import { z } from 'zod';
-import type { McpResult, Transformer } from '../../pipeline/types.js';
+import type { McpResult, Transformer } from '../contract.js';
 
 const options = z.object({}).strict().default({});
 

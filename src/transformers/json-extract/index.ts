@@ -8,7 +8,7 @@
  * Results that already carry structuredContent, errors and binary contents are not touched.
  */
 import { z } from 'zod';
-import type { McpResult, Transformer } from '../../pipeline/types.js';
+import type { McpResult, Transformer } from '../contract.js';
 import { extractData } from '../_shared/extract.js';
 import { toolText, withStructured } from '../_shared/structured.js';
 import { isPlainObject, parseJsonDocument } from '../_shared/json.js';

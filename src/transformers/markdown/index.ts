@@ -7,7 +7,7 @@
  * text/markdown. An optional template fills `{{key}}` / `{{a.b}}` from the data.
  */
 import { z } from 'zod';
-import { contentOf, isTextBlock, type McpResult, type Transformer } from '../../pipeline/types.js';
+import { contentOf, isTextBlock, type McpResult, type Transformer } from '../contract.js';
 import { isPlainObject, parseJsonDocument, type Json } from '../_shared/json.js';
 import { toMarkdown } from '../_shared/render.js';
 

@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { parseFeatures } from '../../pipeline/features.js';
+import { parseFeatures } from '../../mcp/features.js';
 import { patternExtract } from './index.js';
 import { matchTemplate, parseTemplate, type Template } from './template.js';
 

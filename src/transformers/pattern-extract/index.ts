@@ -9,7 +9,7 @@
  * (RE2 has no backreferences or lookaround: such a pattern is refused at load).
  */
 import { z } from 'zod';
-import type { McpResult, Transformer } from '../../pipeline/types.js';
+import type { McpResult, Transformer } from '../contract.js';
 import { toolText, withStructured } from '../_shared/structured.js';
 import { RE2JS } from 're2js';
 import { matchTemplate, parseTemplate } from './template.js';

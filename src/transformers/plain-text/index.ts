@@ -6,8 +6,8 @@
  * message text.
  */
 import { z } from 'zod';
-import type { Budget } from '../../pipeline/budget.js';
-import type { Transformer } from '../../pipeline/types.js';
+import type { Budget } from '../budget.js';
+import type { Transformer } from '../contract.js';
 import { closesFence, indentOf, isBlank, isSetextUnderline, isTableDelimiter, isTableRow, isThematicBreak, parseFence, parseHeading, splitRow } from '../_shared/markdown-lines.js';
 import { mapTexts } from '../_shared/texts.js';
 import { inlineToText } from './inline.js';

@@ -9,7 +9,7 @@
  * character codes and records what it finds in typed arrays indexed by position, reused from
  * line to line: no objects per character (only emphasis openers get a stack per run kind).
  */
-import type { Budget } from '../../pipeline/budget.js';
+import type { Budget } from '../budget.js';
 import { FORMATTING_TAGS } from '../_shared/facts.js';
 
 const BACKTICK = 0x60;

@@ -9,8 +9,8 @@
  */
 import { encodeLines } from '@toon-format/toon';
 import { z } from 'zod';
-import type { Budget } from '../../pipeline/budget.js';
-import type { Transformer } from '../../pipeline/types.js';
+import type { Budget } from '../budget.js';
+import type { Transformer } from '../contract.js';
 import { isPlainObject, parseJsonDocument, type Json } from '../_shared/json.js';
 import { mapTexts } from '../_shared/texts.js';
 

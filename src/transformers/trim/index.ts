@@ -9,8 +9,8 @@
  *   erased; parameter descriptions shortened; names, types, enums and required never touched.
  */
 import { z } from 'zod';
-import type { Budget } from '../../pipeline/budget.js';
-import type { McpResult, Transformer } from '../../pipeline/types.js';
+import type { Budget } from '../budget.js';
+import type { McpResult, Transformer } from '../contract.js';
 import { parseJsonDocument } from '../_shared/json.js';
 import { mapTexts } from '../_shared/texts.js';
 import { compactList } from './lists.js';

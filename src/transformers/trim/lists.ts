@@ -3,7 +3,7 @@
  * parameter descriptions in input schemas and prompt arguments shortened the same way. Names,
  * types, enums, required lists and every other schema keyword are left exactly as they were.
  */
-import type { McpResult } from '../../pipeline/types.js';
+import type { McpResult } from '../contract.js';
 import { isPlainObject, MAX_DEPTH, valueDepth } from '../_shared/json.js';
 
 export interface ListLimits {

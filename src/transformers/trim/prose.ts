@@ -4,7 +4,7 @@
  * title) is never dropped, and neither is everything: if only headings would remain, the
  * sections stay.
  */
-import type { Budget } from '../../pipeline/budget.js';
+import type { Budget } from '../budget.js';
 import { closesFence, isBlank, parseFence, parseHeading } from '../_shared/markdown-lines.js';
 
 export interface ProseOptions {

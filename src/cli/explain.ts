@@ -1,0 +1,94 @@
+/**
+ * `mcp-negotiate-proxy explain`: which rules match a client's feature tags for one method and
+ * name, in order, and what they make of a result, without any upstream. The result comes from
+ * a JSON file (`--input`, a result object or a whole JSON-RPC response) or a built-in sample.
+ */
+import { readFileSync } from 'node:fs';
+import pino from 'pino';
+import { UsageError } from './args.js';
+import { parseFeatures } from '../mcp/features.js';
+import { ruleMatches, runPipeline } from '../rules/run.js';
+import type { CompiledRule } from '../rules/compile.js';
+import type { McpResult } from '../transformers/contract.js';
+import { countTokensOf, loadTokenizer } from '../ops/token-counts.js';
+
+export interface ExplainRequest {
+  features: string[];
+  method: string;
+  name?: string;
+  input?: string;
+  outputSchema?: Record<string, unknown>;
+}
+
+const SAMPLE_TEXT = [
+  '## Current Weather in Bern',
+  '',
+  'It is mild for the season, with clouds clearing in the afternoon.',
+  '',
+  'Temperature: 8',
+  'Humidity: 72',
+  'Conditions: mostly cloudy',
+  '',
+  '### Forecast',
+  '',
+  '| Day | High | Low |',
+  '|---|---|---|',
+  '| Tomorrow | 9 | 2 |',
+  '',
+  '## Tips',
+  '',
+  '- Dress in layers.',
+].join('\n');
+
+function sample(method: string): McpResult {
+  switch (method) {
+    case 'resources/read':
+      return { contents: [{ uri: 'demo://sample', mimeType: 'application/json', text: JSON.stringify({ location: 'Bern', temperature_c: 8 }) }] };
+    case 'prompts/get':
+      return { messages: [{ role: 'user', content: { type: 'text', text: SAMPLE_TEXT } }] };
+    case 'tools/list':
+      return { tools: [{ name: 'get_weather', description: 'Current weather for a city. Includes a forecast.', inputSchema: { type: 'object', properties: { city: { type: 'string', description: 'City name.' } } } }] };
+    default:
+      return { content: [{ type: 'text', text: SAMPLE_TEXT }] };
+  }
+}
+
+export async function explain(rules: CompiledRule[], req: ExplainRequest): Promise<string> {
+  const parsed = parseFeatures(req.features);
+  const lines: string[] = [];
+  lines.push(`features: ${parsed.features.toTags().join(', ') || '(none)'}`);
+  for (const { tag, reason } of parsed.ignored) lines.push(`  ignored ${JSON.stringify(tag)}: ${reason}`);
+  lines.push(`request: ${req.method}${req.name ? ` ${req.name}` : ''}`, '', 'rules, in order:');
+  for (const rule of rules) {
+    const hit = ruleMatches(rule, req.method, req.name, parsed.features);
+    lines.push(`  ${hit ? '✔' : '·'} ${rule.label}: ${rule.steps.map((s) => s.name).join(' → ')}`);
+  }
+  const raw = req.input ? readInput(req.input) : sample(req.method);
+  const input: McpResult = raw && typeof raw === 'object' && 'result' in raw && 'jsonrpc' in raw ? raw.result : raw;
+  if (!input || typeof input !== 'object' || Array.isArray(input)) throw new UsageError(`--input ${req.input}: expected a result object or a JSON-RPC response, got ${Array.isArray(input) ? 'an array' : typeof input}`);
+  const outcome = parsed.features.isEmpty
+    ? { result: undefined, applied: [] }
+    : await runPipeline(rules, input, { method: req.method, name: req.name, features: parsed.features, era: 'legacy', outputSchema: req.outputSchema, log: pino({ level: 'silent' }) });
+  lines.push('', `input (${req.input ?? 'built-in sample'}):`, JSON.stringify(input, null, 2), '');
+  lines.push(outcome.applied.length ? `applied: ${outcome.applied.join(', ')}` : 'applied: nothing (the client gets the upstream result unchanged)');
+  lines.push('', 'output:', JSON.stringify(outcome.result ?? input, null, 2));
+  const tokens = countTokensOf(await loadTokenizer(), req.method, input, outcome.result)!;
+  const change = tokens.in === 0 ? '' : ` (${tokens.out <= tokens.in ? '−' : '+'}${Math.abs(Math.round((100 * (tokens.in - tokens.out)) / tokens.in))} %)`;
+  lines.push('', `tokens a model reads (o200k_base): ${tokens.in} in → ${tokens.out} out${change}`);
+  return lines.join('\n');
+}
+
+/** The --input file as JSON, or a usage error that says what is wrong with it. */
+function readInput(path: string): any {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new UsageError(`--input ${path}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`--input ${path}: not JSON (${(err as Error).message})`);
+  }
+}

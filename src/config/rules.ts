@@ -1,0 +1,68 @@
+/**
+ * Builds the rule set at start-up: plugins imported and checked, user rules and (unless turned
+ * off) the built-in rules compiled. Every problem stops start-up with the config path.
+ */
+import { dirname, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { DEFAULT_RULES } from '../rules/defaults.js';
+import { builtinTransformers } from '../transformers/index.js';
+import { compileRules, RuleError, type CompiledRule, type RuleConfig } from '../rules/compile.js';
+import type { Transformer } from '../transformers/contract.js';
+import { locateProblems } from './load.js';
+
+/** The `contentNegotiation` section of the config, as far as rules are concerned. */
+export interface RuleSetConfig {
+  enabled: boolean;
+  useDefaultRules: boolean;
+  rules: RuleConfig[];
+  plugins: string[];
+}
+
+export async function loadRules(config: RuleSetConfig, configFile?: string): Promise<CompiledRule[]> {
+  if (!config.enabled) return [];
+  const transformers = builtinTransformers();
+  const base = configFile ? dirname(resolve(configFile)) : process.cwd();
+  // Every problem is reported at once: plugins that fail to load, then the rules.
+  const problems: string[] = [];
+  for (const [i, path] of config.plugins.entries()) {
+    try {
+      for (const t of await importPlugin(resolve(base, path), `contentNegotiation.plugins[${i}]`)) {
+        if (transformers.has(t.name)) throw new RuleError([`contentNegotiation.plugins[${i}]: ${path}: transformer "${t.name}" is already defined`]);
+        transformers.set(t.name, t);
+      }
+    } catch (err) {
+      if (!(err instanceof RuleError)) throw err;
+      problems.push(...err.problems);
+    }
+  }
+  try {
+    const rules = compileRules([...config.rules, ...(config.useDefaultRules ? DEFAULT_RULES : [])], transformers);
+    if (problems.length === 0) return rules;
+  } catch (err) {
+    if (!(err instanceof RuleError)) throw err;
+    problems.push(...err.problems);
+  }
+  throw new RuleError(configFile ? locateProblems(configFile, problems) : problems);
+}
+
+async function importPlugin(file: string, at: string): Promise<Transformer<any>[]> {
+  let mod: Record<string, unknown>;
+  try {
+    mod = await import(pathToFileURL(file).href);
+  } catch (err) {
+    throw new RuleError([`${at}: cannot load plugin ${file}: ${(err as Error).message.split('\n')[0]}`]);
+  }
+  const found = Object.values(mod).filter(isTransformer);
+  if (found.length === 0) {
+    throw new RuleError([`${at}: ${file} exports no transformer (an object with name, description, options (a zod schema) and create())`]);
+  }
+  return found;
+}
+
+function isTransformer(value: unknown): value is Transformer<any> {
+  const t = value as Transformer<any> | null;
+  return (
+    typeof t === 'object' && t !== null && typeof t.name === 'string' && /^[a-z][a-z0-9-]*$/.test(t.name) &&
+    typeof t.create === 'function' && typeof (t.options as { safeParse?: unknown })?.safeParse === 'function'
+  );
+}

@@ -1,0 +1,248 @@
+/**
+ * One relay session: a client on one side, one upstream MCP session on the other (legacy era,
+ * so request ids pass through unchanged). It tracks the client's pending requests to enforce
+ * timeouts, to answer everything when the upstream dies, and to route progress to the request
+ * that asked for it. Where a message goes on the client side is the sink's business.
+ */
+import type { Logger } from 'pino';
+import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
+import { errorResponse, isNotification, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
+import type { Metrics } from '../ops/metrics.js';
+import { traceContextOf } from '../ops/trace-context.js';
+import type { UpstreamObserver } from '../upstream/client.js';
+import type { UpstreamConnection, UpstreamEvents } from '../upstream/types.js';
+
+export interface ClientSink {
+  /** Delivers a message to the client; `relatedId` names the client request it belongs to. */
+  deliver(frame: Frame, relatedId?: JsonRpcId): void;
+  /** The client cancelled request `id`: no answer will come for it. */
+  cancelled?(id: JsonRpcId): void;
+  /** The session is over; every pending request has been answered already. */
+  end(reason: ProxyError): void;
+}
+
+export interface RelayOptions {
+  /** No answer within this time → a timeout error to the client and a cancellation upstream. */
+  requestTimeoutMs: number;
+  /** The same for initialize, which also waits for a stdio upstream to start. */
+  initializeTimeoutMs: number;
+  /** Reshapes results for the negotiated context (content negotiation); absent = pure relay. */
+  shaper?: ResultShaper;
+  /** Counters for /metrics. */
+  counters?: Metrics['counters'];
+  /** Upstream latency, for /metrics. */
+  observe?: UpstreamObserver;
+  log: Logger;
+}
+
+/** What the relay asks of content negotiation: see src/extensions/content-negotiation/negotiation.ts. */
+export interface ResultShaper {
+  onInitialize(params: Record<string, unknown> | undefined): void;
+  /** Checks a client request before it goes upstream: an error to answer, or a rewritten request and a scope for its result. */
+  onRequest(req: JsonRpcRequest): { error: JsonRpcErrorObject } | { request?: JsonRpcRequest; scope?: string } | undefined;
+  /** A replacement for an upstream error to a request with this scope, or undefined to relay it as is. */
+  annotateError?(error: JsonRpcErrorObject, scope: string | undefined): JsonRpcErrorObject | undefined;
+  /** Notifications to send instead of an upstream notification, or undefined to relay it as is. */
+  onNotification?(msg: JsonRpcNotification): JsonRpcNotification[] | undefined;
+  /** A replacement result, or undefined to relay the upstream's bytes. */
+  shape(method: string, name: string | undefined, result: Record<string, unknown>, scope?: string, traceparent?: string): Record<string, unknown> | undefined | Promise<Record<string, unknown> | undefined>;
+  /** The negotiated context in a form another replica rebuilds it from. */
+  snapshot?(): object;
+}
+
+interface Pending {
+  method: string;
+  /** Tool or prompt name, or resource URI. */
+  name?: string;
+  /** What the shaper said about the request (the server variant it was made in). */
+  scope?: string;
+  timer: NodeJS.Timeout;
+  progressToken?: string | number;
+  /** performance.now() when it went upstream. */
+  started: number;
+  /** The request's W3C traceparent, when it is traced. */
+  traceparent?: string;
+}
+
+export class RelaySession {
+  /** Last time the client sent something or got an answer (ms since epoch); upstream chatter does not count. */
+  lastActivity = Date.now();
+  private readonly pending = new Map<JsonRpcId, Pending>();
+  private readonly progressOwners = new Map<string | number, JsonRpcId>();
+  private readonly upstream: UpstreamConnection;
+  private ended = false;
+
+  constructor(
+    connect: (events: UpstreamEvents) => UpstreamConnection,
+    private readonly sink: ClientSink,
+    private readonly opts: RelayOptions,
+  ) {
+    this.upstream = connect({
+      onMessage: (frame, relatedId) => this.fromUpstream(frame, relatedId),
+      onClose: (err) => {
+        if (!this.ended && this.opts.counters) this.opts.counters.upstreamClosed++;
+        this.finish(err);
+      },
+    });
+  }
+
+  get pendingCount(): number {
+    return this.pending.size;
+  }
+
+  /** A message from the client; whatever fails on the way, a request gets an answer. */
+  fromClient(frame: Frame): void {
+    try {
+      this.relayFromClient(frame);
+    } catch (err) {
+      const msg = frame.msg;
+      this.opts.log.error({ err: (err as Error).message, method: 'method' in msg ? msg.method : undefined }, 'could not relay a client message');
+      if (isRequest(msg) && (this.settle(msg.id) || !this.ended)) this.answer(msg.id, err);
+    }
+  }
+
+  private relayFromClient(frame: Frame): void {
+    this.lastActivity = Date.now();
+    const msg = frame.msg;
+    if (isRequest(msg)) {
+      if (this.ended) return this.answer(msg.id, new ProxyError('UPSTREAM_CLOSED', 'The upstream session has ended'));
+      if (this.pending.has(msg.id)) return this.answer(msg.id, duplicateId(msg.id));
+      const check = this.opts.shaper?.onRequest(msg);
+      if (check && 'error' in check) return this.sink.deliver({ msg: errorResponse(msg.id, check.error) }, msg.id);
+      if (check?.request) frame = { msg: check.request };
+      const params = msg.params;
+      const progressToken = (params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
+      const timer = setTimeout(() => this.timeout(msg.id), this.limitFor(msg.method));
+      const name = typeof params?.name === 'string' ? params.name : typeof params?.uri === 'string' ? params.uri : undefined;
+      const traceparent = this.opts.observe ? traceContextOf(params?._meta as Record<string, unknown> | undefined)?.traceparent : undefined;
+      this.pending.set(msg.id, { method: msg.method, name, scope: check?.scope, timer, progressToken, started: performance.now(), traceparent });
+      if (progressToken !== undefined) this.progressOwners.set(progressToken, msg.id);
+      if (msg.method === 'initialize') this.opts.shaper?.onInitialize(params);
+      if (this.opts.counters) this.opts.counters.requestsRelayed++;
+    } else if (isNotification(msg) && msg.method === 'notifications/cancelled') {
+      // The client gave up on a request: nothing will answer it, so stop waiting for it here.
+      const id = (msg.params as { requestId?: JsonRpcId } | undefined)?.requestId;
+      if (id !== undefined && this.settle(id)) this.sink.cancelled?.(id);
+    }
+    if (!this.ended) this.upstream.send(frame);
+  }
+
+  /** The client can no longer receive the answer to `id` (its stream closed): cancel upstream. */
+  abandon(id: JsonRpcId, reason: string): void {
+    const p = this.settle(id);
+    if (p && p.method !== 'initialize') this.cancelUpstream(id, reason);
+  }
+
+  /** Ends the session from the client side (DELETE; idle and shutdown when the upstream cannot outlive it): answers what is pending. */
+  async close(reason: ProxyError): Promise<void> {
+    this.finish(reason);
+    await this.upstream.close();
+  }
+
+  /** Ends the session here but leaves the upstream session alive for another replica; closes it when it cannot outlive us. */
+  async detach(reason: ProxyError): Promise<void> {
+    if (!this.upstream.detach) return this.close(reason);
+    this.finish(reason);
+    this.upstream.detach();
+  }
+
+  /** What a sealed session token carries about this session. */
+  describe(): { upstream?: { id?: string; protocolVersion?: string }; negotiation?: object } {
+    return { upstream: this.upstream.session?.(), negotiation: this.opts.shaper?.snapshot?.() };
+  }
+
+  /** The client's GET stream opened (true) or closed (false) here. */
+  clientListening(on: boolean): void {
+    this.upstream.listen?.(on);
+  }
+
+  private fromUpstream(frame: Frame, relatedId?: JsonRpcId): void {
+    const msg = frame.msg;
+    if (isResponse(msg)) {
+      const id = msg.id;
+      const p = id === null ? undefined : this.settle(id);
+      if (!p) {
+        this.opts.log.debug({ id }, 'dropped an upstream response nobody waits for');
+        return;
+      }
+      this.observe(p, msg.error ? 'error' : 'ok');
+      this.lastActivity = Date.now();
+      const error = msg.error && this.opts.shaper?.annotateError?.(msg.error, p.scope);
+      if (error) return this.sink.deliver({ msg: { ...msg, error } }, id!);
+      const shaped = msg.result && this.opts.shaper ? this.opts.shaper.shape(p.method, p.name, msg.result, p.scope, p.traceparent) : undefined;
+      if (shaped === undefined) return this.sink.deliver(frame, id!);
+      if (!(shaped instanceof Promise)) return this.sink.deliver({ msg: { ...msg, result: shaped } }, id!);
+      shaped.then(
+        (result) => this.sink.deliver(result ? { msg: { ...msg, result } } : frame, id!),
+        (err) => this.sink.deliver({ msg: errorResponse(id!, toJsonRpcError(err)) }, id!),
+      );
+      return;
+    }
+    if (!isRequest(msg)) {
+      const replaced = this.opts.shaper?.onNotification?.(msg);
+      if (replaced) return replaced.forEach((n) => this.sink.deliver({ msg: n }, relatedId));
+    }
+    if (msg.method === 'notifications/progress') {
+      const token = (msg.params as { progressToken?: string | number } | undefined)?.progressToken;
+      const owner = token === undefined ? undefined : this.progressOwners.get(token);
+      if (owner !== undefined) {
+        this.pending.get(owner)?.timer.refresh(); // progress means the upstream is alive
+        return this.sink.deliver(frame, owner);
+      }
+    }
+    this.sink.deliver(frame, relatedId);
+  }
+
+  private timeout(id: JsonRpcId): void {
+    const p = this.settle(id);
+    if (!p) return;
+    const ms = this.limitFor(p.method);
+    this.observe(p, 'timeout');
+    if (this.opts.counters) this.opts.counters.requestTimeouts++;
+    this.opts.log.warn({ id, method: p.method, ms }, 'upstream request timed out');
+    this.answer(id, new ProxyError('REQUEST_TIMEOUT', `The upstream did not answer ${p.method} within ${ms} ms`, { timeoutMs: ms }));
+    if (p.method !== 'initialize') this.cancelUpstream(id, `Request timed out after ${ms} ms`);
+  }
+
+  private limitFor(method: string): number {
+    return method === 'initialize' ? this.opts.initializeTimeoutMs : this.opts.requestTimeoutMs;
+  }
+
+  private cancelUpstream(id: JsonRpcId, reason: string): void {
+    if (this.ended) return;
+    this.upstream.send({ msg: { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } } });
+  }
+
+  private observe(p: Pending, outcome: Parameters<UpstreamObserver>[1]): void {
+    this.opts.observe?.(p.method, outcome, (performance.now() - p.started) / 1000, p.traceparent);
+  }
+
+  private settle(id: JsonRpcId): Pending | undefined {
+    const p = this.pending.get(id);
+    if (!p) return undefined;
+    clearTimeout(p.timer);
+    this.pending.delete(id);
+    if (p.progressToken !== undefined) this.progressOwners.delete(p.progressToken);
+    return p;
+  }
+
+  private answer(id: JsonRpcId, err: unknown): void {
+    this.lastActivity = Date.now();
+    this.sink.deliver({ msg: errorResponse(id, toJsonRpcError(err)) }, id);
+  }
+
+  /** Answers every pending request with `err`, then tells the sink; runs once. */
+  private finish(err: ProxyError): void {
+    if (this.ended) return;
+    this.ended = true;
+    for (const id of [...this.pending.keys()]) {
+      this.observe(this.settle(id)!, 'closed');
+      this.answer(id, err);
+    }
+    this.sink.end(err);
+  }
+}
+
+export function duplicateId(id: JsonRpcId): ProxyError {
+  return new ProxyError('DUPLICATE_ID', `Request id ${JSON.stringify(id)} is already in use`);
+}

@@ -1,0 +1,61 @@
+/**
+ * Legacy session ids as sealed tokens: everything a replica needs to go on with a session it
+ * did not start (the upstream session, the negotiated context, who may use it), readable only
+ * by replicas that share the secret. A session over a stdio upstream lives in one replica's
+ * process; its token still names that replica, so the others can say where it is.
+ */
+import type { Sealer } from '../../sealing/sealer.js';
+
+export interface SessionClaims {
+  /** The replica that started the session. */
+  replica: string;
+  /** Who the session was issued to ('' without authentication): nobody else may use it. */
+  principal: string;
+  /** Issue time, seconds since the epoch. */
+  issued: number;
+  /** The upstream HTTP session (absent for stdio upstreams). */
+  upstream?: { id?: string; protocolVersion?: string };
+  /** The negotiated context (src/extensions/content-negotiation/negotiation.ts NegotiationSnapshot). */
+  negotiation?: object;
+}
+
+type WireClaims = [replica: string, principal: string, issued: number, upstreamId: string | null, protocolVersion: string | null, negotiation: object | null];
+
+/** Ended sessions remembered, so a token that is known dead is not resumed again. */
+const ENDED_LIMIT = 10_000;
+
+export class SessionTokens {
+  private readonly ended = new Set<string>();
+
+  constructor(
+    private readonly sealer: Sealer,
+    readonly replica: string,
+  ) {}
+
+  mint(claims: Omit<SessionClaims, 'replica' | 'issued'>): string {
+    // An array, not an object: the token travels in a header on every request.
+    const wire: WireClaims = [this.replica, claims.principal, Math.floor(Date.now() / 1000), claims.upstream?.id ?? null, claims.upstream?.protocolVersion ?? null, claims.negotiation ?? null];
+    return this.sealer.seal('session', wire);
+  }
+
+  /** The claims of a token this replica can read and that has not ended here, else undefined. */
+  open(token: string): SessionClaims | undefined {
+    if (this.ended.has(token)) return undefined;
+    const wire = this.sealer.open<WireClaims>('session', token);
+    if (!Array.isArray(wire) || typeof wire[0] !== 'string' || typeof wire[1] !== 'string') return undefined;
+    const [replica, principal, issued, upstreamId, protocolVersion, negotiation] = wire;
+    return {
+      replica,
+      principal,
+      issued: Number(issued),
+      ...(typeof upstreamId === 'string' ? { upstream: { id: upstreamId, ...(typeof protocolVersion === 'string' ? { protocolVersion } : {}) } } : {}),
+      ...(negotiation && typeof negotiation === 'object' ? { negotiation } : {}),
+    };
+  }
+
+  /** The session ended for good (DELETE, upstream expiry): never resume it from its token. */
+  markEnded(token: string): void {
+    if (this.ended.size >= ENDED_LIMIT) this.ended.delete(this.ended.values().next().value!);
+    this.ended.add(token);
+  }
+}

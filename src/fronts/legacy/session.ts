@@ -1,0 +1,162 @@
+/**
+ * A downstream Streamable HTTP session: the relay's sink. It decides which stream carries each
+ * message: a response (and progress, and whatever the upstream sent on that request's stream)
+ * goes on the stream of the POST that asked; anything else goes on the GET stream, or on an
+ * open POST stream when the client has no GET stream, or waits (bounded) for one.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { ProxyError } from '../../jsonrpc/errors.js';
+import { isResponse, serialize, type Frame, type JsonRpcId } from '../../jsonrpc/message.js';
+import type { ClientSink, RelaySession } from '../../core/relay.js';
+import type { PostReply, SseStream } from '../http/replies.js';
+
+const BACKLOG_LIMIT = 1000;
+
+interface Exchange {
+  channel: PostReply;
+  waiting: Set<JsonRpcId>;
+}
+
+export class HttpSession implements ClientSink {
+  relay!: RelaySession;
+  /** Names the session in logs (the id itself is a credential). */
+  readonly logId = randomUUID().slice(0, 8);
+  /** When the session was started (ms since the epoch), wherever that was. */
+  issuedAt = Date.now();
+  /** Messages about the initialize request that came before its answer (the session id is minted with the answer). */
+  private early: Array<[Frame, JsonRpcId]> | undefined;
+  /** The session id (a sealed token), known once the initialize answer goes out. */
+  private sessionId: string | undefined;
+  private readonly exchanges = new Map<JsonRpcId, Exchange>();
+  private getStream: SseStream | undefined;
+  private backlog: string[] = [];
+  private ended = false;
+  /** The id of the initialize request that opened the session, until it is answered. */
+  private initializeId: JsonRpcId | undefined;
+
+  /**
+   * `identify` issues the session id when the initialize answer is about to go out; a session
+   * resumed from its token already has one.
+   */
+  constructor(
+    private readonly log: Logger,
+    private readonly onEnd: (session: HttpSession, reason: ProxyError) => void,
+    private readonly identify: (session: HttpSession) => string,
+    readonly principal: string,
+    id?: string,
+  ) {
+    this.sessionId = id;
+  }
+
+  get id(): string {
+    this.sessionId ??= this.identify(this);
+    return this.sessionId;
+  }
+
+  /** Whether the client has been told the session id (a session still initializing has none). */
+  get identified(): boolean {
+    return this.sessionId !== undefined;
+  }
+
+  /** Nothing in flight and no stream open: a candidate for idle reaping. */
+  get isQuiet(): boolean {
+    return this.exchanges.size === 0 && !this.getStream?.isOpen && this.relay.pendingCount === 0;
+  }
+
+  /** Is a response stream already waiting for the answer to `id`? */
+  isWaiting(id: JsonRpcId): boolean {
+    return this.exchanges.has(id);
+  }
+
+  /** Registers a POST's channel as the place the answers to `ids` go. */
+  addExchange(channel: PostReply, ids: JsonRpcId[], initialize = false): void {
+    const exchange: Exchange = { channel, waiting: new Set(ids) };
+    for (const id of ids) this.exchanges.set(id, exchange);
+    if (initialize) this.initializeId = ids[0];
+    channel.onClose(() => {
+      for (const id of exchange.waiting) {
+        this.exchanges.delete(id);
+        this.relay.abandon(id, 'The client closed the response stream');
+        if (id === this.initializeId) this.closeFailed('The client gave up on initialize');
+      }
+      exchange.waiting.clear();
+    });
+  }
+
+  heartbeat(): void {
+    this.getStream?.ping();
+  }
+
+  cancelled(id: JsonRpcId): void {
+    const exchange = this.exchanges.get(id);
+    if (exchange) this.answered(exchange, id);
+  }
+
+  /** Makes `stream` the session's GET stream (a reconnecting client replaces its old one) and flushes what waited for one. */
+  attachGetStream(stream: SseStream): void {
+    this.getStream?.end();
+    this.getStream = stream;
+    this.relay.clientListening(true);
+    stream.onClose(() => {
+      if (this.getStream !== stream) return;
+      this.getStream = undefined;
+      this.relay.clientListening(false);
+    });
+    const waiting = this.backlog;
+    this.backlog = [];
+    for (const json of waiting) stream.send(json);
+  }
+
+  deliver(frame: Frame, relatedId?: JsonRpcId): void {
+    if (relatedId !== undefined && relatedId === this.initializeId) {
+      if (!isResponse(frame.msg) || frame.msg.id !== relatedId) return void (this.early ??= []).push([frame, relatedId]);
+      this.initializeId = undefined;
+      // A session whose initialize failed is of no use: end it (the client starts a new one).
+      if (frame.msg.error) setImmediate(() => this.closeFailed('initialize failed'));
+      void this.id; // minted now, with everything the answer taught (upstream session, protocol version)
+      const early = this.early ?? [];
+      this.early = undefined;
+      for (const [f, id] of early) this.deliver(f, id);
+    }
+    const json = serialize(frame);
+    const exchange = relatedId === undefined ? undefined : this.exchanges.get(relatedId);
+    if (exchange?.channel.isOpen && (exchange.channel.canStream || isResponse(frame.msg))) {
+      const answers = isResponse(frame.msg) && frame.msg.id === relatedId;
+      exchange.channel.send(json, answers && exchange.waiting.size === 1);
+      if (answers) this.answered(exchange, relatedId!);
+      return;
+    }
+    if (this.getStream?.isOpen) return this.getStream.send(json);
+    for (const other of this.exchanges.values()) {
+      if (other.channel.canStream && other.channel.isOpen) return other.channel.send(json, false);
+    }
+    if (this.backlog.length >= BACKLOG_LIMIT) {
+      this.backlog.shift();
+      this.log.warn({ session: this.logId }, 'no client stream open for server messages; dropped the oldest queued one');
+    }
+    this.backlog.push(json);
+  }
+
+  end(reason: ProxyError): void {
+    if (this.ended) return;
+    this.ended = true;
+    for (const exchange of new Set(this.exchanges.values())) {
+      exchange.waiting.clear();
+      exchange.channel.end();
+    }
+    this.exchanges.clear();
+    this.getStream?.end();
+    this.onEnd(this, reason);
+  }
+
+  private closeFailed(why: string): void {
+    void this.relay.close(new ProxyError('UPSTREAM_START_FAILED', why));
+  }
+
+  private answered(exchange: Exchange, id: JsonRpcId): void {
+    exchange.waiting.delete(id);
+    this.exchanges.delete(id);
+    if (exchange.waiting.size === 0) exchange.channel.end();
+  }
+}

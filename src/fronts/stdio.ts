@@ -1,0 +1,122 @@
+/**
+ * The stdio front: the proxy is the client's child process and speaks newline-delimited
+ * JSON-RPC on stdin/stdout (stdout carries nothing else; logs go to stderr). Each message is
+ * routed to an era first: a request with modern `_meta` is served statelessly by the modern
+ * core; anything else belongs to the one legacy relay session, started by the first such
+ * message. The front ends when stdin closes or the legacy session's upstream goes away.
+ */
+import type { Readable, Writable } from 'node:stream';
+import type { Logger } from 'pino';
+import { Cancellation, type ModernCore } from './modern/core.js';
+import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
+import { errorResponse, isNotification, type ClientPayloadLimits, isRequest, parsePayload, serialize, type Frame, type JsonRpcId, type JsonRpcRequest } from '../jsonrpc/message.js';
+import { isModernMessage, modernContext } from '../mcp/eras.js';
+import { lineSplitter } from '../jsonrpc/lines.js';
+import type { ClientSink, RelaySession } from '../core/relay.js';
+import type { SessionOwner } from './http/server.js';
+
+/** The one client of the stdio front: no authentication, no address. */
+const STDIO_CLIENT: SessionOwner = { principal: '', client: 'stdio' };
+
+export interface StdioDownstreamOptions {
+  input: Readable;
+  output: Writable;
+  openSession(sink: ClientSink, log: Logger, who: SessionOwner): RelaySession;
+  /** Serves modern (2026-07-28) requests; absent = legacy clients only. */
+  modern?: ModernCore;
+  /** Most messages in one batch line, deepest nesting in one message. */
+  limits: ClientPayloadLimits;
+  log: Logger;
+}
+
+export interface StdioDownstream {
+  /** Settles with the reason once the session is over. */
+  done: Promise<ProxyError>;
+  close(): Promise<void>;
+}
+
+export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstream {
+  const { input, output, log, modern } = opts;
+  let finished!: (reason: ProxyError) => void;
+  const done = new Promise<ProxyError>((resolve) => (finished = resolve));
+  const write = (text: string) => {
+    if (output.writable) output.write(text + '\n');
+  };
+  let relay: RelaySession | undefined;
+  const legacy = () =>
+    (relay ??= opts.openSession(
+      {
+        deliver: (frame) => write(serialize(frame)),
+        end: (reason) => finished(reason),
+      },
+      log,
+      STDIO_CLIENT,
+    ));
+  // Without the modern era there is nothing to wait for: start the upstream at once, as a relay does.
+  if (!modern) legacy();
+  /** Modern requests in flight, by the client's id: `notifications/cancelled` aborts them. */
+  const inFlight = new Map<JsonRpcId, Cancellation>();
+
+  const serveModern = (core: ModernCore, req: JsonRpcRequest) => {
+    let ctx;
+    try {
+      ctx = { ...modernContext(req), ...STDIO_CLIENT };
+      core.checkMethod(req);
+    } catch (err) {
+      return write(JSON.stringify(errorResponse(req.id, toJsonRpcError(err, 'modern'))));
+    }
+    const cancellation = new Cancellation();
+    inFlight.set(req.id, cancellation);
+    void core.handle(req, ctx, {
+      cancellation,
+      notify: (n) => {
+        if (!cancellation.cancelled) write(JSON.stringify(n));
+      },
+      answer: (res) => {
+        inFlight.delete(req.id);
+        if (!cancellation.cancelled) write(JSON.stringify(res));
+      },
+    });
+  };
+
+  const route = (frame: Frame) => {
+    const msg = frame.msg;
+    if (modern && isRequest(msg) && msg.method !== 'initialize' && isModernMessage(msg)) return serveModern(modern, msg);
+    if (isNotification(msg) && msg.method === 'notifications/cancelled') {
+      const cancellation = inFlight.get((msg.params as { requestId?: JsonRpcId } | undefined)?.requestId as JsonRpcId);
+      if (cancellation) return cancellation.cancel(); // the modern request's answer is never written
+    }
+    legacy().fromClient(frame);
+  };
+
+  const onData = lineSplitter((line) => {
+    const parsed = parsePayload(line, opts.limits);
+    if (!parsed.ok) {
+      log.warn({ line: line.slice(0, 200) }, 'client sent an invalid message');
+      return write(JSON.stringify(parsed.error));
+    }
+    for (const frame of parsed.frames) route(frame);
+  });
+  const end = (reason: ProxyError) => {
+    for (const cancellation of inFlight.values()) cancellation.cancel();
+    if (relay) void relay.close(reason);
+    else finished(reason);
+  };
+  input.on('data', onData);
+  input.once('end', () => end(new ProxyError('CLIENT_GONE', 'The client closed stdin')));
+  output.on('error', (err) => {
+    log.warn({ err: err.message }, 'stdout is gone; ending the session');
+    end(new ProxyError('CLIENT_GONE', 'The client stopped reading'));
+  });
+  return {
+    done,
+    async close() {
+      input.off('data', onData);
+      input.destroy(); // an open stdin would keep the process alive
+      const reason = new ProxyError('SHUTTING_DOWN', 'The proxy is shutting down');
+      for (const cancellation of inFlight.values()) cancellation.cancel();
+      if (relay) await relay.close(reason);
+      else finished(reason);
+    },
+  };
+}

@@ -1,0 +1,157 @@
+/**
+ * What operators scrape at /metrics (Prometheus text format, prom-client): request and
+ * upstream latency histograms, transformer durations and failures, sessions and upstream
+ * processes, event-loop delay and the process metrics. One registry per gateway, no global
+ * state. Label values come from fixed sets (MCP methods, eras, status classes, configured
+ * transformer names), so cardinality stays bounded whatever clients send; the one exception,
+ * the tool of token counts, is capped (src/ops/token-counts.ts).
+ *
+ * The counters the hot paths bump stay plain numbers (`counters`), read when scraped.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { TokenCount } from './token-counts.js';
+
+/** Methods that get their own label value; anything else is counted as "other". */
+const KNOWN_METHODS = new Set([
+  'initialize', 'ping', 'tools/list', 'tools/call', 'resources/list', 'resources/templates/list', 'resources/read',
+  'resources/subscribe', 'resources/unsubscribe', 'prompts/list', 'prompts/get', 'completion/complete', 'logging/setLevel',
+  'server/discover', 'subscriptions/listen', 'notifications', 'response', 'GET stream', 'DELETE',
+]);
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+export type RefusalReason = 'connections' | 'per_address' | 'auth_failures' | 'rate' | 'in_flight';
+
+export function methodLabel(method: string | undefined): string {
+  if (method === undefined) return 'none';
+  if (method.startsWith('batch')) return 'batch';
+  if (method.startsWith('notifications/')) return 'notifications';
+  return KNOWN_METHODS.has(method) ? method : 'other';
+}
+
+export class Metrics {
+  readonly counters = {
+    sessionsStarted: 0,
+    requestsRelayed: 0,
+    requestTimeouts: 0,
+    upstreamClosed: 0,
+    resultsShaped: 0,
+    transformFailures: 0,
+    /** Results relayed unshaped because of contentNegotiation.limits. */
+    resultsUnshaped: { size: 0, budget: 0 },
+    /** Connections and requests refused by a cap before they were served, by cap. */
+    refusals: {} as Partial<Record<RefusalReason, number>>,
+  };
+  readonly registry = new Registry();
+  private readonly requestSeconds: Histogram<'method' | 'era' | 'outcome'>;
+  private readonly upstreamSeconds: Histogram<'method' | 'outcome'>;
+  private readonly transformerSeconds: Histogram<'transformer'>;
+  private readonly transformerFailures: Counter<'transformer'>;
+  private readonly tokens: Counter<'direction' | 'method' | 'tool'>;
+  private readonly tokensSkipped: Counter;
+
+  constructor(gauges: { sessions: () => number; upstreamProcesses: () => number }) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: 'mcp_proxy_' });
+    const c = this.counters;
+    const fromCounter = (name: string, help: string, read: () => number) =>
+      new Counter({ name, help, registers, collect() { this.reset(); this.inc(read()); } });
+    fromCounter('mcp_proxy_sessions_started_total', 'Client sessions started.', () => c.sessionsStarted);
+    fromCounter('mcp_proxy_requests_total', 'Client requests relayed upstream.', () => c.requestsRelayed);
+    fromCounter('mcp_proxy_request_timeouts_total', 'Requests answered with a timeout error.', () => c.requestTimeouts);
+    fromCounter('mcp_proxy_upstream_closed_total', 'Upstream sessions that ended under a client (exit, crash, expiry).', () => c.upstreamClosed);
+    fromCounter('mcp_proxy_results_shaped_total', 'Results changed by content negotiation or a server variant.', () => c.resultsShaped);
+    fromCounter('mcp_proxy_transform_failures_total', 'Transformer errors (the result passed on unchanged unless onError: fail).', () => c.transformFailures);
+    new Counter({
+      name: 'mcp_proxy_results_unshaped_total',
+      help: 'Results relayed unchanged because of a shaping limit: size (maxResultBytes) or budget (timeBudgetMs).',
+      labelNames: ['reason'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [reason, n] of Object.entries(c.resultsUnshaped)) this.inc({ reason }, n);
+      },
+    });
+    new Counter({
+      name: 'mcp_proxy_refusals_total',
+      help: 'Connections and requests refused by a limit before they were served: connections (listen.connections.max), per_address (listen.connections.perAddress), auth_failures (auth.failuresPerAddress), rate (listen.perClient.requestsPerSecond), in_flight (listen.perClient.inFlight).',
+      labelNames: ['reason'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [reason, n] of Object.entries(c.refusals)) this.inc({ reason }, n);
+      },
+    });
+    const connections = () => this.openConnections();
+    new Gauge({ name: 'mcp_proxy_connections', help: 'Open client connections to the HTTP front.', registers, collect() { this.set(connections()); } });
+    new Gauge({ name: 'mcp_proxy_sessions', help: 'Open HTTP sessions.', registers, collect() { this.set(gauges.sessions()); } });
+    new Gauge({ name: 'mcp_proxy_upstream_processes', help: 'Running stdio upstream processes.', registers, collect() { this.set(gauges.upstreamProcesses()); } });
+    this.requestSeconds = new Histogram({
+      name: 'mcp_proxy_request_duration_seconds',
+      help: 'Time to answer a request to the MCP endpoint (a streamed answer: until its stream ended), by JSON-RPC method, protocol era and HTTP status class.',
+      labelNames: ['method', 'era', 'outcome'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.upstreamSeconds = new Histogram({
+      name: 'mcp_proxy_upstream_request_duration_seconds',
+      help: 'Time the upstream took to answer a request, by method and outcome (ok, error, timeout, closed).',
+      labelNames: ['method', 'outcome'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.transformerSeconds = new Histogram({
+      name: 'mcp_proxy_transformer_duration_seconds',
+      help: 'Time one transformer step took on one result.',
+      labelNames: ['transformer'],
+      buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
+      registers,
+    });
+    this.tokens = new Counter({
+      name: 'mcp_proxy_result_tokens_total',
+      help: 'Tokens (o200k_base) of negotiated results: direction "in" as the upstream sent them, "out" as the client got them; by method and tool (contentNegotiation.tokens.count).',
+      labelNames: ['direction', 'method', 'tool'],
+      registers,
+    });
+    this.tokensSkipped = new Counter({ name: 'mcp_proxy_result_tokens_skipped_total', help: 'Negotiated results not counted because they hold more text than contentNegotiation.tokens.maxChars.', registers });
+    this.transformerFailures = new Counter({ name: 'mcp_proxy_transformer_failures_total', help: 'Transformer steps that threw, by transformer.', labelNames: ['transformer'], registers });
+  }
+
+  observeRequest(method: string | undefined, era: string | undefined, status: number, seconds: number): void {
+    this.requestSeconds.observe({ method: methodLabel(method), era: era ?? 'none', outcome: `${Math.floor(status / 100)}xx` }, seconds);
+  }
+
+  /** Where the open client connections are counted (the HTTP front, once listening). */
+  countConnections(read: () => number): void {
+    this.openConnections = read;
+  }
+
+  private openConnections: () => number = () => 0;
+
+  refused(reason: RefusalReason): void {
+    this.counters.refusals[reason] = (this.counters.refusals[reason] ?? 0) + 1;
+  }
+
+  observeUpstream(method: string, outcome: 'ok' | 'error' | 'timeout' | 'closed', seconds: number): void {
+    this.upstreamSeconds.observe({ method: methodLabel(method), outcome }, seconds);
+  }
+
+  observeTransformer(transformer: string, seconds: number, failed: boolean): void {
+    this.transformerSeconds.observe({ transformer }, seconds);
+    if (failed) this.transformerFailures.inc({ transformer });
+  }
+
+  observeTokens(c: TokenCount): void {
+    const labels = { method: methodLabel(c.method), tool: c.tool };
+    this.tokens.inc({ ...labels, direction: 'in' }, c.in);
+    this.tokens.inc({ ...labels, direction: 'out' }, c.out);
+  }
+
+  tokensNotCounted(): void {
+    this.tokensSkipped.inc();
+  }
+
+  /** The Prometheus text exposition. */
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+}

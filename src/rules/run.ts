@@ -1,0 +1,76 @@
+/**
+ * Folds a result through the rules that match it, in order. Transformers fail open: an error
+ * keeps the result as it was before that step, logs a warning and counts it, unless the rule
+ * says `onError: fail`. Limits protect the proxy from what upstreams send: a result larger
+ * than `maxResultBytes` is never reshaped, and one whose reshaping outlasts `timeBudgetMs`
+ * passes unchanged, whatever steps had already run.
+ */
+import { ProxyError } from '../jsonrpc/errors.js';
+import type { FeatureSet } from '../mcp/features.js';
+import { Budget, BudgetExceeded, largerThan } from '../transformers/budget.js';
+import type { CompiledRule } from './compile.js';
+import type { McpResult, TransformContext } from '../transformers/contract.js';
+
+export interface PipelineLimits {
+  /** Results with more characters of text than this are relayed unchanged. */
+  maxResultBytes: number;
+  /** Reshaping one result may take this long; past it, the result is relayed unchanged. */
+  timeBudgetMs: number;
+}
+
+export function ruleMatches(rule: CompiledRule, method: string, name: string | undefined, features: FeatureSet, variant?: string): boolean {
+  if (rule.methods && !rule.methods.has(method)) return false;
+  if (rule.variants && (variant === undefined || !rule.variants.has(variant))) return false;
+  if (rule.name && (name === undefined || !rule.name(name))) return false;
+  return rule.features.every((f) => features.satisfies(f));
+}
+
+export interface PipelineOutcome {
+  /** The new result, or undefined when no step changed anything (or the pipeline gave up). */
+  result: McpResult | undefined;
+  /** `rule label › transformer` for every step that changed the result. */
+  applied: string[];
+  failures: number;
+  /** Why the result passed unchanged although rules matched: too large, or over its time budget. */
+  skipped?: 'size' | 'budget';
+}
+
+/** Called after each transformer step (for /metrics). */
+export type StepObserver = (transformer: string, seconds: number, failed: boolean) => void;
+
+export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx: TransformContext, limits?: PipelineLimits, observe?: StepObserver): Promise<PipelineOutcome> {
+  const matching = rules.filter((rule) => ruleMatches(rule, ctx.method, ctx.name, ctx.features, ctx.variant));
+  if (matching.length === 0) return { result: undefined, applied: [], failures: 0 };
+  if (limits && largerThan(result, limits.maxResultBytes)) return { result: undefined, applied: [], failures: 0, skipped: 'size' };
+  const budget = limits ? new Budget(limits.timeBudgetMs) : ctx.budget;
+  const stepCtx = budget ? { ...ctx, budget } : ctx;
+  let current = result;
+  const applied: string[] = [];
+  let failures = 0;
+  for (const rule of matching) {
+    for (const step of rule.steps) {
+      const label = `${rule.label} › ${step.name}`;
+      const started = observe ? performance.now() : 0;
+      let next: McpResult | undefined;
+      try {
+        budget?.checkNow();
+        next = await step.fn(current, stepCtx);
+      } catch (err) {
+        observe?.(step.name, (performance.now() - started) / 1000, !(err instanceof BudgetExceeded));
+        if (err instanceof BudgetExceeded) return { result: undefined, applied: [], failures, skipped: 'budget' };
+        if (rule.onError === 'fail') {
+          throw new ProxyError('TRANSFORM_FAILED', `Transformer ${label} failed: ${(err as Error)?.message ?? String(err)}`, { step: label });
+        }
+        failures++;
+        ctx.log.warn({ step: label, method: ctx.method, name: ctx.name, err: (err as Error)?.message }, 'transformer failed; result passed on unchanged');
+        continue;
+      }
+      observe?.(step.name, (performance.now() - started) / 1000, false);
+      if (next !== undefined && next !== current) {
+        current = next;
+        applied.push(label);
+      }
+    }
+  }
+  return { result: applied.length ? current : undefined, applied, failures };
+}
