@@ -10,7 +10,11 @@ import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import { Agent } from 'undici';
 import { clientSessions, type Config } from './config/schema.js';
-import { startHttpDownstream, type HttpDownstream, type SessionOwner } from './fronts/http/server.js';
+import { startHttpFront, type HttpFront } from './fronts/http/server.js';
+import { ClientLimits } from './fronts/http/limits.js';
+import { LegacySessions } from './fronts/legacy/http.js';
+import { ModernHttp } from './fronts/modern/http.js';
+import type { Requester } from './core/context.js';
 import { startStdioDownstream, type StdioDownstream } from './fronts/stdio.js';
 import { ProxyError } from './jsonrpc/errors.js';
 import type { JsonRpcNotification } from './jsonrpc/message.js';
@@ -96,7 +100,8 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   // would cut off long tool calls and quiet GET streams.
   const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: null, bodyTimeout: 0, headersTimeout: 0 });
   const health = { lastExit: undefined as string | undefined };
-  let http: HttpDownstream | undefined;
+  let http: HttpFront | undefined;
+  let legacySessions: LegacySessions | undefined;
   let stdio: StdioDownstream | undefined;
   let settle!: (reason: ProxyError | undefined) => void;
   const done = new Promise<ProxyError | undefined>((resolve) => (settle = resolve));
@@ -123,7 +128,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
 
   const authenticator = createAuthenticator(config.auth);
   let running = config;
-  const metrics = new Metrics({ sessions: () => http?.sessionCount() ?? (stdio ? 1 : 0), upstreamProcesses: () => children.size });
+  const metrics = new Metrics({ sessions: () => legacySessions?.sessionCount ?? (stdio ? 1 : 0), upstreamProcesses: () => children.size });
   const counters = metrics.counters;
   const tracing = Tracing.create(config.tracing, PROXY_VERSION);
   const observeUpstream: UpstreamObserver = (method, outcome, seconds, traceparent) => {
@@ -163,7 +168,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const negotiationSetup = (sessionLog: Logger): NegotiationSetup => ({ ...current, log: sessionLog });
   /** Stdio processes held by legacy sessions, capped by upstream.maxProcesses. */
   let sessionProcesses = 0;
-  const connectSession = (events: UpstreamEvents, sessionLog: Logger, who: SessionOwner, resume?: ResumedSession): UpstreamConnection => {
+  const connectSession = (events: UpstreamEvents, sessionLog: Logger, who: Requester, resume?: ResumedSession): UpstreamConnection => {
     if (shared) return shared.connect(events, sessionLog, who);
     if (spec.kind !== 'stdio') return connect(events, sessionLog, resume);
     const max = config.upstream.maxProcesses;
@@ -171,7 +176,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     sessionProcesses++;
     return connect({ onMessage: events.onMessage, onClose: (err) => (sessionProcesses--, events.onClose(err)) }, sessionLog);
   };
-  const relay = (sink: ClientSink, sessionLog: Logger, who: SessionOwner, shaper: Negotiation, resume?: ResumedSession) =>
+  const relay = (sink: ClientSink, sessionLog: Logger, who: Requester, shaper: Negotiation, resume?: ResumedSession) =>
     new RelaySession((events) => connectSession(events, sessionLog, who, resume), sink, {
       requestTimeoutMs: config.timeouts.requestMs,
       initializeTimeoutMs: config.timeouts.initializeMs,
@@ -181,11 +186,11 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       observe: shared ? undefined : observeUpstream,
       log: sessionLog,
     });
-  const openSession = (sink: ClientSink, sessionLog: Logger, who: SessionOwner) => {
+  const openSession = (sink: ClientSink, sessionLog: Logger, who: Requester) => {
     counters.sessionsStarted++;
     return relay(sink, sessionLog, who, new Negotiation(negotiationSetup(sessionLog)));
   };
-  const resumeSession = (sink: ClientSink, sessionLog: Logger, claims: SessionClaims, who: SessionOwner) => {
+  const resumeSession = (sink: ClientSink, sessionLog: Logger, claims: SessionClaims, who: Requester) => {
     const upstream = claims.upstream;
     if (!upstream?.id) return undefined;
     const snapshot = (claims.negotiation ?? { client: {} }) as NegotiationSnapshot;
@@ -247,18 +252,28 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
         if (!deps.failFast) void checkAtStart();
         return {};
       }
-      http = await startHttpDownstream({
-        listen: config.listen,
+      const limits = new ClientLimits({ sessions: clientSessions(config), inFlight: config.listen.perClient.inFlight });
+      const slowReaders = { ...config.listen.slowReaders, log };
+      legacySessions = new LegacySessions({
+        maxSessions: config.listen.maxSessions,
         sessionsPerClient: clientSessions(config),
         sessionIdleMs: config.timeouts.sessionIdleMs,
         sessionMaxAgeMs: config.timeouts.sessionMaxAgeMs,
         openSession,
+        resumeSession: sessionsMove ? resumeSession : undefined,
         tokens: new SessionTokens(sealer, replicaId),
+        limits,
+        slowReaders,
+        log,
+      });
+      http = await startHttpFront({
+        listen: config.listen,
+        legacy: legacySessions,
+        modern: modern && new ModernHttp(modern.core, slowReaders),
+        limits,
         auth: { authenticator, config: config.auth },
         replicaUrl: () => replicaUrl,
         tracing,
-        resumeSession: sessionsMove ? resumeSession : undefined,
-        modern: modern?.core,
         health: upstreamReport,
         readiness: () => readiness.check(),
         metrics,

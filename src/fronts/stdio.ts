@@ -10,18 +10,18 @@ import type { Logger } from 'pino';
 import { Cancellation, type ModernCore } from './modern/core.js';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
 import { errorResponse, isNotification, type ClientPayloadLimits, isRequest, parsePayload, serialize, type Frame, type JsonRpcId, type JsonRpcRequest } from '../jsonrpc/message.js';
-import { isModernMessage, modernContext } from '../mcp/eras.js';
+import { eraOf } from '../mcp/eras.js';
 import { lineSplitter } from '../jsonrpc/lines.js';
 import type { ClientSink, RelaySession } from '../core/relay.js';
-import type { SessionOwner } from './http/server.js';
+import type { Requester } from '../core/context.js';
 
 /** The one client of the stdio front: no authentication, no address. */
-const STDIO_CLIENT: SessionOwner = { principal: '', client: 'stdio' };
+const STDIO_CLIENT: Requester = { principal: '', client: 'stdio' };
 
 export interface StdioDownstreamOptions {
   input: Readable;
   output: Writable;
-  openSession(sink: ClientSink, log: Logger, who: SessionOwner): RelaySession;
+  openSession(sink: ClientSink, log: Logger, who: Requester): RelaySession;
   /** Serves modern (2026-07-28) requests; absent = legacy clients only. */
   modern?: ModernCore;
   /** Most messages in one batch line, deepest nesting in one message. */
@@ -60,8 +60,7 @@ export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstr
   const serveModern = (core: ModernCore, req: JsonRpcRequest) => {
     let ctx;
     try {
-      ctx = { ...modernContext(req), ...STDIO_CLIENT };
-      core.checkMethod(req);
+      ctx = core.requestContext(req, STDIO_CLIENT);
     } catch (err) {
       return write(JSON.stringify(errorResponse(req.id, toJsonRpcError(err, 'modern'))));
     }
@@ -81,11 +80,12 @@ export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstr
 
   const route = (frame: Frame) => {
     const msg = frame.msg;
-    if (modern && isRequest(msg) && msg.method !== 'initialize' && isModernMessage(msg)) return serveModern(modern, msg);
     if (isNotification(msg) && msg.method === 'notifications/cancelled') {
       const cancellation = inFlight.get((msg.params as { requestId?: JsonRpcId } | undefined)?.requestId as JsonRpcId);
       if (cancellation) return cancellation.cancel(); // the modern request's answer is never written
     }
+    // Each line's messages are classified one by one: a stdio client has no session id or headers.
+    if (modern && eraOf([frame]) === 'modern') return isRequest(msg) ? serveModern(modern, msg) : undefined;
     legacy().fromClient(frame);
   };
 

@@ -3,7 +3,7 @@
  * context read from `params._meta` (version, capabilities, log level). Nothing here is taken
  * from earlier requests or from the connection: every request stands alone.
  */
-import { ProxyError } from '../jsonrpc/errors.js';
+import { ProxyError, type Era } from '../jsonrpc/errors.js';
 import type { JsonRpcRequest } from '../jsonrpc/message.js';
 
 export const MODERN_VERSIONS = ['2026-07-28'];
@@ -46,6 +46,26 @@ export const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'criti
 export function isModernMessage(msg: { params?: Record<string, unknown> }): boolean {
   const meta = msg.params?._meta;
   return typeof meta === 'object' && meta !== null && META.protocolVersion in meta;
+}
+
+/** What the transport says beside the messages (HTTP headers; nothing over stdio). */
+export interface EraHints {
+  sessionId?: string | string[];
+  versionHeader?: string | string[];
+}
+
+/**
+ * The one era classifier, for every front. Legacy with a session id. A modern version header
+ * says modern, even for `initialize` (which the modern era does not have: it is refused there).
+ * Otherwise `initialize` is legacy (a legacy client sends no version header with it), and a lone
+ * message with the modern `_meta` is modern. Anything else is legacy.
+ */
+export function eraOf(frames: ReadonlyArray<{ msg: unknown }>, hints: EraHints = {}): Era {
+  if (hints.sessionId !== undefined) return 'legacy';
+  const version = hints.versionHeader;
+  if (typeof version === 'string' && version !== '' && !LEGACY_VERSIONS.includes(version)) return 'modern';
+  const msg = frames[0]?.msg as { method?: unknown; params?: Record<string, unknown> } | undefined;
+  return frames.length === 1 && msg !== undefined && typeof msg.method === 'string' && msg.method !== 'initialize' && isModernMessage(msg) ? 'modern' : 'legacy';
 }
 
 export interface ModernContext {

@@ -1,8 +1,47 @@
 /**
  * DNS-rebinding protection for the HTTP endpoint: which Origin and Host headers are accepted.
  * Browsers always send Origin on cross-site requests; non-browser clients usually send none.
+ * `registerGuards` puts the checks first on every request, after the connection caps' refusals.
  */
 import { isIPv4 } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { ProxyError } from '../../jsonrpc/errors.js';
+import { refusalOf } from './connections.js';
+import { sendError } from './errors.js';
+
+export interface GuardOptions {
+  /** The MCP endpoint's path: it and the OAuth metadata are guarded; probes may name the pod's IP as Host. */
+  path: string;
+  allowedHosts?: string[];
+  allowedOrigins?: string[];
+  /** Origins allowed for CORS pass the DNS-rebinding check too. */
+  corsOrigins?: string[];
+  /** This replica's URL as other replicas reach it: its host is accepted beside allowedHosts (forwarded retries). */
+  replicaUrl?(): string | undefined;
+}
+
+/** Registers the first hook of every request; returns the Host check (the probes use it too). */
+export function registerGuards(app: FastifyInstance, o: GuardOptions): (host: string | undefined) => boolean {
+  const originOk = originGuard(o.allowedOrigins, o.corsOrigins);
+  const listedHostOk = hostGuard(o.allowedHosts);
+  let self: { url?: string; host?: string } = {};
+  const selfHost = () => {
+    const url = o.replicaUrl?.();
+    if (url !== self.url) self = { url, host: url ? new URL(url).host.toLowerCase() : undefined };
+    return self.host;
+  };
+  const hostOk = (host: string | undefined) => listedHostOk(host) || (host !== undefined && validHost(host) && host.toLowerCase() === selfHost());
+  app.addHook('onRequest', (req, reply, done) => {
+    const refused = refusalOf(req.raw.socket);
+    if (refused) return sendError(reply, refused);
+    const route = req.routeOptions.url;
+    if (route !== o.path && !route?.startsWith('/.well-known/')) return done();
+    if (!hostOk(req.headers.host)) return sendError(reply, new ProxyError('FORBIDDEN', `Host header "${req.headers.host ?? ''}" is not allowed`));
+    if (!originOk(req.headers.origin)) return sendError(reply, new ProxyError('FORBIDDEN', `Origin "${req.headers.origin}" is not allowed`));
+    done();
+  });
+  return hostOk;
+}
 
 const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 

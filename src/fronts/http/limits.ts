@@ -2,9 +2,74 @@
  * Per-client limits at the HTTP front, so that one client cannot take the machine: concurrent
  * sessions and requests in flight, counted per principal (or per client address when there is
  * no authentication). The request rate is limited by @fastify/rate-limit with the same key.
+ * Both are checked before a POST's body is read, so that bodies trickling in count too.
  */
-import type { FastifyRequest } from 'fastify';
+import rateLimit from '@fastify/rate-limit';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import proxyAddr from 'proxy-addr';
+import { ProxyError } from '../../jsonrpc/errors.js';
+import { sendError } from './errors.js';
+
+export interface RequestLimits {
+  /** The MCP endpoint's path (the only one limited). */
+  path: string;
+  requestsPerSecond: number;
+  limits: ClientLimits;
+  /** A request refused by a limit (counted in /metrics, named in the access log). */
+  refuse(req: FastifyRequest, reason: 'rate' | 'in_flight'): void;
+}
+
+/** POSTs being answered, and a way to hear when the last of them is over (draining). */
+export interface InFlight {
+  readonly count: number;
+  whenIdle(fn: () => void): void;
+}
+
+/** Registers the rate limit and the in-flight count; routes opt in to the rate limit with `RATE_LIMITED_ROUTE`. */
+export async function registerLimits(app: FastifyInstance, o: RequestLimits): Promise<InFlight> {
+  let count = 0;
+  let idle: (() => void) | undefined;
+  // After the rate limit (an onRequest hook of the route), before the body is read.
+  app.addHook('preParsing', (req, reply, payload, done) => {
+    if (req.method !== 'POST' || req.routeOptions.url !== o.path) return done(null, payload);
+    const release = o.limits.begin(limitKey(req));
+    if (!release) {
+      o.refuse(req, 'in_flight');
+      return sendError(reply, new ProxyError('RATE_LIMITED', `Too many requests in flight: at most ${o.limits.config.inFlight} per client at once`));
+    }
+    count++;
+    // Every response closes, also one still queued behind pipelined others when its socket dies (tested).
+    reply.raw.once('close', () => {
+      release();
+      if (--count === 0) idle?.();
+    });
+    done(null, payload);
+  });
+  const off = { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false };
+  await app.register(rateLimit, {
+    global: false,
+    hook: 'onRequest', // after authentication (the key is the principal), before the body is read
+    max: o.requestsPerSecond,
+    timeWindow: 1000,
+    keyGenerator: limitKey,
+    addHeadersOnExceeding: off,
+    addHeaders: { ...off, 'retry-after': true },
+    onExceeded: (req) => o.refuse(req, 'rate'),
+    errorResponseBuilder: (_req, ctx) => ({ statusCode: 429, message: `Too many requests: at most ${ctx.max} per second per client; retry after ${ctx.after}` }),
+  });
+  return {
+    get count() {
+      return count;
+    },
+    whenIdle(fn) {
+      idle = fn;
+      if (count === 0) fn();
+    },
+  };
+}
+
+/** Route options that put a route under the per-client request rate. */
+export const RATE_LIMITED_ROUTE = { config: { rateLimit: {} } };
 
 export interface ClientLimitsConfig {
   sessions: number;

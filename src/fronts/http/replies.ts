@@ -90,6 +90,9 @@ const SSE_HEADERS = {
   'x-accel-buffering': 'no',
 };
 
+/** In `auto` mode, a POST whose answer takes longer than this becomes an SSE stream. */
+export const STREAM_AFTER_MS = 100;
+
 /** An SSE comment this often on a streaming POST reply. */
 const KEEPALIVE_MS = 25_000;
 

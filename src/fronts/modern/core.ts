@@ -11,7 +11,8 @@ import type { Logger } from 'pino';
 import { canonicalJson } from '../../jsonrpc/canonical.js';
 import { modernUpstreamError, ProxyError, toJsonRpcError, type ProxyErrorCode } from '../../jsonrpc/errors.js';
 import { errorResponse, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
-import { CACHEABLE_METHODS, INPUT_METHODS, LOG_LEVELS, META, MODERN_METHODS, MODERN_VERSIONS, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/eras.js';
+import type { Requester } from '../../core/context.js';
+import { CACHEABLE_METHODS, INPUT_METHODS, LOG_LEVELS, META, MODERN_METHODS, MODERN_VERSIONS, modernContext, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/eras.js';
 import { Negotiation, type NegotiationSetup } from '../../extensions/content-negotiation/negotiation.js';
 import { traceContextOf } from '../../ops/trace-context.js';
 import type { McpResult } from '../../transformers/contract.js';
@@ -155,10 +156,10 @@ export class ModernCore {
     return { replica: state.replica, url: state.url };
   }
 
-  /** Throws the rejection for a method the modern era does not have (404 on HTTP). */
-  checkMethod(req: JsonRpcRequest): void {
-    if (MODERN_METHODS.has(req.method)) return;
-    throw new ProxyError('METHOD_NOT_FOUND', `Method not found: ${req.method} is not part of protocol version ${MODERN_VERSIONS[0]}`);
+  /** The context of a modern request from `who`; throws the modern rejection (unknown method: 404 on HTTP; bad `_meta`) when it has none. */
+  requestContext(req: JsonRpcRequest, who: Requester): ModernContext {
+    if (!MODERN_METHODS.has(req.method)) throw new ProxyError('METHOD_NOT_FOUND', `Method not found: ${req.method} is not part of protocol version ${MODERN_VERSIONS[0]}`);
+    return { ...modernContext(req), ...who };
   }
 
   /** Serves one request; every outcome, including the proxy's own failures, ends in `reply.answer`. */

@@ -5,71 +5,64 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { MISSING_CLIENT_CAPABILITY, ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
-import { errorResponse, INVALID_REQUEST, isRequest, serialize, type Frame, type JsonRpcRequest } from '../../jsonrpc/message.js';
-import { LEGACY_VERSIONS, META, isModernMessage, modernContext } from '../../mcp/eras.js';
-import { PostReply, takeOver, type ReplyMode, type SlowReaderLimits } from '../http/replies.js';
+import { errorResponse, INVALID_REQUEST, isRequest, serialize, type JsonRpcRequest } from '../../jsonrpc/message.js';
+import { META } from '../../mcp/eras.js';
+import { PostReply, STREAM_AFTER_MS, takeOver, type SlowReaderLimits } from '../http/replies.js';
+import type { ModernEndpoint, Post } from '../http/server.js';
 import { Cancellation, type ModernCore } from './core.js';
 import { FORWARDED_HEADER, forwardToOwner } from './forward.js';
 import { checkModernHeaders, checkParamHeaders } from './headers.js';
 
-/**
- * Is this POST modern? Never with a session id. A modern version header says so, even for
- * `initialize` (which the modern era does not have: 404); without one, `initialize` is legacy
- * (a legacy client sends no version header with it) and modern `_meta` makes a request modern.
- */
-export function isModernPost(req: FastifyRequest, frames: Frame[]): boolean {
-  if (req.headers['mcp-session-id'] !== undefined) return false;
-  const version = req.headers['mcp-protocol-version'];
-  if (typeof version === 'string' && version !== '' && !LEGACY_VERSIONS.includes(version)) return true;
-  const msg = frames[0].msg as Partial<JsonRpcRequest>;
-  return frames.length === 1 && msg.method !== 'initialize' && isModernMessage(msg);
-}
+/** Serves the POSTs the era classifier calls modern. */
+export class ModernHttp implements ModernEndpoint {
+  constructor(
+    private readonly core: ModernCore,
+    private readonly slowReaders: SlowReaderLimits,
+  ) {}
 
-export async function serveModernPost(core: ModernCore, req: FastifyRequest, reply: FastifyReply, frames: Frame[], batch: boolean, mode: ReplyMode, streamAfterMs: number, who: { principal: string; client: string }, slowReaders: SlowReaderLimits): Promise<FastifyReply | undefined> {
-  const msg = frames[0].msg;
-  if (batch) return reject(reply, 400, errorResponse(null, { code: INVALID_REQUEST, message: 'Invalid Request: protocol version 2026-07-28 takes one message per POST, not a batch' }));
-  if (!isRequest(msg)) {
-    if ('method' in msg) return reply.code(202).send();
-    return reject(reply, 400, errorResponse(null, { code: INVALID_REQUEST, message: 'Invalid Request: a modern client sends requests, never responses' }));
-  }
-  let ctx;
-  try {
-    // Headers first: a header that disagrees with the body is a mismatch whatever the version.
-    const bodyVersion = (msg.params?._meta as Record<string, unknown> | undefined)?.[META.protocolVersion];
-    if (typeof bodyVersion === 'string') checkModernHeaders(req.headers, msg, bodyVersion);
-    core.checkMethod(msg);
-    ctx = { ...modernContext(msg), ...who };
-    checkParamHeaders(req.headers, msg, await core.paramHeaders(msg, ctx));
-  } catch (err) {
-    const status = err instanceof ProxyError ? err.httpStatus : 500;
-    return reject(reply, status, errorResponse(msg.id, toJsonRpcError(err, 'modern')));
-  }
-  const owner = req.headers[FORWARDED_HEADER] === undefined ? core.ownerElsewhere(msg, ctx) : undefined;
-  if (owner) {
-    await forwardToOwner(owner, msg.id, req, reply, core.replicaId, core.log);
+  async post(req: FastifyRequest, reply: FastifyReply, { frames, batch, mode, who }: Post): Promise<unknown> {
+    const { core } = this;
+    const msg = frames[0].msg;
+    if (batch) return reject(reply, 400, errorResponse(null, { code: INVALID_REQUEST, message: 'Invalid Request: protocol version 2026-07-28 takes one message per POST, not a batch' }));
+    if (!isRequest(msg)) {
+      if ('method' in msg) return reply.code(202).send();
+      return reject(reply, 400, errorResponse(null, { code: INVALID_REQUEST, message: 'Invalid Request: a modern client sends requests, never responses' }));
+    }
+    let ctx;
+    try {
+      // Headers first: a header that disagrees with the body is a mismatch whatever the version.
+      const bodyVersion = (msg.params?._meta as Record<string, unknown> | undefined)?.[META.protocolVersion];
+      if (typeof bodyVersion === 'string') checkModernHeaders(req.headers, msg, bodyVersion);
+      ctx = core.requestContext(msg, who);
+      checkParamHeaders(req.headers, msg, await core.paramHeaders(msg, ctx));
+    } catch (err) {
+      const status = err instanceof ProxyError ? err.httpStatus : 500;
+      return reject(reply, status, errorResponse(msg.id, toJsonRpcError(err, 'modern')));
+    }
+    const owner = req.headers[FORWARDED_HEADER] === undefined ? core.ownerElsewhere(msg, ctx) : undefined;
+    if (owner) return forwardToOwner(owner, msg.id, req, reply, core.replicaId, core.log);
+    takeOver(reply);
+    let headers: Record<string, string> = {};
+    const channel = new PostReply(reply.raw, () => headers, mode, false, STREAM_AFTER_MS, this.slowReaders);
+    const cancellation = new Cancellation();
+    let answered = false;
+    channel.onClose(() => {
+      if (!answered) cancellation.cancel();
+    });
+    void core.handle(msg, ctx, {
+      cancellation,
+      notify: (n) => {
+        if (channel.canStream) channel.send(JSON.stringify(n), false);
+      },
+      answer: (res, refusal) => {
+        answered = true;
+        if (refusal) headers = { 'retry-after': String(refusal.retryAfter) };
+        // A missing capability found during the call is still a rejection of the request (400).
+        channel.send(serialize({ msg: res }), true, refusal?.httpStatus ?? (res.error?.code === MISSING_CLIENT_CAPABILITY ? 400 : 200));
+      },
+    });
     return undefined;
   }
-  takeOver(reply);
-  let headers: Record<string, string> = {};
-  const channel = new PostReply(reply.raw, () => headers, mode, false, streamAfterMs, slowReaders);
-  const cancellation = new Cancellation();
-  let answered = false;
-  channel.onClose(() => {
-    if (!answered) cancellation.cancel();
-  });
-  void core.handle(msg, ctx, {
-    cancellation,
-    notify: (n) => {
-      if (channel.canStream) channel.send(JSON.stringify(n), false);
-    },
-    answer: (res, refusal) => {
-      answered = true;
-      if (refusal) headers = { 'retry-after': String(refusal.retryAfter) };
-      // A missing capability found during the call is still a rejection of the request (400).
-      channel.send(serialize({ msg: res }), true, refusal?.httpStatus ?? (res.error?.code === MISSING_CLIENT_CAPABILITY ? 400 : 200));
-    },
-  });
-  return undefined;
 }
 
 function reject(reply: FastifyReply, status: number, body: unknown): FastifyReply {

@@ -1,0 +1,252 @@
+/**
+ * Legacy sessions on the Streamable HTTP endpoint: `initialize` opens one (its id a sealed
+ * session token minted with the answer), POSTs relay a session's messages, GET holds its stream,
+ * DELETE ends it. A session another replica (or this one, before a restart) started is resumed
+ * from its token. Sessions end when idle, past their maximum age, or at shutdown; one that may go
+ * on at another replica keeps its upstream session.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import type { Requester } from '../../core/context.js';
+import { duplicateId, type ClientSink, type RelaySession } from '../../core/relay.js';
+import { ProxyError } from '../../jsonrpc/errors.js';
+import { isRequest, type JsonRpcId } from '../../jsonrpc/message.js';
+import { LEGACY_VERSIONS } from '../../mcp/eras.js';
+import { noteExchange } from '../../ops/access-log.js';
+import { sendError } from '../http/errors.js';
+import { limitKey, type ClientLimits } from '../http/limits.js';
+import { PostReply, SseStream, STREAM_AFTER_MS, takeOver, type SlowReaderLimits } from '../http/replies.js';
+import type { LegacyEndpoint, Post } from '../http/server.js';
+import { HttpSession } from './session.js';
+import type { SessionClaims, SessionTokens } from './session-tokens.js';
+
+export interface LegacySessionsOptions {
+  maxSessions: number;
+  /** Concurrent sessions per client (listen.perClient.sessions, resolved for the upstream). */
+  sessionsPerClient: number;
+  sessionIdleMs: number;
+  /** Sessions older than this are ended (404). */
+  sessionMaxAgeMs: number;
+  /** Starts an upstream session for a new client session of `who`. */
+  openSession(sink: ClientSink, log: Logger, who: Requester): RelaySession;
+  /**
+   * Goes on with a session another replica (or this one, before a restart) started, from its
+   * token; absent when sessions cannot move (a stdio upstream, or no shared secret).
+   */
+  resumeSession?(sink: ClientSink, log: Logger, claims: SessionClaims, who: Requester): RelaySession | undefined;
+  /** Session ids: sealed tokens naming this replica. */
+  tokens: SessionTokens;
+  limits: ClientLimits;
+  slowReaders: SlowReaderLimits;
+  log: Logger;
+}
+
+const NOT_FOUND = 'Session not found: it ended or never existed; send initialize to start a new one';
+
+export class LegacySessions implements LegacyEndpoint {
+  private readonly sessions = new Map<string, HttpSession>();
+  /** Sessions whose initialize has not been answered yet (no id). */
+  private readonly starting = new Set<HttpSession>();
+  private readonly reaper: NodeJS.Timeout;
+
+  constructor(private readonly o: LegacySessionsOptions) {
+    // Every tick: a keep-alive comment on each GET stream (so a vanished client's socket errors
+    // out and its stream closes), then sessions past their maximum age (open streams and all)
+    // and idle ones are ended.
+    this.reaper = setInterval(() => this.reap(), Math.max(250, Math.min(o.sessionIdleMs / 2, o.sessionMaxAgeMs / 2, 25_000)));
+    this.reaper.unref();
+  }
+
+  get sessionCount(): number {
+    return this.sessions.size + this.starting.size;
+  }
+
+  async post(req: FastifyRequest, reply: FastifyReply, post: Post): Promise<unknown> {
+    const { frames } = post;
+    const init = frames.find((f) => isRequest(f.msg) && f.msg.method === 'initialize');
+    const session = init ? this.initialize(req, reply, frames.length) : this.sessionFor(req, reply);
+    if (!session) return reply;
+    noteExchange(req, undefined, { era: 'legacy', session: session.logId });
+    const ids: JsonRpcId[] = frames.flatMap((f) => (isRequest(f.msg) ? [f.msg.id] : []));
+    if (ids.length === 0) {
+      for (const frame of frames) session.relay.fromClient(frame);
+      return reply.code(202).send();
+    }
+    const duplicate = ids.find((id, i) => session.isWaiting(id) || ids.indexOf(id) !== i);
+    if (duplicate !== undefined) return sendError(reply, duplicateId(duplicate), duplicate);
+    takeOver(reply);
+    const headers = () => ({ 'mcp-session-id': init ? this.track(session) : session.id });
+    const channel = new PostReply(reply.raw, headers, post.mode, post.batch, STREAM_AFTER_MS, this.o.slowReaders, init !== undefined);
+    session.addExchange(channel, ids, init !== undefined);
+    for (const frame of frames) session.relay.fromClient(frame);
+    return undefined;
+  }
+
+  async get(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+    if (!String(req.headers.accept ?? '').includes('text/event-stream')) {
+      return sendError(reply, new ProxyError('NOT_ACCEPTABLE', 'Not Acceptable: the GET stream needs Accept: text/event-stream'));
+    }
+    const session = this.sessionFor(req, reply);
+    if (!session) return reply;
+    noteExchange(req, undefined, { era: 'legacy', session: session.logId });
+    if (req.headers['last-event-id']) this.o.log.debug({ session: session.logId }, 'client asked to resume a stream; replay is not kept, opening a fresh one');
+    takeOver(reply);
+    session.attachGetStream(new SseStream(reply.raw, { 'mcp-session-id': session.id }, this.o.slowReaders));
+    return undefined;
+  }
+
+  async delete(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+    const session = this.sessionFor(req, reply);
+    if (!session) return reply;
+    noteExchange(req, undefined, { era: 'legacy', session: session.logId });
+    await session.relay.close(new ProxyError('CLIENT_GONE', 'The client ended the session'));
+    return reply.code(200).send();
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.reaper);
+    const reason = new ProxyError('SHUTTING_DOWN', 'The proxy is shutting down');
+    await Promise.all([...[...this.sessions.values()].map((s) => this.letGo(s, reason)), ...[...this.starting].map((s) => s.relay.close(reason))]);
+  }
+
+  /** A new session for an `initialize` POST, or undefined once the refusal is sent. */
+  private initialize(req: FastifyRequest, reply: FastifyReply, messages: number): HttpSession | undefined {
+    const who = { principal: req.principal, client: limitKey(req) };
+    const refused = (err: ProxyError) => void sendError(reply, err);
+    if (messages > 1) return refused(new ProxyError('BAD_REQUEST', 'Invalid Request: initialize must be sent alone'));
+    if (req.headers['mcp-session-id']) return refused(new ProxyError('BAD_REQUEST', 'Invalid Request: this session is already initialized'));
+    if (!this.o.limits.openSession(who.client)) {
+      this.o.log.warn({ client: who.client, limit: this.o.sessionsPerClient }, 'per-client session limit reached; refusing initialize');
+      return refused(new ProxyError('RATE_LIMITED', `Too many sessions for this client (limit ${this.o.sessionsPerClient}, listen.perClient.sessions); end one (DELETE) or wait for it to go idle`));
+    }
+    if (this.sessionCount >= this.o.maxSessions) {
+      this.o.limits.sessionEnded(who.client);
+      this.o.log.warn({ sessions: this.sessionCount }, 'session limit reached; refusing initialize');
+      return refused(new ProxyError('TOO_MANY_SESSIONS', `Too many sessions (limit ${this.o.maxSessions}); try again later`));
+    }
+    try {
+      const session = this.newSession(who);
+      session.relay = this.o.openSession(session, this.o.log.child({ session: session.logId }), who);
+      this.starting.add(session);
+      this.o.log.info({ session: session.logId, sessions: this.sessionCount }, 'session started');
+      return session;
+    } catch (err) {
+      this.o.limits.sessionEnded(who.client);
+      this.o.log.error({ err: (err as Error).message }, 'could not open a session');
+      return refused(new ProxyError('TOO_MANY_SESSIONS', `Could not start a session: ${(err as Error).message}`));
+    }
+  }
+
+  /** Finds the request's session (resuming it from its token if it moved here), or answers 400/403/404 and returns undefined. */
+  private sessionFor(req: FastifyRequest, reply: FastifyReply): HttpSession | undefined {
+    const id = req.headers['mcp-session-id'];
+    const refused = (err: ProxyError) => void sendError(reply, err);
+    if (typeof id !== 'string' || id === '') return refused(new ProxyError('BAD_REQUEST', 'Bad Request: Mcp-Session-Id header is required'));
+    const version = req.headers['mcp-protocol-version'];
+    if (typeof version === 'string' && !LEGACY_VERSIONS.includes(version)) {
+      return refused(new ProxyError('BAD_REQUEST', `Bad Request: unsupported MCP-Protocol-Version "${version}" (supported: ${LEGACY_VERSIONS.join(', ')})`));
+    }
+    const who = { principal: req.principal, client: limitKey(req) };
+    const session = this.sessions.get(id) ?? this.resume(id, who);
+    if (session instanceof ProxyError) return refused(session);
+    const expired = this.expireIfOld(session);
+    if (expired) return refused(expired);
+    if (session.principal !== who.principal) {
+      this.o.log.warn({ principal: who.principal }, 'a session id was presented by another principal than the one it was issued to; refused');
+      return refused(notYours());
+    }
+    return session;
+  }
+
+  /** A session started elsewhere (another replica, or this one before a restart), rebuilt from its token. */
+  private resume(id: string, who: Requester): HttpSession | ProxyError {
+    const claims = this.o.tokens.open(id);
+    if (!claims) return new ProxyError('SESSION_NOT_FOUND', NOT_FOUND);
+    if (claims.principal !== who.principal) return notYours();
+    // The token says when it was issued: one past the maximum age is refused here, whoever ended it.
+    if (Date.now() - claims.issued * 1000 > this.o.sessionMaxAgeMs) return this.sessionExpired();
+    if (!this.o.resumeSession || !claims.upstream?.id) {
+      if (claims.replica === this.o.tokens.replica) return new ProxyError('SESSION_NOT_FOUND', NOT_FOUND);
+      return new ProxyError(
+        'SESSION_NOT_FOUND',
+        `Session not found on this replica: it lives on replica "${claims.replica}" (its upstream runs there); route requests by the Mcp-Session-Id header (sticky sessions), or send initialize to start a new one`,
+        { replica: claims.replica },
+      );
+    }
+    if (this.sessionCount >= this.o.maxSessions) return new ProxyError('TOO_MANY_SESSIONS', `Too many sessions (limit ${this.o.maxSessions}); try again later`);
+    if (!this.o.limits.openSession(who.client)) return new ProxyError('RATE_LIMITED', `Too many sessions for this client (limit ${this.o.sessionsPerClient})`);
+    const session = this.newSession(who, id);
+    session.issuedAt = claims.issued * 1000;
+    const relay = this.o.resumeSession(session, this.o.log.child({ session: session.logId }), claims, who);
+    if (!relay) {
+      this.o.limits.sessionEnded(who.client);
+      return new ProxyError('SESSION_NOT_FOUND', NOT_FOUND);
+    }
+    session.relay = relay;
+    this.sessions.set(id, session);
+    this.o.log.info({ session: session.logId, from: claims.replica }, 'session resumed from its token');
+    return session;
+  }
+
+  private newSession(who: Requester, id?: string): HttpSession {
+    const ended = (s: HttpSession, reason: ProxyError) => {
+      this.starting.delete(s);
+      this.o.limits.sessionEnded(who.client);
+      if (!s.identified) return void s.relay.close(reason);
+      this.sessions.delete(s.id);
+      // An expired token is refused by its issue time; these ends are remembered instead.
+      if (reason.code === 'CLIENT_GONE' || reason.code === 'UPSTREAM_SESSION_EXPIRED') this.o.tokens.markEnded(s.id);
+      this.o.log.info({ session: s.logId, reason: reason.code }, 'session ended');
+      void (reason.code === 'SHUTTING_DOWN' || reason.code === 'SESSION_IDLE' ? this.letGo(s, reason) : s.relay.close(reason));
+    };
+    const mint = (s: HttpSession) => {
+      const { upstream, negotiation } = s.relay.describe();
+      return this.o.tokens.mint({ principal: who.principal, upstream, negotiation });
+    };
+    return new HttpSession(this.o.log, ended, mint, who.principal, id);
+  }
+
+  /** The initialize answer goes out: the session has its id now. */
+  private track(session: HttpSession): string {
+    this.sessions.set(session.id, session);
+    this.starting.delete(session);
+    return session.id;
+  }
+
+  /** Ends a session older than timeouts.sessionMaxAgeMs (its streams too); the reason, or undefined when it is young enough. */
+  private expireIfOld(session: HttpSession): ProxyError | undefined {
+    if (Date.now() - session.issuedAt <= this.o.sessionMaxAgeMs) return undefined;
+    const expired = this.sessionExpired();
+    void session.relay.close(expired);
+    return expired;
+  }
+
+  private sessionExpired(): ProxyError {
+    return new ProxyError('SESSION_EXPIRED', `Session expired: sessions last at most ${Math.round(this.o.sessionMaxAgeMs / 60_000)} minutes (timeouts.sessionMaxAgeMs); send initialize to start a new one`);
+  }
+
+  /** Ends a session here (idle, shutdown). One that may go on at another replica keeps its upstream session. */
+  private letGo(session: HttpSession, reason: ProxyError): Promise<void> {
+    return this.o.resumeSession ? session.relay.detach(reason) : session.relay.close(reason);
+  }
+
+  private reap(): void {
+    const cutoff = Date.now() - this.o.sessionIdleMs;
+    for (const session of this.sessions.values()) {
+      if (this.expireIfOld(session)) {
+        this.o.log.info({ session: session.logId }, 'session reached timeouts.sessionMaxAgeMs; ended');
+        continue;
+      }
+      session.heartbeat();
+      if (session.isQuiet && session.relay.lastActivity < cutoff) {
+        this.o.log.info({ session: session.logId }, 'session idle; ending it here');
+        void this.letGo(session, new ProxyError('SESSION_IDLE', 'The session was idle too long'));
+      }
+    }
+  }
+}
+
+/** The refusal of a session id presented by someone it was not issued to. */
+function notYours(): ProxyError {
+  return new ProxyError('FORBIDDEN', 'This session was issued to another client identity; send initialize to start your own');
+}
