@@ -10,6 +10,7 @@ import { errorResponse, isNotification, isRequest, isResponse, type Frame, type 
 import type { Metrics } from '../ops/metrics.js';
 import { traceContextOf } from '../ops/trace-context.js';
 import type { UpstreamObserver } from '../upstream/client.js';
+import { PendingCalls } from '../upstream/pending.js';
 import type { UpstreamConnection, UpstreamEvents } from '../upstream/types.js';
 
 export interface ClientSink {
@@ -56,8 +57,6 @@ interface Pending {
   name?: string;
   /** What the shaper said about the request (the server variant it was made in). */
   scope?: string;
-  timer: NodeJS.Timeout;
-  progressToken?: string | number;
   /** performance.now() when it went upstream. */
   started: number;
   /** The request's W3C traceparent, when it is traced. */
@@ -67,8 +66,8 @@ interface Pending {
 export class RelaySession {
   /** Last time the client sent something or got an answer (ms since epoch); upstream chatter does not count. */
   lastActivity = Date.now();
-  private readonly pending = new Map<JsonRpcId, Pending>();
-  private readonly progressOwners = new Map<string | number, JsonRpcId>();
+  /** The client's requests waiting for the upstream, by the client's own ids. */
+  private readonly pending = new PendingCalls<Pending>((id, p, ms) => this.timeout(id, p, ms));
   private readonly upstream: UpstreamConnection;
   private ended = false;
 
@@ -97,7 +96,7 @@ export class RelaySession {
     } catch (err) {
       const msg = frame.msg;
       this.opts.log.error({ err: (err as Error).message, method: 'method' in msg ? msg.method : undefined }, 'could not relay a client message');
-      if (isRequest(msg) && (this.settle(msg.id) || !this.ended)) this.answer(msg.id, err);
+      if (isRequest(msg) && (this.pending.settle(msg.id) || !this.ended)) this.answer(msg.id, err);
     }
   }
 
@@ -112,24 +111,22 @@ export class RelaySession {
       if (check?.request) frame = { msg: check.request };
       const params = msg.params;
       const progressToken = (params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
-      const timer = setTimeout(() => this.timeout(msg.id), this.limitFor(msg.method));
       const name = typeof params?.name === 'string' ? params.name : typeof params?.uri === 'string' ? params.uri : undefined;
       const traceparent = this.opts.observe ? traceContextOf(params?._meta as Record<string, unknown> | undefined)?.traceparent : undefined;
-      this.pending.set(msg.id, { method: msg.method, name, scope: check?.scope, timer, progressToken, started: performance.now(), traceparent });
-      if (progressToken !== undefined) this.progressOwners.set(progressToken, msg.id);
+      this.pending.add(msg.id, { method: msg.method, name, scope: check?.scope, started: performance.now(), traceparent }, this.limitFor(msg.method), progressToken);
       if (msg.method === 'initialize') this.opts.shaper?.onInitialize(params);
       if (this.opts.counters) this.opts.counters.requestsRelayed++;
     } else if (isNotification(msg) && msg.method === 'notifications/cancelled') {
       // The client gave up on a request: nothing will answer it, so stop waiting for it here.
       const id = (msg.params as { requestId?: JsonRpcId } | undefined)?.requestId;
-      if (id !== undefined && this.settle(id)) this.sink.cancelled?.(id);
+      if (id !== undefined && this.pending.settle(id)) this.sink.cancelled?.(id);
     }
     if (!this.ended) this.upstream.send(frame);
   }
 
   /** The client can no longer receive the answer to `id` (its stream closed): cancel upstream. */
   abandon(id: JsonRpcId, reason: string): void {
-    const p = this.settle(id);
+    const p = this.pending.settle(id);
     if (p && p.method !== 'initialize') this.cancelUpstream(id, reason);
   }
 
@@ -160,7 +157,7 @@ export class RelaySession {
     const msg = frame.msg;
     if (isResponse(msg)) {
       const id = msg.id;
-      const p = id === null ? undefined : this.settle(id);
+      const p = id === null ? undefined : this.pending.settle(id);
       if (!p) {
         this.opts.log.debug({ id }, 'dropped an upstream response nobody waits for');
         return;
@@ -184,19 +181,13 @@ export class RelaySession {
     }
     if (msg.method === 'notifications/progress') {
       const token = (msg.params as { progressToken?: string | number } | undefined)?.progressToken;
-      const owner = token === undefined ? undefined : this.progressOwners.get(token);
-      if (owner !== undefined) {
-        this.pending.get(owner)?.timer.refresh(); // progress means the upstream is alive
-        return this.sink.deliver(frame, owner);
-      }
+      const owner = token === undefined ? undefined : this.pending.progressed(token);
+      if (owner) return this.sink.deliver(frame, owner.id);
     }
     this.sink.deliver(frame, relatedId);
   }
 
-  private timeout(id: JsonRpcId): void {
-    const p = this.settle(id);
-    if (!p) return;
-    const ms = this.limitFor(p.method);
+  private timeout(id: JsonRpcId, p: Pending, ms: number): void {
     this.observe(p, 'timeout');
     if (this.opts.counters) this.opts.counters.requestTimeouts++;
     this.opts.log.warn({ id, method: p.method, ms }, 'upstream request timed out');
@@ -217,15 +208,6 @@ export class RelaySession {
     this.opts.observe?.(p.method, outcome, (performance.now() - p.started) / 1000, p.traceparent);
   }
 
-  private settle(id: JsonRpcId): Pending | undefined {
-    const p = this.pending.get(id);
-    if (!p) return undefined;
-    clearTimeout(p.timer);
-    this.pending.delete(id);
-    if (p.progressToken !== undefined) this.progressOwners.delete(p.progressToken);
-    return p;
-  }
-
   private answer(id: JsonRpcId, err: unknown): void {
     this.lastActivity = Date.now();
     this.sink.deliver({ msg: errorResponse(id, toJsonRpcError(err)) }, id);
@@ -235,8 +217,8 @@ export class RelaySession {
   private finish(err: ProxyError): void {
     if (this.ended) return;
     this.ended = true;
-    for (const id of [...this.pending.keys()]) {
-      this.observe(this.settle(id)!, 'closed');
+    for (const [id, p] of this.pending.settleAll()) {
+      this.observe(p, 'closed');
       this.answer(id, err);
     }
     this.sink.end(err);

@@ -11,6 +11,7 @@ import { maskSecrets } from '../ops/mask.js';
 import { traceContextOf } from '../ops/trace-context.js';
 import { ProxyError, type ProxyErrorCode } from '../jsonrpc/errors.js';
 import { isRequest, isResponse, METHOD_NOT_FOUND, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
+import { PendingCalls } from './pending.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
 
 /** Failures that are the client giving up on a call (cancelled, or input never came), not an upstream outcome. */
@@ -32,8 +33,6 @@ interface PendingCall {
   method: string;
   hooks: CallHooks;
   resolve(outcome: CallOutcome): void;
-  timer?: NodeJS.Timeout;
-  timeoutMs: number;
   /** The client's own progress token, restored on progress notifications. */
   progressToken?: string | number;
 }
@@ -59,7 +58,7 @@ export class UpstreamClient {
   readonly ready: Promise<Record<string, unknown>>;
   closed: ProxyError | undefined;
   private readonly connection: UpstreamConnection;
-  private readonly pending = new Map<JsonRpcId, PendingCall>();
+  private readonly pending = new PendingCalls<PendingCall>((id, call, ms) => this.timedOut(id, call, ms));
   private nextId = 1;
 
   constructor(connect: (events: UpstreamEvents) => UpstreamConnection, private readonly opts: UpstreamClientOptions) {
@@ -90,10 +89,10 @@ export class UpstreamClient {
             resolve(o);
           }
         : resolve;
-      const call: PendingCall = { method, hooks, resolve: settled, timeoutMs, progressToken: clientToken };
+      const call: PendingCall = { method, hooks, resolve: settled, progressToken: clientToken };
+      // The upstream sees a progress token of the proxy's own: the call's id.
       if (clientToken !== undefined) params = { ...params, _meta: { ...(params!._meta as object), progressToken: id } };
-      this.pending.set(id, call);
-      this.arm(id, call);
+      this.pending.add(id, call, timeoutMs, clientToken === undefined ? undefined : id);
       this.connection.send({ msg: { jsonrpc: '2.0', id, method, params } });
     });
     return { id, outcome };
@@ -101,13 +100,11 @@ export class UpstreamClient {
 
   /** Stops the call's timer while the proxy waits for the client (input_required); `resume` restarts it. */
   hold(id: JsonRpcId): void {
-    const call = this.pending.get(id);
-    if (call) clearTimeout(call.timer);
+    this.pending.hold(id);
   }
 
   resume(id: JsonRpcId): void {
-    const call = this.pending.get(id);
-    if (call) this.arm(id, call);
+    this.pending.resume(id);
   }
 
   /** Answers a server→client request. */
@@ -121,7 +118,7 @@ export class UpstreamClient {
 
   /** Gives up on a call: `notifications/cancelled` upstream, and `err` to whoever waits. */
   cancel(id: JsonRpcId, reason: string, err: ProxyError): void {
-    const call = this.settle(id);
+    const call = this.pending.settle(id);
     if (!call) return;
     this.notify('notifications/cancelled', { requestId: id, reason });
     call.resolve({ failure: err });
@@ -153,35 +150,24 @@ export class UpstreamClient {
     return this.server;
   }
 
-  private arm(id: JsonRpcId, call: PendingCall): void {
-    clearTimeout(call.timer);
-    call.timer = setTimeout(() => {
-      const ms = call.timeoutMs;
-      this.opts.log.warn({ id, method: call.method, ms }, 'upstream request timed out');
-      this.cancel(id, `Request timed out after ${ms} ms`, new ProxyError('REQUEST_TIMEOUT', `The upstream did not answer ${call.method} within ${ms} ms`, { timeoutMs: ms }));
-    }, call.timeoutMs);
-  }
-
-  private settle(id: JsonRpcId): PendingCall | undefined {
-    const call = this.pending.get(id);
-    if (!call) return undefined;
-    clearTimeout(call.timer);
-    this.pending.delete(id);
-    return call;
+  /** A call the upstream did not answer in time: cancelled upstream, a timeout error to whoever waits. */
+  private timedOut(id: JsonRpcId, call: PendingCall, ms: number): void {
+    this.opts.log.warn({ id, method: call.method, ms }, 'upstream request timed out');
+    this.notify('notifications/cancelled', { requestId: id, reason: `Request timed out after ${ms} ms` });
+    call.resolve({ failure: new ProxyError('REQUEST_TIMEOUT', `The upstream did not answer ${call.method} within ${ms} ms`, { timeoutMs: ms }) });
   }
 
   /** The call a server message belongs to: the HTTP stream's request, else the only call of an exclusive stdio session. */
   private owner(related: JsonRpcId | undefined): PendingCall | undefined {
     if (related !== undefined) return this.pending.get(related);
-    if (this.pending.size !== 1) return undefined;
-    const only = this.pending.values().next().value as PendingCall;
-    return only.method === 'initialize' ? undefined : only;
+    const only = this.pending.only();
+    return only?.method === 'initialize' ? undefined : only;
   }
 
   private onMessage(frame: Frame, related?: JsonRpcId): void {
     const msg = frame.msg;
     if (isResponse(msg)) {
-      const call = msg.id === null ? undefined : this.settle(msg.id);
+      const call = msg.id === null ? undefined : this.pending.settle(msg.id);
       if (call) call.resolve({ response: msg });
       else this.opts.log.debug({ id: msg.id }, 'dropped an upstream response nobody waits for');
       return;
@@ -189,11 +175,8 @@ export class UpstreamClient {
     if (isRequest(msg)) return this.onServerRequest(msg, related);
     if (msg.method === 'notifications/progress') {
       const token = (msg.params as { progressToken?: JsonRpcId } | undefined)?.progressToken;
-      const call = token === undefined ? undefined : this.pending.get(token);
-      if (call && call.progressToken !== undefined) {
-        this.arm(token!, call); // progress means the upstream is alive
-        call.hooks.onNotification?.({ ...msg, params: { ...msg.params, progressToken: call.progressToken } });
-      }
+      const call = token === undefined ? undefined : this.pending.progressed(token)?.call;
+      if (call) call.hooks.onNotification?.({ ...msg, params: { ...msg.params, progressToken: call.progressToken } });
       return;
     }
     if (msg.method === 'notifications/message') return this.owner(related)?.hooks.onNotification?.(msg);
@@ -212,7 +195,7 @@ export class UpstreamClient {
   private onClose(err: ProxyError): void {
     if (this.closed) return;
     this.closed = err;
-    for (const id of [...this.pending.keys()]) this.settle(id)!.resolve({ failure: err });
+    for (const [, call] of this.pending.settleAll()) call.resolve({ failure: err });
     this.opts.onClose?.(err);
   }
 }
