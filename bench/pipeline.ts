@@ -9,7 +9,7 @@
  */
 import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
 import pino from 'pino';
-import { Negotiation } from '../src/extensions/content-negotiation/negotiation.js';
+import { builtinChain, type BoundFilters } from '../src/core/filters.js';
 import { VariantCatalog } from '../src/extensions/server-variants/scope.js';
 import { serverVariantsSchema } from '../src/extensions/server-variants/variants.js';
 import { DEFAULT_RULES } from '../src/rules/defaults.js';
@@ -53,8 +53,8 @@ const KINDS = [
   },
 ];
 
-function negotiation(tags: string[]): Negotiation {
-  const n = new Negotiation({ rules, variants: new VariantCatalog(serverVariantsSchema.parse({})), log });
+function negotiation(tags: string[]): BoundFilters {
+  const n = builtinChain({ rules, variants: new VariantCatalog(serverVariantsSchema.parse({})) }).forSession(log);
   n.onInitialize({ capabilities: { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: '1.0', features: tags } } } });
   return n;
 }

@@ -4,7 +4,7 @@
  *    and 1 MB, in ms and in plain copies of the same result (a JSON round trip, same run), with
  *    no time budget: the transformers' own cost;
  * 2. the longest the event loop is blocked while 1 MB results are shaped through a session
- *    (Negotiation.shape, default rules), with the default limits and without any, measured with
+ *    (the filter chain's shape, default rules), with the default limits and without any, measured with
  *    perf_hooks.monitorEventLoopDelay: the limits keep it near the time budget.
  *
  *   node --import tsx bench/shaping.ts        (npm run bench runs it after the others)
@@ -15,7 +15,7 @@ import { setImmediate as tick } from 'node:timers/promises';
 import pino from 'pino';
 import { configSchema } from '../src/config/schema.js';
 import { Metrics } from '../src/ops/metrics.js';
-import { Negotiation } from '../src/extensions/content-negotiation/negotiation.js';
+import { builtinChain, type BoundFilters } from '../src/core/filters.js';
 import { VariantCatalog } from '../src/extensions/server-variants/scope.js';
 import { serverVariantsSchema } from '../src/extensions/server-variants/variants.js';
 import { DEFAULT_RULES } from '../src/rules/defaults.js';
@@ -51,7 +51,7 @@ const MEGABYTE: Record<string, [string[], string]> = {
 async function blocked(tags: string[], text: string, limits: PipelineLimits | undefined): Promise<{ maxMs: number; outcome: string }> {
   const rules = compileRules(DEFAULT_RULES, builtinTransformers());
   const { counters } = new Metrics({ sessions: () => 0, upstreamProcesses: () => 0 });
-  const n = new Negotiation({ rules, variants: new VariantCatalog(serverVariantsSchema.parse({})), limits, counters, log });
+  const n = builtinChain({ rules, variants: new VariantCatalog(serverVariantsSchema.parse({})), limits, counters }).forSession(log);
   n.onInitialize({ capabilities: { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: '1.0', features: tags } } } });
   const result = { content: [{ type: 'text', text }] };
   let shaped = false;

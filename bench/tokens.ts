@@ -7,7 +7,7 @@
  */
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import pino from 'pino';
-import { Negotiation } from '../src/extensions/content-negotiation/negotiation.js';
+import { builtinChain, type BoundFilters } from '../src/core/filters.js';
 import { VariantCatalog } from '../src/extensions/server-variants/scope.js';
 import { serverVariantsSchema } from '../src/extensions/server-variants/variants.js';
 import { countTokensOf, loadTokenizer } from '../src/ops/token-counts.js';
@@ -45,7 +45,7 @@ const log = pino({ level: 'silent' });
 const rows: string[] = [];
 for (const [tags, what, config] of CASES) {
   const rules = compileRules(config, transformers);
-  const sessions = new Map<string, Negotiation>();
+  const sessions = new Map<string, BoundFilters>();
   let changed = 0;
   let before = 0;
   let after = 0;
@@ -54,7 +54,7 @@ for (const [tags, what, config] of CASES) {
   for (const r of recordings) {
     let n = sessions.get(r.server);
     if (!n) {
-      n = new Negotiation({ rules, variants: new VariantCatalog(serverVariantsSchema.parse({})), log });
+      n = builtinChain({ rules, variants: new VariantCatalog(serverVariantsSchema.parse({})) }).forSession(log);
       n.onInitialize({ capabilities: { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: '1.0', features: tags } } } });
       sessions.set(r.server, n);
     }

@@ -22,7 +22,9 @@ import { ModernCore, type ModernCoreOptions } from './fronts/modern/core.js';
 import { ListenHub } from './fronts/modern/listen.js';
 import { Metrics } from './ops/metrics.js';
 import { PROXY_VERSION } from './ops/version.js';
-import { Negotiation, type NegotiationSetup, type NegotiationSnapshot, type TokenObserver } from './extensions/content-negotiation/negotiation.js';
+import type { ContentNegotiationSetup, TokenObserver } from './extensions/content-negotiation/filter.js';
+import type { Filter } from './extensions/contract.js';
+import { builtinChain, type BoundFilters, type FilterChain, type FiltersSnapshot } from './core/filters.js';
 import { SessionTokens, type SessionClaims } from './fronts/legacy/session-tokens.js';
 import { VariantCatalog } from './extensions/server-variants/scope.js';
 import type { CompiledRule } from './rules/compile.js';
@@ -49,6 +51,8 @@ export interface GatewayDeps {
   stdout?: Writable;
   /** Entry point of the built-in demo upstream. */
   demoEntry?: string;
+  /** Filters run after the built-in ones (server variants, content negotiation), for both eras. */
+  filters?: Filter[];
   /** Compiled content-negotiation rules (src/config/rules.ts); none = a pure relay. */
   rules?: CompiledRule[];
   /** Refuse to start when the upstream fails its start-up check (otherwise: log it and serve). */
@@ -135,7 +139,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     metrics.observeUpstream(method, outcome, seconds);
     tracing?.record(`upstream ${method}`, traceparent ? { traceparent } : undefined, performance.now() - seconds * 1000, seconds, { 'mcp.method': method, 'mcp.outcome': outcome }, outcome !== 'ok');
   };
-  const observeStep: NonNullable<NegotiationSetup['observeStep']> = (transformer, seconds, failed, traceparent) => {
+  const observeStep: NonNullable<ContentNegotiationSetup['observeStep']> = (transformer, seconds, failed, traceparent) => {
     metrics.observeTransformer(transformer, seconds, failed);
     tracing?.record(`transform ${transformer}`, traceparent ? { traceparent } : undefined, performance.now() - seconds * 1000, seconds, { 'mcp.transformer': transformer }, failed);
   };
@@ -147,7 +151,6 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     tokenMeter = new TokenMeter(count, settings.maxChars, (c) => metrics.observeTokens(c), () => metrics.tokensNotCounted());
   };
   const observeTokens: TokenObserver = (method, name, before, after) => tokenMeter?.observe(method, name, before, after);
-  const unshapedNotices = new Set<string>();
   const sharing = config.upstream.sessions === 'shared' && spec.kind === 'stdio';
   let modern: { core: ModernCore; hub: ListenHub } | undefined;
   let shared: SharedSessions | undefined;
@@ -158,14 +161,12 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
         shared?.publish(n, principal);
       }, observeUpstream)
     : undefined;
-  /** What negotiation runs with now; a reload replaces rules, variants and limits. */
-  const current = { rules: deps.rules ?? [], variants: new VariantCatalog(config.serverVariants), limits: config.contentNegotiation.limits, unshapedNotices, counters, observeStep, observeTokens };
-  /** What modern requests negotiate with: one object, updated in place by a reload. */
-  const modernNegotiation: NegotiationSetup = { ...current, outputSchemas: new Map(), log: log.child({ era: 'modern' }) };
-  if (pool && config.modern.enabled) modern = createModernCore(config, pool, modernNegotiation, { sealer, replicaId, replicaUrl: () => replicaUrl });
+  /** The filters both eras run through, as the config says now: a reload builds them again (open legacy sessions keep theirs). */
+  const buildFilters = (rules: CompiledRule[], settings: Config): FilterChain =>
+    builtinChain({ rules, variants: new VariantCatalog(settings.serverVariants), limits: settings.contentNegotiation.limits, counters, observeStep, observeTokens, extra: deps.filters });
+  let filters = buildFilters(deps.rules ?? [], config);
+  if (pool && config.modern.enabled) modern = createModernCore(config, pool, () => filters, log.child({ era: 'modern' }), { sealer, replicaId, replicaUrl: () => replicaUrl });
   if (pool && sharing) shared = new SharedSessions(pool, config.timeouts.requestMs);
-  /** A legacy session keeps what was current when it started. */
-  const negotiationSetup = (sessionLog: Logger): NegotiationSetup => ({ ...current, log: sessionLog });
   /** Stdio processes held by legacy sessions, capped by upstream.maxProcesses. */
   let sessionProcesses = 0;
   const connectSession = (events: UpstreamEvents, sessionLog: Logger, who: Requester, resume?: ResumedSession): UpstreamConnection => {
@@ -176,7 +177,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     sessionProcesses++;
     return connect({ onMessage: events.onMessage, onClose: (err) => (sessionProcesses--, events.onClose(err)) }, sessionLog);
   };
-  const relay = (sink: ClientSink, sessionLog: Logger, who: Requester, shaper: Negotiation, resume?: ResumedSession) =>
+  const relay = (sink: ClientSink, sessionLog: Logger, who: Requester, shaper: BoundFilters, resume?: ResumedSession) =>
     new RelaySession((events) => connectSession(events, sessionLog, who, resume), sink, {
       requestTimeoutMs: config.timeouts.requestMs,
       initializeTimeoutMs: config.timeouts.initializeMs,
@@ -188,13 +189,13 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     });
   const openSession = (sink: ClientSink, sessionLog: Logger, who: Requester) => {
     counters.sessionsStarted++;
-    return relay(sink, sessionLog, who, new Negotiation(negotiationSetup(sessionLog)));
+    return relay(sink, sessionLog, who, filters.forSession(sessionLog));
   };
   const resumeSession = (sink: ClientSink, sessionLog: Logger, claims: SessionClaims, who: Requester) => {
     const upstream = claims.upstream;
     if (!upstream?.id) return undefined;
-    const snapshot = (claims.negotiation ?? { client: {} }) as NegotiationSnapshot;
-    return relay(sink, sessionLog, who, Negotiation.restore(negotiationSetup(sessionLog), snapshot), { id: upstream.id, protocolVersion: upstream.protocolVersion });
+    const snapshot = (claims.negotiation ?? { client: {} }) as FiltersSnapshot;
+    return relay(sink, sessionLog, who, filters.restore(snapshot, sessionLog), { id: upstream.id, protocolVersion: upstream.protocolVersion });
   };
 
   /** Starts and initializes one upstream session, then ends it: the readiness probe. */
@@ -295,9 +296,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     },
     reload(next, nextRules) {
       const changes = diffConfig(running, next);
-      const live = { rules: nextRules, variants: new VariantCatalog(next.serverVariants), limits: next.contentNegotiation.limits };
-      Object.assign(current, live);
-      Object.assign(modernNegotiation, live);
+      filters = buildFilters(nextRules, next);
       // A modern section that changed beyond its cache needs a restart: nothing of it applies now.
       if (changes.live.includes('modern.cache')) modern?.core.setCache(next.modern.cache as ModernCoreOptions['cache']);
       log.level = next.logLevel;
@@ -348,14 +347,14 @@ function createPool(
 function createModernCore(
   config: Config,
   pool: UpstreamPool,
-  negotiation: NegotiationSetup,
+  filters: () => FilterChain,
+  log: Logger,
   replica: { sealer: Sealer; replicaId: string; replicaUrl: () => string | undefined },
 ): { core: ModernCore; hub: ListenHub } {
-  const log = negotiation.log;
   const hub = new ListenHub(pool, log);
   const core = new ModernCore({
     pool,
-    negotiation,
+    filters,
     requestTimeoutMs: config.timeouts.requestMs,
     inputTimeoutMs: config.modern.inputTimeoutMs,
     parkedPerClient: config.modern.parkedPerClient,

@@ -36,7 +36,7 @@ export interface RelayOptions {
   log: Logger;
 }
 
-/** What the relay asks of content negotiation: see src/extensions/content-negotiation/negotiation.ts. */
+/** What the relay asks of the filter chain bound to its session: see src/core/filters.ts. */
 export interface ResultShaper {
   onInitialize(params: Record<string, unknown> | undefined): void;
   /** Checks a client request before it goes upstream: an error to answer, or a rewritten request and a scope for its result. */

@@ -15,7 +15,7 @@ export interface SessionClaims {
   issued: number;
   /** The upstream HTTP session (absent for stdio upstreams). */
   upstream?: { id?: string; protocolVersion?: string };
-  /** The negotiated context (src/extensions/content-negotiation/negotiation.ts NegotiationSnapshot). */
+  /** The negotiated context (src/core/filters.ts FiltersSnapshot). */
   negotiation?: object;
 }
 

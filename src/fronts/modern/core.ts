@@ -13,7 +13,7 @@ import { modernUpstreamError, ProxyError, toJsonRpcError, type ProxyErrorCode } 
 import { errorResponse, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
 import type { Requester } from '../../core/context.js';
 import { CACHEABLE_METHODS, INPUT_METHODS, LOG_LEVELS, META, MODERN_METHODS, MODERN_VERSIONS, modernContext, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/eras.js';
-import { Negotiation, type NegotiationSetup } from '../../extensions/content-negotiation/negotiation.js';
+import type { FilterChain } from '../../core/filters.js';
 import { traceContextOf } from '../../ops/trace-context.js';
 import type { McpResult } from '../../transformers/contract.js';
 import type { Sealer } from '../../sealing/sealer.js';
@@ -28,7 +28,8 @@ export interface CacheHint {
 
 export interface ModernCoreOptions {
   pool: UpstreamPool;
-  negotiation: NegotiationSetup;
+  /** The filters requests run through, as the config says now. */
+  filters(): FilterChain;
   requestTimeoutMs: number;
   /** How long a call parked for client input waits for the retry. */
   inputTimeoutMs: number;
@@ -181,7 +182,7 @@ export class ModernCore {
 
   private async discover(ctx: ModernContext): Promise<{ result: McpResult }> {
     const server = await this.opts.pool.server();
-    const negotiation = Negotiation.forRequest(this.opts.negotiation, ctx.clientCapabilities, server);
+    const negotiation = this.opts.filters().forRequest(ctx.clientCapabilities, server, this.opts.log);
     const { tasks: _legacyTasks, ...capabilities } = (server.capabilities ?? {}) as Record<string, any>;
     const extensions = { ...capabilities.extensions, ...negotiation.discoverExtensions() };
     const result: McpResult = {
@@ -194,7 +195,7 @@ export class ModernCore {
 
   private async forward(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<{ result: McpResult } | { error: unknown }> {
     const server = await this.opts.pool.server();
-    const negotiation = Negotiation.forRequest(this.opts.negotiation, ctx.clientCapabilities, server);
+    const negotiation = this.opts.filters().forRequest(ctx.clientCapabilities, server, this.opts.log);
     const check = negotiation.onRequest(req);
     if (check && 'error' in check) return { error: check.error };
     const params = (check?.request ?? req).params ?? {};

@@ -1,0 +1,209 @@
+/**
+ * The filter chain both eras run through: built once from the config (and again on a reload),
+ * bound to a legacy session at `initialize` or to one modern request from its `_meta`. Requests
+ * pass the filters in order (each sees the request the previous one rewrote), results the same
+ * way (server variants' view, then content negotiation, then any filter added after them), and
+ * a result no filter changed stays the upstream's bytes.
+ */
+import type { Logger } from 'pino';
+import type { Era } from '../jsonrpc/errors.js';
+import type { JsonRpcErrorObject, JsonRpcNotification, JsonRpcRequest } from '../jsonrpc/message.js';
+import { CONTENT_NEGOTIATION, contentNegotiationFilter, type ContentNegotiationSetup } from '../extensions/content-negotiation/filter.js';
+import { extensionsOf, type Filter, type FilterContext, type RequestVerdict } from '../extensions/contract.js';
+import { serverVariantsFilter } from '../extensions/server-variants/filter.js';
+import type { VariantCatalog } from '../extensions/server-variants/scope.js';
+import { SERVER_VARIANTS } from '../extensions/server-variants/variants.js';
+import type { Metrics } from '../ops/metrics.js';
+import type { McpResult } from '../transformers/contract.js';
+
+/**
+ * What another replica needs to rebind a session's filters: the parts of the client's
+ * capabilities they read, and the extensions the upstream implements itself.
+ */
+export interface FiltersSnapshot {
+  client: Record<string, unknown>;
+  upstream?: Record<string, unknown>;
+}
+
+/** The built-in filters (server variants, then content negotiation) over the config's rules and variants, then `extra`. */
+export function builtinChain(o: ContentNegotiationSetup & { variants: VariantCatalog; extra?: Filter[] }): FilterChain {
+  return new FilterChain([serverVariantsFilter(o.variants), contentNegotiationFilter(o), ...(o.extra ?? [])], o.counters);
+}
+
+export class FilterChain {
+  constructor(
+    readonly filters: Filter[],
+    private readonly counters?: Metrics['counters'],
+  ) {}
+
+  /** The chain for a legacy session: negotiated again when its initialize passes (see BoundFilters.onInitialize). */
+  forSession(log: Logger): BoundFilters {
+    return new BoundFilters(this, 'legacy', log, {});
+  }
+
+  /** The chain for one modern request: its capabilities, and what the upstream said at the pooled session's initialize. */
+  forRequest(capabilities: Record<string, unknown>, upstream: McpResult, log: Logger): BoundFilters {
+    const bound = new BoundFilters(this, 'modern', log, capabilities);
+    bound.learnUpstream(upstream);
+    return bound;
+  }
+
+  /** A session's chain as another replica rebuilds it (see BoundFilters.snapshot). */
+  restore(snapshot: FiltersSnapshot, log: Logger): BoundFilters {
+    const bound = new BoundFilters(this, 'legacy', log, isObject(snapshot.client) ? snapshot.client : {});
+    bound.learnUpstream({ capabilities: { extensions: isObject(snapshot.upstream) ? snapshot.upstream : {} } });
+    return bound;
+  }
+
+  countShaped(): void {
+    if (this.counters) this.counters.resultsShaped++;
+  }
+}
+
+/** The chain bound to one session's (or request's) negotiated state: one state per filter. */
+export class BoundFilters {
+  private states: unknown[] = [];
+  private readonly snapshotted: FiltersSnapshot = { client: {} };
+
+  constructor(
+    private readonly chain: FilterChain,
+    private readonly era: Era,
+    private readonly log: Logger,
+    capabilities: Record<string, unknown>,
+  ) {
+    this.negotiate(capabilities);
+  }
+
+  /** Reads the client's initialize params (untrusted): each filter negotiates its state. */
+  onInitialize(params: Record<string, unknown> | undefined): void {
+    this.negotiate(isObject(params?.capabilities) ? params.capabilities : {});
+  }
+
+  /** What the upstream's initialize result teaches the filters (for a modern request or a restored session: nothing is sent). */
+  learnUpstream(result: McpResult): void {
+    this.upstreamInitialized(result);
+  }
+
+  /** What rebuilds this session's state elsewhere: small, and only what was read from the wire. */
+  snapshot(): FiltersSnapshot {
+    return this.snapshotted;
+  }
+
+  /** The filters' entries for `server/discover`'s `capabilities.extensions`. */
+  discoverExtensions(): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    this.chain.filters.forEach((f, i) => Object.assign(out, f.discover?.(this.states[i])));
+    return out;
+  }
+
+  /** Each filter's verdict in order: the first error ends it; rewrites accumulate; the variant is kept as `scope`. */
+  onRequest(req: JsonRpcRequest): { error: JsonRpcErrorObject } | { request?: JsonRpcRequest; scope?: string } | undefined {
+    let request: JsonRpcRequest | undefined;
+    let scope: string | undefined;
+    const filters = this.chain.filters;
+    for (let i = 0; i < filters.length; i++) {
+      if (!filters[i].onRequest) continue;
+      const verdict: RequestVerdict = filters[i].onRequest!(request ?? req, this.context(i, req.method, nameOf(req), scope));
+      if (!verdict) continue;
+      if ('error' in verdict) return verdict;
+      request = verdict.request ?? request;
+      scope = verdict.variant ?? scope;
+    }
+    return request || scope !== undefined ? { request, scope } : undefined;
+  }
+
+  /** A replacement for an upstream error to a request made in `scope`, or undefined to relay it as is. */
+  annotateError(error: JsonRpcErrorObject, scope: string | undefined): JsonRpcErrorObject | undefined {
+    let out: JsonRpcErrorObject | undefined;
+    this.chain.filters.forEach((f, i) => {
+      out = f.onError?.(out ?? error, this.context(i, '', undefined, scope)) ?? out;
+    });
+    return out;
+  }
+
+  /** Notifications to send instead of one that belongs to no request, or undefined to relay it as is. */
+  onNotification(n: JsonRpcNotification): JsonRpcNotification[] | undefined {
+    let out: JsonRpcNotification[] | undefined;
+    this.chain.filters.forEach((f, i) => {
+      if (!f.onNotification) return;
+      let changed = false;
+      const next = (out ?? [n]).flatMap((m) => {
+        const replaced = f.onNotification!(m, this.states[i]);
+        if (replaced) changed = true;
+        return replaced ?? [m];
+      });
+      if (changed) out = next;
+    });
+    return out;
+  }
+
+  /** A replacement result, or undefined to relay the upstream's bytes; `scope`: the request's variant. */
+  shape(method: string, name: string | undefined, result: McpResult, scope?: string, traceparent?: string): McpResult | undefined | Promise<McpResult | undefined> {
+    if (method === 'initialize') return this.upstreamInitialized(result);
+    const filters = this.chain.filters;
+    let current: McpResult | undefined;
+    const step = (i: number): McpResult | undefined | Promise<McpResult | undefined> => {
+      for (; i < filters.length; i++) {
+        const f = filters[i];
+        if (!f.onResult) continue;
+        const out = f.onResult(current ?? result, this.context(i, method, name, scope, traceparent));
+        if (out instanceof Promise) {
+          const next = i + 1;
+          return out.then((r) => {
+            current = r ?? current;
+            return step(next);
+          });
+        }
+        current = out ?? current;
+      }
+      if (current) this.chain.countShaped();
+      return current;
+    };
+    return step(0);
+  }
+
+  private negotiate(capabilities: Record<string, unknown>): void {
+    this.snapshotted.client = snapshotCapabilities(capabilities);
+    this.states = this.chain.filters.map((f) => f.negotiate(capabilities, this.era, this.log));
+  }
+
+  /** Runs each filter over the upstream's initialize result; the result for the client, or undefined when none changed it. */
+  private upstreamInitialized(result: McpResult): McpResult | undefined {
+    const implemented = pick(extensionsOf(result), [CONTENT_NEGOTIATION, SERVER_VARIANTS]);
+    if (Object.keys(implemented).length) this.snapshotted.upstream = implemented;
+    let current: McpResult | undefined;
+    this.chain.filters.forEach((f, i) => {
+      current = f.onUpstreamInitialize?.(current ?? result, this.states[i], this.log) ?? current;
+    });
+    return current;
+  }
+
+  private context(i: number, method: string, name: string | undefined, variant: string | undefined, traceparent?: string): FilterContext<unknown> {
+    return { era: this.era, method, name, variant, traceparent, state: this.states[i], log: this.log };
+  }
+}
+
+/** The capabilities the filters read: presence tags, sampling modalities, the extensions' settings. */
+function snapshotCapabilities(capabilities: Record<string, any>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const name of ['elicitation', 'roots', 'tasks']) if (capabilities[name] !== undefined && capabilities[name] !== null) out[name] = {};
+  if (isObject(capabilities.sampling)) out.sampling = pick(capabilities.sampling, ['supportedModalities']);
+  else if (capabilities.sampling !== undefined && capabilities.sampling !== null) out.sampling = {};
+  if (isObject(capabilities.extensions)) out.extensions = pick(capabilities.extensions, [CONTENT_NEGOTIATION, SERVER_VARIANTS]);
+  return out;
+}
+
+function nameOf(req: JsonRpcRequest): string | undefined {
+  const p = req.params;
+  return typeof p?.name === 'string' ? p.name : typeof p?.uri === 'string' ? p.uri : undefined;
+}
+
+function pick(from: Record<string, unknown>, keys: string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key of keys) if (from[key] !== undefined) out[key] = from[key];
+  return out;
+}
+
+function isObject(v: unknown): v is Record<string, any> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

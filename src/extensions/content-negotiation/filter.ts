@@ -1,0 +1,140 @@
+/**
+ * Content negotiation as a filter: the feature tags and sampling modalities a client declares
+ * (at initialize, or in a modern request's `_meta`), the extension advertised back, and results
+ * reshaped by the rules. A client that declared nothing, or an upstream that implements the
+ * extension itself, gets results unchanged; a request made in a server variant runs the rules
+ * too (rules may name variants).
+ */
+import type { Logger } from 'pino';
+import { FeatureSet, parseFeatures } from '../../mcp/features.js';
+import type { Metrics } from '../../ops/metrics.js';
+import type { CompiledRule } from '../../rules/compile.js';
+import { runPipeline, type PipelineLimits, type PipelineOutcome, type StepObserver } from '../../rules/run.js';
+import type { McpResult } from '../../transformers/contract.js';
+import { extensionsOf, type Filter } from '../contract.js';
+import { modalityTags, samplingModalities } from './modalities.js';
+
+export const CONTENT_NEGOTIATION = 'io.modelcontextprotocol/content-negotiation';
+const MAX_SETTINGS_BYTES = 4096;
+/** Tools whose output schema is remembered, at most. */
+const MAX_OUTPUT_SCHEMAS = 10_000;
+/** Tools named in unshaped-result warnings, at most; later ones are counted but not logged. */
+const MAX_NOTICES = 1000;
+
+export interface ContentNegotiationSetup {
+  rules: CompiledRule[];
+  /** Size and time limits for reshaping one result. */
+  limits?: PipelineLimits;
+  /** Counters for /metrics. */
+  counters?: Metrics['counters'];
+  /** Transformer durations and failures, for /metrics and traces (with the request's traceparent). */
+  observeStep?: (transformer: string, seconds: number, failed: boolean, traceparent?: string) => void;
+  /** Token counts of negotiated results, for /metrics (before, and after when it changed). */
+  observeTokens?: TokenObserver;
+}
+
+/** Sees each negotiated result: as the rules got it, and the replacement (undefined: unchanged). */
+export type TokenObserver = (method: string, name: string | undefined, before: McpResult, after: McpResult | undefined) => void;
+
+export interface NegotiatedContent {
+  features: FeatureSet;
+  modalities: string[];
+  /** The client declared the extension (with valid settings). */
+  declared: boolean;
+  /** The upstream speaks the extension itself: pass through, never transform twice. */
+  upstreamNative: boolean;
+  /** Output schemas by tool name, learnt from tools/list (a legacy session's own; modern requests share one map). */
+  outputSchemas: Map<string, Record<string, unknown>>;
+}
+
+export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter<NegotiatedContent> {
+  /** Shared by modern requests, which have no session to keep them in. */
+  const sharedSchemas = new Map<string, Record<string, unknown>>();
+  /** Which tools were already reported as relayed unshaped (logged once each). */
+  const unshapedNotices = new Set<string>();
+  const noteUnshaped = (reason: NonNullable<PipelineOutcome['skipped']>, method: string, name: string | undefined, log: Logger) => {
+    if (setup.counters) setup.counters.resultsUnshaped[reason]++;
+    const key = `${reason} ${method} ${name ?? ''}`;
+    if (unshapedNotices.has(key) || unshapedNotices.size >= MAX_NOTICES) return;
+    unshapedNotices.add(key);
+    const why = reason === 'size' ? `it is larger than contentNegotiation.limits.maxResultBytes (${setup.limits?.maxResultBytes})` : `reshaping it took longer than contentNegotiation.limits.timeBudgetMs (${setup.limits?.timeBudgetMs} ms)`;
+    log.warn({ method, name, reason }, `result relayed unshaped: ${why}; further ones for this tool are only counted`);
+  };
+
+  return {
+    name: 'content-negotiation',
+    negotiate(capabilities, era, log) {
+      const state: NegotiatedContent = { features: FeatureSet.EMPTY, modalities: ['text'], declared: false, upstreamNative: false, outputSchemas: era === 'modern' ? sharedSchemas : new Map() };
+      const { modalities, problem } = samplingModalities(capabilities);
+      state.modalities = modalities;
+      if (problem) log.warn({ problem }, 'client sampling modalities ignored');
+      const settings = isObject(capabilities.extensions) ? capabilities.extensions[CONTENT_NEGOTIATION] : undefined;
+      if (settings === undefined) return state;
+      if (!isObject(settings) || JSON.stringify(settings).length > MAX_SETTINGS_BYTES) {
+        log.warn('content-negotiation settings ignored: not an object, or larger than 4 KiB');
+        return state;
+      }
+      const parsed = parseFeatures(settings.features, capabilities, modalityTags(modalities));
+      state.declared = true;
+      state.features = parsed.features;
+      for (const { tag, reason } of parsed.ignored) log.warn({ tag, reason }, 'invalid feature tag ignored');
+      log.debug(
+        { version: settings.version, requested: settings.features, accepted: parsed.accepted, ignored: parsed.ignored.map((i) => i.tag), features: state.features.toTags(), rules: setup.rules.filter((r) => r.features.every((f) => state.features.satisfies(f))).map((r) => r.label) },
+        'content negotiation',
+      );
+      return state;
+    },
+    onUpstreamInitialize(result, state, log) {
+      if (extensionsOf(result)[CONTENT_NEGOTIATION] !== undefined) state.upstreamNative = true;
+      if (!state.declared) return undefined;
+      if (state.upstreamNative) {
+        log.info('upstream supports content negotiation itself; passing through');
+        return undefined;
+      }
+      return advertise(result, state.features);
+    },
+    discover(state) {
+      return !state.upstreamNative && setup.rules.length > 0 ? { [CONTENT_NEGOTIATION]: {} } : undefined;
+    },
+    onResult(result, ctx) {
+      const { state, method, name } = ctx;
+      if (method === 'tools/list' && state.declared) rememberOutputSchemas(result, state.outputSchemas); // only negotiation uses them
+      // Rules run for a client that negotiates content, and for any request made in a variant.
+      const negotiating = state.declared && !state.upstreamNative && !state.features.isEmpty;
+      if (!negotiating && ctx.variant === undefined) return undefined;
+      const features = negotiating ? state.features : FeatureSet.EMPTY;
+      const pipelineCtx = { method, name, features, variant: ctx.variant, era: ctx.era, outputSchema: name ? state.outputSchemas.get(name) : undefined, log: ctx.log };
+      const observeStep = setup.observeStep;
+      const observe: StepObserver | undefined = observeStep && ((transformer, seconds, failed) => observeStep(transformer, seconds, failed, ctx.traceparent));
+      return runPipeline(setup.rules, result, pipelineCtx, setup.limits, observe).then((o) => {
+        if (o.applied.length) ctx.log.debug({ method, name, variant: ctx.variant, applied: o.applied }, 'result shaped');
+        if (o.skipped) noteUnshaped(o.skipped, method, name, ctx.log);
+        if (setup.counters) setup.counters.transformFailures += o.failures;
+        setup.observeTokens?.(method, name, result, o.result);
+        return o.result;
+      });
+    },
+  };
+}
+
+/** The initialize result with the extension and a note of the session's format in the instructions. */
+function advertise(result: McpResult, features: FeatureSet): McpResult {
+  const capabilities = isObject(result.capabilities) ? result.capabilities : {};
+  const format = [...(features.values.get('format') ?? [])][0];
+  const note = `Content negotiation: ${format ? `format=${format}` : 'default format'} in effect for this session (${features.toTags().join(', ')}).`;
+  const instructions = typeof result.instructions === 'string' && result.instructions ? `${result.instructions}\n\n${note}` : note;
+  return { ...result, capabilities: { ...capabilities, extensions: { ...extensionsOf(result), [CONTENT_NEGOTIATION]: {} } }, instructions };
+}
+
+function rememberOutputSchemas(result: McpResult, schemas: Map<string, Record<string, unknown>>): void {
+  if (!Array.isArray(result.tools)) return;
+  for (const tool of result.tools as Array<Record<string, unknown>>) {
+    if (typeof tool?.name !== 'string' || !isObject(tool.outputSchema)) continue;
+    if (schemas.size >= MAX_OUTPUT_SCHEMAS && !schemas.has(tool.name)) continue;
+    schemas.set(tool.name, tool.outputSchema);
+  }
+}
+
+function isObject(v: unknown): v is Record<string, any> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

@@ -1,0 +1,56 @@
+/**
+ * The filter contract: what the request core asks of an extension (content negotiation, server
+ * variants, or an operator's own), the same for both eras. A filter keeps state per legacy
+ * session (negotiated at `initialize`) or per modern request (from its `_meta`), built by
+ * `negotiate` from the client's capabilities; the core hands that state back on every hook.
+ * Hooks return a replacement, or undefined for "unchanged": a client that negotiates nothing
+ * gets the upstream's bytes.
+ */
+import type { Logger } from 'pino';
+import type { Era } from '../jsonrpc/errors.js';
+import type { JsonRpcErrorObject, JsonRpcNotification, JsonRpcRequest } from '../jsonrpc/message.js';
+import type { McpResult } from '../transformers/contract.js';
+
+/** What a filter sees of one request: who asked, what for, in which variant, and its own state. */
+export interface FilterContext<S> {
+  era: Era;
+  /** The request's method and what it names (tool or prompt name, resource URI). */
+  method: string;
+  name?: string;
+  /** The server variant the request was made in (a filter's onRequest may set it). */
+  variant?: string;
+  /** The request's W3C traceparent, when it is traced. */
+  traceparent?: string;
+  state: S;
+  log: Logger;
+}
+
+/** A filter's verdict on a request: an error to answer, a rewritten request, and the variant it runs in. */
+export type RequestVerdict = { error: JsonRpcErrorObject } | { request?: JsonRpcRequest; variant?: string } | undefined;
+
+export interface Filter<S = unknown> {
+  /** For logs and metrics. */
+  readonly name: string;
+  /** This filter's state for a session or a request, from the client's capabilities (untrusted: check every field). */
+  negotiate(capabilities: Record<string, unknown>, era: Era, log: Logger): S;
+  /**
+   * The upstream's initialize result: what the filter learns from it (the upstream implements the
+   * extension itself), and, for a legacy client, its replacement (the extension advertised).
+   */
+  onUpstreamInitialize?(result: McpResult, state: S, log: Logger): McpResult | undefined;
+  /** What it advertises in `server/discover` (entries of `capabilities.extensions`). */
+  discover?(state: S): Record<string, unknown> | undefined;
+  onRequest?(req: JsonRpcRequest, ctx: FilterContext<S>): RequestVerdict;
+  onResult?(result: McpResult, ctx: FilterContext<S>): McpResult | undefined | Promise<McpResult | undefined>;
+  /** A replacement for an upstream error, or undefined to relay it as is. */
+  onError?(error: JsonRpcErrorObject, ctx: FilterContext<S>): JsonRpcErrorObject | undefined;
+  /** Notifications to send instead of an upstream notification that belongs to no request, or undefined to relay it. */
+  onNotification?(n: JsonRpcNotification, state: S): JsonRpcNotification[] | undefined;
+}
+
+/** `capabilities.extensions` of an initialize result ({} when absent or malformed). */
+export function extensionsOf(result: McpResult): Record<string, unknown> {
+  const capabilities = result.capabilities as { extensions?: unknown } | undefined;
+  const extensions = capabilities?.extensions;
+  return typeof extensions === 'object' && extensions !== null && !Array.isArray(extensions) ? (extensions as Record<string, unknown>) : {};
+}
