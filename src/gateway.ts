@@ -114,10 +114,12 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const connect = (events: UpstreamEvents, sessionLog: Logger, resume?: ResumedSession): UpstreamConnection => {
     const watched: UpstreamEvents = {
       onMessage(frame, relatedId) {
-        const error = (frame.msg as { error?: { message: string; data?: { code?: unknown } } }).error;
-        if (error?.data?.code === 'UPSTREAM_UNREACHABLE') readiness.note(false, error.message);
-        else if (typeof error?.data?.code !== 'string') readiness.note(true);
+        readiness.note(true);
         events.onMessage(frame, relatedId);
+      },
+      onFailure(id, err) {
+        if (err.code === 'UPSTREAM_UNREACHABLE') readiness.note(false, err.message);
+        events.onFailure(id, err);
       },
       onClose(err) {
         if (err.code === 'UPSTREAM_START_FAILED') readiness.note(false, err.message);
@@ -175,7 +177,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     const max = config.upstream.maxProcesses;
     if (sessionProcesses >= max) throw new ProxyError('TOO_MANY_SESSIONS', `All ${max} upstream processes for sessions are in use (upstream.maxProcesses); try again when a session ends`);
     sessionProcesses++;
-    return connect({ onMessage: events.onMessage, onClose: (err) => (sessionProcesses--, events.onClose(err)) }, sessionLog);
+    return connect({ onMessage: events.onMessage, onFailure: events.onFailure, onClose: (err) => (sessionProcesses--, events.onClose(err)) }, sessionLog);
   };
   const relay = (sink: ClientSink, sessionLog: Logger, who: Requester, shaper: BoundFilters, resume?: ResumedSession) =>
     new RelaySession((events) => connectSession(events, sessionLog, who, resume), sink, {

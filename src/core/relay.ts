@@ -78,6 +78,12 @@ export class RelaySession {
   ) {
     this.upstream = connect({
       onMessage: (frame, relatedId) => this.fromUpstream(frame, relatedId),
+      onFailure: (id, err) => {
+        const p = this.pending.settle(id);
+        if (!p) return;
+        this.observe(p, 'closed');
+        this.answer(id, err);
+      },
       onClose: (err) => {
         if (!this.ended && this.opts.counters) this.opts.counters.upstreamClosed++;
         this.finish(err);

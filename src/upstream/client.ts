@@ -62,7 +62,11 @@ export class UpstreamClient {
   private nextId = 1;
 
   constructor(connect: (events: UpstreamEvents) => UpstreamConnection, private readonly opts: UpstreamClientOptions) {
-    this.connection = connect({ onMessage: (frame, related) => this.onMessage(frame, related), onClose: (err) => this.onClose(err) });
+    this.connection = connect({
+      onMessage: (frame, related) => this.onMessage(frame, related),
+      onFailure: (id, err) => this.pending.settle(id)?.resolve({ failure: err }),
+      onClose: (err) => this.onClose(err),
+    });
     this.ready = this.initialize();
     this.ready.catch(() => undefined); // failures reach whoever awaits ready
   }

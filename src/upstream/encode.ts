@@ -1,11 +1,11 @@
 /**
  * The text of a message for the upstream. Serializing can fail (a value nested too deep for the
- * stack); then nothing is sent, and a request gets its error through the connection's own
+ * stack); then nothing is sent, and a request gets its failure through the connection's own
  * events, so a send never throws into its caller and no call is left waiting.
  */
 import type { Logger } from 'pino';
-import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
-import { errorResponse, isRequest, serialize, type Frame } from '../jsonrpc/message.js';
+import { ProxyError } from '../jsonrpc/errors.js';
+import { isRequest, serialize, type Frame } from '../jsonrpc/message.js';
 import type { UpstreamEvents } from './types.js';
 
 export function encodeForUpstream(frame: Frame, events: UpstreamEvents, log: Logger): string | undefined {
@@ -16,8 +16,8 @@ export function encodeForUpstream(frame: Frame, events: UpstreamEvents, log: Log
     const why = (err as Error).message;
     log.warn({ err: why, method: 'method' in msg ? msg.method : undefined }, 'a message could not be serialized for the upstream; not sent');
     if (isRequest(msg)) {
-      const failure = errorResponse(msg.id, toJsonRpcError(new ProxyError('BAD_REQUEST', `The request could not be sent to the upstream: ${why}`)));
-      queueMicrotask(() => events.onMessage({ msg: failure }, msg.id));
+      const failure = new ProxyError('BAD_REQUEST', `The request could not be sent to the upstream: ${why}`);
+      queueMicrotask(() => events.onFailure(msg.id, failure));
     }
     return undefined;
   }

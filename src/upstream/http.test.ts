@@ -63,12 +63,13 @@ describe('createHttpUpstream', () => {
   let dispatcher: Agent;
   let received: Array<{ msg: any; relatedId?: JsonRpcId }>;
   let closes: ProxyError[];
+  let failures: Map<JsonRpcId, ProxyError>;
   let connection: UpstreamConnection | undefined;
 
   const connect = (opts: Partial<HttpUpstreamOptions> = {}, url = server.url) => {
     connection = createHttpUpstream(
       { kind: 'http', url, headers: { authorization: 'Bearer upstream-token' } },
-      { onMessage: (frame, relatedId) => void received.push({ msg: frame.msg, relatedId }), onClose: (err) => void closes.push(err) },
+      { onMessage: (frame, relatedId) => void received.push({ msg: frame.msg, relatedId }), onFailure: (id, err) => void failures.set(id, err), onClose: (err) => void closes.push(err) },
       pino({ level: 'silent' }),
       { dispatcher, defaultRetryMs: 10, maxResumes: 3, ...opts },
     );
@@ -83,6 +84,7 @@ describe('createHttpUpstream', () => {
     dispatcher = new Agent();
     received = [];
     closes = [];
+    failures = new Map();
   });
   afterEach(async () => {
     connection?.detach?.();
@@ -142,7 +144,7 @@ describe('createHttpUpstream', () => {
     expect(closes).toEqual([]);
   });
 
-  it('answers with an error when a response stream ends, or breaks off, with no answer and nothing to resume from', async () => {
+  it('reports a failure when a response stream ends, or breaks off, with no answer and nothing to resume from', async () => {
     const up = await initialized();
     server.handle = (seen, res) => {
       sse(res);
@@ -151,10 +153,10 @@ describe('createHttpUpstream', () => {
     };
     up.send(request(1));
     up.send(request(2));
-    await until(() => !!answerTo(1) && !!answerTo(2));
-    expect(answerTo(1)!.msg.error).toMatchObject({ message: 'The upstream ended the response without answering', data: { code: 'UPSTREAM_PROTOCOL' } });
-    expect(answerTo(2)!.msg.error.message).toMatch(/^The upstream's response broke off before the answer/);
-    expect(answerTo(2)!.msg.error.data.code).toBe('UPSTREAM_UNREACHABLE');
+    await until(() => failures.has(1) && failures.has(2));
+    expect(failures.get(1)).toMatchObject({ message: 'The upstream ended the response without answering', code: 'UPSTREAM_PROTOCOL' });
+    expect(failures.get(2)!.message).toMatch(/^The upstream's response broke off before the answer/);
+    expect(failures.get(2)!.code).toBe('UPSTREAM_UNREACHABLE');
   });
 
   it("relays a JSON-RPC error body as the request's answer (even with id null), and describes a bare error status", async () => {
@@ -165,9 +167,9 @@ describe('createHttpUpstream', () => {
     };
     up.send(request(1));
     up.send(request(2));
-    await until(() => !!answerTo(1) && !!answerTo(2));
+    await until(() => !!answerTo(1) && failures.has(2));
     expect(answerTo(1)).toEqual({ msg: { jsonrpc: '2.0', id: 1, error: { code: -32600, message: 'nope' } }, relatedId: 1 });
-    expect(answerTo(2)!.msg.error).toMatchObject({ message: 'The upstream answered HTTP 503', data: { code: 'UPSTREAM_PROTOCOL', body: 'overloaded' } });
+    expect(failures.get(2)).toMatchObject({ message: 'The upstream answered HTTP 503', code: 'UPSTREAM_PROTOCOL', details: { body: 'overloaded' } });
   });
 
   it('closes once with UPSTREAM_SESSION_EXPIRED when the upstream no longer knows the session', async () => {
@@ -193,14 +195,14 @@ describe('createHttpUpstream', () => {
     expect(answerTo(7)).toBeUndefined(); // the relay answers the client itself
   });
 
-  it('answers UPSTREAM_UNREACHABLE at once when nothing listens', async () => {
+  it('reports UPSTREAM_UNREACHABLE at once when nothing listens', async () => {
     const stopped = new ScriptedServer();
     await stopped.start();
     await stopped.stop();
     const up = connect({}, stopped.url);
     up.send(request(1, 'initialize', {}));
-    await until(() => !!answerTo(1));
-    expect(answerTo(1)!.msg.error.message).toMatch(/^The upstream could not be reached/);
+    await until(() => failures.has(1));
+    expect(failures.get(1)!.message).toMatch(/^The upstream could not be reached/);
   });
 
   it('DELETEs the session once on close, and lets go of a resumed session on detach without ending it', async () => {
@@ -208,7 +210,7 @@ describe('createHttpUpstream', () => {
     await Promise.all([up.close(), up.close()]);
     expect(server.seen.filter((s) => s.method === 'DELETE').map((s) => s.headers['mcp-session-id'])).toEqual(['s-1']);
 
-    const other = createHttpUpstream({ kind: 'http', url: server.url, headers: {} }, { onMessage: () => {}, onClose: () => {} }, pino({ level: 'silent' }), {
+    const other = createHttpUpstream({ kind: 'http', url: server.url, headers: {} }, { onMessage: () => {}, onFailure: () => {}, onClose: () => {} }, pino({ level: 'silent' }), {
       dispatcher,
       defaultRetryMs: 10,
       maxResumes: 3,

@@ -96,7 +96,7 @@ export function createHttpUpstream(
 
   const answerWithError = (ids: JsonRpcId[], err: ProxyError) => {
     for (const id of ids) {
-      if (inFlight.delete(id)) events.onMessage({ msg: errorResponse(id, toJsonRpcError(err)) }, id);
+      if (inFlight.delete(id)) events.onFailure(id, err);
     }
   };
 

@@ -213,6 +213,7 @@ export class UpstreamPool {
     const connection = this.opts.connect(
       {
         onMessage: (frame, related) => (target ? target.onMessage(frame, related) : early.push((t) => t.onMessage(frame, related))),
+        onFailure: (id, err) => (target ? target.onFailure(id, err) : early.push((t) => t.onFailure(id, err))),
         onClose: (err) => {
           died = true;
           if (target) target.onClose(err);

@@ -154,7 +154,8 @@ class SharedConnection implements UpstreamConnection {
       const result = await this.serve(req);
       this.reply({ jsonrpc: '2.0', id: req.id, ...result });
     } catch (err) {
-      this.reply(errorResponse(req.id, toJsonRpcError(err)));
+      if (!(err instanceof ProxyError)) this.reply(errorResponse(req.id, toJsonRpcError(err)));
+      else if (!this.closed) this.events.onFailure(req.id, err);
     }
   }
 

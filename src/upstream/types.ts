@@ -11,12 +11,18 @@ export interface UpstreamEvents {
    * it, when the transport knows (HTTP); stdio never knows.
    */
   onMessage(frame: Frame, relatedId?: JsonRpcId): void;
+  /**
+   * The proxy could not get an answer to request `id` (unreachable, an HTTP error, a stream
+   * that ended without one, a message it could not send): a typed failure, never wire JSON;
+   * whoever waits turns it into its era's error (jsonrpc/errors.ts).
+   */
+  onFailure(id: JsonRpcId, err: ProxyError): void;
   /** The upstream session is gone for good (exit, crash, expiry); called at most once. */
   onClose(err: ProxyError): void;
 }
 
 export interface UpstreamConnection {
-  /** Fire and forget: failures come back as error responses through onMessage, or as onClose. */
+  /** Fire and forget: failures come back through onFailure (one request) or onClose (the session). */
   send(frame: Frame): void;
   /** Ends the upstream session and releases its process or connections. Idempotent. */
   close(): Promise<void>;

@@ -9,7 +9,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { canonicalJson } from '../../jsonrpc/canonical.js';
-import { modernUpstreamError, ProxyError, toJsonRpcError, type ProxyErrorCode } from '../../jsonrpc/errors.js';
+import { modernUpstreamError, ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
 import { errorResponse, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
 import type { Requester } from '../../core/context.js';
 import { CACHEABLE_METHODS, INPUT_METHODS, LOG_LEVELS, META, MODERN_METHODS, MODERN_VERSIONS, modernContext, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/eras.js';
@@ -211,7 +211,7 @@ export class ModernCore {
     const res = outcome.response;
     if (res.error) {
       const annotated = negotiation.annotateError(res.error, check?.scope) ?? res.error;
-      return { error: modernUpstreamError(proxyWireError(annotated)) };
+      return { error: modernUpstreamError(annotated) };
     }
     if (req.method === 'tools/list') this.learnToolHeaders(res.result);
     const traceparent = traceContextOf(ctx.passMeta)?.traceparent;
@@ -379,12 +379,4 @@ function logFilter(ctx: ModernContext, reply: ModernReply): (n: JsonRpcNotificat
     }
     reply.notify(n);
   };
-}
-
-/** A legacy-coded error the proxy's upstream layer wrote (`data.code` names it) in its modern form. */
-function proxyWireError(error: NonNullable<JsonRpcResponse['error']>): NonNullable<JsonRpcResponse['error']> {
-  const data = error.data as { code?: unknown } | undefined;
-  if ((error.code !== -32000 && error.code !== -32001) || typeof data?.code !== 'string') return error;
-  const { code, ...details } = data as Record<string, unknown>;
-  return toJsonRpcError(new ProxyError(code as ProxyErrorCode, error.message, details), 'modern');
 }
