@@ -7,7 +7,8 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
-import { Cancellation, type ModernCore } from './modern/core.js';
+import type { ModernCore } from './modern/core.js';
+import { Cancellation } from './modern/reply.js';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
 import { errorResponse, isNotification, type ClientPayloadLimits, isRequest, parsePayload, serialize, type Frame, type JsonRpcId, type JsonRpcRequest } from '../jsonrpc/message.js';
 import { eraOf } from '../mcp/eras.js';

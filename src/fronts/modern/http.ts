@@ -9,7 +9,8 @@ import { errorResponse, INVALID_REQUEST, isRequest, serialize, type JsonRpcReque
 import { META } from '../../mcp/eras.js';
 import { PostReply, STREAM_AFTER_MS, takeOver, type SlowReaderLimits } from '../http/replies.js';
 import type { ModernEndpoint, Post } from '../http/server.js';
-import { Cancellation, type ModernCore } from './core.js';
+import type { ModernCore } from './core.js';
+import { Cancellation } from './reply.js';
 import { FORWARDED_HEADER, forwardToOwner } from './forward.js';
 import { checkModernHeaders, checkParamHeaders } from './headers.js';
 

@@ -10,7 +10,7 @@ import { ProxyError } from '../../jsonrpc/errors.js';
 import type { JsonRpcId, JsonRpcNotification, JsonRpcRequest } from '../../jsonrpc/message.js';
 import { META, type ModernContext } from '../../mcp/eras.js';
 import type { UpstreamLease, UpstreamPool } from '../../upstream/pool.js';
-import type { ModernReply } from './core.js';
+import type { ModernReply } from './reply.js';
 
 const KINDS = {
   toolsListChanged: { method: 'notifications/tools/list_changed', capability: 'tools' },

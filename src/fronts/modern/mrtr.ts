@@ -12,7 +12,7 @@ import { METHOD_NOT_FOUND, type JsonRpcId, type JsonRpcNotification, type JsonRp
 import { capabilityFor, declares, INPUT_METHODS } from '../../mcp/eras.js';
 import type { CallOutcome, UpstreamClient } from '../../upstream/client.js';
 import type { UpstreamLease } from '../../upstream/pool.js';
-import type { Cancellation } from './core.js';
+import type { Cancellation } from './reply.js';
 
 const INPUT_REQUEST_METHODS = new Set(['elicitation/create', 'sampling/createMessage', 'roots/list']);
 /**

@@ -1,0 +1,183 @@
+/**
+ * Input rounds for modern calls to a legacy upstream: each call runs as a BridgedCall on a pooled
+ * session (alone on it when it may ask the client for input); when the upstream asks, the call is
+ * parked under a random key and the client gets `input_required` with a sealed `requestState`
+ * naming it, bound to the request, the round, the principal and the replica. A retry with that
+ * state resumes the call. One client keeps at most `parkedPerClient` calls waiting on itself.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import { canonicalJson } from '../../jsonrpc/canonical.js';
+import { ProxyError } from '../../jsonrpc/errors.js';
+import type { JsonRpcNotification, JsonRpcRequest } from '../../jsonrpc/message.js';
+import { INPUT_METHODS, LOG_LEVELS, type ModernContext } from '../../mcp/eras.js';
+import type { Sealer } from '../../sealing/sealer.js';
+import type { McpResult } from '../../transformers/contract.js';
+import { declaresInput, type UpstreamPool } from '../../upstream/pool.js';
+import { BridgedCall, type CallStep } from './mrtr.js';
+import type { ModernReply } from './reply.js';
+
+export interface InputRoundsOptions {
+  pool: UpstreamPool;
+  requestTimeoutMs: number;
+  /** How long a call parked for client input waits for the retry. */
+  inputTimeoutMs: number;
+  /** Most calls of one client parked waiting for its input at once. */
+  parkedPerClient: number;
+  /** Seals `requestState` (shared by replicas when they share a secret). */
+  sealer: Sealer;
+  /** This replica's name, sealed into requestState so another replica can say where the call waits. */
+  replicaId: string;
+  /** Where other replicas reach this one (sealed into requestState, for forwarded retries); known once listening. */
+  replicaUrl(): string | undefined;
+  log: Logger;
+}
+
+/** What a requestState holds: the parked call, the round it answers, what it is bound to, and where it waits. */
+interface RequestState {
+  call: string;
+  round: number;
+  /** The request's method and a digest of its arguments: a state fits only the request that got it. */
+  method: string;
+  digest: string;
+  /** Expiry, ms since the epoch. */
+  exp: number;
+  replica: string;
+  /** Where that replica takes forwarded retries. */
+  url?: string;
+  /** Who got it: nobody else may resume the call. */
+  principal: string;
+}
+
+export type CallRun = { call: BridgedCall; step: CallStep };
+
+export class InputRounds {
+  /** Calls under way that may ask for input, by their random key (what a requestState names). */
+  private readonly parked = new Map<string, BridgedCall>();
+
+  constructor(private readonly o: InputRoundsOptions) {}
+
+  get parkedCount(): number {
+    return this.parked.size;
+  }
+
+  /** Starts a call upstream; its first step (input to ask for, or the outcome). */
+  async start(method: string, params: Record<string, unknown>, ctx: ModernContext, reply: ModernReply): Promise<CallRun> {
+    const principal = ctx.principal ?? '';
+    const client = ctx.client ?? principal;
+    // A call that may ask for input gets a session of its own: the upstream's request then belongs to it alone.
+    const exclusive = INPUT_METHODS.has(method) && declaresInput(ctx.clientCapabilities);
+    // A call that may park frees its client's oldest waiting one first, so it finds a session.
+    if (exclusive) await this.trim(client, this.o.parkedPerClient - 1);
+    const lease = await this.o.pool.acquire({ principal, client, capabilities: ctx.clientCapabilities }, exclusive);
+    if (reply.cancellation.cancelled) {
+      lease.release();
+      throw new ProxyError('CLIENT_GONE', 'The client cancelled the request before it reached the upstream');
+    }
+    // Random, never a counter: a requestState from before a restart names no call of this one.
+    const key = randomBytes(16).toString('base64url');
+    const call = new BridgedCall(lease, {
+      key,
+      principal,
+      clientKey: client,
+      method,
+      params,
+      clientCapabilities: ctx.clientCapabilities,
+      timeoutMs: this.o.requestTimeoutMs,
+      inputTimeoutMs: this.o.inputTimeoutMs,
+      cancellation: reply.cancellation,
+      onNotification: logFilter(ctx, reply),
+      onForget: () => this.parked.delete(key),
+      onExpired: () => this.o.log.info({ method, call: key, inputTimeoutMs: this.o.inputTimeoutMs }, 'a call waiting for client input got no retry in time; cancelled upstream'),
+    });
+    this.parked.set(key, call);
+    return { call, step: await call.next() };
+  }
+
+  /** Parks the call and tells the client what it must supply, with the state that resumes it. */
+  park(req: JsonRpcRequest, ctx: ModernContext, call: BridgedCall, step: Extract<CallStep, { kind: 'input' }>): McpResult {
+    // Calls started together may all reach this point: the cap holds here, whatever raced before.
+    void this.trim(call.clientKey, this.o.parkedPerClient, call);
+    const state: RequestState = { call: call.key, round: call.round, ...binding(req), exp: Date.now() + this.o.inputTimeoutMs, replica: this.o.replicaId, url: this.o.replicaUrl(), principal: ctx.principal ?? '' };
+    const requestState = this.o.sealer.seal('requestState', state);
+    return { resultType: 'input_required', inputRequests: step.inputRequests, requestState };
+  }
+
+  /** The client's retry with `requestState` and `inputResponses`: the parked call goes on; throws when nothing may resume. */
+  async resume(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<CallRun> {
+    const params = req.params!;
+    if (typeof params.requestState !== 'string') throw invalidState('Invalid params: requestState must be the string the server sent');
+    const state = this.o.sealer.open<RequestState>('requestState', params.requestState);
+    const bound = binding(req);
+    if (!state || state.method !== bound.method || state.digest !== bound.digest) {
+      throw invalidState('requestState is not valid for this request: it was altered, belongs to another request, or was issued by a proxy with another secret');
+    }
+    if (state.principal !== (ctx.principal ?? '')) throw invalidState('requestState was issued to another client identity: send the request again without requestState');
+    if (!(state.exp > Date.now())) throw invalidState('requestState has expired: send the request again without requestState and inputResponses');
+    if (state.replica !== this.o.replicaId) {
+      throw invalidState(`The call this requestState resumes waits on replica "${state.replica}", which this one cannot forward to (set replicas.url on every replica): send the request again without requestState`);
+    }
+    const call = this.parked.get(state.call);
+    if (!call || call.principal !== state.principal || call.round !== state.round || !call.awaitingInput) {
+      throw invalidState('No call is waiting for this requestState (it finished, timed out, or was answered already): send the request again without requestState');
+    }
+    const responses = params.inputResponses;
+    if (typeof responses !== 'object' || responses === null || Array.isArray(responses)) {
+      throw invalidState('Invalid params: a retry with requestState needs inputResponses (an object keyed like inputRequests)');
+    }
+    return { call, step: await call.resume(responses as Record<string, unknown>, reply.cancellation, logFilter(ctx, reply)) };
+  }
+
+  /**
+   * For a retry whose call waits on another replica that can be reached: that replica. Anything
+   * else (no requestState, not valid, this replica's own, no URL) is left to `resume`.
+   */
+  ownerElsewhere(req: JsonRpcRequest, ctx: ModernContext): { replica: string; url: string } | undefined {
+    const token = req.params?.requestState;
+    if (typeof token !== 'string') return undefined;
+    const state = this.o.sealer.open<RequestState>('requestState', token);
+    if (!state || state.replica === this.o.replicaId || !state.url || state.principal !== (ctx.principal ?? '')) return undefined;
+    return { replica: state.replica, url: state.url };
+  }
+
+  close(): void {
+    for (const call of [...this.parked.values()]) call.expire();
+  }
+
+  /**
+   * Keeps at most `keep` of a client's calls waiting for its input (besides `spare`), giving up
+   * the oldest (most likely abandoned: its requestState then resumes nothing). Resolves once
+   * their upstream sessions are free.
+   */
+  private async trim(client: string, keep: number, spare?: BridgedCall): Promise<void> {
+    const waiting: BridgedCall[] = [];
+    for (const call of this.parked.values()) if (call.clientKey === client && call.awaitingInput && call !== spare) waiting.push(call); // in the order they started
+    const over = waiting.slice(0, Math.max(0, waiting.length - keep));
+    for (const call of over) {
+      this.o.log.info({ call: call.key.slice(0, 8), parkedPerClient: this.o.parkedPerClient }, 'a client has more calls waiting for its input than it may; its oldest is given up');
+      call.expire();
+    }
+    await Promise.all(over.map((call) => call.done));
+  }
+}
+
+function invalidState(message: string): ProxyError {
+  return new ProxyError('INVALID_REQUEST_STATE', message);
+}
+
+/** What a requestState is bound to: the method and a digest of its arguments. */
+function binding(req: JsonRpcRequest): { method: string; digest: string } {
+  const { _meta: _m, inputResponses: _i, requestState: _r, ...rest } = req.params ?? {};
+  return { method: req.method, digest: createHash('sha256').update(canonicalJson(rest)).digest('base64url') };
+}
+
+/** Progress always; `notifications/message` only at or above the request's log level (none without one). */
+function logFilter(ctx: ModernContext, reply: ModernReply): (n: JsonRpcNotification) => void {
+  return (n) => {
+    if (n.method === 'notifications/message') {
+      const level = LOG_LEVELS.indexOf(String(n.params?.level));
+      if (ctx.logLevel === undefined || level < ctx.logLevel) return;
+    }
+    reply.notify(n);
+  };
+}

@@ -1,0 +1,32 @@
+/** Where a modern request's answer and notifications go, and how it is cancelled: the same for every front. */
+import type { ProxyError } from '../../jsonrpc/errors.js';
+import type { JsonRpcNotification, JsonRpcResponse } from '../../jsonrpc/message.js';
+
+/** Where a modern request's answer and its notifications go (an HTTP reply, stdout). */
+export interface ModernReply {
+  /** A notification about this request (progress, a log message the request asked for). */
+  notify(n: JsonRpcNotification): void;
+  /** The answer; `refusal` when it is a limit's or a drain's refusal (HTTP: its status and Retry-After). */
+  answer(res: JsonRpcResponse, refusal?: ProxyError): void;
+  /** Fires when the client is gone or cancelled the request. */
+  cancellation: Cancellation;
+}
+
+/** A one-shot cancellation signal; an AbortController per request would cost more than the rest of it. */
+export class Cancellation {
+  cancelled = false;
+  private listeners: Array<() => void> | undefined;
+
+  onCancel(fn: () => void): void {
+    if (this.cancelled) fn();
+    else (this.listeners ??= []).push(fn);
+  }
+
+  cancel(): void {
+    if (this.cancelled) return;
+    this.cancelled = true;
+    const listeners = this.listeners ?? [];
+    this.listeners = undefined;
+    for (const fn of listeners) fn();
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * Which tool arguments are mirrored into `Mcp-Param-*` headers (`x-mcp-header` in a tool's input
+ * schema), as the HTTP front checks them. The proxy lists the upstream's tools itself when
+ * nothing has yet (and again after `list_changed`), so the check never depends on a client having
+ * asked for tools/list; a listing that fails refuses the call (the header would go unchecked).
+ */
+import type { Logger } from 'pino';
+import type { JsonRpcRequest } from '../../jsonrpc/message.js';
+import type { ModernContext } from '../../mcp/eras.js';
+import type { McpResult } from '../../transformers/contract.js';
+import type { UpstreamPool } from '../../upstream/pool.js';
+import { paramHeadersOf } from './headers.js';
+
+/** Pages of the upstream's tools/list read for the header check, at most. */
+const MAX_TOOL_PAGES = 50;
+
+export class ToolHeaders {
+  /** Header name (lower case) → argument, by tool. */
+  private readonly byTool = new Map<string, Map<string, string>>();
+  /** Whether byTool holds the upstream's whole current tool list, and the listing under way. */
+  private listed = false;
+  private listing: Promise<void> | undefined;
+  /** Bumped by every change of the upstream's tools: a listing that started before one is stale. */
+  private generation = 0;
+
+  constructor(private readonly o: { pool: UpstreamPool; requestTimeoutMs: number; log: Logger }) {}
+
+  /** Mcp-Param-* header → argument for a tools/call (undefined for other requests, or a tool that mirrors nothing). */
+  async of(req: JsonRpcRequest, ctx: ModernContext): Promise<Map<string, string> | undefined> {
+    if (req.method !== 'tools/call' || typeof req.params?.name !== 'string') return undefined;
+    if (!this.listed) await (this.listing ??= this.listUpstream(ctx).finally(() => (this.listing = undefined)));
+    return this.byTool.get(req.params.name);
+  }
+
+  /** The upstream's tool list changed: learn it again before the next check (a listing under way does not count). */
+  changed(): void {
+    this.listed = false;
+    this.generation++;
+  }
+
+  /**
+   * Notes the header-mirrored arguments of listed tools. `fresh` (the first page of the proxy's
+   * own listing) forgets earlier ones; a client's listing only adds and updates, so that it can
+   * never make the proxy forget the tools on pages it did not ask for.
+   */
+  learn(result: McpResult | undefined, fresh = false): void {
+    const tools = result?.tools;
+    if (!Array.isArray(tools)) return;
+    if (fresh) this.byTool.clear();
+    for (const tool of tools as Array<Record<string, unknown>>) {
+      if (typeof tool?.name !== 'string') continue;
+      const headers = paramHeadersOf(tool.inputSchema);
+      if (headers) this.byTool.set(tool.name, headers);
+      else this.byTool.delete(tool.name);
+    }
+  }
+
+  /** Every page of the upstream's tools/list (at most MAX_TOOL_PAGES), on a session of the asking principal. */
+  private async listUpstream(ctx: ModernContext): Promise<void> {
+    const principal = ctx.principal ?? '';
+    const lease = await this.o.pool.acquire({ principal, client: ctx.client ?? principal, capabilities: {} });
+    const generation = this.generation;
+    try {
+      let cursor: unknown;
+      for (let page = 0; page < MAX_TOOL_PAGES; page++) {
+        const { outcome } = lease.client.request('tools/list', cursor === undefined ? {} : { cursor }, {}, this.o.requestTimeoutMs);
+        const done = await outcome;
+        if ('failure' in done) throw done.failure;
+        const result = done.response.result;
+        if (!result) break; // no tools to list: nothing is mirrored
+        this.learn(result, page === 0);
+        cursor = result.nextCursor;
+        if (typeof cursor !== 'string') break;
+      }
+      this.listed = generation === this.generation;
+    } finally {
+      lease.release();
+    }
+  }
+}
