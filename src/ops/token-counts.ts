@@ -9,6 +9,12 @@ import type { McpResult } from '../transformers/contract.js';
 
 export type CountTokens = (text: string) => number;
 
+/** contentNegotiation.tokens: whether to count, and results with more text than `maxChars` are not. */
+export interface TokenCountSettings {
+  count: boolean;
+  maxChars: number;
+}
+
 /** The tokenizer, loaded on demand (a dynamic import keeps it out of memory when unused). */
 export async function loadTokenizer(): Promise<CountTokens> {
   const { countTokens } = await import('gpt-tokenizer/encoding/o200k_base');

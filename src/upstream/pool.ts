@@ -52,9 +52,10 @@ export interface UpstreamPoolOptions {
   warmSpare?: boolean;
   /** Upstream latency, for /metrics. */
   observe?: UpstreamObserver;
-  /** Notifications of a pooled session that belong to no call (list_changed, resources/updated), with the principal it serves ('' when shared). */
-  onUnrelated?(n: JsonRpcNotification, principal: string): void;
 }
+
+/** Hears a pooled session's notifications that belong to no call (list_changed, resources/updated), with the principal it serves ('' when shared). */
+export type UnrelatedListener = (n: JsonRpcNotification, principal: string) => void;
 
 /** The capability flags a legacy server acts on, by capability; nothing else reaches the pool key. */
 const KNOWN_FLAGS: Record<string, string[]> = { sampling: ['context', 'tools'], elicitation: ['form', 'url'], roots: ['listChanged'] };
@@ -104,6 +105,7 @@ export class UpstreamPool {
   private readonly reaper: NodeJS.Timeout;
   private closing = false;
   private spare: Spare | undefined;
+  private unrelated: UnrelatedListener | undefined;
 
   constructor(private readonly opts: UpstreamPoolOptions) {
     this.reaper = setInterval(() => this.reapIdle(), Math.max(1000, Math.min(opts.idleMs / 2, 30_000)));
@@ -112,6 +114,11 @@ export class UpstreamPool {
 
   get size(): number {
     return this.entries.size;
+  }
+
+  /** Where notifications that belong to no call go. */
+  onUnrelated(listener: UnrelatedListener): void {
+    this.unrelated = listener;
   }
 
   /** A ready session for `who`; throws a ProxyError when none can be had. */
@@ -188,7 +195,7 @@ export class UpstreamPool {
       initializeTimeoutMs: this.opts.initializeTimeoutMs,
       observe: this.opts.observe,
       log,
-      onUnrelated: (n) => this.opts.onUnrelated?.(n, entry.principal),
+      onUnrelated: (n) => this.unrelated?.(n, entry.principal),
       onClose: (err) => {
         this.entries.delete(entry);
         log.debug({ reason: err.code }, 'pooled upstream session ended');

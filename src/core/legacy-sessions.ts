@@ -1,0 +1,70 @@
+/**
+ * The upstream side of legacy sessions: each client session's relay, connected to an upstream
+ * session of its own (a stdio process, capped by upstream.maxProcesses; or an HTTP session, also
+ * one another replica started), or to sessions borrowed from the pool (upstream.sessions:
+ * shared), with the filter chain bound to it.
+ */
+import type { Logger } from 'pino';
+import { ProxyError } from '../jsonrpc/errors.js';
+import type { Metrics } from '../ops/metrics.js';
+import type { UpstreamObserver } from '../upstream/client.js';
+import type { UpstreamConnector } from '../upstream/connector.js';
+import type { SharedSessions } from '../upstream/shared.js';
+import type { ResumedSession, UpstreamConnection, UpstreamEvents } from '../upstream/types.js';
+import type { Requester } from './context.js';
+import type { BoundFilters, FilterChain, FiltersSnapshot } from './filters.js';
+import { RelaySession, type ClientSink } from './relay.js';
+
+export interface LegacyRelaysOptions {
+  connector: UpstreamConnector;
+  /** Present with upstream.sessions: shared (a stdio upstream). */
+  shared?: SharedSessions;
+  /** The filters new sessions bind, as the config says now. */
+  filters(): FilterChain;
+  maxProcesses: number;
+  requestTimeoutMs: number;
+  initializeTimeoutMs: number;
+  counters: Metrics['counters'];
+  observe: UpstreamObserver;
+}
+
+export class LegacyRelays {
+  /** Stdio processes held by sessions, capped by upstream.maxProcesses. */
+  private processes = 0;
+
+  constructor(private readonly o: LegacyRelaysOptions) {}
+
+  /** A new client session of `who`; throws TOO_MANY_SESSIONS when every process allowed is taken. */
+  open(sink: ClientSink, log: Logger, who: Requester): RelaySession {
+    this.o.counters.sessionsStarted++;
+    return this.relay(sink, log, who, this.o.filters().forSession(log));
+  }
+
+  /** Goes on with a session another replica (or this one, before a restart) started: its upstream session and its filters' snapshot. */
+  resume(sink: ClientSink, log: Logger, who: Requester, upstream: ResumedSession, snapshot: FiltersSnapshot): RelaySession {
+    return this.relay(sink, log, who, this.o.filters().restore(snapshot, log), upstream);
+  }
+
+  private relay(sink: ClientSink, log: Logger, who: Requester, filters: BoundFilters, resume?: ResumedSession): RelaySession {
+    const { shared } = this.o;
+    return new RelaySession((events) => this.connect(events, log, who, resume), sink, {
+      requestTimeoutMs: this.o.requestTimeoutMs,
+      initializeTimeoutMs: this.o.initializeTimeoutMs,
+      shaper: filters,
+      counters: this.o.counters,
+      // Shared sessions go through the pool's client, which observes the upstream itself.
+      observe: shared ? undefined : this.o.observe,
+      log,
+    });
+  }
+
+  private connect(events: UpstreamEvents, log: Logger, who: Requester, resume?: ResumedSession): UpstreamConnection {
+    const { connector, shared } = this.o;
+    if (shared) return shared.connect(events, log, who);
+    if (connector.kind !== 'stdio') return connector.connect(events, log, resume);
+    const max = this.o.maxProcesses;
+    if (this.processes >= max) throw new ProxyError('TOO_MANY_SESSIONS', `All ${max} upstream processes for sessions are in use (upstream.maxProcesses); try again when a session ends`);
+    this.processes++;
+    return connector.connect({ ...events, onClose: (err) => (this.processes--, events.onClose(err)) }, log);
+  }
+}
