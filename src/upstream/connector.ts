@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import { Agent } from 'undici';
 import { maskSecrets } from '../ops/mask.js';
 import { UpstreamClient } from './client.js';
-import { createHttpUpstream } from './http.js';
+import { HttpUpstream } from './http.js';
 import { createStdioUpstream, killGroup } from './stdio.js';
 import type { ResumedSession, UpstreamConnection, UpstreamEvents, UpstreamSpec } from './types.js';
 
@@ -60,7 +60,7 @@ export class UpstreamConnector {
     };
     const spec = this.o.spec;
     return spec.kind === 'http'
-      ? createHttpUpstream(spec, watched, log, { dispatcher: this.dispatcher, defaultRetryMs: 1000, maxResumes: 5, resume, getFollowsClient: this.o.getFollowsClient })
+      ? new HttpUpstream(spec, watched, log, { dispatcher: this.dispatcher, defaultRetryMs: 1000, maxResumes: 5, resume, getFollowsClient: this.o.getFollowsClient })
       : createStdioUpstream(spec, watched, log, { shutdownGraceMs: this.o.shutdownGraceMs, children: this.children });
   }
 

@@ -10,7 +10,7 @@ import { Agent } from 'undici';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ProxyError } from '../jsonrpc/errors.js';
 import type { Frame, JsonRpcId } from '../jsonrpc/message.js';
-import { createHttpUpstream, type HttpUpstreamOptions } from './http.js';
+import { HttpUpstream, type HttpUpstreamOptions } from './http.js';
 import type { UpstreamConnection } from './types.js';
 
 interface Seen {
@@ -58,7 +58,7 @@ const answer = (id: JsonRpcId, result: Record<string, unknown>) => ({ jsonrpc: '
 const request = (id: JsonRpcId, method = 'tools/call', params: Record<string, unknown> = { name: 'x' }): Frame => ({ msg: { jsonrpc: '2.0', id, method, params } });
 const notification = (method: string, params?: Record<string, unknown>): Frame => ({ msg: { jsonrpc: '2.0', method, ...(params ? { params } : {}) } });
 
-describe('createHttpUpstream', () => {
+describe('HttpUpstream', () => {
   let server: ScriptedServer;
   let dispatcher: Agent;
   let received: Array<{ msg: any; relatedId?: JsonRpcId }>;
@@ -67,7 +67,7 @@ describe('createHttpUpstream', () => {
   let connection: UpstreamConnection | undefined;
 
   const connect = (opts: Partial<HttpUpstreamOptions> = {}, url = server.url) => {
-    connection = createHttpUpstream(
+    connection = new HttpUpstream(
       { kind: 'http', url, headers: { authorization: 'Bearer upstream-token' } },
       { onMessage: (frame, relatedId) => void received.push({ msg: frame.msg, relatedId }), onFailure: (id, err) => void failures.set(id, err), onClose: (err) => void closes.push(err) },
       pino({ level: 'silent' }),
@@ -210,7 +210,7 @@ describe('createHttpUpstream', () => {
     await Promise.all([up.close(), up.close()]);
     expect(server.seen.filter((s) => s.method === 'DELETE').map((s) => s.headers['mcp-session-id'])).toEqual(['s-1']);
 
-    const other = createHttpUpstream({ kind: 'http', url: server.url, headers: {} }, { onMessage: () => {}, onFailure: () => {}, onClose: () => {} }, pino({ level: 'silent' }), {
+    const other = new HttpUpstream({ kind: 'http', url: server.url, headers: {} }, { onMessage: () => {}, onFailure: () => {}, onClose: () => {} }, pino({ level: 'silent' }), {
       dispatcher,
       defaultRetryMs: 10,
       maxResumes: 3,

@@ -12,7 +12,7 @@ import { ProxyError } from '../jsonrpc/errors.js';
 import { isNotification, isRequest, isResponse, parsePayload, type Frame, type JsonRpcId } from '../jsonrpc/message.js';
 import { traceContextOf } from '../ops/trace-context.js';
 import { encodeForUpstream } from './encode.js';
-import { readEvents, sleep, type StreamState } from './http-streams.js';
+import { holdStream, readEvents, resumeStream, type StreamState } from './http-streams.js';
 import type { HttpUpstreamSpec, ResumedSession, UpstreamConnection, UpstreamEvents } from './types.js';
 
 export interface HttpUpstreamOptions {
@@ -32,11 +32,7 @@ export interface HttpUpstreamOptions {
 
 const ACCEPT = 'application/json, text/event-stream';
 
-export function createHttpUpstream(spec: HttpUpstreamSpec, events: UpstreamEvents, log: Logger, opts: HttpUpstreamOptions): UpstreamConnection {
-  return new HttpUpstream(spec, events, log, opts);
-}
-
-class HttpUpstream implements UpstreamConnection {
+export class HttpUpstream implements UpstreamConnection {
   private sessionId: string | undefined;
   private protocolVersion: string | undefined;
   /** Stops the GET stream loop, while one runs. */
@@ -174,19 +170,8 @@ class HttpUpstream implements UpstreamConnection {
   }
 
   /** Resumes a dropped stream with GET + Last-Event-ID until `done()` or the resume budget is spent. */
-  private async resume(relatedId: JsonRpcId | undefined, state: StreamState, done: () => boolean, signal: AbortSignal): Promise<void> {
-    for (let attempt = 0; attempt < this.opts.maxResumes && !done() && !signal.aborted; attempt++) {
-      await sleep(state.retryMs ?? this.opts.defaultRetryMs, signal);
-      if (signal.aborted) return;
-      try {
-        const body = await this.getStream(state, signal);
-        if (!body) return;
-        await this.readSse(body, relatedId, state);
-      } catch (err) {
-        if (signal.aborted) return;
-        this.log.debug({ err: (err as Error).message, attempt }, 'resuming the upstream stream failed; retrying');
-      }
-    }
+  private resume(relatedId: JsonRpcId | undefined, state: StreamState, done: () => boolean, signal: AbortSignal): Promise<void> {
+    return resumeStream({ state, done, signal, maxResumes: this.opts.maxResumes, defaultRetryMs: this.opts.defaultRetryMs, log: this.log, open: (st, sg) => this.getStream(st, sg), read: (body, st) => this.readSse(body, relatedId, st) });
   }
 
   /** Aborts what is running and DELETEs the upstream session (once; close() returns this). */
@@ -283,24 +268,8 @@ class HttpUpstream implements UpstreamConnection {
   }
 
   /** Holds the GET stream until `signal` aborts: reconnects when it drops (another replica may hold it: 409). */
-  private async openGetStream(signal: AbortSignal): Promise<void> {
-    const state: StreamState = {};
-    let failures = -1; // -1: the first attempt goes without delay
-    while (!this.closed && !signal.aborted) {
-      try {
-        // Back off while the upstream is down: retry, 2×, 4×… up to 30 s.
-        if (failures >= 0) await sleep(Math.min((state.retryMs ?? this.opts.defaultRetryMs) * 2 ** failures, 30_000), signal);
-        if (this.closed || signal.aborted) return;
-        failures++;
-        const body = await this.getStream(state, signal);
-        if (!body) return;
-        failures = 0;
-        await this.readSse(body, undefined, state);
-      } catch (err) {
-        if (this.closed || signal.aborted) return;
-        this.log.debug({ err: (err as Error).message }, 'upstream GET stream dropped; reconnecting');
-      }
-    }
+  private openGetStream(signal: AbortSignal): Promise<void> {
+    return holdStream({ signal, closed: () => this.closed, defaultRetryMs: this.opts.defaultRetryMs, log: this.log, open: (st, sg) => this.getStream(st, sg), read: (body, st) => this.readSse(body, undefined, st) });
   }
 
   /** Holds (true) or lets go of (false) the upstream's GET stream. */
