@@ -15,7 +15,7 @@ import { setImmediate as tick } from 'node:timers/promises';
 import pino from 'pino';
 import { configSchema } from '../src/config/schema.js';
 import { Metrics } from '../src/ops/metrics.js';
-import { builtinChain, type BoundFilters } from '../src/core/filters.js';
+import { builtinChain } from '../src/core/filters.js';
 import { VariantCatalog } from '../src/extensions/server-variants/scope.js';
 import { serverVariantsSchema } from '../src/extensions/server-variants/variants.js';
 import { DEFAULT_RULES } from '../src/rules/defaults.js';

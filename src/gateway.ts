@@ -32,7 +32,8 @@ import { PROXY_VERSION } from './ops/version.js';
 import type { CompiledRule } from './rules/compile.js';
 import { Sealer } from './sealing/sealer.js';
 import { UpstreamConnector } from './upstream/connector.js';
-import { UpstreamPool } from './upstream/pool.js';
+import type { UpstreamPool } from './upstream/pool.js';
+import { CLIENT_INFO, createModernCore, createPool, replicaAddress } from './assemble.js';
 import { SharedSessions } from './upstream/shared.js';
 
 export interface GatewayDeps {
@@ -50,7 +51,6 @@ export interface GatewayDeps {
   failFast?: boolean;
 }
 
-const CLIENT_INFO = { name: 'mcp-negotiate-proxy', version: PROXY_VERSION };
 /** A readiness answer is reused this long; a probe gets this long to initialize an upstream session. */
 const READY_TTL_MS = 5_000;
 const READY_PROBE_TIMEOUT_MS = 10_000;
@@ -75,215 +75,191 @@ export interface Gateway {
 }
 
 export function createGateway(config: Config, deps: GatewayDeps): Gateway {
-  const { log } = deps;
-  const spec = resolveUpstream(config.upstream, deps.demoEntry ?? fileURLToPath(new URL('./demo/main.js', import.meta.url)));
-  const target = describeUpstream(spec);
-  const secret = config.replicas.secret ?? config.modern.stateSecret;
-  const sealer = new Sealer(secret ? [secret, ...config.replicas.previousSecrets] : []);
-  const replicaId = config.replicas.id ?? `${hostname()}:${process.pid}`;
+  return new ProxyGateway(config, deps);
+}
+
+class ProxyGateway implements Gateway {
+  readonly done: Promise<ProxyError | undefined>;
+  private settle!: (reason: ProxyError | undefined) => void;
+  private readonly log: Logger;
+  private readonly target: string;
+  private readonly sealer: Sealer;
+  private readonly replicaId: string;
   /** Legacy sessions over an HTTP upstream go on at any replica that shares the secret. */
-  const sessionsMove = sealer.shared && spec.kind === 'http';
-  const replica = replicaAddress(config);
-  const connector = new UpstreamConnector({ spec, target, getFollowsClient: sessionsMove, shutdownGraceMs: config.timeouts.shutdownGraceMs, clientInfo: CLIENT_INFO, witness: (usable, cause) => readiness.note(usable, cause) });
-  const readiness = new Readiness(() => connector.probe(READY_PROBE_TIMEOUT_MS, log.child({ probe: true })), READY_TTL_MS);
-  let legacySessions: LegacySessions | undefined;
-  let http: HttpFront | undefined;
-  let stdio: StdioDownstream | undefined;
-  let settle!: (reason: ProxyError | undefined) => void;
-  const done = new Promise<ProxyError | undefined>((resolve) => (settle = resolve));
-
-  const authenticator = createAuthenticator(config.auth);
-  let running = config;
-  const metrics = new Metrics({ sessions: () => legacySessions?.sessionCount ?? (stdio ? 1 : 0), upstreamProcesses: () => connector.children.size });
-  const tracing = Tracing.create(config.tracing, PROXY_VERSION);
-  const observers = new Observers(metrics, tracing);
+  private readonly sessionsMove: boolean;
+  private readonly replica: ReturnType<typeof replicaAddress>;
+  private readonly connector: UpstreamConnector;
+  private readonly readiness: Readiness;
+  private readonly authenticator: ReturnType<typeof createAuthenticator>;
+  private readonly metrics: Metrics;
+  private readonly tracing: Tracing | undefined;
+  private readonly observers: Observers;
   /** The filters both eras run through, as the config says now: a reload builds them again (open legacy sessions keep theirs). */
-  const buildFilters = (rules: CompiledRule[], settings: Config): FilterChain =>
-    builtinChain({ rules, variants: new VariantCatalog(settings.serverVariants), limits: settings.contentNegotiation.limits, counters: metrics.counters, observeStep: observers.step, observeTokens: observers.tokens, extra: deps.filters });
-  let filters = buildFilters(deps.rules ?? [], config);
+  private filters: FilterChain;
+  private readonly pool: UpstreamPool | undefined;
+  private readonly modern: { core: ModernCore; hub: ListenHub } | undefined;
+  private readonly relays: LegacyRelays;
+  private running: Config;
+  private legacySessions: LegacySessions | undefined;
+  private http: HttpFront | undefined;
+  private stdio: StdioDownstream | undefined;
 
-  const sharing = config.upstream.sessions === 'shared' && spec.kind === 'stdio';
-  let modern: { core: ModernCore; hub: ListenHub } | undefined;
-  let shared: SharedSessions | undefined;
-  const pool = config.modern.enabled || sharing ? createPool(config, connector, log, observers) : undefined;
-  pool?.onUnrelated((n, principal) => {
-    if (n.method === 'notifications/tools/list_changed') modern?.core.toolsChanged();
-    modern?.hub.publish(n, principal);
-    shared?.publish(n, principal);
-  });
-  if (pool && config.modern.enabled) modern = createModernCore(config, pool, () => filters, log.child({ era: 'modern' }), { sealer, replicaId, replicaUrl: () => replica.url });
-  if (pool && sharing) shared = new SharedSessions(pool, config.timeouts.requestMs);
-  const relays = new LegacyRelays({
-    connector,
-    shared,
-    filters: () => filters,
-    maxProcesses: config.upstream.maxProcesses,
-    requestTimeoutMs: config.timeouts.requestMs,
-    initializeTimeoutMs: config.timeouts.initializeMs,
-    counters: metrics.counters,
-    observe: observers.upstream,
-  });
+  constructor(
+    private readonly config: Config,
+    private readonly deps: GatewayDeps,
+  ) {
+    const log = (this.log = deps.log);
+    this.running = config;
+    this.done = new Promise((resolve) => (this.settle = resolve));
+    const spec = resolveUpstream(config.upstream, deps.demoEntry ?? fileURLToPath(new URL('./demo/main.js', import.meta.url)));
+    this.target = describeUpstream(spec);
+    const secret = config.replicas.secret ?? config.modern.stateSecret;
+    this.sealer = new Sealer(secret ? [secret, ...config.replicas.previousSecrets] : []);
+    this.replicaId = config.replicas.id ?? `${hostname()}:${process.pid}`;
+    this.sessionsMove = this.sealer.shared && spec.kind === 'http';
+    this.replica = replicaAddress(config);
+    const connector = (this.connector = new UpstreamConnector({ spec, target: this.target, getFollowsClient: this.sessionsMove, shutdownGraceMs: config.timeouts.shutdownGraceMs, clientInfo: CLIENT_INFO, witness: (usable, cause) => this.readiness.note(usable, cause) }));
+    this.readiness = new Readiness(() => connector.probe(READY_PROBE_TIMEOUT_MS, log.child({ probe: true })), READY_TTL_MS);
+    this.authenticator = createAuthenticator(config.auth);
+    this.metrics = new Metrics({ sessions: () => this.legacySessions?.sessionCount ?? (this.stdio ? 1 : 0), upstreamProcesses: () => connector.children.size });
+    this.tracing = Tracing.create(config.tracing, PROXY_VERSION);
+    this.observers = new Observers(this.metrics, this.tracing);
+    this.filters = this.buildFilters(deps.rules ?? [], config);
+    const sharing = config.upstream.sessions === 'shared' && spec.kind === 'stdio';
+    this.pool = config.modern.enabled || sharing ? createPool(config, connector, log, this.observers) : undefined;
+    const shared = this.pool && sharing ? new SharedSessions(this.pool, config.timeouts.requestMs) : undefined;
+    this.modern = this.pool && config.modern.enabled ? createModernCore(config, this.pool, () => this.filters, log.child({ era: 'modern' }), { sealer: this.sealer, replicaId: this.replicaId, replicaUrl: () => this.replica.url }) : undefined;
+    this.pool?.onUnrelated((n, principal) => {
+      if (n.method === 'notifications/tools/list_changed') this.modern?.core.toolsChanged();
+      this.modern?.hub.publish(n, principal);
+      shared?.publish(n, principal);
+    });
+    this.relays = new LegacyRelays({
+      connector,
+      shared,
+      filters: () => this.filters,
+      maxProcesses: config.upstream.maxProcesses,
+      requestTimeoutMs: config.timeouts.requestMs,
+      initializeTimeoutMs: config.timeouts.initializeMs,
+      counters: this.metrics.counters,
+      observe: this.observers.upstream,
+    });
+  }
+
+  async start(): Promise<{ url?: string }> {
+    const { config, deps, log } = this;
+    const exposed = exposureProblem(config, this.authenticator.enabled);
+    if (exposed) throw new ProxyStartError(exposed);
+    log.info({ upstream: this.target, kind: this.connector.kind }, 'upstream configured');
+    // --fail-fast: nothing is served before the upstream has shown it works.
+    if (deps.failFast) await this.checkAtStart();
+    await this.observers.countTokens(config.contentNegotiation.tokens);
+    const served = config.listen.transport === 'stdio' ? (this.startStdio(), {}) : await this.startHttp();
+    if (!deps.failFast) void this.checkAtStart();
+    return served;
+  }
+
+  async close(): Promise<void> {
+    await this.http?.drain(this.config.timeouts.shutdownGraceMs);
+    await Promise.all([this.http?.close(), this.stdio?.close()]);
+    this.modern?.core.close();
+    await this.pool?.close();
+    await this.connector.close();
+    await this.tracing?.shutdown().catch((err: Error) => this.log.warn({ err: err.message }, 'could not export the last spans'));
+    this.settle(undefined);
+  }
+
+  reload(next: Config, nextRules: CompiledRule[]): { live: string[]; restart: string[] } {
+    const { running, log } = this;
+    const changes = diffConfig(running, next);
+    this.filters = this.buildFilters(nextRules, next);
+    // A modern section that changed beyond its cache needs a restart: nothing of it applies now.
+    if (changes.live.includes('modern.cache')) this.modern?.core.setCache(next.modern.cache as ModernCoreOptions['cache']);
+    log.level = next.logLevel;
+    if (JSON.stringify(next.contentNegotiation.tokens) !== JSON.stringify(running.contentNegotiation.tokens)) {
+      this.observers.countTokens(next.contentNegotiation.tokens).catch((err: Error) => log.error({ err: err.message }, 'token counting could not start'));
+    }
+    // What needs a restart is not in effect: it stays as it was, and is reported again next time.
+    this.running = { ...next, ...Object.fromEntries(changes.restart.map((key) => [key, running[key as keyof Config]])) };
+    return changes;
+  }
+
+  killChildrenNow(): void {
+    this.connector.killChildrenNow();
+  }
+
+  private buildFilters(rules: CompiledRule[], settings: Config): FilterChain {
+    const { metrics, observers } = this;
+    return builtinChain({ rules, variants: new VariantCatalog(settings.serverVariants), limits: settings.contentNegotiation.limits, counters: metrics.counters, observeStep: observers.step, observeTokens: observers.tokens, extra: this.deps.filters });
+  }
 
   /** Checks the upstream once at start-up and logs the outcome; with --fail-fast a failure stops the start. */
-  const checkAtStart = (): Promise<void> =>
-    connector.probe(config.timeouts.initializeMs, log.child({ probe: true })).then(
+  private checkAtStart(): Promise<void> {
+    const { log, target } = this;
+    return this.connector.probe(this.config.timeouts.initializeMs, log.child({ probe: true })).then(
       () => {
-        readiness.note(true);
+        this.readiness.note(true);
         log.info({ upstream: target }, 'upstream ready');
       },
       (err: Error) => {
-        readiness.note(false, err.message);
+        this.readiness.note(false, err.message);
         log.error({ upstream: target, cause: err.message }, 'upstream not ready: sessions will fail until it is');
-        if (deps.failFast) throw new ProxyStartError(`The upstream ${target} is not usable (--fail-fast): ${err.message}`);
+        if (this.deps.failFast) throw new ProxyStartError(`The upstream ${target} is not usable (--fail-fast): ${err.message}`);
       },
     );
+  }
 
-  const startStdio = () => {
-    stdio = startStdioDownstream({
+  private startStdio(): void {
+    const { config, deps } = this;
+    this.stdio = startStdioDownstream({
       input: deps.stdin ?? process.stdin,
       output: deps.stdout ?? process.stdout,
-      openSession: (sink, sessionLog, who) => relays.open(sink, sessionLog, who),
-      modern: modern?.core,
+      openSession: (sink, sessionLog, who) => this.relays.open(sink, sessionLog, who),
+      modern: this.modern?.core,
       limits: { maxBatch: config.listen.maxBatchSize, maxDepth: config.listen.maxJsonDepth },
-      log,
+      log: this.log,
     });
-    void stdio.done.then(settle);
-  };
+    void this.stdio.done.then(this.settle);
+  }
 
-  const startHttp = async () => {
+  private async startHttp(): Promise<{ url: string }> {
+    const { config, log } = this;
     const limits = new ClientLimits({ sessions: clientSessions(config), inFlight: config.listen.perClient.inFlight });
     const slowReaders = { ...config.listen.slowReaders, log };
-    legacySessions = new LegacySessions({
+    this.legacySessions = new LegacySessions({
       maxSessions: config.listen.maxSessions,
       sessionsPerClient: clientSessions(config),
       sessionIdleMs: config.timeouts.sessionIdleMs,
       sessionMaxAgeMs: config.timeouts.sessionMaxAgeMs,
-      openSession: (sink, sessionLog, who) => relays.open(sink, sessionLog, who),
-      resumeSession: sessionsMove
+      openSession: (sink, sessionLog, who) => this.relays.open(sink, sessionLog, who),
+      resumeSession: this.sessionsMove
         ? (sink, sessionLog, claims, who) => {
             const upstream = claims.upstream;
             if (!upstream?.id) return undefined;
             const snapshot = (claims.negotiation ?? { client: {} }) as FiltersSnapshot;
-            return relays.resume(sink, sessionLog, who, { id: upstream.id, protocolVersion: upstream.protocolVersion }, snapshot);
+            return this.relays.resume(sink, sessionLog, who, { id: upstream.id, protocolVersion: upstream.protocolVersion }, snapshot);
           }
         : undefined,
-      tokens: new SessionTokens(sealer, replicaId),
+      tokens: new SessionTokens(this.sealer, this.replicaId),
       limits,
       slowReaders,
       log,
     });
-    http = await startHttpFront({
+    this.http = await startHttpFront({
       listen: config.listen,
-      legacy: legacySessions,
-      modern: modern && new ModernHttp(modern.core, slowReaders),
+      legacy: this.legacySessions,
+      modern: this.modern && new ModernHttp(this.modern.core, slowReaders),
       limits,
-      auth: { authenticator, config: config.auth },
-      replicaUrl: () => replica.url,
-      tracing,
-      health: () => connector.report(),
-      readiness: () => readiness.check(),
-      metrics,
+      auth: { authenticator: this.authenticator, config: config.auth },
+      replicaUrl: () => this.replica.url,
+      tracing: this.tracing,
+      health: () => this.connector.report(),
+      readiness: () => this.readiness.check(),
+      metrics: this.metrics,
       log,
     });
-    replica.listening(http.url);
-    log.info({ url: http.url }, 'listening');
-    return { url: http.url };
-  };
-
-  return {
-    done,
-    async start() {
-      const exposed = exposureProblem(config, authenticator.enabled);
-      if (exposed) throw new ProxyStartError(exposed);
-      log.info({ upstream: target, kind: spec.kind }, 'upstream configured');
-      // --fail-fast: nothing is served before the upstream has shown it works.
-      if (deps.failFast) await checkAtStart();
-      await observers.countTokens(config.contentNegotiation.tokens);
-      const served = config.listen.transport === 'stdio' ? (startStdio(), {}) : await startHttp();
-      if (!deps.failFast) void checkAtStart();
-      return served;
-    },
-    async close() {
-      await http?.drain(config.timeouts.shutdownGraceMs);
-      await Promise.all([http?.close(), stdio?.close()]);
-      modern?.core.close();
-      await pool?.close();
-      await connector.close();
-      await tracing?.shutdown().catch((err: Error) => log.warn({ err: err.message }, 'could not export the last spans'));
-      settle(undefined);
-    },
-    reload(next, nextRules) {
-      const changes = diffConfig(running, next);
-      filters = buildFilters(nextRules, next);
-      // A modern section that changed beyond its cache needs a restart: nothing of it applies now.
-      if (changes.live.includes('modern.cache')) modern?.core.setCache(next.modern.cache as ModernCoreOptions['cache']);
-      log.level = next.logLevel;
-      if (JSON.stringify(next.contentNegotiation.tokens) !== JSON.stringify(running.contentNegotiation.tokens)) {
-        observers.countTokens(next.contentNegotiation.tokens).catch((err: Error) => log.error({ err: err.message }, 'token counting could not start'));
-      }
-      // What needs a restart is not in effect: it stays as it was, and is reported again next time.
-      running = { ...next, ...Object.fromEntries(changes.restart.map((key) => [key, running[key as keyof Config]])) };
-      return changes;
-    },
-    killChildrenNow() {
-      connector.killChildrenNow();
-    },
-  };
-}
-
-/**
- * Where other replicas reach this one: configured; bound to every interface (a container), its
- * host name, as peers on its network resolve it; else the listening URL, once known.
- */
-function replicaAddress(config: Config): { url: string | undefined; listening(url: string): void } {
-  const wildcard = ['0.0.0.0', '::', '[::]'].includes(config.listen.host);
-  const address = {
-    url: config.replicas.url ?? (wildcard && config.listen.port !== 0 ? `http://${hostname()}:${config.listen.port}${config.listen.path}` : undefined),
-    listening(url: string) {
-      if (!wildcard) address.url ??= url;
-    },
-  };
-  return address;
-}
-
-/** The pool of proxy-initialized upstream sessions (modern requests, and legacy sessions with `upstream.sessions: shared`). */
-function createPool(config: Config, connector: UpstreamConnector, log: Logger, observers: Observers): UpstreamPool {
-  const { maxSessions, perClient } = config.modern.pool;
-  return new UpstreamPool({
-    connect: (events, poolLog) => connector.connect(events, poolLog),
-    maxSessions,
-    perClient: perClient ?? Math.max(1, Math.floor(maxSessions / 4)),
-    // A quarter of the sessions is kept for calls that cannot ask for input.
-    maxExclusive: Math.max(1, maxSessions - Math.ceil(maxSessions / 4)),
-    sharePrincipals: config.upstream.stateless,
-    idleMs: config.modern.pool.idleMs,
-    warmSpare: config.modern.pool.warmSpare && connector.kind === 'stdio',
-    initializeTimeoutMs: config.timeouts.initializeMs,
-    clientInfo: CLIENT_INFO,
-    log: log.child({ pool: true }),
-    observe: observers.upstream,
-  });
-}
-
-/** The modern-era core over the pool, with its listen hub. */
-function createModernCore(
-  config: Config,
-  pool: UpstreamPool,
-  filters: () => FilterChain,
-  log: Logger,
-  replica: { sealer: Sealer; replicaId: string; replicaUrl: () => string | undefined },
-): { core: ModernCore; hub: ListenHub } {
-  const hub = new ListenHub(pool, log);
-  const core = new ModernCore({
-    pool,
-    filters,
-    requestTimeoutMs: config.timeouts.requestMs,
-    inputTimeoutMs: config.modern.inputTimeoutMs,
-    parkedPerClient: config.modern.parkedPerClient,
-    ...replica,
-    cache: config.modern.cache as ModernCoreOptions['cache'],
-    listen: (req, ctx, reply) => hub.listen(req, ctx, reply),
-    log,
-  });
-  return { core, hub };
+    this.replica.listening(this.http.url);
+    log.info({ url: this.http.url }, 'listening');
+    return { url: this.http.url };
+  }
 }

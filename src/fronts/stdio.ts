@@ -58,27 +58,6 @@ export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstr
   /** Modern requests in flight, by the client's id: `notifications/cancelled` aborts them. */
   const inFlight = new Map<JsonRpcId, Cancellation>();
 
-  const serveModern = (core: ModernCore, req: JsonRpcRequest) => {
-    let ctx;
-    try {
-      ctx = core.requestContext(req, STDIO_CLIENT);
-    } catch (err) {
-      return write(JSON.stringify(errorResponse(req.id, toJsonRpcError(err, 'modern'))));
-    }
-    const cancellation = new Cancellation();
-    inFlight.set(req.id, cancellation);
-    void core.handle(req, ctx, {
-      cancellation,
-      notify: (n) => {
-        if (!cancellation.cancelled) write(JSON.stringify(n));
-      },
-      answer: (res) => {
-        inFlight.delete(req.id);
-        if (!cancellation.cancelled) write(JSON.stringify(res));
-      },
-    });
-  };
-
   const route = (frame: Frame) => {
     const msg = frame.msg;
     if (isNotification(msg) && msg.method === 'notifications/cancelled') {
@@ -86,7 +65,7 @@ export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstr
       if (cancellation) return cancellation.cancel(); // the modern request's answer is never written
     }
     // Each line's messages are classified one by one: a stdio client has no session id or headers.
-    if (modern && eraOf([frame]) === 'modern') return isRequest(msg) ? serveModern(modern, msg) : undefined;
+    if (modern && eraOf([frame]) === 'modern') return isRequest(msg) ? serveModern(modern, msg, write, inFlight) : undefined;
     legacy().fromClient(frame);
   };
 
@@ -120,4 +99,26 @@ export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstr
       else finished(reason);
     },
   };
+}
+
+/** One modern request from the stdio client: its notifications and answer written as lines, unless it was cancelled. */
+function serveModern(core: ModernCore, req: JsonRpcRequest, write: (text: string) => void, inFlight: Map<JsonRpcId, Cancellation>): void {
+  let ctx;
+  try {
+    ctx = core.requestContext(req, STDIO_CLIENT);
+  } catch (err) {
+    return write(JSON.stringify(errorResponse(req.id, toJsonRpcError(err, 'modern'))));
+  }
+  const cancellation = new Cancellation();
+  inFlight.set(req.id, cancellation);
+  void core.handle(req, ctx, {
+    cancellation,
+    notify: (n) => {
+      if (!cancellation.cancelled) write(JSON.stringify(n));
+    },
+    answer: (res) => {
+      inFlight.delete(req.id);
+      if (!cancellation.cancelled) write(JSON.stringify(res));
+    },
+  });
 }

@@ -3,8 +3,7 @@
  * One instance is one upstream MCP session: it learns the session id and protocol version from
  * the initialize exchange it relays, opens the GET stream after `notifications/initialized`,
  * resumes SSE streams with Last-Event-ID after the server's `retry` delay, and ends with DELETE.
- * What goes wrong with one request is reported as a typed failure of that request; what ends
- * the session (a 404, or a taken-over session the server does not know) closes it.
+ * One request's trouble is its typed failure; a 404 (or a taken-over session unknown) closes it all.
  */
 import type { Logger } from 'pino';
 import { request, type Dispatcher } from 'undici';

@@ -5,6 +5,7 @@
  * whatever it spawned too.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Logger } from 'pino';
 import { maskSecrets } from '../ops/mask.js';
@@ -37,7 +38,6 @@ export function createStdioUpstream(
     detached: true,
   });
   opts.children.add(child);
-  const stderrTail: string[] = [];
   let closing = false;
   let closed = false;
   /** Whether the process ever answered: exiting before that is a failed start, and its stderr says why. */
@@ -70,11 +70,7 @@ export function createStdioUpstream(
     spoke = true;
     for (const frame of parsed.frames) events.onMessage(frame);
   }));
-  child.stderr.on('data', lineSplitter((line) => {
-    stderrTail.push(line);
-    if (stderrTail.length > STDERR_TAIL_LINES) stderrTail.shift();
-    if (log.isLevelEnabled('debug')) log.debug({ stderr: maskSecrets(line) }, 'upstream stderr');
-  }));
+  const stderrTail = keepTail(child.stderr, log);
   child.stdin.on('error', (err) => log.debug({ err: err.message }, 'upstream stdin closed'));
 
   child.on('exit', () => killGroup(child, 'SIGKILL')); // whatever it spawned and left behind
@@ -85,10 +81,7 @@ export function createStdioUpstream(
     } else {
       log.debug({ pid: child.pid, code, signal }, 'upstream process reaped');
     }
-    const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
-    if (spoke || closing) return finish(new ProxyError('UPSTREAM_CLOSED', `Upstream process ${how}`, { exitCode: code, signal }));
-    const said = lastWords(stderrTail);
-    finish(new ProxyError('UPSTREAM_START_FAILED', `Upstream process ${how} before it answered${said ? `; its last output: ${said}` : ' (it wrote nothing to stderr)'}`, { exitCode: code, signal }));
+    finish(exitError(code, signal, spoke || closing, stderrTail));
   });
   log.debug({ pid: child.pid }, 'upstream process started');
 
@@ -121,6 +114,25 @@ function reap(child: ChildProcess, graceMs: number, markClosing: () => void): Pr
     timers.push(setTimeout(() => killGroup(child, 'SIGTERM'), graceMs));
     timers.push(setTimeout(() => killGroup(child, 'SIGKILL'), graceMs * 2));
   });
+}
+
+/** The last lines of a process's stderr (each also logged at debug, masked). */
+function keepTail(stderr: Readable, log: Logger): string[] {
+  const tail: string[] = [];
+  stderr.on('data', lineSplitter((line) => {
+    tail.push(line);
+    if (tail.length > STDERR_TAIL_LINES) tail.shift();
+    if (log.isLevelEnabled('debug')) log.debug({ stderr: maskSecrets(line) }, 'upstream stderr');
+  }));
+  return tail;
+}
+
+/** Why the session ended when the process did: a close (it had answered, or was being stopped), or a failed start that its stderr explains. */
+function exitError(code: number | null, signal: NodeJS.Signals | null, answered: boolean, tail: string[]): ProxyError {
+  const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+  if (answered) return new ProxyError('UPSTREAM_CLOSED', `Upstream process ${how}`, { exitCode: code, signal });
+  const said = lastWords(tail);
+  return new ProxyError('UPSTREAM_START_FAILED', `Upstream process ${how} before it answered${said ? `; its last output: ${said}` : ' (it wrote nothing to stderr)'}`, { exitCode: code, signal });
 }
 
 /** The end of a failed process's stderr as a client may see it: a few lines, trimmed, secrets masked. */

@@ -5,7 +5,7 @@
  * endpoint. The endpoints are given, so nothing here knows either era's sessions or requests.
  */
 import cors from '@fastify/cors';
-import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Requester } from '../../core/context.js';
 import { ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
@@ -95,23 +95,12 @@ export interface HttpFront {
 
 export async function startHttpFront(opts: HttpFrontOptions): Promise<HttpFront> {
   const { listen, log, metrics } = opts;
-  const app = Fastify({ bodyLimit: listen.maxBodyBytes, forceCloseConnections: true, logger: false, trustProxy: listen.trustProxy, ...timeoutOptions(listen.connections) });
-  const connections = capConnections(app.server, listen.connections, trustedAddress(listen.trustProxy), log, (reason) => metrics.refused(reason));
-  metrics.countConnections(connections.open);
+  const app = createApp(listen, metrics, log);
   /** A request refused by a limit: counted in /metrics and named on its access-log line (no line of its own: refusals come in floods). */
   const refuse = (req: FastifyRequest, reason: RefusalReason) => {
     metrics.refused(reason);
     noteExchange(req, undefined, { refused: reason });
   };
-
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => done(null, body));
-  app.setErrorHandler((err: { statusCode?: number; code?: string; message: string }, _req, reply) => {
-    if ((err.statusCode ?? 500) < 500) return sendError(reply, fastifyError(err, listen.maxBodyBytes));
-    log.error({ err: err.message }, 'HTTP handler failed');
-    return reply.code(500).type('application/json').send(JSON.stringify(errorResponse(null, toJsonRpcError(err))));
-  });
-
   const hostOk = registerGuards(app, { path: listen.path, allowedHosts: listen.allowedHosts, allowedOrigins: listen.allowedOrigins, corsOrigins: listen.cors?.origins, replicaUrl: opts.replicaUrl });
   registerAccessLog(app, listen.path, log, (method, era, status, seconds) => metrics.observeRequest(method, era, status, seconds));
   if (listen.cors) {
@@ -175,6 +164,21 @@ export async function startHttpFront(opts: HttpFrontOptions): Promise<HttpFront>
       await app.close();
     },
   };
+}
+
+/** The Fastify server with connection discipline, the body kept as text (parsed by the MCP rules), and errors in JSON-RPC form. */
+function createApp(listen: HttpListen, metrics: Metrics, log: Logger): FastifyInstance {
+  const app = Fastify({ bodyLimit: listen.maxBodyBytes, forceCloseConnections: true, logger: false, trustProxy: listen.trustProxy, ...timeoutOptions(listen.connections) });
+  const connections = capConnections(app.server, listen.connections, trustedAddress(listen.trustProxy), log, (reason) => metrics.refused(reason));
+  metrics.countConnections(connections.open);
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => done(null, body));
+  app.setErrorHandler((err: { statusCode?: number; code?: string; message: string }, _req, reply) => {
+    if ((err.statusCode ?? 500) < 500) return sendError(reply, fastifyError(err, listen.maxBodyBytes));
+    log.error({ err: err.message }, 'HTTP handler failed');
+    return reply.code(500).type('application/json').send(JSON.stringify(errorResponse(null, toJsonRpcError(err))));
+  });
+  return app;
 }
 
 /**

@@ -201,7 +201,10 @@ export class LegacySessions implements LegacyEndpoint {
     };
     const mint = (s: HttpSession) => {
       const { upstream, negotiation } = s.relay.describe();
-      return this.o.tokens.mint({ principal: who.principal, upstream, negotiation });
+      // The session's age counts from what its token says, so this replica and any other agree on it.
+      const issued = Math.floor(Date.now() / 1000);
+      s.issuedAt = issued * 1000;
+      return this.o.tokens.mint({ principal: who.principal, upstream, negotiation }, issued);
     };
     return new HttpSession(this.o.log, ended, mint, who.principal, id);
   }

@@ -32,9 +32,10 @@ export class SessionTokens {
     readonly replica: string,
   ) {}
 
-  mint(claims: Omit<SessionClaims, 'replica' | 'issued'>): string {
+  /** A token for a session issued at `issued` (seconds since the epoch: what its age is counted from, here and elsewhere). */
+  mint(claims: Omit<SessionClaims, 'replica' | 'issued'>, issued = Math.floor(Date.now() / 1000)): string {
     // An array, not an object: the token travels in a header on every request.
-    const wire: WireClaims = [this.replica, claims.principal, Math.floor(Date.now() / 1000), claims.upstream?.id ?? null, claims.upstream?.protocolVersion ?? null, claims.negotiation ?? null];
+    const wire: WireClaims = [this.replica, claims.principal, issued, claims.upstream?.id ?? null, claims.upstream?.protocolVersion ?? null, claims.negotiation ?? null];
     return this.sealer.seal('session', wire);
   }
 

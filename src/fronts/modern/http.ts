@@ -5,7 +5,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { MISSING_CLIENT_CAPABILITY, ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
-import { errorResponse, INVALID_REQUEST, isRequest, serialize, type JsonRpcRequest } from '../../jsonrpc/message.js';
+import { errorResponse, INVALID_REQUEST, isRequest, serialize } from '../../jsonrpc/message.js';
 import { META } from '../../mcp/eras.js';
 import { PostReply, STREAM_AFTER_MS, takeOver, type SlowReaderLimits } from '../http/replies.js';
 import type { ModernEndpoint, Post } from '../http/server.js';

@@ -1,0 +1,75 @@
+/**
+ * Parts the composition root (gateway.ts) builds from the config: where other replicas reach
+ * this one, the pool of upstream sessions, and the modern core with its listen hub.
+ */
+import { hostname } from 'node:os';
+import type { Logger } from 'pino';
+import type { Config } from './config/schema.js';
+import type { FilterChain } from './core/filters.js';
+import { ModernCore, type ModernCoreOptions } from './fronts/modern/core.js';
+import { ListenHub } from './fronts/modern/listen.js';
+import type { Observers } from './ops/observers.js';
+import { PROXY_VERSION } from './ops/version.js';
+import type { Sealer } from './sealing/sealer.js';
+import type { UpstreamConnector } from './upstream/connector.js';
+import { UpstreamPool } from './upstream/pool.js';
+
+/** How the proxy names itself to upstreams. */
+export const CLIENT_INFO = { name: 'mcp-negotiate-proxy', version: PROXY_VERSION };
+
+/**
+ * Where other replicas reach this one: configured; bound to every interface (a container), its
+ * host name, as peers on its network resolve it; else the listening URL, once known.
+ */
+export function replicaAddress(config: Config): { url: string | undefined; listening(url: string): void } {
+  const wildcard = ['0.0.0.0', '::', '[::]'].includes(config.listen.host);
+  const address = {
+    url: config.replicas.url ?? (wildcard && config.listen.port !== 0 ? `http://${hostname()}:${config.listen.port}${config.listen.path}` : undefined),
+    listening(url: string) {
+      if (!wildcard) address.url ??= url;
+    },
+  };
+  return address;
+}
+
+/** The pool of proxy-initialized upstream sessions (modern requests, and legacy sessions with `upstream.sessions: shared`). */
+export function createPool(config: Config, connector: UpstreamConnector, log: Logger, observers: Observers): UpstreamPool {
+  const { maxSessions, perClient } = config.modern.pool;
+  return new UpstreamPool({
+    connect: (events, poolLog) => connector.connect(events, poolLog),
+    maxSessions,
+    perClient: perClient ?? Math.max(1, Math.floor(maxSessions / 4)),
+    // A quarter of the sessions is kept for calls that cannot ask for input.
+    maxExclusive: Math.max(1, maxSessions - Math.ceil(maxSessions / 4)),
+    sharePrincipals: config.upstream.stateless,
+    idleMs: config.modern.pool.idleMs,
+    warmSpare: config.modern.pool.warmSpare && connector.kind === 'stdio',
+    initializeTimeoutMs: config.timeouts.initializeMs,
+    clientInfo: CLIENT_INFO,
+    log: log.child({ pool: true }),
+    observe: observers.upstream,
+  });
+}
+
+/** The modern-era core over the pool, with its listen hub. */
+export function createModernCore(
+  config: Config,
+  pool: UpstreamPool,
+  filters: () => FilterChain,
+  log: Logger,
+  replica: { sealer: Sealer; replicaId: string; replicaUrl: () => string | undefined },
+): { core: ModernCore; hub: ListenHub } {
+  const hub = new ListenHub(pool, log);
+  const core = new ModernCore({
+    pool,
+    filters,
+    requestTimeoutMs: config.timeouts.requestMs,
+    inputTimeoutMs: config.modern.inputTimeoutMs,
+    parkedPerClient: config.modern.parkedPerClient,
+    ...replica,
+    cache: config.modern.cache as ModernCoreOptions['cache'],
+    listen: (req, ctx, reply) => hub.listen(req, ctx, reply),
+    log,
+  });
+  return { core, hub };
+}
