@@ -65,39 +65,31 @@ interface WireForm {
   retryAfter?: number;
 }
 
+/** The same wire form for several codes. */
+const each = <C extends ProxyErrorCode>(form: WireForm, ...codes: C[]) => Object.fromEntries(codes.map((c) => [c, form])) as Record<C, WireForm>;
+/** No answer could be had (the upstream, the client, or the proxy itself): -32000 for legacy clients as the SDKs use it, -32603 for modern ones. */
+const noAnswer = (status = 200, retryAfter?: number): WireForm => ({ legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status, ...(retryAfter ? { retryAfter } : {}) });
+const sameCode = (code: number, status: number): WireForm => ({ legacy: code, modern: code, status });
+
+// Typed as every code's form: a code without its wire form does not compile.
 const WIRE: Record<ProxyErrorCode, WireForm> = {
-  UPSTREAM_CLOSED: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 200 },
-  UPSTREAM_START_FAILED: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 200 },
-  UPSTREAM_SESSION_EXPIRED: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 200 },
-  UPSTREAM_UNREACHABLE: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 200 },
-  UPSTREAM_PROTOCOL: { legacy: INTERNAL_ERROR, modern: INTERNAL_ERROR, status: 200 },
-  UPSTREAM_BUSY: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503, retryAfter: 2 },
-  REQUEST_TIMEOUT: { legacy: REQUEST_TIMEOUT, modern: INTERNAL_ERROR, status: 200 },
-  CLIENT_GONE: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 200 },
-  SESSION_IDLE: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 200 },
-  DUPLICATE_ID: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 400 },
-  SHUTTING_DOWN: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503, retryAfter: 5 },
-  TRANSFORM_FAILED: { legacy: INTERNAL_ERROR, modern: INTERNAL_ERROR, status: 200 },
-  BAD_REQUEST: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 400 },
-  NOT_ACCEPTABLE: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 406 },
-  UNSUPPORTED_MEDIA_TYPE: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 415 },
-  FORBIDDEN: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 403 },
-  UNAUTHORIZED: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 401 },
-  AUTH_UNAVAILABLE: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503, retryAfter: 5 },
-  BODY_TOO_LARGE: { legacy: INVALID_REQUEST, modern: INVALID_REQUEST, status: 413 },
-  SESSION_NOT_FOUND: { legacy: REQUEST_TIMEOUT, modern: INVALID_REQUEST, status: 404 }, // -32001: what the SDKs answer for an unknown session
-  SESSION_EXPIRED: { legacy: REQUEST_TIMEOUT, modern: INVALID_REQUEST, status: 404 },
-  TOO_MANY_SESSIONS: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503, retryAfter: 5 },
-  TOO_MANY_CONNECTIONS: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 503, retryAfter: 5 },
-  RATE_LIMITED: { legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status: 429, retryAfter: 1 },
-  INVALID_PARAMS: { legacy: INVALID_PARAMS, modern: INVALID_PARAMS, status: 400, specified: true },
-  INVALID_META: { legacy: INVALID_PARAMS, modern: INVALID_PARAMS, status: 400 },
+  ...each(noAnswer(), 'UPSTREAM_CLOSED', 'UPSTREAM_START_FAILED', 'UPSTREAM_SESSION_EXPIRED', 'UPSTREAM_UNREACHABLE', 'CLIENT_GONE', 'SESSION_IDLE'),
+  ...each(noAnswer(503, 5), 'SHUTTING_DOWN', 'AUTH_UNAVAILABLE', 'TOO_MANY_SESSIONS', 'TOO_MANY_CONNECTIONS'),
+  UPSTREAM_BUSY: noAnswer(503, 2),
+  RATE_LIMITED: noAnswer(429, 1),
+  ...each(sameCode(INTERNAL_ERROR, 200), 'UPSTREAM_PROTOCOL', 'TRANSFORM_FAILED'),
+  ...each(sameCode(INVALID_REQUEST, 400), 'DUPLICATE_ID', 'BAD_REQUEST'),
+  NOT_ACCEPTABLE: sameCode(INVALID_REQUEST, 406), UNSUPPORTED_MEDIA_TYPE: sameCode(INVALID_REQUEST, 415), BODY_TOO_LARGE: sameCode(INVALID_REQUEST, 413),
+  FORBIDDEN: sameCode(INVALID_REQUEST, 403), UNAUTHORIZED: sameCode(INVALID_REQUEST, 401),
+  // -32001: what the SDKs answer for an unknown session.
+  ...each({ legacy: REQUEST_TIMEOUT, modern: INVALID_REQUEST, status: 404 }, 'SESSION_NOT_FOUND', 'SESSION_EXPIRED'),
+  ...each({ legacy: REQUEST_TIMEOUT, modern: INTERNAL_ERROR, status: 200 }, 'REQUEST_TIMEOUT', 'INPUT_TIMEOUT'),
+  INVALID_PARAMS: { ...sameCode(INVALID_PARAMS, 400), specified: true },
+  ...each(sameCode(INVALID_PARAMS, 400), 'INVALID_META', 'INVALID_REQUEST_STATE'),
   UNSUPPORTED_PROTOCOL_VERSION: { legacy: INVALID_REQUEST, modern: UNSUPPORTED_PROTOCOL_VERSION, status: 400 },
   HEADER_MISMATCH: { legacy: INVALID_REQUEST, modern: HEADER_MISMATCH, status: 400 },
   MISSING_CLIENT_CAPABILITY: { legacy: INVALID_REQUEST, modern: MISSING_CLIENT_CAPABILITY, status: 400 },
-  METHOD_NOT_FOUND: { legacy: METHOD_NOT_FOUND, modern: METHOD_NOT_FOUND, status: 404 },
-  INVALID_REQUEST_STATE: { legacy: INVALID_PARAMS, modern: INVALID_PARAMS, status: 400 },
-  INPUT_TIMEOUT: { legacy: REQUEST_TIMEOUT, modern: INTERNAL_ERROR, status: 200 },
+  METHOD_NOT_FOUND: sameCode(METHOD_NOT_FOUND, 404),
 };
 
 /** Every code the proxy's own errors may carry (the README lists each with its meaning). */

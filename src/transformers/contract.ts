@@ -4,7 +4,7 @@
  * result, or undefined for "not mine" (the input passes on unchanged).
  */
 import type { Logger } from 'pino';
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { FeatureSet } from '../mcp/features.js';
 import type { Budget } from './budget.js';
 
@@ -38,6 +38,11 @@ export interface Transformer<O = unknown> {
   /** Options that make a working instance, for a transformer whose options have no defaults (docs, generic tests). */
   example?: unknown;
   create(options: O): TransformFn;
+}
+
+/** A transformer that takes no options: its function is the same for every rule. */
+export function withoutOptions(name: string, description: string, fn: TransformFn): Transformer<Record<string, never>> {
+  return { name, description, options: z.object({}).strict().default({}) as z.ZodType<Record<string, never>>, create: () => fn };
 }
 
 /** Helpers for the common shapes inside results. */

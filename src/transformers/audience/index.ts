@@ -3,31 +3,25 @@
  * audience (`agent` → "assistant", `human` → "user"). Blocks without an audience stay, and a
  * result is never filtered down to nothing.
  */
-import { z } from 'zod';
-import type { McpResult, Transformer } from '../contract.js';
+import { withoutOptions, type McpResult } from '../contract.js';
 
-const options = z.object({}).strict().default({});
-
-export const audience: Transformer<z.infer<typeof options>> = {
-  name: 'audience',
-  description: 'Drop content blocks annotated for the other audience (agent ↔ assistant, human ↔ user).',
-  options,
-  create() {
-    return function audienceFn(result, ctx) {
-      const agent = ctx.features.present.has('agent');
-      const human = ctx.features.present.has('human');
-      if (agent === human) return undefined;
-      const role = agent ? 'assistant' : 'user';
-      const keep = (block: unknown) => {
-        const a = (block as { annotations?: { audience?: unknown } } | null)?.annotations?.audience;
-        return !Array.isArray(a) || a.includes(role);
-      };
-      if (ctx.method === 'tools/call' && Array.isArray(result.content)) return filtered(result, 'content', result.content, keep);
-      if (ctx.method === 'prompts/get' && Array.isArray(result.messages)) return filtered(result, 'messages', result.messages, (m) => keep((m as { content?: unknown })?.content));
-      return undefined;
+export const audience = withoutOptions(
+  'audience',
+  'Drop content blocks annotated for the other audience (agent ↔ assistant, human ↔ user).',
+  function audienceFn(result, ctx) {
+    const agent = ctx.features.present.has('agent');
+    const human = ctx.features.present.has('human');
+    if (agent === human) return undefined;
+    const role = agent ? 'assistant' : 'user';
+    const keep = (block: unknown) => {
+      const a = (block as { annotations?: { audience?: unknown } } | null)?.annotations?.audience;
+      return !Array.isArray(a) || a.includes(role);
     };
+    if (ctx.method === 'tools/call' && Array.isArray(result.content)) return filtered(result, 'content', result.content, keep);
+    if (ctx.method === 'prompts/get' && Array.isArray(result.messages)) return filtered(result, 'messages', result.messages, (m) => keep((m as { content?: unknown })?.content));
+    return undefined;
   },
-};
+);
 
 function filtered(result: McpResult, key: string, items: unknown[], keep: (item: unknown) => boolean): McpResult | undefined {
   const kept = items.filter(keep);

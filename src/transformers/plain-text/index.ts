@@ -5,25 +5,19 @@
  * blocks, markdown resources and resources without a mimeType (→ text/plain) and prompt
  * message text.
  */
-import { z } from 'zod';
 import type { Budget } from '../budget.js';
-import type { Transformer } from '../contract.js';
+import { withoutOptions } from '../contract.js';
 import { closesFence, indentOf, isBlank, isSetextUnderline, isTableDelimiter, isTableRow, isThematicBreak, parseFence, parseHeading, splitRow } from '../_shared/markdown-lines.js';
 import { mapTexts } from '../_shared/texts.js';
 import { inlineToText } from './inline.js';
 
-const options = z.object({}).strict().default({});
-
-export const plainText: Transformer<z.infer<typeof options>> = {
-  name: 'plain-text',
-  description: 'Strip markdown from text (tool results, markdown resources, prompt messages), keeping lists and tables readable.',
-  options,
-  create() {
-    return function plainTextFn(result, ctx) {
-      return mapTexts(result, ctx.method, (text) => toPlainText(text, ctx.budget), { mimeTypes: ['text/markdown', ''], rename: { from: 'text/markdown', to: 'text/plain' } });
-    };
+export const plainText = withoutOptions(
+  'plain-text',
+  'Strip markdown from text (tool results, markdown resources, prompt messages), keeping lists and tables readable.',
+  function plainTextFn(result, ctx) {
+    return mapTexts(result, ctx.method, (text) => toPlainText(text, ctx.budget), { mimeTypes: ['text/markdown', ''], rename: { from: 'text/markdown', to: 'text/plain' } });
   },
-};
+);
 
 /** Widest column padded for alignment; wider tables are joined without padding. */
 const MAX_ALIGNED_WIDTH = 40;

@@ -12,18 +12,7 @@
 import type { Budget } from '../budget.js';
 import { FORMATTING_TAGS } from '../_shared/facts.js';
 
-const BACKTICK = 0x60;
-const BACKSLASH = 0x5c;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-const OPEN_PAREN = 0x28;
-const CLOSE_PAREN = 0x29;
-const BANG = 0x21;
-const LESS = 0x3c;
-const GREATER = 0x3e;
-const STAR = 0x2a;
-const UNDERSCORE = 0x5f;
-const TILDE = 0x7e;
+const [BACKTICK, BACKSLASH, OPEN_BRACKET, CLOSE_BRACKET, OPEN_PAREN, CLOSE_PAREN, BANG, LESS, GREATER, STAR, UNDERSCORE, TILDE] = Array.from('`\\[]()!<>*_~', (c) => c.charCodeAt(0));
 
 /** ASCII punctuation (CommonMark's list), by character code. */
 const PUNCT = new Uint8Array(128);
