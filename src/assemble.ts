@@ -59,7 +59,7 @@ export function createModernCore(
   log: Logger,
   replica: { sealer: Sealer; replicaId: string; replicaUrl: () => string | undefined },
 ): { core: ModernCore; hub: ListenHub } {
-  const hub = new ListenHub(pool, log);
+  const hub = new ListenHub(pool, filters, log);
   const core = new ModernCore({
     pool,
     filters,

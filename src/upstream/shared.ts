@@ -12,6 +12,7 @@ import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
 import { errorResponse, isNotification, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
 import { INPUT_METHODS, LOG_LEVELS } from '../mcp/eras.js';
 import { upstreamCapabilities, type UpstreamLease, type UpstreamPool } from './pool.js';
+import { Subscriptions } from './subscriptions.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
 
 /**
@@ -21,8 +22,8 @@ import type { UpstreamConnection, UpstreamEvents } from './types.js';
  */
 export class SharedSessions {
   private readonly members = new Set<SharedConnection>();
-  /** Per principal: subscribers by URI, and the pooled session those subscriptions live on (held while any exists: an idle one would be reaped). */
-  private readonly principals = new Map<string, { subscribers: Map<string, Set<SharedConnection>>; lease?: Promise<UpstreamLease> }>();
+  /** Per principal: who subscribed to what, and the pooled session those subscriptions live on (held while any exists: an idle one would be reaped). */
+  private readonly principals = new Map<string, { subscribers: Subscriptions<SharedConnection>; lease?: Promise<UpstreamLease> }>();
 
   constructor(readonly pool: UpstreamPool, private readonly requestTimeoutMs: number) {}
 
@@ -68,32 +69,24 @@ export class SharedSessions {
     }
     const uri = String(n.params?.uri);
     const groups = principal === '' ? [...this.principals.values()] : [this.principals.get(principal)];
-    for (const group of groups) for (const m of group?.subscribers.get(uri) ?? []) m.deliver(n);
+    for (const group of groups) for (const m of group?.subscribers.subscribers(uri) ?? []) m.deliver(n);
   }
 
   /** Adds or removes a subscriber; true when the upstream must be told (first in, last out, per principal). */
   subscription(member: SharedConnection, uri: string, on: boolean): boolean {
     const { subscribers } = this.principalOf(member);
-    const set = subscribers.get(uri) ?? new Set();
-    const before = set.size;
-    if (on) set.add(member);
-    else set.delete(member);
-    if (set.size) subscribers.set(uri, set);
-    else subscribers.delete(uri);
-    return (before === 0) !== (set.size === 0);
+    return on ? subscribers.add(member, uri) : subscribers.remove(member, uri);
   }
 
   leave(member: SharedConnection): void {
     this.members.delete(member);
     const own = this.principals.get(member.principal);
-    for (const uri of [...(own?.subscribers.keys() ?? [])]) {
-      if (this.subscription(member, uri, false)) void this.tellUpstream(member, 'resources/unsubscribe', uri).catch(() => undefined);
-    }
+    for (const uri of own?.subscribers.removeAll(member) ?? []) void this.tellUpstream(member, 'resources/unsubscribe', uri).catch(() => undefined);
   }
 
   private principalOf(member: SharedConnection) {
     let own = this.principals.get(member.principal);
-    if (!own) this.principals.set(member.principal, (own = { subscribers: new Map() }));
+    if (!own) this.principals.set(member.principal, (own = { subscribers: new Subscriptions() }));
     return own;
   }
 }

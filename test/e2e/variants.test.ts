@@ -11,7 +11,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { INIT, rawPost } from '../helpers/raw.js';
+import { INIT, modern, rawPost, sseMessages } from '../helpers/raw.js';
 import { commandLine, eventually, fixtureArgv, ROOT, startProxy, stopAll, type Running } from '../helpers/processes.js';
 
 const EXT = 'io.modelcontextprotocol/server-variants';
@@ -163,6 +163,24 @@ describe('cursors and carry-over over a paginating upstream', () => {
     await eventually(() => seen.length >= 3, 5000, 'notifications');
     expect(seen).toEqual([[true, 'all'], [true, 'lean'], [false, null]]);
     await Promise.all([declared.close(), legacy.close()]);
+  });
+
+  it('tags a modern listen stream\'s list_changed once per offered variant too (the same filter chain)', async () => {
+    const config = join(mkdtempSync(join(tmpdir(), 'variants-listen-')), 'v.yaml');
+    writeFileSync(config, `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\nserverVariants:\n  variants:\n    - { id: all, description: All }\n    - { id: lean, description: Lean, tools: { include: [echo] } }\n`);
+    const proxy = await startProxy(['--config', config]);
+    const caps = { extensions: { [EXT]: { variantHints: { hints: {} } } } };
+    const listen = modern(1, 'subscriptions/listen', { notifications: { toolsListChanged: true } }, caps);
+    const abort = new AbortController();
+    const res = await fetch(proxy.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...listen.headers }, body: JSON.stringify(listen.body), signal: abort.signal });
+    const stream = sseMessages(res);
+    await stream.next((m) => m.method === 'notifications/subscriptions/acknowledged');
+    const add = modern(2, 'tools/call', { name: 'add_tool', arguments: { name: 'x3' } });
+    expect((await rawPost(proxy.url, add.body, add.headers)).messages[0].result.content[0].text).toBe('added x3');
+    await stream.next((m) => m.method === 'notifications/tools/list_changed' && m.params._meta[KEY] === 'lean');
+    const changes = stream.messages.filter((m) => m.method === 'notifications/tools/list_changed');
+    expect(changes.map((m) => [m.params._meta[KEY], m.params._meta['io.modelcontextprotocol/subscriptionId']])).toEqual([['all', 1], ['lean', 1]]);
+    abort.abort();
   });
 
   it('says "Server variants not supported" when no variants are configured, and relays everything else as is', async () => {

@@ -1,15 +1,18 @@
 /**
  * `subscriptions/listen` for modern clients: the acknowledgement first (the subset of the
  * requested notifications the upstream can produce), then every opted-in list_changed and
- * resources/updated, each tagged with the listen request's id as `subscriptionId`. One pooled
- * upstream session is held while anyone listens; resource subscriptions are reference-counted,
- * so the upstream sees one `resources/subscribe` per URI however many clients listen to it.
+ * resources/updated, each through the filter chain bound to the listen request (a client in
+ * server variants hears a list change once per offered variant) and tagged with the listen
+ * request's id as `subscriptionId`. One pooled upstream session per principal is held while it
+ * listens; the upstream sees one `resources/subscribe` per URI however many clients listen to it.
  */
 import type { Logger } from 'pino';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import type { JsonRpcId, JsonRpcNotification, JsonRpcRequest } from '../../jsonrpc/message.js';
 import { META, type ModernContext } from '../../mcp/eras.js';
+import type { BoundFilters, FilterChain } from '../../core/filters.js';
 import type { UpstreamLease, UpstreamPool } from '../../upstream/pool.js';
+import { Subscriptions } from '../../upstream/subscriptions.js';
 import type { ModernReply } from './reply.js';
 
 const KINDS = {
@@ -22,6 +25,8 @@ const MAX_URIS = 100;
 
 interface Listener {
   id: JsonRpcId;
+  /** The filter chain bound to the listen request's capabilities. */
+  filters: BoundFilters;
   /** Whose upstream session it listens to: it hears nothing of another principal's. */
   principal: string;
   kinds: Set<string>;
@@ -32,9 +37,13 @@ interface Listener {
 export class ListenHub {
   private readonly listeners = new Set<Listener>();
   /** Listeners per URI on each upstream session: the session is subscribed while any listens. */
-  private readonly uriCounts = new WeakMap<object, Map<string, number>>();
+  private readonly subscriptions = new WeakMap<object, Subscriptions<Listener>>();
 
-  constructor(private readonly pool: UpstreamPool, private readonly log: Logger) {}
+  constructor(
+    private readonly pool: UpstreamPool,
+    private readonly filters: () => FilterChain,
+    private readonly log: Logger,
+  ) {}
 
   get size(): number {
     return this.listeners.size;
@@ -52,7 +61,8 @@ export class ListenHub {
     const lease = await this.pool.acquire({ principal, client: ctx.client ?? principal, capabilities: {} });
     const caps = (lease.client.server?.capabilities ?? {}) as Record<string, { listChanged?: boolean; subscribe?: boolean } | undefined>;
     const honoured: Record<string, unknown> = {};
-    const listener: Listener = { id: req.id, principal, kinds: new Set(), uris: new Set(), reply };
+    const filters = this.filters().forRequest(ctx.clientCapabilities, lease.client.server ?? {}, this.log);
+    const listener: Listener = { id: req.id, filters, principal, kinds: new Set(), uris: new Set(), reply };
     for (const kind of Object.keys(KINDS) as Kind[]) {
       if (w[kind] === true && caps[KINDS[kind].capability]?.listChanged) {
         honoured[kind] = true;
@@ -67,11 +77,12 @@ export class ListenHub {
     const subscriptionId = { [META.subscriptionId]: req.id };
     reply.notify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: honoured, _meta: subscriptionId } });
     this.listeners.add(listener);
-    for (const uri of listener.uris) this.count(lease, uri, +1);
+    const subscriptions = this.subscriptionsOf(lease);
+    for (const uri of listener.uris) if (subscriptions.add(listener, uri)) this.tellUpstream(lease, 'resources/subscribe', uri);
     this.log.debug({ listeners: this.listeners.size, notifications: honoured }, 'listen stream opened');
     await new Promise<void>((resolve) => reply.cancellation.onCancel(resolve));
     this.listeners.delete(listener);
-    for (const uri of listener.uris) this.count(lease, uri, -1);
+    for (const uri of subscriptions.removeAll(listener)) this.tellUpstream(lease, 'resources/unsubscribe', uri);
     lease.release();
     reply.answer({ jsonrpc: '2.0', id: req.id, result: { resultType: 'complete', _meta: subscriptionId } });
   }
@@ -86,23 +97,23 @@ export class ListenHub {
     for (const l of this.listeners) {
       if (principal !== '' && l.principal !== principal) continue;
       if (uri !== undefined ? !l.uris.has(uri) : !l.kinds.has(n.method)) continue;
-      l.reply.notify({ jsonrpc: '2.0', method: n.method, params: { ...n.params, _meta: { ...(n.params?._meta as object), [META.subscriptionId]: l.id } } });
+      for (const m of l.filters.onNotification(n) ?? [n]) {
+        l.reply.notify({ jsonrpc: '2.0', method: m.method, params: { ...m.params, _meta: { ...(m.params?._meta as object), [META.subscriptionId]: l.id } } });
+      }
     }
   }
 
-  private count(lease: UpstreamLease, uri: string, delta: number): void {
-    let counts = this.uriCounts.get(lease.client);
-    if (!counts) this.uriCounts.set(lease.client, (counts = new Map()));
-    const n = (counts.get(uri) ?? 0) + delta;
-    if (n > 0) counts.set(uri, n);
-    else counts.delete(uri);
-    if ((delta > 0 && n === 1) || (delta < 0 && n === 0)) {
-      const method = delta > 0 ? 'resources/subscribe' : 'resources/unsubscribe';
-      const { outcome } = lease.client.request(method, { uri }, {}, 30_000);
-      void outcome.then((o) => {
-        const failed = 'failure' in o ? o.failure.message : o.response.error?.message;
-        if (failed) this.log.warn({ uri, method, err: failed }, 'upstream refused a resource subscription change');
-      });
-    }
+  private subscriptionsOf(lease: UpstreamLease): Subscriptions<Listener> {
+    let subscriptions = this.subscriptions.get(lease.client);
+    if (!subscriptions) this.subscriptions.set(lease.client, (subscriptions = new Subscriptions()));
+    return subscriptions;
+  }
+
+  private tellUpstream(lease: UpstreamLease, method: 'resources/subscribe' | 'resources/unsubscribe', uri: string): void {
+    const { outcome } = lease.client.request(method, { uri }, {}, 30_000);
+    void outcome.then((o) => {
+      const failed = 'failure' in o ? o.failure.message : o.response.error?.message;
+      if (failed) this.log.warn({ uri, method, err: failed }, 'upstream refused a resource subscription change');
+    });
   }
 }
