@@ -23,7 +23,7 @@ import { ModernCore, type ModernCoreOptions } from './fronts/modern/core.js';
 import { ModernHttp } from './fronts/modern/http.js';
 import { ListenHub } from './fronts/modern/listen.js';
 import { startStdioDownstream, type StdioDownstream } from './fronts/stdio.js';
-import type { ProxyError } from './jsonrpc/errors.js';
+import { ProxyStartError, type ProxyError } from './jsonrpc/errors.js';
 import { Metrics } from './ops/metrics.js';
 import { Observers } from './ops/observers.js';
 import { Readiness } from './ops/readiness.js';
@@ -54,9 +54,6 @@ export interface GatewayDeps {
 /** A readiness answer is reused this long; a probe gets this long to initialize an upstream session. */
 const READY_TTL_MS = 5_000;
 const READY_PROBE_TIMEOUT_MS = 10_000;
-
-/** The gateway cannot start as configured; the message says why and what to do. */
-export class ProxyStartError extends Error {}
 
 export interface Gateway {
   /** Starts serving; for HTTP, resolves with the endpoint URL once listening. */

@@ -7,15 +7,15 @@ import { randomBytes } from 'node:crypto';
 import { PROXY_VERSION } from './ops/version.js';
 import pino from 'pino';
 import pretty from 'pino-pretty';
-import { HELP, parseCli, UsageError } from './cli/args.js';
-import { ConfigError, loadConfig } from './config/load.js';
+import { HELP, parseCli } from './cli/args.js';
+import { loadConfig } from './config/load.js';
 import { configJsonSchema, negotiationSchema, type Config } from './config/schema.js';
 import { explain } from './cli/explain.js';
 import { hashToken } from './fronts/http/auth.js';
 import { watchConfigFile } from './config/reload.js';
-import { createGateway, ProxyStartError } from './gateway.js';
+import { createGateway } from './gateway.js';
 import { loadRules } from './config/rules.js';
-import { RuleError } from './rules/compile.js';
+import { ConfigError, RuleError, UserError } from './jsonrpc/errors.js';
 
 async function main(): Promise<number> {
   const request = parseCli(process.argv.slice(2), process.env);
@@ -64,7 +64,7 @@ async function main(): Promise<number> {
       log.info({ why, applied: live, rules: nextRules.length }, live.length ? 'config reloaded: new sessions and modern requests use it; open legacy sessions keep what they negotiated' : 'config reloaded: nothing that applies live changed');
       if (restart.length) log.warn({ sections: restart }, 'config changes that take effect only after a restart');
     } catch (err) {
-      const problems = err instanceof ConfigError || err instanceof RuleError ? err.problems : [(err as Error).message];
+      const problems = err instanceof UserError ? err.problems : [(err as Error).message];
       log.error({ why, problems }, 'config reload refused; the running config stays');
     }
   };
@@ -128,8 +128,8 @@ main().then(
     process.exitCode = code;
   },
   (err) => {
-    if (err instanceof UsageError || err instanceof ConfigError || err instanceof RuleError || err instanceof ProxyStartError) {
-      const problems = err instanceof UsageError || err instanceof ProxyStartError ? undefined : err.problems;
+    if (err instanceof UserError) {
+      const problems = err instanceof ConfigError || err instanceof RuleError ? err.problems : undefined;
       process.stderr.write(`mcp-negotiate-proxy: ${problems ? 'invalid configuration\n  ' + problems.join('\n  ') : err.message}\n`);
       process.exitCode = 2;
       return;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseCli, UsageError } from './args.js';
+import { UsageError } from '../jsonrpc/errors.js';
+import { parseCli } from './args.js';
 
 describe('parseCli', () => {
   it('maps flags to config overrides', () => {

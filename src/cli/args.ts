@@ -3,6 +3,7 @@
  * the environment, both win over the config file). No side effects here.
  */
 import { parseArgs } from 'node:util';
+import { UsageError } from '../jsonrpc/errors.js';
 
 export const HELP = `mcp-negotiate-proxy: a negotiating reverse proxy in front of an existing MCP server
 
@@ -102,8 +103,6 @@ export interface CliRequest {
   /** For `explain`. */
   explain?: { features: string[]; method: string; name?: string; input?: string };
 }
-
-export class UsageError extends Error {}
 
 export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
   let parsed;

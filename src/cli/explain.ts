@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import pino from 'pino';
-import { UsageError } from './args.js';
+import { UsageError } from '../jsonrpc/errors.js';
 import { parseFeatures } from '../mcp/features.js';
 import { ruleMatches, runPipeline } from '../rules/run.js';
 import type { CompiledRule } from '../rules/compile.js';

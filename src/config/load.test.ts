@@ -2,7 +2,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from './load.js';
+import { ConfigError } from '../jsonrpc/errors.js';
+import { loadConfig } from './load.js';
 import { clientSessions, configJsonSchema } from './schema.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'proxy-config-'));

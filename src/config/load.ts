@@ -5,15 +5,8 @@
 import { readFileSync } from 'node:fs';
 import { LineCounter, parseDocument, isMap, isSeq, type Document, type Node } from 'yaml';
 import type { z } from 'zod';
+import { ConfigError } from '../jsonrpc/errors.js';
 import { configSchema, type Config } from './schema.js';
-
-export class ConfigError extends Error {
-  /** `raw`: the config as read, when only its validation failed (so other checks can still run on parts of it). */
-  constructor(readonly problems: string[], readonly raw?: Record<string, unknown>) {
-    super(problems.join('\n'));
-    this.name = 'ConfigError';
-  }
-}
 
 export interface LoadOptions {
   /** Path of a YAML config file, if any. */

@@ -6,7 +6,8 @@ import { dirname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { DEFAULT_RULES } from '../rules/defaults.js';
 import { builtinTransformers } from '../transformers/index.js';
-import { compileRules, RuleError, type CompiledRule, type RuleConfig } from '../rules/compile.js';
+import { RuleError } from '../jsonrpc/errors.js';
+import { compileRules, type CompiledRule, type RuleConfig } from '../rules/compile.js';
 import type { Transformer } from '../transformers/contract.js';
 import { locateProblems } from './load.js';
 

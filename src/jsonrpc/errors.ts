@@ -143,3 +143,39 @@ export function modernUpstreamError(error: JsonRpcErrorObject): JsonRpcErrorObje
   const data = typeof error.data === 'object' && error.data !== null && !Array.isArray(error.data) ? error.data : error.data === undefined ? {} : { value: error.data };
   return { code: code === RESOURCE_NOT_FOUND ? INVALID_PARAMS : INTERNAL_ERROR, message: error.message, data: { ...data, upstreamCode: code } };
 }
+
+/**
+ * What stops the proxy before it serves and is the user's to fix (the CLI prints each problem
+ * and exits 2): bad usage, a config or rule set that does not validate (each problem with its
+ * file:line:col and key when known), an upstream that fails its start-up check with --fail-fast.
+ */
+export class UserError extends Error {
+  constructor(readonly problems: string[]) {
+    super(problems.join('\n'));
+    this.name = new.target.name;
+  }
+}
+
+/** The command line is wrong. */
+export class UsageError extends UserError {
+  constructor(message: string) {
+    super([message]);
+  }
+}
+
+/** The config does not validate; `raw`: the config as read, when only its validation failed (so other checks can still run on parts of it). */
+export class ConfigError extends UserError {
+  constructor(problems: string[], readonly raw?: Record<string, unknown>) {
+    super(problems);
+  }
+}
+
+/** A rule or plugin does not validate. */
+export class RuleError extends UserError {}
+
+/** The gateway cannot start as configured; the message says why and what to do. */
+export class ProxyStartError extends UserError {
+  constructor(message: string) {
+    super([message]);
+  }
+}

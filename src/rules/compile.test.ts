@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { parseFeatures } from '../mcp/features.js';
 import { testContext } from '../transformers/_shared/test-context.js';
 import { builtinTransformers } from '../transformers/index.js';
-import { compileRules, RuleError, ruleSchema } from './compile.js';
+import { RuleError } from '../jsonrpc/errors.js';
+import { compileRules, ruleSchema } from './compile.js';
 import { runPipeline } from './run.js';
 import type { Transformer } from '../transformers/contract.js';
 

@@ -4,6 +4,7 @@
  * config load, with the config path of every problem; YAML order is execution order.
  */
 import { z } from 'zod';
+import { RuleError } from '../jsonrpc/errors.js';
 import { parseTag, type FeatureTag } from '../mcp/features.js';
 import { globMatcher, type NameMatcher } from './glob.js';
 import type { Transformer, TransformFn } from '../transformers/contract.js';
@@ -79,9 +80,3 @@ export function compileRules(rules: RuleConfig[], transformers: Map<string, Tran
   return compiled;
 }
 
-export class RuleError extends Error {
-  constructor(readonly problems: string[]) {
-    super(problems.join('\n'));
-    this.name = 'RuleError';
-  }
-}

@@ -71,10 +71,6 @@ export class ModernCore {
     return this.opts.log;
   }
 
-  get parkedCount(): number {
-    return this.rounds.parkedCount;
-  }
-
   /** Mcp-Param-* header → argument for a tools/call (see ToolHeaders). */
   paramHeaders(req: JsonRpcRequest, ctx: ModernContext): Promise<Map<string, string> | undefined> {
     return this.toolHeaders.of(req, ctx);

@@ -57,10 +57,6 @@ export class InputRounds {
 
   constructor(private readonly o: InputRoundsOptions) {}
 
-  get parkedCount(): number {
-    return this.parked.size;
-  }
-
   /** Starts a call upstream; its first step (input to ask for, or the outcome). */
   async start(method: string, params: Record<string, unknown>, ctx: ModernContext, reply: ModernReply): Promise<CallRun> {
     const principal = ctx.principal ?? '';

@@ -8,7 +8,7 @@
  * the call cancelled); the proxy never depends on a retry.
  */
 import { ProxyError } from '../../jsonrpc/errors.js';
-import { METHOD_NOT_FOUND, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../../jsonrpc/message.js';
+import { INTERNAL_ERROR, METHOD_NOT_FOUND, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../../jsonrpc/message.js';
 import { capabilityFor, declares, INPUT_METHODS } from '../../mcp/eras.js';
 import type { CallOutcome, UpstreamClient } from '../../upstream/client.js';
 import type { UpstreamLease } from '../../upstream/pool.js';
@@ -121,7 +121,7 @@ export class BridgedCall {
     this.parked = false; // at once: nothing counts or resumes it while its session is let go of
     for (const req of this.inputs.values()) {
       if (req.method === 'elicitation/create') this.client.respond(req.id, { result: { action: 'cancel' } });
-      else this.client.respond(req.id, { error: { code: -32603, message: 'The client did not answer in time' } });
+      else this.client.respond(req.id, { error: { code: INTERNAL_ERROR, message: 'The client did not answer in time' } });
     }
     this.inputs.clear();
     this.client.cancel(this.id, 'The client did not supply the requested input in time', new ProxyError('INPUT_TIMEOUT', 'The client did not supply the requested input in time'));
