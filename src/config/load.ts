@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { LineCounter, parseDocument, isMap, isSeq, type Document, type Node } from 'yaml';
 import type { z } from 'zod';
 import { ConfigError } from '../jsonrpc/errors.js';
+import { isObject } from '../jsonrpc/message.js';
 import { configSchema, type Config } from './schema.js';
 
 export interface LoadOptions {
@@ -130,7 +131,7 @@ function dropNulls(value: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(
     Object.entries(value)
       .filter(([, v]) => v !== null)
-      .map(([k, v]) => [k, isPlainObject(v) ? dropNulls(v) : v]),
+      .map(([k, v]) => [k, isObject(v) ? dropNulls(v) : v]),
   );
 }
 
@@ -139,11 +140,7 @@ function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>)
   for (const [k, v] of Object.entries(over)) {
     if (v === undefined) continue;
     const b = out[k];
-    out[k] = isPlainObject(b) && isPlainObject(v) ? deepMerge(b, v) : v;
+    out[k] = isObject(b) && isObject(v) ? deepMerge(b, v) : v;
   }
   return out;
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

@@ -7,7 +7,7 @@
  */
 import type { Logger } from 'pino';
 import type { Era } from '../jsonrpc/errors.js';
-import type { JsonRpcErrorObject, JsonRpcNotification, JsonRpcRequest } from '../jsonrpc/message.js';
+import { isObject, type JsonRpcErrorObject, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
 import { CONTENT_NEGOTIATION, contentNegotiationFilter, type ContentNegotiationSetup } from '../extensions/content-negotiation/filter.js';
 import { extensionsOf, type Filter, type FilterContext, type RequestVerdict } from '../extensions/contract.js';
 import { serverVariantsFilter } from '../extensions/server-variants/filter.js';
@@ -202,8 +202,4 @@ function pick(from: Record<string, unknown>, keys: string[]): Record<string, unk
   const out: Record<string, unknown> = {};
   for (const key of keys) if (from[key] !== undefined) out[key] = from[key];
   return out;
-}
-
-function isObject(v: unknown): v is Record<string, any> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

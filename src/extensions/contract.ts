@@ -8,7 +8,7 @@
  */
 import type { Logger } from 'pino';
 import type { Era } from '../jsonrpc/errors.js';
-import type { JsonRpcErrorObject, JsonRpcNotification, JsonRpcRequest } from '../jsonrpc/message.js';
+import { isObject, type JsonRpcErrorObject, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
 import type { McpResult } from '../transformers/contract.js';
 
 /** What a filter sees of one request: who asked, what for, in which variant, and its own state. */
@@ -52,5 +52,5 @@ export interface Filter<S = unknown> {
 export function extensionsOf(result: McpResult): Record<string, unknown> {
   const capabilities = result.capabilities as { extensions?: unknown } | undefined;
   const extensions = capabilities?.extensions;
-  return typeof extensions === 'object' && extensions !== null && !Array.isArray(extensions) ? (extensions as Record<string, unknown>) : {};
+  return isObject(extensions) ? extensions : {};
 }

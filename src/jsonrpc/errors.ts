@@ -4,7 +4,7 @@
  * and is relayed as it came to legacy clients; for modern clients `modernUpstreamError` only
  * renames the codes the 2026-07-28 revision forbids.
  */
-import { INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, type JsonRpcErrorObject } from './message.js';
+import { INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, isObject, METHOD_NOT_FOUND, type JsonRpcErrorObject } from './message.js';
 
 /** -32000 and -32001 are the codes the official SDKs use for these two situations (legacy era). */
 export const CONNECTION_CLOSED = -32000;
@@ -140,7 +140,7 @@ export function modernUpstreamError(error: JsonRpcErrorObject): JsonRpcErrorObje
   const code = error.code;
   const reserved = code <= -32020 && code >= -32099 && !DEFINED_MODERN.has(code);
   if (code !== RESOURCE_NOT_FOUND && code !== URL_ELICITATION_REQUIRED && !reserved) return error;
-  const data = typeof error.data === 'object' && error.data !== null && !Array.isArray(error.data) ? error.data : error.data === undefined ? {} : { value: error.data };
+  const data = isObject(error.data) ? error.data : error.data === undefined ? {} : { value: error.data };
   return { code: code === RESOURCE_NOT_FOUND ? INVALID_PARAMS : INTERNAL_ERROR, message: error.message, data: { ...data, upstreamCode: code } };
 }
 

@@ -28,6 +28,11 @@ export interface JsonRpcResponse {
 }
 export type JsonRpcMessage = JsonRpcRequest | JsonRpcNotification | JsonRpcResponse;
 
+/** A JSON object (not null, not an array): what params, results and `_meta` must be. */
+export function isObject(v: unknown): v is Record<string, any> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
 /** A message plus, when it came off the wire unchanged, the text it arrived as. */
 export interface Frame {
   msg: JsonRpcMessage;
@@ -146,13 +151,13 @@ const MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params', 'result', 'error']
 function clientProblem(m: Record<string, unknown>): string | undefined {
   for (const key in m) if (!MEMBERS.has(key)) return `unknown member "${key.slice(0, 64)}" (MCP messages have jsonrpc, id, method, params, result or error)`;
   if (typeof m.id === 'number' && !Number.isSafeInteger(m.id)) return '"id" must be a string or an integer';
-  if ('method' in m && 'params' in m && (typeof m.params !== 'object' || m.params === null || Array.isArray(m.params))) return '"params" must be an object (MCP takes named parameters)';
+  if ('method' in m && 'params' in m && !isObject(m.params)) return '"params" must be an object (MCP takes named parameters)';
   return undefined;
 }
 
 /** Returns why a value is not a JSON-RPC 2.0 message, or undefined when it is one. */
 export function checkMessage(value: unknown): string | undefined {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'a message must be a JSON object';
+  if (!isObject(value)) return 'a message must be a JSON object';
   const m = value as Record<string, unknown>;
   if (m.jsonrpc !== '2.0') return '"jsonrpc" must be exactly "2.0"';
   if ('id' in m && m.id !== undefined) {

@@ -6,6 +6,7 @@
  * too (rules may name variants).
  */
 import type { Logger } from 'pino';
+import { isObject } from '../../jsonrpc/message.js';
 import { FeatureSet, parseFeatures } from '../../mcp/features.js';
 import type { Metrics } from '../../ops/metrics.js';
 import type { CompiledRule } from '../../rules/compile.js';
@@ -133,8 +134,4 @@ function rememberOutputSchemas(result: McpResult, schemas: Map<string, Record<st
     if (schemas.size >= MAX_OUTPUT_SCHEMAS && !schemas.has(tool.name)) continue;
     schemas.set(tool.name, tool.outputSchema);
   }
-}
-
-function isObject(v: unknown): v is Record<string, any> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

@@ -6,7 +6,7 @@
  * replaced by the variant's `upstreamVariant` (or its own id) for the backend to apply.
  */
 import type { Logger } from 'pino';
-import type { JsonRpcErrorObject, JsonRpcNotification, JsonRpcRequest } from '../../jsonrpc/message.js';
+import { isObject, type JsonRpcErrorObject, type JsonRpcNotification, type JsonRpcRequest } from '../../jsonrpc/message.js';
 import { ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
 import { globMatcher } from '../../rules/glob.js';
 import type { McpResult } from '../../transformers/contract.js';
@@ -231,8 +231,4 @@ function simplify(schema: Record<string, any>, how: { dropOptional: boolean; dro
       }),
   );
   return { ...schema, properties };
-}
-
-function isObject(v: unknown): v is Record<string, any> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
