@@ -1,12 +1,12 @@
 /**
  * Parts the composition root (gateway.ts) builds from the config: where other replicas reach
- * this one, the pool of upstream sessions, and the modern core with its listen hub.
+ * this one, the pool of upstream sessions, and the modern handler with its listen hub.
  */
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
 import type { FilterChain } from './core/filters.js';
-import { ModernCore, type ModernCoreOptions } from './fronts/modern/core.js';
+import { ModernHandler, type ModernHandlerOptions } from './fronts/modern/handler.js';
 import { ListenHub } from './fronts/modern/listen.js';
 import type { Observers } from './ops/observers.js';
 import { PROXY_VERSION } from './ops/version.js';
@@ -51,25 +51,25 @@ export function createPool(config: Config, connector: UpstreamConnector, log: Lo
   });
 }
 
-/** The modern-era core over the pool, with its listen hub. */
-export function createModernCore(
+/** The modern-era handler over the pool, with its listen hub. */
+export function createModernHandler(
   config: Config,
   pool: UpstreamPool,
   filters: () => FilterChain,
   log: Logger,
   replica: { sealer: Sealer; replicaId: string; replicaUrl: () => string | undefined },
-): { core: ModernCore; hub: ListenHub } {
+): { handler: ModernHandler; hub: ListenHub } {
   const hub = new ListenHub(pool, filters, log);
-  const core = new ModernCore({
+  const handler = new ModernHandler({
     pool,
     filters,
     requestTimeoutMs: config.timeouts.requestMs,
     inputTimeoutMs: config.modern.inputTimeoutMs,
     parkedPerClient: config.modern.parkedPerClient,
     ...replica,
-    cache: config.modern.cache as ModernCoreOptions['cache'],
+    cache: config.modern.cache as ModernHandlerOptions['cache'],
     listen: (req, ctx, reply) => hub.listen(req, ctx, reply),
     log,
   });
-  return { core, hub };
+  return { handler, hub };
 }

@@ -1,6 +1,6 @@
 /**
  * The composition root: wires the upstream connector, the pool, the filter chain, the legacy
- * relays, the modern core and the chosen front from a validated Config; nothing here runs per
+ * relays, the modern handler and the chosen front from a validated Config; nothing here runs per
  * request. `start()` begins serving; `close()` ends every session and reaps every child process.
  */
 import { hostname } from 'node:os';
@@ -11,7 +11,7 @@ import { diffConfig } from './config/reload.js';
 import { clientSessions, type Config } from './config/schema.js';
 import { describeUpstream, resolveUpstream } from './config/upstream.js';
 import { builtinChain, type FilterChain, type FiltersSnapshot } from './core/filters.js';
-import { LegacyRelays } from './core/legacy-sessions.js';
+import { LegacyRelays } from './core/legacy-relays.js';
 import type { Filter } from './extensions/contract.js';
 import { VariantCatalog } from './extensions/server-variants/scope.js';
 import { createAuthenticator, exposureProblem } from './fronts/http/auth.js';
@@ -19,7 +19,7 @@ import { ClientLimits } from './fronts/http/limits.js';
 import { startHttpFront, type HttpFront } from './fronts/http/server.js';
 import { LegacySessions } from './fronts/legacy/http.js';
 import { SessionTokens } from './fronts/legacy/session-tokens.js';
-import { ModernCore, type ModernCoreOptions } from './fronts/modern/core.js';
+import { ModernHandler, type ModernHandlerOptions } from './fronts/modern/handler.js';
 import { ModernHttp } from './fronts/modern/http.js';
 import { ListenHub } from './fronts/modern/listen.js';
 import { startStdioDownstream, type StdioDownstream } from './fronts/stdio.js';
@@ -33,8 +33,8 @@ import type { CompiledRule } from './rules/compile.js';
 import { Sealer } from './sealing/sealer.js';
 import { UpstreamConnector } from './upstream/connector.js';
 import type { UpstreamPool } from './upstream/pool.js';
-import { CLIENT_INFO, createModernCore, createPool, replicaAddress } from './assemble.js';
-import { SharedSessions } from './upstream/shared.js';
+import { CLIENT_INFO, createModernHandler, createPool, replicaAddress } from './assemble.js';
+import { SharedUpstreamSessions } from './upstream/shared.js';
 
 export interface GatewayDeps {
   log: Logger;
@@ -94,7 +94,7 @@ class ProxyGateway implements Gateway {
   /** The filters both eras run through, as the config says now: a reload builds them again (open legacy sessions keep theirs). */
   private filters: FilterChain;
   private readonly pool: UpstreamPool | undefined;
-  private readonly modern: { core: ModernCore; hub: ListenHub } | undefined;
+  private readonly modern: { handler: ModernHandler; hub: ListenHub } | undefined;
   private readonly relays: LegacyRelays;
   private running: Config;
   private legacySessions: LegacySessions | undefined;
@@ -124,10 +124,10 @@ class ProxyGateway implements Gateway {
     this.filters = this.buildFilters(deps.rules ?? [], config);
     const sharing = config.upstream.sessions === 'shared' && spec.kind === 'stdio';
     this.pool = config.modern.enabled || sharing ? createPool(config, connector, log, this.observers) : undefined;
-    const shared = this.pool && sharing ? new SharedSessions(this.pool, config.timeouts.requestMs) : undefined;
-    this.modern = this.pool && config.modern.enabled ? createModernCore(config, this.pool, () => this.filters, log.child({ era: 'modern' }), { sealer: this.sealer, replicaId: this.replicaId, replicaUrl: () => this.replica.url }) : undefined;
+    const shared = this.pool && sharing ? new SharedUpstreamSessions(this.pool, config.timeouts.requestMs) : undefined;
+    this.modern = this.pool && config.modern.enabled ? createModernHandler(config, this.pool, () => this.filters, log.child({ era: 'modern' }), { sealer: this.sealer, replicaId: this.replicaId, replicaUrl: () => this.replica.url }) : undefined;
     this.pool?.onUnrelated((n, principal) => {
-      if (n.method === 'notifications/tools/list_changed') this.modern?.core.toolsChanged();
+      if (n.method === 'notifications/tools/list_changed') this.modern?.handler.toolsChanged();
       this.modern?.hub.publish(n, principal);
       shared?.publish(n, principal);
     });
@@ -159,7 +159,7 @@ class ProxyGateway implements Gateway {
   async close(): Promise<void> {
     await this.http?.drain(this.config.timeouts.shutdownGraceMs);
     await Promise.all([this.http?.close(), this.stdio?.close()]);
-    this.modern?.core.close();
+    this.modern?.handler.close();
     await this.pool?.close();
     await this.connector.close();
     await this.tracing?.shutdown().catch((err: Error) => this.log.warn({ err: err.message }, 'could not export the last spans'));
@@ -171,7 +171,7 @@ class ProxyGateway implements Gateway {
     const changes = diffConfig(running, next);
     this.filters = this.buildFilters(nextRules, next);
     // A modern section that changed beyond its cache needs a restart: nothing of it applies now.
-    if (changes.live.includes('modern.cache')) this.modern?.core.setCache(next.modern.cache as ModernCoreOptions['cache']);
+    if (changes.live.includes('modern.cache')) this.modern?.handler.setCache(next.modern.cache as ModernHandlerOptions['cache']);
     log.level = next.logLevel;
     if (JSON.stringify(next.contentNegotiation.tokens) !== JSON.stringify(running.contentNegotiation.tokens)) {
       this.observers.countTokens(next.contentNegotiation.tokens).catch((err: Error) => log.error({ err: err.message }, 'token counting could not start'));
@@ -212,7 +212,7 @@ class ProxyGateway implements Gateway {
       input: deps.stdin ?? process.stdin,
       output: deps.stdout ?? process.stdout,
       openSession: (sink, sessionLog, who) => this.relays.open(sink, sessionLog, who),
-      modern: this.modern?.core,
+      modern: this.modern?.handler,
       limits: { maxBatch: config.listen.maxBatchSize, maxDepth: config.listen.maxJsonDepth },
       log: this.log,
     });
@@ -245,7 +245,7 @@ class ProxyGateway implements Gateway {
     this.http = await startHttpFront({
       listen: config.listen,
       legacy: this.legacySessions,
-      modern: this.modern && new ModernHttp(this.modern.core, slowReaders),
+      modern: this.modern && new ModernHttp(this.modern.handler, slowReaders),
       limits,
       auth: { authenticator: this.authenticator, config: config.auth },
       replicaUrl: () => this.replica.url,

@@ -2,12 +2,12 @@
  * The stdio front: the proxy is the client's child process and speaks newline-delimited
  * JSON-RPC on stdin/stdout (stdout carries nothing else; logs go to stderr). Each message is
  * routed to an era first: a request with modern `_meta` is served statelessly by the modern
- * core; anything else belongs to the one legacy relay session, started by the first such
+ * handler; anything else belongs to the one legacy relay session, started by the first such
  * message. The front ends when stdin closes or the legacy session's upstream goes away.
  */
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
-import type { ModernCore } from './modern/core.js';
+import type { ModernHandler } from './modern/handler.js';
 import { Cancellation } from './modern/reply.js';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
 import { errorResponse, isNotification, type ClientPayloadLimits, isRequest, parsePayload, serialize, type Frame, type JsonRpcId, type JsonRpcRequest } from '../jsonrpc/message.js';
@@ -24,7 +24,7 @@ export interface StdioDownstreamOptions {
   output: Writable;
   openSession(sink: ClientSink, log: Logger, who: Requester): RelaySession;
   /** Serves modern (2026-07-28) requests; absent = legacy clients only. */
-  modern?: ModernCore;
+  modern?: ModernHandler;
   /** Most messages in one batch line, deepest nesting in one message. */
   limits: ClientPayloadLimits;
   log: Logger;
@@ -102,16 +102,16 @@ export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstr
 }
 
 /** One modern request from the stdio client: its notifications and answer written as lines, unless it was cancelled. */
-function serveModern(core: ModernCore, req: JsonRpcRequest, write: (text: string) => void, inFlight: Map<JsonRpcId, Cancellation>): void {
+function serveModern(handler: ModernHandler, req: JsonRpcRequest, write: (text: string) => void, inFlight: Map<JsonRpcId, Cancellation>): void {
   let ctx;
   try {
-    ctx = core.requestContext(req, STDIO_CLIENT);
+    ctx = handler.requestContext(req, STDIO_CLIENT);
   } catch (err) {
     return write(JSON.stringify(errorResponse(req.id, toJsonRpcError(err, 'modern'))));
   }
   const cancellation = new Cancellation();
   inFlight.set(req.id, cancellation);
-  void core.handle(req, ctx, {
+  void handler.handle(req, ctx, {
     cancellation,
     notify: (n) => {
       if (!cancellation.cancelled) write(JSON.stringify(n));

@@ -4,7 +4,7 @@
  * from earlier requests or from the connection: every request stands alone.
  */
 import { ProxyError, type Era } from '../jsonrpc/errors.js';
-import type { JsonRpcRequest } from '../jsonrpc/message.js';
+import { isObject, type JsonRpcRequest } from '../jsonrpc/message.js';
 
 export const MODERN_VERSIONS = ['2026-07-28'];
 export const LEGACY_VERSIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'];
@@ -85,10 +85,10 @@ export interface ModernContext {
 /** Reads the request's `_meta`; throws the modern rejection when a required field is missing or bad. */
 export function modernContext(req: JsonRpcRequest): ModernContext {
   const meta = req.params?._meta;
-  if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) {
+  if (!isObject(meta)) {
     throw new ProxyError('INVALID_META', `Invalid params: ${req.method} needs params._meta with "${META.protocolVersion}" and "${META.clientCapabilities}"`);
   }
-  const m = meta as Record<string, unknown>;
+  const m: Record<string, unknown> = meta;
   const version = m[META.protocolVersion];
   if (typeof version !== 'string' || version === '') {
     throw new ProxyError('INVALID_META', `Invalid params: _meta["${META.protocolVersion}"] must be a protocol version string`);

@@ -20,7 +20,7 @@ import type { UpstreamConnection, UpstreamEvents } from './types.js';
  * subscribed to what. Each principal's sessions borrow pooled sessions of that principal only
  * (see UpstreamPool), and hear only what those sessions say.
  */
-export class SharedSessions {
+export class SharedUpstreamSessions {
   private readonly members = new Set<SharedConnection>();
   /** Per principal: who subscribed to what, and the pooled session those subscriptions live on (held while any exists: an idle one would be reaped). */
   private readonly principals = new Map<string, { subscribers: Subscriptions<SharedConnection>; lease?: Promise<UpstreamLease> }>();
@@ -105,7 +105,7 @@ class SharedConnection implements UpstreamConnection {
   private closed = false;
 
   constructor(
-    private readonly shared: SharedSessions,
+    private readonly shared: SharedUpstreamSessions,
     private readonly events: UpstreamEvents,
     private readonly log: Logger,
     private readonly timeoutMs: number,
@@ -136,7 +136,7 @@ class SharedConnection implements UpstreamConnection {
     this.shared.leave(this);
   }
 
-  /** A notification that belongs to no call (see SharedSessions.publish). */
+  /** A notification that belongs to no call (see SharedUpstreamSessions.publish). */
   deliver(n: JsonRpcNotification): void {
     if (this.closed || !this.wantsLog(n)) return;
     this.events.onMessage({ msg: n });

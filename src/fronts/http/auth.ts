@@ -25,8 +25,8 @@ export interface Authenticator {
   /** Whether requests must authenticate at all. */
   readonly enabled: boolean;
   authenticate(headers: Record<string, string | string[] | undefined>): Promise<AuthOutcome>;
-  /** The principal of a static token the request presents, if it presents one (a hash and a comparison: no JWT is checked). */
-  staticToken(headers: Record<string, string | string[] | undefined>): string | undefined;
+  /** The principal of a static credential (bearer token or API key) the request presents, if any (a hash and a comparison: no JWT is checked). */
+  staticCredential(headers: Record<string, string | string[] | undefined>): string | undefined;
 }
 
 /** The hash stored in the config for a token: lowercase hex SHA-256. */
@@ -42,7 +42,7 @@ export function createAuthenticator(config: AuthConfig): Authenticator {
   const apiKeyHeader = config.apiKeyHeader.toLowerCase();
   const verifyOptions = jwt && { issuer: jwt.issuer, audience: jwt.audience, clockTolerance: 30, algorithms: jwt.algorithms, requiredClaims: jwt.requireExpiry ? ['exp'] : [] };
 
-  const staticToken = (presented: string): string | undefined => {
+  const staticCredential = (presented: string): string | undefined => {
     const digest = Buffer.from(hashToken(presented), 'hex');
     // Every entry is compared, so the time taken does not say which one matched.
     let match: string | undefined;
@@ -52,14 +52,14 @@ export function createAuthenticator(config: AuthConfig): Authenticator {
 
   return {
     enabled,
-    staticToken(headers) {
+    staticCredential(headers) {
       const presented = credentialOf(headers, apiKeyHeader);
-      return presented ? staticToken(presented) : undefined;
+      return presented ? staticCredential(presented) : undefined;
     },
     async authenticate(headers) {
       const presented = credentialOf(headers, apiKeyHeader);
       if (!presented) return { status: 401, error: 'invalid_request', description: 'Authentication required: send Authorization: Bearer <token>' };
-      const principal = staticToken(presented);
+      const principal = staticCredential(presented);
       if (principal) return { principal };
       if (!jwt || !jwks || presented.split('.').length !== 3) return { status: 401, error: 'invalid_token', description: 'The token is not valid' };
       let payload: JWTPayload;

@@ -45,7 +45,7 @@ export function registerAuthentication(app: FastifyInstance, o: AuthenticationOp
   const authenticate: Authenticate = async (req) => {
     const wait = failures.blockedFor(req.ip);
     if (wait > 0) {
-      const known = authenticator.staticToken(req.headers);
+      const known = authenticator.staticCredential(req.headers);
       return known ? { principal: known } : { blocked: wait };
     }
     const attempt = failures.note(req.ip);

@@ -9,7 +9,7 @@ import { errorResponse, INVALID_REQUEST, isRequest, serialize } from '../../json
 import { META } from '../../mcp/eras.js';
 import { PostReply, STREAM_AFTER_MS, takeOver, type SlowReaderLimits } from '../http/replies.js';
 import type { ModernEndpoint, Post } from '../http/server.js';
-import type { ModernCore } from './core.js';
+import type { ModernHandler } from './handler.js';
 import { Cancellation } from './reply.js';
 import { FORWARDED_HEADER, forwardToOwner } from './forward.js';
 import { checkModernHeaders, checkParamHeaders } from './headers.js';
@@ -17,12 +17,12 @@ import { checkModernHeaders, checkParamHeaders } from './headers.js';
 /** Serves the POSTs the era classifier calls modern. */
 export class ModernHttp implements ModernEndpoint {
   constructor(
-    private readonly core: ModernCore,
+    private readonly handler: ModernHandler,
     private readonly slowReaders: SlowReaderLimits,
   ) {}
 
   async post(req: FastifyRequest, reply: FastifyReply, { frames, batch, mode, who }: Post): Promise<unknown> {
-    const { core } = this;
+    const { handler } = this;
     const msg = frames[0].msg;
     if (batch) return reject(reply, 400, errorResponse(null, { code: INVALID_REQUEST, message: 'Invalid Request: protocol version 2026-07-28 takes one message per POST, not a batch' }));
     if (!isRequest(msg)) {
@@ -34,14 +34,14 @@ export class ModernHttp implements ModernEndpoint {
       // Headers first: a header that disagrees with the body is a mismatch whatever the version.
       const bodyVersion = (msg.params?._meta as Record<string, unknown> | undefined)?.[META.protocolVersion];
       if (typeof bodyVersion === 'string') checkModernHeaders(req.headers, msg, bodyVersion);
-      ctx = core.requestContext(msg, who);
-      checkParamHeaders(req.headers, msg, await core.paramHeaders(msg, ctx));
+      ctx = handler.requestContext(msg, who);
+      checkParamHeaders(req.headers, msg, await handler.paramHeaders(msg, ctx));
     } catch (err) {
       const status = err instanceof ProxyError ? err.httpStatus : 500;
       return reject(reply, status, errorResponse(msg.id, toJsonRpcError(err, 'modern')));
     }
-    const owner = req.headers[FORWARDED_HEADER] === undefined ? core.ownerElsewhere(msg, ctx) : undefined;
-    if (owner) return forwardToOwner(owner, msg.id, req, reply, core.replicaId, core.log);
+    const owner = req.headers[FORWARDED_HEADER] === undefined ? handler.ownerElsewhere(msg, ctx) : undefined;
+    if (owner) return forwardToOwner(owner, msg.id, req, reply, handler.replicaId, handler.log);
     takeOver(reply);
     let headers: Record<string, string> = {};
     const channel = new PostReply(reply.raw, () => headers, mode, false, STREAM_AFTER_MS, this.slowReaders);
@@ -50,7 +50,7 @@ export class ModernHttp implements ModernEndpoint {
     channel.onClose(() => {
       if (!answered) cancellation.cancel();
     });
-    void core.handle(msg, ctx, {
+    void handler.handle(msg, ctx, {
       cancellation,
       notify: (n) => {
         if (channel.canStream) channel.send(JSON.stringify(n), false);

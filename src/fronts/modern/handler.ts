@@ -1,5 +1,5 @@
 /**
- * The modern (2026-07-28) request core, shared by the HTTP and stdio fronts: one stateless
+ * The modern (2026-07-28) request handler, shared by the HTTP and stdio fronts: one stateless
  * request in, one answer out. It serves `server/discover` from the upstream's initialize result,
  * forwards the rest through a pooled upstream session (ids remapped, the protocol's own `_meta`
  * stripped), bridges input requests through `input_required` rounds, and hands results through
@@ -25,7 +25,7 @@ export interface CacheHint {
   cacheScope: 'public' | 'private';
 }
 
-export interface ModernCoreOptions {
+export interface ModernHandlerOptions {
   pool: UpstreamPool;
   /** The filters requests run through, as the config says now. */
   filters(): FilterChain;
@@ -49,17 +49,17 @@ export interface ModernCoreOptions {
 
 const NEVER_CACHE: CacheHint = { ttlMs: 0, cacheScope: 'private' };
 
-export class ModernCore {
+export class ModernHandler {
   private readonly rounds: InputRounds;
   private readonly toolHeaders: ToolHeaders;
 
-  constructor(private readonly opts: ModernCoreOptions) {
+  constructor(private readonly opts: ModernHandlerOptions) {
     this.rounds = new InputRounds(opts);
     this.toolHeaders = new ToolHeaders({ pool: opts.pool, requestTimeoutMs: opts.requestTimeoutMs, log: opts.log });
   }
 
   /** New cache hints (a config reload). */
-  setCache(cache: ModernCoreOptions['cache']): void {
+  setCache(cache: ModernHandlerOptions['cache']): void {
     this.opts.cache = cache;
   }
 

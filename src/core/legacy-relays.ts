@@ -9,7 +9,7 @@ import { ProxyError } from '../jsonrpc/errors.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { UpstreamObserver } from '../upstream/client.js';
 import type { UpstreamConnector } from '../upstream/connector.js';
-import type { SharedSessions } from '../upstream/shared.js';
+import type { SharedUpstreamSessions } from '../upstream/shared.js';
 import type { ResumedSession, UpstreamConnection, UpstreamEvents } from '../upstream/types.js';
 import type { Requester } from './context.js';
 import type { BoundFilters, FilterChain, FiltersSnapshot } from './filters.js';
@@ -18,7 +18,7 @@ import { RelaySession, type ClientSink } from './relay.js';
 export interface LegacyRelaysOptions {
   connector: UpstreamConnector;
   /** Present with upstream.sessions: shared (a stdio upstream). */
-  shared?: SharedSessions;
+  shared?: SharedUpstreamSessions;
   /** The filters new sessions bind, as the config says now. */
   filters(): FilterChain;
   maxProcesses: number;
