@@ -13,6 +13,7 @@ import { extensionsOf, type Filter, type FilterContext, type RequestVerdict } fr
 import { serverVariantsFilter } from '../extensions/server-variants/filter.js';
 import type { VariantCatalog } from '../extensions/server-variants/scope.js';
 import { SERVER_VARIANTS } from '../extensions/server-variants/variants.js';
+import { targetOf } from '../mcp/requests.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { McpResult } from '../transformers/contract.js';
 
@@ -24,6 +25,9 @@ export interface FiltersSnapshot {
   client: Record<string, unknown>;
   upstream?: Record<string, unknown>;
 }
+
+/** The chain's verdict on a request: an error to answer, or the request rewritten and the variant (`scope`) its result is viewed in. */
+export type ChainVerdict = { error: JsonRpcErrorObject } | { request?: JsonRpcRequest; scope?: string } | undefined;
 
 /** The built-in filters (server variants, then content negotiation) over the config's rules and variants, then `extra`. */
 export function builtinChain(o: ContentNegotiationSetup & { variants: VariantCatalog; extra?: Filter[] }): FilterChain {
@@ -79,9 +83,11 @@ export class BoundFilters {
     this.negotiate(isObject(params?.capabilities) ? params.capabilities : {});
   }
 
-  /** What the upstream's initialize result teaches the filters (for a modern request or a restored session: nothing is sent). */
+  /** What the upstream's initialize result teaches the filters (every session and modern request; nothing is sent). */
   learnUpstream(result: McpResult): void {
-    this.upstreamInitialized(result);
+    const implemented = pick(extensionsOf(result), [CONTENT_NEGOTIATION, SERVER_VARIANTS]);
+    if (Object.keys(implemented).length) this.snapshotted.upstream = implemented;
+    this.chain.filters.forEach((f, i) => f.learnUpstream && this.guarded(f, 'learnUpstream', () => f.learnUpstream!(result, this.states[i])));
   }
 
   /** What rebuilds this session's state elsewhere: small, and only what was read from the wire. */
@@ -97,13 +103,13 @@ export class BoundFilters {
   }
 
   /** Each filter's verdict in order: the first error ends it; rewrites accumulate; the variant is kept as `scope`. */
-  onRequest(req: JsonRpcRequest): { error: JsonRpcErrorObject } | { request?: JsonRpcRequest; scope?: string } | undefined {
+  onRequest(req: JsonRpcRequest): ChainVerdict {
     let request: JsonRpcRequest | undefined;
     let scope: string | undefined;
     const filters = this.chain.filters;
     for (let i = 0; i < filters.length; i++) {
       if (!filters[i].onRequest) continue;
-      const verdict: RequestVerdict = filters[i].onRequest!(request ?? req, this.context(i, req.method, nameOf(req), scope));
+      const verdict: RequestVerdict = filters[i].onRequest!(request ?? req, this.context(i, req.method, targetOf(req.params), scope));
       if (!verdict) continue;
       if ('error' in verdict) return verdict;
       request = verdict.request ?? request;
@@ -116,7 +122,7 @@ export class BoundFilters {
   annotateError(error: JsonRpcErrorObject, scope: string | undefined): JsonRpcErrorObject | undefined {
     let out: JsonRpcErrorObject | undefined;
     this.chain.filters.forEach((f, i) => {
-      out = f.onError?.(out ?? error, this.context(i, '', undefined, scope)) ?? out;
+      if (f.onError) out = this.guarded(f, 'onError', () => f.onError!(out ?? error, this.context(i, '', undefined, scope))) ?? out;
     });
     return out;
   }
@@ -128,7 +134,7 @@ export class BoundFilters {
       if (!f.onNotification) return;
       let changed = false;
       const next = (out ?? [n]).flatMap((m) => {
-        const replaced = f.onNotification!(m, this.states[i]);
+        const replaced = this.guarded(f, 'onNotification', () => f.onNotification!(m, this.states[i]));
         if (replaced) changed = true;
         return replaced ?? [m];
       });
@@ -139,7 +145,7 @@ export class BoundFilters {
 
   /** A replacement result, or undefined to relay the upstream's bytes; `scope`: the request's variant. */
   shape(method: string, name: string | undefined, result: McpResult, scope?: string, traceparent?: string): McpResult | undefined | Promise<McpResult | undefined> {
-    if (method === 'initialize') return this.upstreamInitialized(result);
+    if (method === 'initialize') return this.initializeResult(result);
     const filters = this.chain.filters;
     let current: McpResult | undefined;
     const step = (i: number): McpResult | undefined | Promise<McpResult | undefined> => {
@@ -167,15 +173,28 @@ export class BoundFilters {
     this.states = this.chain.filters.map((f) => f.negotiate(capabilities, this.era, this.log));
   }
 
-  /** Runs each filter over the upstream's initialize result; the result for the client, or undefined when none changed it. */
-  private upstreamInitialized(result: McpResult): McpResult | undefined {
-    const implemented = pick(extensionsOf(result), [CONTENT_NEGOTIATION, SERVER_VARIANTS]);
-    if (Object.keys(implemented).length) this.snapshotted.upstream = implemented;
+  /** A legacy client's initialize result: what the filters learn from it, then the result for the client (undefined when none changed it). */
+  private initializeResult(result: McpResult): McpResult | undefined {
+    this.learnUpstream(result);
     let current: McpResult | undefined;
     this.chain.filters.forEach((f, i) => {
-      current = f.onUpstreamInitialize?.(current ?? result, this.states[i], this.log) ?? current;
+      if (f.onInitializeResult) current = this.guarded(f, 'onInitializeResult', () => f.onInitializeResult!(current ?? result, this.states[i], this.log)) ?? current;
     });
     return current;
+  }
+
+  /**
+   * A hook that throws counts as "unchanged" (logged): a broken filter must not cost a client its
+   * answer or a notification. Requests and results are not guarded here: their callers answer the
+   * request with the error.
+   */
+  private guarded<T>(f: Filter, hook: string, run: () => T): T | undefined {
+    try {
+      return run();
+    } catch (err) {
+      this.log.error({ filter: f.name, hook, err: (err as Error).message }, 'a filter failed; treated as unchanged');
+      return undefined;
+    }
   }
 
   private context(i: number, method: string, name: string | undefined, variant: string | undefined, traceparent?: string): FilterContext<unknown> {
@@ -193,10 +212,6 @@ function snapshotCapabilities(capabilities: Record<string, any>): Record<string,
   return out;
 }
 
-function nameOf(req: JsonRpcRequest): string | undefined {
-  const p = req.params;
-  return typeof p?.name === 'string' ? p.name : typeof p?.uri === 'string' ? p.uri : undefined;
-}
 
 function pick(from: Record<string, unknown>, keys: string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};

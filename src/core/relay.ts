@@ -6,11 +6,13 @@
  */
 import type { Logger } from 'pino';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
-import { errorResponse, isNotification, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
+import { errorResponse, isNotification, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
+import { targetOf } from '../mcp/requests.js';
 import type { Metrics } from '../ops/metrics.js';
 import { traceContextOf } from '../ops/trace-context.js';
 import type { UpstreamObserver } from '../upstream/client.js';
 import { PendingCalls } from '../upstream/pending.js';
+import type { ChainVerdict } from './filters.js';
 import type { UpstreamConnection, UpstreamEvents } from '../upstream/types.js';
 
 export interface ClientSink {
@@ -40,10 +42,10 @@ export interface RelayOptions {
 export interface ResultShaper {
   onInitialize(params: Record<string, unknown> | undefined): void;
   /** Checks a client request before it goes upstream: an error to answer, or a rewritten request and a scope for its result. */
-  onRequest(req: JsonRpcRequest): { error: JsonRpcErrorObject } | { request?: JsonRpcRequest; scope?: string } | undefined;
+  onRequest(req: JsonRpcRequest): ChainVerdict;
   /** A replacement for an upstream error to a request with this scope, or undefined to relay it as is. */
   annotateError?(error: JsonRpcErrorObject, scope: string | undefined): JsonRpcErrorObject | undefined;
-  /** Notifications to send instead of an upstream notification, or undefined to relay it as is. */
+  /** Notifications to send instead of an upstream notification (never progress), or undefined to relay it as is. */
   onNotification?(msg: JsonRpcNotification): JsonRpcNotification[] | undefined;
   /** A replacement result, or undefined to relay the upstream's bytes. */
   shape(method: string, name: string | undefined, result: Record<string, unknown>, scope?: string, traceparent?: string): Record<string, unknown> | undefined | Promise<Record<string, unknown> | undefined>;
@@ -117,7 +119,7 @@ export class RelaySession {
       if (check?.request) frame = { msg: check.request };
       const params = msg.params;
       const progressToken = (params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
-      const name = typeof params?.name === 'string' ? params.name : typeof params?.uri === 'string' ? params.uri : undefined;
+      const name = targetOf(params);
       const traceparent = this.opts.observe ? traceContextOf(params?._meta as Record<string, unknown> | undefined)?.traceparent : undefined;
       this.pending.add(msg.id, { method: msg.method, name, scope: check?.scope, started: performance.now(), traceparent }, this.limitFor(msg.method), progressToken);
       if (msg.method === 'initialize') this.opts.shaper?.onInitialize(params);
@@ -170,27 +172,37 @@ export class RelaySession {
       }
       this.observe(p, msg.error ? 'error' : 'ok');
       this.lastActivity = Date.now();
-      const error = msg.error && this.opts.shaper?.annotateError?.(msg.error, p.scope);
-      if (error) return this.sink.deliver({ msg: { ...msg, error } }, id!);
-      const shaped = msg.result && this.opts.shaper ? this.opts.shaper.shape(p.method, p.name, msg.result, p.scope, p.traceparent) : undefined;
-      if (shaped === undefined) return this.sink.deliver(frame, id!);
-      if (!(shaped instanceof Promise)) return this.sink.deliver({ msg: { ...msg, result: shaped } }, id!);
-      shaped.then(
-        (result) => this.sink.deliver(result ? { msg: { ...msg, result } } : frame, id!),
-        (err) => this.sink.deliver({ msg: errorResponse(id!, toJsonRpcError(err)) }, id!),
-      );
+      try {
+        this.respond(frame, msg, id!, p);
+      } catch (err) {
+        this.answer(id!, err);
+      }
       return;
-    }
-    if (!isRequest(msg)) {
-      const replaced = this.opts.shaper?.onNotification?.(msg);
-      if (replaced) return replaced.forEach((n) => this.sink.deliver({ msg: n }, relatedId));
     }
     if (msg.method === 'notifications/progress') {
       const token = (msg.params as { progressToken?: string | number } | undefined)?.progressToken;
       const owner = token === undefined ? undefined : this.pending.progressed(token);
-      if (owner) return this.sink.deliver(frame, owner.id);
+      return this.sink.deliver(frame, owner?.id ?? relatedId);
+    }
+    // Progress goes as it came (it keeps its call alive); filters see the other notifications.
+    if (!isRequest(msg)) {
+      const replaced = this.opts.shaper?.onNotification?.(msg);
+      if (replaced) return replaced.forEach((n) => this.sink.deliver({ msg: n }, relatedId));
     }
     this.sink.deliver(frame, relatedId);
+  }
+
+  /** The upstream's response as the filters have it (the upstream's bytes when none changed it). */
+  private respond(frame: Frame, msg: JsonRpcResponse, id: JsonRpcId, p: Pending): void {
+    const error = msg.error && this.opts.shaper?.annotateError?.(msg.error, p.scope);
+    if (error) return this.sink.deliver({ msg: { ...msg, error } }, id);
+    const shaped = msg.result && this.opts.shaper ? this.opts.shaper.shape(p.method, p.name, msg.result, p.scope, p.traceparent) : undefined;
+    if (shaped === undefined) return this.sink.deliver(frame, id);
+    if (!(shaped instanceof Promise)) return this.sink.deliver({ msg: { ...msg, result: shaped } }, id);
+    shaped.then(
+      (result) => this.sink.deliver(result ? { msg: { ...msg, result } } : frame, id),
+      (err) => this.answer(id, err),
+    );
   }
 
   private timeout(id: JsonRpcId, p: Pending, ms: number): void {

@@ -33,18 +33,17 @@ export interface Filter<S = unknown> {
   readonly name: string;
   /** This filter's state for a session or a request, from the client's capabilities (untrusted: check every field). */
   negotiate(capabilities: Record<string, unknown>, era: Era, log: Logger): S;
-  /**
-   * The upstream's initialize result: what the filter learns from it (the upstream implements the
-   * extension itself), and, for a legacy client, its replacement (the extension advertised).
-   */
-  onUpstreamInitialize?(result: McpResult, state: S, log: Logger): McpResult | undefined;
+  /** What the filter learns from the upstream's initialize result (it implements the extension itself): for every session and modern request. */
+  learnUpstream?(result: McpResult, state: S): void;
+  /** A legacy client's initialize result as the filter has it (the extension advertised), or undefined for unchanged. */
+  onInitializeResult?(result: McpResult, state: S, log: Logger): McpResult | undefined;
   /** What it advertises in `server/discover` (entries of `capabilities.extensions`). */
   discover?(state: S): Record<string, unknown> | undefined;
   onRequest?(req: JsonRpcRequest, ctx: FilterContext<S>): RequestVerdict;
   onResult?(result: McpResult, ctx: FilterContext<S>): McpResult | undefined | Promise<McpResult | undefined>;
   /** A replacement for an upstream error, or undefined to relay it as is. */
   onError?(error: JsonRpcErrorObject, ctx: FilterContext<S>): JsonRpcErrorObject | undefined;
-  /** Notifications to send instead of an upstream notification that belongs to no request, or undefined to relay it. */
+  /** Notifications to send instead of an upstream notification (never progress: it keeps its call alive), or undefined to relay it. */
   onNotification?(n: JsonRpcNotification, state: S): JsonRpcNotification[] | undefined;
 }
 

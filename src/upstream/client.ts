@@ -143,8 +143,11 @@ export class UpstreamClient {
     const res = 'response' in done ? done.response : undefined;
     if (!res || res.error) {
       // A session that never initialized is of no use: close it, so that a pool drops it.
-      // Clients see the upstream's reason masked (it may quote its configuration), and its code.
-      const err = res ? new ProxyError('UPSTREAM_START_FAILED', `The upstream refused initialize: ${maskSecrets(res.error!.message).slice(0, 1000)}`, { upstreamCode: res.error!.code }) : (done as { failure: ProxyError }).failure;
+      // Clients see the upstream's reason masked (it may quote its configuration), never its body.
+      const failure = 'failure' in done ? done.failure : undefined;
+      const err = res
+        ? refusedInitialize(res.error!.message, { upstreamCode: res.error!.code })
+        : failure!.code === 'UPSTREAM_PROTOCOL' ? refusedInitialize(failure!.message) : failure!;
       this.onClose(err);
       void this.connection.close();
       throw err;
@@ -202,4 +205,8 @@ export class UpstreamClient {
     for (const [, call] of this.pending.settleAll()) call.resolve({ failure: err });
     this.opts.onClose?.(err);
   }
+}
+
+function refusedInitialize(reason: string, data?: Record<string, unknown>): ProxyError {
+  return new ProxyError('UPSTREAM_START_FAILED', `The upstream refused initialize: ${maskSecrets(reason).slice(0, 1000)}`, data);
 }

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { callTool, INIT, rawPost, rawSession } from '../helpers/raw.js';
+import { callTool, INIT, modern, rawPost, rawSession } from '../helpers/raw.js';
 import { eventually, startProxy, stopAll, type Running } from '../helpers/processes.js';
 
 function brokenServer(): Server {
@@ -23,6 +23,7 @@ function brokenServer(): Server {
         res.end(events.map((e) => `data: ${e}\n\n`).join(''));
       };
       if (msg.method === 'initialize' && msg.params.clientInfo.name === 'slow-start') return; // never answers
+      if (msg.method === 'initialize' && req.url === '/refuses') return res.writeHead(500, { 'content-type': 'text/plain' }).end('cannot connect to postgres://admin:hunter2@db/app');
       if (msg.method === 'initialize') {
         return sse([JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'broken', version: '1' } } })]);
       }
@@ -93,5 +94,15 @@ describe('an HTTP upstream that misbehaves', () => {
     const init = { ...INIT, params: { ...INIT.params, clientInfo: { name: 'slow-start', version: '1' } } };
     const reply = await rawPost(slow.url, init);
     expect(reply.messages[0]).toMatchObject({ id: 0, error: { code: -32001, data: { code: 'REQUEST_TIMEOUT', timeoutMs: 500 } } });
+  });
+
+  it("refuses modern requests with UPSTREAM_START_FAILED when the upstream refuses the proxy's initialize, its reason masked and its body kept back", async () => {
+    const refusing = await startProxy(['--upstream', `http://127.0.0.1:${port}/refuses`]);
+    const request = modern(1, 'tools/list');
+    const reply = await rawPost(refusing.url, request.body, request.headers);
+    const error = reply.messages[0].error;
+    expect(error).toMatchObject({ code: -32603, data: { code: 'UPSTREAM_START_FAILED' } });
+    expect(error.message).toMatch(/^The upstream refused initialize: The upstream answered HTTP 500/);
+    expect(JSON.stringify(error)).not.toContain('hunter2');
   });
 });

@@ -85,8 +85,10 @@ export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter
       );
       return state;
     },
-    onUpstreamInitialize(result, state, log) {
+    learnUpstream(result, state) {
       if (extensionsOf(result)[CONTENT_NEGOTIATION] !== undefined) state.upstreamNative = true;
+    },
+    onInitializeResult(result, state, log) {
       if (!state.declared) return undefined;
       if (state.upstreamNative) {
         log.info('upstream supports content negotiation itself; passing through');

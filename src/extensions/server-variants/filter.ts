@@ -4,6 +4,7 @@
  * an upstream that implements variants itself), results shown as the variant's view, errors
  * naming the active variant, and list changes announced once per offered variant.
  */
+import { isObject } from '../../jsonrpc/message.js';
 import { extensionsOf, type Filter } from '../contract.js';
 import { VariantScope, type VariantCatalog } from './scope.js';
 import { SERVER_VARIANTS } from './variants.js';
@@ -23,7 +24,7 @@ export function serverVariantsFilter(catalog: VariantCatalog): Filter<VariantSta
       const scope = new VariantScope(catalog, log);
       return { scope, offer: scope.onInitialize(capabilities), passThrough: false };
     },
-    onUpstreamInitialize(result, state) {
+    learnUpstream(result, state) {
       const extensions = extensionsOf(result);
       const upstreamOffers = extensions[SERVER_VARIANTS] !== undefined;
       state.passThrough = upstreamOffers && !catalog.enabled;
@@ -31,6 +32,8 @@ export function serverVariantsFilter(catalog: VariantCatalog): Filter<VariantSta
       if (upstreamOffers && catalog.enabled) {
         state.offer = state.scope.mergeUpstream((extensions[SERVER_VARIANTS] as { availableVariants?: unknown }).availableVariants) ?? state.offer;
       }
+    },
+    onInitializeResult(result, state) {
       if (!state.offer || state.passThrough) return undefined;
       const capabilities = result.capabilities as Record<string, any>;
       return { ...result, capabilities: { ...capabilities, extensions: { ...capabilities.extensions, [SERVER_VARIANTS]: state.offer } } };
@@ -50,7 +53,7 @@ export function serverVariantsFilter(catalog: VariantCatalog): Filter<VariantSta
       // A request made in a variant names it (`data.activeVariant`, SEP-2053), unless the upstream speaks for itself.
       if (ctx.variant === undefined || ctx.state.scope.upstreamNative) return undefined;
       const data = error.data ?? {};
-      if (typeof data !== 'object' || data === null || Array.isArray(data) || 'activeVariant' in data) return undefined;
+      if (!isObject(data) || 'activeVariant' in data) return undefined;
       return { ...error, data: { ...data, activeVariant: ctx.variant } };
     },
     onNotification(n, state) {

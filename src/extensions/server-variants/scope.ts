@@ -10,10 +10,9 @@ import { isObject, type JsonRpcErrorObject, type JsonRpcNotification, type JsonR
 import { ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
 import { globMatcher } from '../../rules/glob.js';
 import type { McpResult } from '../../transformers/contract.js';
+import type { RequestVerdict } from '../contract.js';
 import { CursorSigner } from './cursors.js';
 import { advertise, parseVariantHints, rankVariants, SERVER_VARIANTS, VARIANT_META_KEY, variantSchema, type ServerVariantsConfig, type VariantConfig, type VariantHints } from './variants.js';
-
-export type RequestCheck = { error: JsonRpcErrorObject } | { request?: JsonRpcRequest; variant?: string } | undefined;
 
 interface CompiledVariant {
   config: VariantConfig;
@@ -120,7 +119,7 @@ export class VariantScope {
   }
 
   /** Validates the variant and the names a request uses; strips the variant key before it goes upstream. */
-  check(req: JsonRpcRequest): RequestCheck {
+  check(req: JsonRpcRequest): RequestVerdict {
     const meta = req.params?._meta as Record<string, unknown> | undefined;
     const requested = meta?.[VARIANT_META_KEY];
     if (!this.catalog.enabled) {

@@ -8,6 +8,7 @@
  */
 import type { Logger } from 'pino';
 import type { Requester } from '../../core/context.js';
+import { targetOf } from '../../mcp/requests.js';
 import type { FilterChain } from '../../core/filters.js';
 import { modernUpstreamError, ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
 import { errorResponse, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
@@ -128,7 +129,7 @@ export class ModernHandler {
     const check = negotiation.onRequest(req);
     if (check && 'error' in check) return { error: check.error };
     const params = (check?.request ?? req).params ?? {};
-    const name = typeof params.name === 'string' ? params.name : typeof params.uri === 'string' ? params.uri : undefined;
+    const name = targetOf(params);
     let { call, step } = params.requestState !== undefined ? await this.rounds.resume(req, ctx, reply) : await this.rounds.start(req.method, upstreamParams(params, ctx), ctx, reply);
     if (step.kind === 'done' && 'failure' in step.outcome && step.outcome.failure.code === 'UPSTREAM_SESSION_EXPIRED' && call.round === 0) {
       // The upstream forgot the pooled session (404) without running the request: once more on a new one.
