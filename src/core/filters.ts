@@ -152,7 +152,7 @@ export class BoundFilters {
       for (; i < filters.length; i++) {
         const f = filters[i];
         if (!f.onResult) continue;
-        const out = f.onResult(current ?? result, this.context(i, method, name, scope, traceparent));
+        const out = f.onResult(current ?? result, this.context(i, method, name, scope, traceparent, result));
         if (out instanceof Promise) {
           const next = i + 1;
           return out.then((r) => {
@@ -197,8 +197,8 @@ export class BoundFilters {
     }
   }
 
-  private context(i: number, method: string, name: string | undefined, variant: string | undefined, traceparent?: string): FilterContext<unknown> {
-    return { era: this.era, method, name, variant, traceparent, state: this.states[i], log: this.log };
+  private context(i: number, method: string, name: string | undefined, variant: string | undefined, traceparent?: string, upstreamResult?: McpResult): FilterContext<unknown> {
+    return { era: this.era, method, name, variant, traceparent, upstreamResult, state: this.states[i], log: this.log };
   }
 }
 

@@ -10,7 +10,7 @@ import { errorResponse, isNotification, isRequest, isResponse, type Frame, type 
 import { targetOf } from '../mcp/requests.js';
 import type { Metrics } from '../ops/metrics.js';
 import { traceContextOf } from '../ops/trace-context.js';
-import type { UpstreamObserver } from '../upstream/client.js';
+import { failureOutcome, type UpstreamObserver } from '../upstream/client.js';
 import { PendingCalls } from '../upstream/pending.js';
 import type { ChainVerdict } from './filters.js';
 import type { UpstreamConnection, UpstreamEvents } from '../upstream/types.js';
@@ -83,7 +83,7 @@ export class RelaySession {
       onFailure: (id, err) => {
         const p = this.pending.settle(id);
         if (!p) return;
-        this.observe(p, 'closed');
+        this.observe(p, failureOutcome(err));
         this.answer(id, err);
       },
       onClose: (err) => {

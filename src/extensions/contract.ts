@@ -21,6 +21,8 @@ export interface FilterContext<S> {
   variant?: string;
   /** The request's W3C traceparent, when it is traced. */
   traceparent?: string;
+  /** For onResult: the result as the upstream sent it (a filter before this one may have replaced it). */
+  upstreamResult?: McpResult;
   state: S;
   log: Logger;
 }

@@ -11,6 +11,9 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { TokenCount } from './token-counts.js';
 
+/** How an upstream call ended: answered (ok or error), timed out, or its session gone. */
+export type UpstreamOutcome = 'ok' | 'error' | 'timeout' | 'closed';
+
 /** Methods that get their own label value; anything else is counted as "other". */
 const KNOWN_METHODS = new Set([
   'initialize', 'ping', 'tools/list', 'tools/call', 'resources/list', 'resources/templates/list', 'resources/read',
@@ -131,7 +134,7 @@ export class Metrics {
     this.counters.refusals[reason] = (this.counters.refusals[reason] ?? 0) + 1;
   }
 
-  observeUpstream(method: string, outcome: 'ok' | 'error' | 'timeout' | 'closed', seconds: number): void {
+  observeUpstream(method: string, outcome: UpstreamOutcome, seconds: number): void {
     this.upstreamSeconds.observe({ method: methodLabel(method), outcome }, seconds);
   }
 

@@ -3,11 +3,10 @@
  * (method, outcome, duration), each transformer step, and, when `contentNegotiation.tokens.count`
  * is on, the token counts of negotiated results (the tokenizer is loaded only then).
  */
-import type { Metrics } from './metrics.js';
+import type { Metrics, UpstreamOutcome } from './metrics.js';
 import { loadTokenizer, TokenMeter, type TokenCountSettings } from './token-counts.js';
 import type { Tracing } from './tracing.js';
 
-type Outcome = 'ok' | 'error' | 'timeout' | 'closed';
 type Result = Record<string, unknown>;
 
 export class Observers {
@@ -19,7 +18,7 @@ export class Observers {
   ) {}
 
   /** An upstream call ended (with the request's traceparent, when traced). */
-  readonly upstream = (method: string, outcome: Outcome, seconds: number, traceparent?: string): void => {
+  readonly upstream = (method: string, outcome: UpstreamOutcome, seconds: number, traceparent?: string): void => {
     this.metrics.observeUpstream(method, outcome, seconds);
     this.tracing?.record(`upstream ${method}`, traceparent ? { traceparent } : undefined, performance.now() - seconds * 1000, seconds, { 'mcp.method': method, 'mcp.outcome': outcome }, outcome !== 'ok');
   };

@@ -8,6 +8,7 @@
  */
 import type { Logger } from 'pino';
 import { maskSecrets } from '../ops/mask.js';
+import type { UpstreamOutcome } from '../ops/metrics.js';
 import { traceContextOf } from '../ops/trace-context.js';
 import { ProxyError, type ProxyErrorCode } from '../jsonrpc/errors.js';
 import { isRequest, isResponse, METHOD_NOT_FOUND, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
@@ -50,7 +51,15 @@ export interface UpstreamClientOptions {
   observe?: UpstreamObserver;
 }
 
-export type UpstreamObserver = (method: string, outcome: 'ok' | 'error' | 'timeout' | 'closed', seconds: number, traceparent?: string) => void;
+export type UpstreamObserver = (method: string, outcome: UpstreamOutcome, seconds: number, traceparent?: string) => void;
+
+/** Failures that mean the upstream session is gone; the others are an error on the way (refused, unreachable, malformed). */
+const SESSION_GONE = new Set<ProxyErrorCode>(['UPSTREAM_CLOSED', 'UPSTREAM_SESSION_EXPIRED', 'UPSTREAM_START_FAILED', 'SHUTTING_DOWN', 'SESSION_IDLE', 'CLIENT_GONE']);
+
+/** How a call the upstream did not answer counts in metrics and traces. */
+export function failureOutcome(failure: ProxyError): UpstreamOutcome {
+  return failure.code === 'REQUEST_TIMEOUT' ? 'timeout' : SESSION_GONE.has(failure.code) ? 'closed' : 'error';
+}
 
 export class UpstreamClient {
   /** The upstream's initialize result, once ready. */
@@ -88,7 +97,7 @@ export class UpstreamClient {
         ? (o: CallOutcome) => {
             // A call the client gave up on says nothing about the upstream: not observed, as in the relay.
             if ('response' in o || !CLIENT_ENDED.has(o.failure.code)) {
-              observe(method, 'response' in o ? (o.response.error ? 'error' : 'ok') : o.failure.code === 'REQUEST_TIMEOUT' ? 'timeout' : 'closed', (performance.now() - started) / 1000, traceparent);
+              observe(method, 'response' in o ? (o.response.error ? 'error' : 'ok') : failureOutcome(o.failure), (performance.now() - started) / 1000, traceparent);
             }
             resolve(o);
           }

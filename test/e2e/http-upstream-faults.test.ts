@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { callTool, INIT, modern, rawPost, rawSession } from '../helpers/raw.js';
+import { callTool, INIT, metricValue, modern, rawPost, rawSession } from '../helpers/raw.js';
 import { eventually, startProxy, stopAll, type Running } from '../helpers/processes.js';
 
 function brokenServer(): Server {
@@ -65,8 +65,10 @@ describe('an HTTP upstream that misbehaves', () => {
 
   const answer = async (id: number, name: string) => (await rawPost(proxy.url, callTool(id, name), headers)).messages.at(-1);
 
-  it('turns an error status into a JSON-RPC error that shows the body', async () => {
+  it('turns an error status into a JSON-RPC error that shows the body, counted as an upstream error (the session lives on)', async () => {
     expect(await answer(1, 'status500')).toMatchObject({ id: 1, error: { code: -32603, message: 'The upstream answered HTTP 500', data: { code: 'UPSTREAM_PROTOCOL', body: 'database on fire' } } });
+    expect(await metricValue(proxy.url, 'mcp_proxy_upstream_request_duration_seconds_count{method="tools/call",outcome="error"}')).toBeGreaterThanOrEqual(1);
+    expect(await metricValue(proxy.url, 'mcp_proxy_upstream_request_duration_seconds_count{method="tools/call",outcome="closed"}')).toBeNaN();
   });
 
   it("relays the upstream's own JSON-RPC error body as it is", async () => {

@@ -96,6 +96,18 @@ describe('token counts (contentNegotiation.tokens.count)', () => {
     expect(callOut).toBeLessThan(callIn); // the markdown's markup is gone
     expect(await metric('tools/list', '', 'out')).toBeLessThanOrEqual(await metric('tools/list', '', 'in'));
   });
+
+  it("counts a server variant's view against what the upstream sent", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'proxy-tokens-')), 'proxy.yaml');
+    writeFileSync(file, 'contentNegotiation:\n  tokens: { count: true }\nserverVariants:\n  variants:\n    - { id: full, description: Everything. }\n    - { id: weather, description: Weather only., tools: { include: [get_weather] } }\n');
+    const proxy = await startProxy(['--config', file]);
+    const headers = await rawSession(proxy.url);
+    const list = await rawPost(proxy.url, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/server-variant': 'weather' } } }, headers);
+    expect(list.messages[0].result.tools.map((t: { name: string }) => t.name)).toEqual(['get_weather']);
+    const metric = (direction: string) => metricValue(proxy.url, `mcp_proxy_result_tokens_total{method="tools/list",tool="",direction="${direction}"}`);
+    await eventually(async () => (await metric('out')) > 0, 5000, 'the tools/list count');
+    expect(await metric('out')).toBeLessThan((await metric('in')) / 2);
+  });
 });
 
 describe('--log-format pretty', () => {

@@ -113,7 +113,8 @@ export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter
         if (o.applied.length) ctx.log.debug({ method, name, variant: ctx.variant, applied: o.applied }, 'result shaped');
         if (o.skipped) noteUnshaped(o.skipped, method, name, ctx.log);
         if (setup.counters) setup.counters.transformFailures += o.failures;
-        setup.observeTokens?.(method, name, result, o.result);
+        const upstream = ctx.upstreamResult ?? result;
+        setup.observeTokens?.(method, name, upstream, o.result ?? (result === upstream ? undefined : result));
         return o.result;
       });
     },
