@@ -93,6 +93,8 @@ class ProxyGateway implements Gateway {
   private readonly observers: Observers;
   /** The filters both eras run through, as the config says now: a reload builds them again (open legacy sessions keep theirs). */
   private filters: FilterChain;
+  /** Output schemas modern requests learnt from tools/list: kept across reloads (they describe the upstream, not the config). */
+  private readonly outputSchemas = new Map<string, Record<string, unknown>>();
   private readonly pool: UpstreamPool | undefined;
   private readonly modern: { handler: ModernHandler; hub: ListenHub } | undefined;
   private readonly relays: LegacyRelays;
@@ -187,7 +189,7 @@ class ProxyGateway implements Gateway {
 
   private buildFilters(rules: CompiledRule[], settings: Config): FilterChain {
     const { metrics, observers } = this;
-    return builtinChain({ rules, variants: new VariantCatalog(settings.serverVariants), limits: settings.contentNegotiation.limits, counters: metrics.counters, observeStep: observers.step, observeTokens: observers.tokens, extra: this.deps.filters });
+    return builtinChain({ rules, variants: new VariantCatalog(settings.serverVariants), limits: settings.contentNegotiation.limits, counters: metrics.counters, observeStep: observers.step, observeTokens: observers.tokens, outputSchemas: this.outputSchemas, extra: this.deps.filters });
   }
 
   /** Checks the upstream once at start-up and logs the outcome; with --fail-fast a failure stops the start. */

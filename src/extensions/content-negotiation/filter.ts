@@ -32,6 +32,8 @@ export interface ContentNegotiationSetup {
   observeStep?: (transformer: string, seconds: number, failed: boolean, traceparent?: string) => void;
   /** Token counts of negotiated results, for /metrics (before, and after when it changed). */
   observeTokens?: TokenObserver;
+  /** Output schemas learnt for modern requests (which have no session to keep them in): pass the same map to every chain so a reload keeps them. */
+  outputSchemas?: Map<string, Record<string, unknown>>;
 }
 
 /** Sees each negotiated result: as the rules got it, and the replacement (undefined: unchanged). */
@@ -49,8 +51,7 @@ export interface NegotiatedContent {
 }
 
 export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter<NegotiatedContent> {
-  /** Shared by modern requests, which have no session to keep them in. */
-  const sharedSchemas = new Map<string, Record<string, unknown>>();
+  const sharedSchemas = setup.outputSchemas ?? new Map<string, Record<string, unknown>>();
   /** Which tools were already reported as relayed unshaped (logged once each). */
   const unshapedNotices = new Set<string>();
   const noteUnshaped = (reason: NonNullable<PipelineOutcome['skipped']>, method: string, name: string | undefined, log: Logger) => {
