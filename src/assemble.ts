@@ -59,7 +59,7 @@ export function createModernHandler(
   log: Logger,
   replica: { sealer: Sealer; replicaId: string; replicaUrl: () => string | undefined },
 ): { handler: ModernHandler; hub: ListenHub } {
-  const hub = new ListenHub(pool, filters, log);
+  const hub = new ListenHub(pool, filters, log, config.timeouts.requestMs);
   const handler = new ModernHandler({
     pool,
     filters,

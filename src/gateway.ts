@@ -227,7 +227,6 @@ class ProxyGateway implements Gateway {
     const slowReaders = { ...config.listen.slowReaders, log };
     this.legacySessions = new LegacySessions({
       maxSessions: config.listen.maxSessions,
-      sessionsPerClient: clientSessions(config),
       sessionIdleMs: config.timeouts.sessionIdleMs,
       sessionMaxAgeMs: config.timeouts.sessionMaxAgeMs,
       openSession: (sink, sessionLog, who) => this.relays.open(sink, sessionLog, who),

@@ -1,7 +1,8 @@
 /**
- * The modern protocol era (2026-07-28): which requests belong to it, and the per-request
- * context read from `params._meta` (version, capabilities, log level). Nothing here is taken
- * from earlier requests or from the connection: every request stands alone.
+ * The protocol eras: the versions of each, the one classifier that tells which era a message
+ * belongs to (for both fronts), and a modern request's context read from `params._meta`
+ * (version, capabilities, log level). Nothing modern is taken from earlier requests or from
+ * the connection: every request stands alone.
  */
 import { ProxyError, type Era } from '../jsonrpc/errors.js';
 import { isObject, type JsonRpcRequest } from '../jsonrpc/message.js';
@@ -42,8 +43,13 @@ export const CACHEABLE_METHODS = new Set(['server/discover', 'tools/list', 'prom
 
 export const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
 
+/** Whether a notification reaches a client that set `level` (an index into LOG_LEVELS; undefined: no log messages): anything but a log message does. */
+export function passesLogLevel(n: { method: string; params?: Record<string, unknown> }, level: number | undefined): boolean {
+  return n.method !== 'notifications/message' || (level !== undefined && LOG_LEVELS.indexOf(String(n.params?.level)) >= level);
+}
+
 /** Does this message's `_meta` say it is a modern request? (Cheap: one property lookup.) */
-export function isModernMessage(msg: { params?: Record<string, unknown> }): boolean {
+function isModernMessage(msg: { params?: Record<string, unknown> }): boolean {
   const meta = msg.params?._meta;
   return typeof meta === 'object' && meta !== null && META.protocolVersion in meta;
 }
@@ -97,7 +103,7 @@ export function modernContext(req: JsonRpcRequest): ModernContext {
     throw new ProxyError('UNSUPPORTED_PROTOCOL_VERSION', 'Unsupported protocol version', { supported: SUPPORTED_VERSIONS, requested: version });
   }
   const capabilities = m[META.clientCapabilities];
-  if (typeof capabilities !== 'object' || capabilities === null || Array.isArray(capabilities)) {
+  if (!isObject(capabilities)) {
     throw new ProxyError('INVALID_META', `Invalid params: _meta["${META.clientCapabilities}"] must be an object ({} declares none)`);
   }
   let logLevel: number | undefined;

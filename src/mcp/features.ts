@@ -3,7 +3,7 @@
  * grammar (presence `agent`, negation `!interactive`, equality `format=json`, negated equality
  * `format!=xml`, vendor `x-*`) and the set a client declared. Tags are untrusted hints for
  * shaping content, never permissions: anything malformed is dropped with a reason.
- * It lives with the rules, which match on tags, so that the pipeline and the transformers never import the negotiation layer.
+ * It lives in mcp/ because rules (`when.features`) and `explain` read tags too, below the extensions.
  */
 export type FeatureTag =
   | { kind: 'present'; name: string }

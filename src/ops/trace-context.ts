@@ -4,7 +4,7 @@
  * stdio upstream can see it), unless `_meta` already has one; an HTTP upstream also gets them
  * as headers. Malformed values are dropped. Nothing happens for requests without trace context.
  */
-import { isRequest, type Frame } from '../jsonrpc/message.js';
+import { isObject, isRequest, type Frame } from '../jsonrpc/message.js';
 
 const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 const MAX_TRACESTATE = 512;
@@ -31,6 +31,6 @@ export function withTraceContext(frame: Frame, trace: TraceContext, replace = fa
   const msg = frame.msg;
   if (!isRequest(msg)) return frame;
   const meta = msg.params?._meta ?? {};
-  if (typeof meta !== 'object' || meta === null || Array.isArray(meta) || ('traceparent' in meta && !replace)) return frame;
+  if (!isObject(meta) || ('traceparent' in meta && !replace)) return frame;
   return { msg: { ...msg, params: { ...msg.params, _meta: { ...meta, ...trace } } } };
 }

@@ -12,7 +12,7 @@
 import type { Logger } from 'pino';
 import { canonicalJson } from '../jsonrpc/canonical.js';
 import { ProxyError } from '../jsonrpc/errors.js';
-import type { JsonRpcNotification } from '../jsonrpc/message.js';
+import { isObject, type JsonRpcNotification } from '../jsonrpc/message.js';
 import { UpstreamClient, type UpstreamObserver } from './client.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
 
@@ -62,7 +62,7 @@ const KNOWN_FLAGS: Record<string, string[]> = { sampling: ['context', 'tools'], 
 
 /** Does a client declare a capability a legacy server may ask it to use during a call (sampling, elicitation, roots)? */
 export function declaresInput(declared: Record<string, any>): boolean {
-  for (const name in KNOWN_FLAGS) if (typeof declared[name] === 'object' && declared[name] !== null && !Array.isArray(declared[name])) return true;
+  for (const name in KNOWN_FLAGS) if (isObject(declared[name])) return true;
   return false;
 }
 
@@ -75,7 +75,7 @@ export function upstreamCapabilities(declared: Record<string, any>): Record<stri
   const out: Record<string, unknown> = {};
   for (const [name, flags] of Object.entries(KNOWN_FLAGS)) {
     const given = declared[name];
-    if (typeof given !== 'object' || given === null || Array.isArray(given)) continue;
+    if (!isObject(given)) continue;
     const kept: Record<string, unknown> = {};
     for (const flag of flags) if (given[flag] !== undefined && given[flag] !== false) kept[flag] = flag === 'listChanged' ? true : {};
     out[name] = kept;

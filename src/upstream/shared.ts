@@ -10,7 +10,7 @@
 import type { Logger } from 'pino';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
 import { errorResponse, isNotification, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
-import { INPUT_METHODS, LOG_LEVELS } from '../mcp/eras.js';
+import { INPUT_METHODS, LOG_LEVELS, passesLogLevel } from '../mcp/eras.js';
 import { upstreamCapabilities, type UpstreamLease, type UpstreamPool } from './pool.js';
 import { Subscriptions } from './subscriptions.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
@@ -138,7 +138,7 @@ class SharedConnection implements UpstreamConnection {
 
   /** A notification that belongs to no call (see SharedUpstreamSessions.publish). */
   deliver(n: JsonRpcNotification): void {
-    if (this.closed || !this.wantsLog(n)) return;
+    if (this.closed || !passesLogLevel(n, this.logLevel)) return;
     this.events.onMessage({ msg: n });
   }
 
@@ -194,7 +194,7 @@ class SharedConnection implements UpstreamConnection {
     }
     try {
       const call = lease.client.request(req.method, params, {
-        onNotification: (n) => this.wantsLog(n) && this.events.onMessage({ msg: n }, req.id),
+        onNotification: (n) => passesLogLevel(n, this.logLevel) && this.events.onMessage({ msg: n }, req.id),
         onServerRequest: (r) => this.ask(lease, r, req.id),
       }, this.timeoutMs);
       this.calls.set(req.id, { lease, id: call.id });
@@ -221,11 +221,6 @@ class SharedConnection implements UpstreamConnection {
     if (!asked) return this.log.debug({ id }, 'dropped a client response nobody asked for');
     this.asked.delete(String(id));
     asked.lease.client.respond(asked.id, outcome);
-  }
-
-  private wantsLog(n: JsonRpcNotification): boolean {
-    if (n.method !== 'notifications/message') return true;
-    return this.logLevel !== undefined && LOG_LEVELS.indexOf(String(n.params?.level)) >= this.logLevel;
   }
 
   private reply(msg: Parameters<UpstreamEvents['onMessage']>[0]['msg']): void {

@@ -4,14 +4,16 @@
  * request's body was not read (the proxy does not wait for a body it will not use).
  */
 import type { FastifyReply } from 'fastify';
-import { ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
+import { ProxyError, toJsonRpcError, type Era } from '../../jsonrpc/errors.js';
 import { errorResponse, type JsonRpcId } from '../../jsonrpc/message.js';
 import { refusalOf } from './connections.js';
 
-export function sendError(reply: FastifyReply, err: ProxyError, id: JsonRpcId | null = null): FastifyReply {
-  if (err.retryAfter && !reply.hasHeader('retry-after')) reply.header('retry-after', String(err.retryAfter));
+/** `err`: a ProxyError, or anything else as a 500 with an internal error; `era`: the wire form the client expects. */
+export function sendError(reply: FastifyReply, err: unknown, id: JsonRpcId | null = null, era: Era = 'legacy'): FastifyReply {
+  const known = err instanceof ProxyError ? err : undefined;
+  if (known?.retryAfter && !reply.hasHeader('retry-after')) reply.header('retry-after', String(known.retryAfter));
   if (!reply.request.raw.complete || refusalOf(reply.request.raw.socket)) reply.header('connection', 'close');
-  return reply.code(err.httpStatus).type('application/json').send(JSON.stringify(errorResponse(id, toJsonRpcError(err))));
+  return reply.code(known?.httpStatus ?? 500).type('application/json').send(JSON.stringify(errorResponse(id, toJsonRpcError(err, era))));
 }
 
 /** What Fastify itself refuses (body too large, wrong media type, a plugin's 429) as the proxy's errors. */

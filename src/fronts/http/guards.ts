@@ -90,7 +90,7 @@ export function hostGuard(allowed: string[] | undefined): (host: string | undefi
 }
 
 /** A Host header as RFC 9110 allows it: a name or IP literal and an optional port, no userinfo or quotes. */
-export function validHost(host: string): boolean {
+function validHost(host: string): boolean {
   return VALID_HOST.test(host);
 }
 

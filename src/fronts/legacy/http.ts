@@ -22,8 +22,6 @@ import type { SessionClaims, SessionTokens } from './session-tokens.js';
 
 export interface LegacySessionsOptions {
   maxSessions: number;
-  /** Concurrent sessions per client (listen.perClient.sessions, resolved for the upstream). */
-  sessionsPerClient: number;
   sessionIdleMs: number;
   /** Sessions older than this are ended (404). */
   sessionMaxAgeMs: number;
@@ -64,7 +62,7 @@ export class LegacySessions implements LegacyEndpoint {
   async post(req: FastifyRequest, reply: FastifyReply, post: Post): Promise<unknown> {
     const { frames } = post;
     const init = frames.find((f) => isRequest(f.msg) && f.msg.method === 'initialize');
-    const session = init ? this.initialize(req, reply, frames.length) : this.sessionFor(req, reply);
+    const session = init ? this.initialize(req, reply, post) : this.sessionFor(req, reply);
     if (!session) return reply;
     noteExchange(req, undefined, { era: 'legacy', session: session.logId });
     const ids: JsonRpcId[] = frames.flatMap((f) => (isRequest(f.msg) ? [f.msg.id] : []));
@@ -110,14 +108,13 @@ export class LegacySessions implements LegacyEndpoint {
   }
 
   /** A new session for an `initialize` POST, or undefined once the refusal is sent. */
-  private initialize(req: FastifyRequest, reply: FastifyReply, messages: number): HttpSession | undefined {
-    const who = { principal: req.principal, client: limitKey(req) };
+  private initialize(req: FastifyRequest, reply: FastifyReply, { frames, who }: Post): HttpSession | undefined {
     const refused = (err: ProxyError) => void sendError(reply, err);
-    if (messages > 1) return refused(new ProxyError('BAD_REQUEST', 'Invalid Request: initialize must be sent alone'));
+    if (frames.length > 1) return refused(new ProxyError('BAD_REQUEST', 'Invalid Request: initialize must be sent alone'));
     if (req.headers['mcp-session-id']) return refused(new ProxyError('BAD_REQUEST', 'Invalid Request: this session is already initialized'));
     if (!this.o.limits.openSession(who.client)) {
-      this.o.log.warn({ client: who.client, limit: this.o.sessionsPerClient }, 'per-client session limit reached; refusing initialize');
-      return refused(new ProxyError('RATE_LIMITED', `Too many sessions for this client (limit ${this.o.sessionsPerClient}, listen.perClient.sessions); end one (DELETE) or wait for it to go idle`));
+      this.o.log.warn({ client: who.client, limit: this.o.limits.config.sessions }, 'per-client session limit reached; refusing initialize');
+      return refused(new ProxyError('RATE_LIMITED', `Too many sessions for this client (limit ${this.o.limits.config.sessions}, listen.perClient.sessions); end one (DELETE) or wait for it to go idle`));
     }
     if (this.sessionCount >= this.o.maxSessions) {
       this.o.limits.sessionEnded(who.client);
@@ -174,7 +171,7 @@ export class LegacySessions implements LegacyEndpoint {
       );
     }
     if (this.sessionCount >= this.o.maxSessions) return new ProxyError('TOO_MANY_SESSIONS', `Too many sessions (limit ${this.o.maxSessions}); try again later`);
-    if (!this.o.limits.openSession(who.client)) return new ProxyError('RATE_LIMITED', `Too many sessions for this client (limit ${this.o.sessionsPerClient})`);
+    if (!this.o.limits.openSession(who.client)) return new ProxyError('RATE_LIMITED', `Too many sessions for this client (limit ${this.o.limits.config.sessions})`);
     const session = this.newSession(who, id);
     session.issuedAt = claims.issued * 1000;
     const relay = this.o.resumeSession(session, this.o.log.child({ session: session.logId }), claims, who);

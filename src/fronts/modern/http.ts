@@ -4,8 +4,9 @@
  * (progress and requested log messages, then the response). Closing the stream cancels.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { MISSING_CLIENT_CAPABILITY, ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
-import { errorResponse, INVALID_REQUEST, isRequest, serialize } from '../../jsonrpc/message.js';
+import { MISSING_CLIENT_CAPABILITY, ProxyError } from '../../jsonrpc/errors.js';
+import { isRequest, serialize } from '../../jsonrpc/message.js';
+import { sendError } from '../http/errors.js';
 import { META } from '../../mcp/eras.js';
 import { PostReply, STREAM_AFTER_MS, takeOver, type SlowReaderLimits } from '../http/replies.js';
 import type { ModernEndpoint, Post } from '../http/server.js';
@@ -24,10 +25,10 @@ export class ModernHttp implements ModernEndpoint {
   async post(req: FastifyRequest, reply: FastifyReply, { frames, batch, mode, who }: Post): Promise<unknown> {
     const { handler } = this;
     const msg = frames[0].msg;
-    if (batch) return reject(reply, 400, errorResponse(null, { code: INVALID_REQUEST, message: 'Invalid Request: protocol version 2026-07-28 takes one message per POST, not a batch' }));
+    if (batch) return sendError(reply, new ProxyError('BAD_REQUEST', 'Invalid Request: protocol version 2026-07-28 takes one message per POST, not a batch'), null, 'modern');
     if (!isRequest(msg)) {
       if ('method' in msg) return reply.code(202).send();
-      return reject(reply, 400, errorResponse(null, { code: INVALID_REQUEST, message: 'Invalid Request: a modern client sends requests, never responses' }));
+      return sendError(reply, new ProxyError('BAD_REQUEST', 'Invalid Request: a modern client sends requests, never responses'), null, 'modern');
     }
     let ctx;
     try {
@@ -37,8 +38,7 @@ export class ModernHttp implements ModernEndpoint {
       ctx = handler.requestContext(msg, who);
       checkParamHeaders(req.headers, msg, await handler.paramHeaders(msg, ctx));
     } catch (err) {
-      const status = err instanceof ProxyError ? err.httpStatus : 500;
-      return reject(reply, status, errorResponse(msg.id, toJsonRpcError(err, 'modern')));
+      return sendError(reply, err, msg.id, 'modern');
     }
     const owner = req.headers[FORWARDED_HEADER] === undefined ? handler.ownerElsewhere(msg, ctx) : undefined;
     if (owner) return forwardToOwner(owner, msg.id, req, reply, handler.replicaId, handler.log);
@@ -64,8 +64,4 @@ export class ModernHttp implements ModernEndpoint {
     });
     return undefined;
   }
-}
-
-function reject(reply: FastifyReply, status: number, body: unknown): FastifyReply {
-  return reply.code(status).type('application/json').send(JSON.stringify(body));
 }

@@ -9,8 +9,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { canonicalJson } from '../../jsonrpc/canonical.js';
 import { ProxyError } from '../../jsonrpc/errors.js';
-import type { JsonRpcNotification, JsonRpcRequest } from '../../jsonrpc/message.js';
-import { INPUT_METHODS, LOG_LEVELS, type ModernContext } from '../../mcp/eras.js';
+import { isObject, type JsonRpcNotification, type JsonRpcRequest } from '../../jsonrpc/message.js';
+import { INPUT_METHODS, passesLogLevel, type ModernContext } from '../../mcp/eras.js';
 import type { Sealer } from '../../sealing/sealer.js';
 import type { McpResult } from '../../transformers/contract.js';
 import { declaresInput, type UpstreamPool } from '../../upstream/pool.js';
@@ -118,7 +118,7 @@ export class InputRounds {
       throw invalidState('No call is waiting for this requestState (it finished, timed out, or was answered already): send the request again without requestState');
     }
     const responses = params.inputResponses;
-    if (typeof responses !== 'object' || responses === null || Array.isArray(responses)) {
+    if (!isObject(responses)) {
       throw invalidState('Invalid params: a retry with requestState needs inputResponses (an object keyed like inputRequests)');
     }
     return { call, step: await call.resume(responses as Record<string, unknown>, reply.cancellation, logFilter(ctx, reply)) };
@@ -170,10 +170,6 @@ function binding(req: JsonRpcRequest): { method: string; digest: string } {
 /** Progress always; `notifications/message` only at or above the request's log level (none without one). */
 function logFilter(ctx: ModernContext, reply: ModernReply): (n: JsonRpcNotification) => void {
   return (n) => {
-    if (n.method === 'notifications/message') {
-      const level = LOG_LEVELS.indexOf(String(n.params?.level));
-      if (ctx.logLevel === undefined || level < ctx.logLevel) return;
-    }
-    reply.notify(n);
+    if (passesLogLevel(n, ctx.logLevel)) reply.notify(n);
   };
 }

@@ -8,7 +8,7 @@
  */
 import type { Logger } from 'pino';
 import { ProxyError } from '../../jsonrpc/errors.js';
-import type { JsonRpcId, JsonRpcNotification, JsonRpcRequest } from '../../jsonrpc/message.js';
+import { isObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../../jsonrpc/message.js';
 import { META, type ModernContext } from '../../mcp/eras.js';
 import type { BoundFilters, FilterChain } from '../../core/filters.js';
 import type { UpstreamLease, UpstreamPool } from '../../upstream/pool.js';
@@ -43,6 +43,7 @@ export class ListenHub {
     private readonly pool: UpstreamPool,
     private readonly filters: () => FilterChain,
     private readonly log: Logger,
+    private readonly requestTimeoutMs: number,
   ) {}
 
   get size(): number {
@@ -52,7 +53,7 @@ export class ListenHub {
   /** Serves one listen request until the client closes its stream (or the proxy shuts down). */
   async listen(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<void> {
     const wanted = req.params?.notifications;
-    if (typeof wanted !== 'object' || wanted === null || Array.isArray(wanted)) {
+    if (!isObject(wanted)) {
       throw new ProxyError('INVALID_META', 'Invalid params: subscriptions/listen needs params.notifications (toolsListChanged, promptsListChanged, resourcesListChanged, resourceSubscriptions)');
     }
     const w = wanted as Record<string, unknown>;
@@ -110,7 +111,7 @@ export class ListenHub {
   }
 
   private tellUpstream(lease: UpstreamLease, method: 'resources/subscribe' | 'resources/unsubscribe', uri: string): void {
-    const { outcome } = lease.client.request(method, { uri }, {}, 30_000);
+    const { outcome } = lease.client.request(method, { uri }, {}, this.requestTimeoutMs);
     void outcome.then((o) => {
       const failed = 'failure' in o ? o.failure.message : o.response.error?.message;
       if (failed) this.log.warn({ uri, method, err: failed }, 'upstream refused a resource subscription change');

@@ -8,7 +8,7 @@
  * the call cancelled); the proxy never depends on a retry.
  */
 import { ProxyError } from '../../jsonrpc/errors.js';
-import { INTERNAL_ERROR, METHOD_NOT_FOUND, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../../jsonrpc/message.js';
+import { INTERNAL_ERROR, isObject, METHOD_NOT_FOUND, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../../jsonrpc/message.js';
 import { capabilityFor, declares, INPUT_METHODS } from '../../mcp/eras.js';
 import type { CallOutcome, UpstreamClient } from '../../upstream/client.js';
 import type { UpstreamLease } from '../../upstream/pool.js';
@@ -108,7 +108,7 @@ export class BridgedCall {
     this.watch(cancellation);
     for (const [key, req] of this.inputs) {
       const answer = responses[key];
-      if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) continue;
+      if (!isObject(answer)) continue;
       this.client.respond(req.id, { result: answer as Record<string, unknown> });
       this.inputs.delete(key);
     }

@@ -4,7 +4,6 @@
  * nothing has yet (and again after `list_changed`), so the check never depends on a client having
  * asked for tools/list; a listing that fails refuses the call (the header would go unchecked).
  */
-import type { Logger } from 'pino';
 import type { JsonRpcRequest } from '../../jsonrpc/message.js';
 import type { ModernContext } from '../../mcp/eras.js';
 import type { McpResult } from '../../transformers/contract.js';
@@ -23,7 +22,7 @@ export class ToolHeaders {
   /** Bumped by every change of the upstream's tools: a listing that started before one is stale. */
   private generation = 0;
 
-  constructor(private readonly o: { pool: UpstreamPool; requestTimeoutMs: number; log: Logger }) {}
+  constructor(private readonly o: { pool: UpstreamPool; requestTimeoutMs: number }) {}
 
   /** Mcp-Param-* header → argument for a tools/call (undefined for other requests, or a tool that mirrors nothing). */
   async of(req: JsonRpcRequest, ctx: ModernContext): Promise<Map<string, string> | undefined> {
