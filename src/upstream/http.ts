@@ -248,7 +248,8 @@ export class HttpUpstream implements UpstreamConnection {
     } else {
       await res.body.dump();
     }
-    if (!signal.aborted) this.failed(ids, new ProxyError('UPSTREAM_PROTOCOL', 'The upstream ended the response without answering'));
+    // Built only when a request is left unanswered: an Error's stack costs more than relaying the answer.
+    if (!signal.aborted && ids.some((id) => this.inFlight.has(id))) this.failed(ids, new ProxyError('UPSTREAM_PROTOCOL', 'The upstream ended the response without answering'));
     const msg = frame.msg;
     if (isNotification(msg) && msg.method === 'notifications/initialized' && !this.opts.getFollowsClient) this.follow(true);
   }
