@@ -212,7 +212,6 @@ function snapshotCapabilities(capabilities: Record<string, any>): Record<string,
   return out;
 }
 
-
 function pick(from: Record<string, unknown>, keys: string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const key of keys) if (from[key] !== undefined) out[key] = from[key];
