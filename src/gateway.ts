@@ -13,6 +13,7 @@ import { describeUpstream, resolveUpstream } from './config/upstream.js';
 import { builtinChain, type FilterChain, type FiltersSnapshot } from './core/filters.js';
 import { LegacyRelays } from './core/legacy-relays.js';
 import type { Filter } from './extensions/contract.js';
+import type { OutputSchemas } from './extensions/content-negotiation/filter.js';
 import { VariantCatalog } from './extensions/server-variants/scope.js';
 import { createAuthenticator, exposureProblem } from './fronts/http/auth.js';
 import { ClientLimits } from './fronts/http/limits.js';
@@ -94,7 +95,7 @@ class ProxyGateway implements Gateway {
   /** The filters both eras run through, as the config says now: a reload builds them again (open legacy sessions keep theirs). */
   private filters: FilterChain;
   /** Output schemas modern requests learnt from tools/list: kept across reloads (they describe the upstream, not the config). */
-  private readonly outputSchemas = new Map<string, Record<string, unknown>>();
+  private readonly outputSchemas: OutputSchemas = new Map();
   private readonly pool: UpstreamPool | undefined;
   private readonly modern: { handler: ModernHandler; hub: ListenHub } | undefined;
   private readonly relays: LegacyRelays;

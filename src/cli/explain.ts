@@ -6,8 +6,9 @@
 import { readFileSync } from 'node:fs';
 import pino from 'pino';
 import { UsageError } from '../jsonrpc/errors.js';
-import { parseFeatures } from '../mcp/features.js';
-import { ruleMatches, runPipeline } from '../rules/run.js';
+import { parseFeatures, parseTag } from '../mcp/features.js';
+import { ruleMatches, runPipeline, type PipelineOutcome } from '../rules/run.js';
+import { tagsNotActedOn, unregisteredTag } from '../rules/tags.js';
 import type { CompiledRule } from '../rules/compile.js';
 import type { McpResult } from '../transformers/contract.js';
 import { countTokensOf, loadTokenizer } from '../ops/token-counts.js';
@@ -58,19 +59,25 @@ export async function explain(rules: CompiledRule[], req: ExplainRequest): Promi
   const lines: string[] = [];
   lines.push(`features: ${parsed.features.toTags().join(', ') || '(none)'}`);
   for (const { tag, reason } of parsed.ignored) lines.push(`  ignored ${JSON.stringify(tag)}: ${reason}`);
+  for (const raw of tagsNotActedOn(rules, parsed.accepted)) {
+    const tag = parseTag(raw);
+    const why = 'invalid' in tag ? undefined : unregisteredTag(tag);
+    lines.push(`  warning: no rule acts on ${raw}${why ? ` (${why})` : ''}; results are not shaped for it`);
+  }
   lines.push(`request: ${req.method}${req.name ? ` ${req.name}` : ''}`, '', 'rules, in order:');
   for (const rule of rules) {
     const hit = ruleMatches(rule, req.method, req.name, parsed.features);
-    lines.push(`  ${hit ? '✔' : '·'} ${rule.label}: ${rule.steps.map((s) => s.name).join(' → ')}`);
+    lines.push(`  ${hit ? '✔' : '·'} ${rule.label}: ${rule.verbatim ? 'verbatim (exact contents, never reshaped)' : rule.steps.map((s) => s.name).join(' → ')}`);
   }
   const raw = req.input ? readInput(req.input) : sample(req.method);
   const input: McpResult = raw && typeof raw === 'object' && 'result' in raw && 'jsonrpc' in raw ? raw.result : raw;
   if (!input || typeof input !== 'object' || Array.isArray(input)) throw new UsageError(`--input ${req.input}: expected a result object or a JSON-RPC response, got ${Array.isArray(input) ? 'an array' : typeof input}`);
-  const outcome = parsed.features.isEmpty
+  const outcome: Pick<PipelineOutcome, 'result' | 'applied' | 'verbatim'> = parsed.features.isEmpty
     ? { result: undefined, applied: [] }
     : await runPipeline(rules, input, { method: req.method, name: req.name, features: parsed.features, era: 'legacy', outputSchema: req.outputSchema, log: pino({ level: 'silent' }) });
   lines.push('', `input (${req.input ?? 'built-in sample'}):`, JSON.stringify(input, null, 2), '');
   lines.push(outcome.applied.length ? `applied: ${outcome.applied.join(', ')}` : 'applied: nothing (the client gets the upstream result unchanged)');
+  if (outcome.verbatim) lines.push(`left alone: ${outcome.verbatim}, so its text reaches the client exactly${outcome.result ? ' (only structuredContent was added)' : ''}`);
   lines.push('', 'output:', JSON.stringify(outcome.result ?? input, null, 2));
   const tokens = countTokensOf(await loadTokenizer(), req.method, input, outcome.result)!;
   const change = tokens.in === 0 ? '' : ` (${tokens.out <= tokens.in ? '−' : '+'}${Math.abs(Math.round((100 * (tokens.in - tokens.out)) / tokens.in))} %)`;

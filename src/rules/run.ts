@@ -3,12 +3,14 @@
  * keeps the result as it was before that step, logs a warning and counts it, unless the rule
  * says `onError: fail`. Limits protect the proxy from what upstreams send: a result larger
  * than `maxResultBytes` is never reshaped, and one whose reshaping outlasts `timeBudgetMs`
- * passes unchanged, whatever steps had already run.
+ * passes unchanged, whatever steps had already run. Exact contents (verbatim.ts) keep their
+ * text whatever the steps made of it.
  */
 import { ProxyError } from '../jsonrpc/errors.js';
 import type { FeatureSet } from '../mcp/features.js';
 import { Budget, BudgetExceeded, largerThan } from '../transformers/budget.js';
 import type { CompiledRule } from './compile.js';
+import { fileContentsIn, keepExact, mayGainStructure } from './verbatim.js';
 import type { McpResult, TransformContext } from '../transformers/contract.js';
 
 export interface PipelineLimits {
@@ -33,6 +35,8 @@ export interface PipelineOutcome {
   failures: number;
   /** Why the result passed unchanged although rules matched: too large, or over its time budget. */
   skipped?: 'size' | 'budget';
+  /** Why the result is exact contents, when it is: its text passed unchanged (structuredContent may have been added). */
+  verbatim?: string;
 }
 
 /** Called after each transformer step (for /metrics). */
@@ -41,6 +45,9 @@ export type StepObserver = (transformer: string, seconds: number, failed: boolea
 export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx: TransformContext, limits?: PipelineLimits, observe?: StepObserver): Promise<PipelineOutcome> {
   const matching = rules.filter((rule) => ruleMatches(rule, ctx.method, ctx.name, ctx.features, ctx.variant));
   if (matching.length === 0) return { result: undefined, applied: [], failures: 0 };
+  const exactRule = matching.find((rule) => rule.verbatim);
+  const verbatim = exactRule ? `rule "${exactRule.label}" marks it as exact contents` : fileContentsIn(result);
+  if (verbatim && !mayGainStructure(ctx.method, result)) return { result: undefined, applied: [], failures: 0, verbatim };
   if (limits && largerThan(result, limits.maxResultBytes)) return { result: undefined, applied: [], failures: 0, skipped: 'size' };
   const budget = limits ? new Budget(limits.timeBudgetMs) : ctx.budget;
   const stepCtx = budget ? { ...ctx, budget } : ctx;
@@ -71,6 +78,10 @@ export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx:
         applied.push(label);
       }
     }
+  }
+  if (verbatim) {
+    const kept = applied.length ? keepExact(result, current) : undefined;
+    return { result: kept, applied: kept ? applied : [], failures, verbatim };
   }
   return { result: applied.length ? current : undefined, applied, failures };
 }

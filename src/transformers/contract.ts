@@ -20,8 +20,12 @@ export interface TransformContext {
   /** The server variant the request was made in, when variants are offered. */
   variant?: string;
   era: 'legacy' | 'modern';
-  /** For tools/call: the tool's declared outputSchema, when the session has listed it. */
-  outputSchema?: Record<string, unknown>;
+  /**
+   * For tools/call: the tool's declared outputSchema; null when a tools/list showed that the
+   * tool declares none; undefined when the session has not listed it (then assume it may have
+   * one: MCP requires structuredContent from tools that declare an outputSchema).
+   */
+  outputSchema?: Record<string, unknown> | null;
   /** Time left for this result: loops over its text call `budget.check()` (see budget.ts). */
   budget?: Budget;
   log: Logger;

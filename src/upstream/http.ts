@@ -22,10 +22,7 @@ export interface HttpUpstreamOptions {
   maxResumes: number;
   /** Go on with an upstream session another connection started (no initialize). */
   resume?: ResumedSession;
-  /**
-   * Hold the upstream's GET stream only while `listen(true)` (the client's GET stream is here),
-   * instead of from `notifications/initialized` on: replicas sharing a session take turns.
-   */
+  /** Hold the upstream's GET stream only while `listen(true)` (the client's GET stream is here): replicas sharing a session take turns. */
   getFollowsClient?: boolean;
 }
 

@@ -47,7 +47,7 @@ describe('the mcp-negotiate-proxy CLI', () => {
   });
 
   it('validates configs: OK with exit 0, precise problems with exit 2', async () => {
-    expect(await run(['validate', '--config', 'config/default.yaml'])).toMatchObject({ code: 0, stdout: 'config/default.yaml: OK (7 content-negotiation rules)\n' });
+    expect(await run(['validate', '--config', 'config/default.yaml'])).toMatchObject({ code: 0, stdout: 'config/default.yaml: OK (8 content-negotiation rules)\n' });
     const bad = join(mkdtempSync(join(tmpdir(), 'cli-')), 'bad.yaml');
     writeFileSync(bad, 'timeouts:\n  requestMs: -5\n');
     const r = await run(['validate', '--config', bad]);

@@ -54,7 +54,7 @@ describe('negotiation config, explain and plugins', () => {
   afterAll(stopAll);
 
   it('validate accepts the example and names every problem in a broken rule set', async () => {
-    expect(await cli(['validate', '--config', EXAMPLE])).toMatchObject({ code: 0, stdout: `${EXAMPLE}: OK (10 content-negotiation rules)\n` });
+    expect(await cli(['validate', '--config', EXAMPLE])).toMatchObject({ code: 0, stdout: `${EXAMPLE}: OK (11 content-negotiation rules)\n` });
     const broken = file('broken.yaml', [
       'contentNegotiation:',
       '  rules:',
@@ -80,6 +80,16 @@ describe('negotiation config, explain and plugins', () => {
     expect(r.stdout).toContain('"temperature": 8');
     const none = await cli(['explain', '--features', '', '--method', 'resources/read']);
     expect(none.stdout).toContain('applied: nothing (the client gets the upstream result unchanged)');
+  });
+
+  it('explain says why a file read is left alone, and warns about tags no rule acts on', async () => {
+    const input = file('file.json', JSON.stringify({ content: [{ type: 'text', text: '# Notes\n\n**keep** this' }] }));
+    const r = await cli(['explain', '--features', 'format=text,format=yaml', '--name', 'read_text_file', '--input', input]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('warning: no rule acts on format=yaml ("yaml" is not a registered value of format (json, text, markdown)); results are not shaped for it');
+    expect(r.stdout).toContain('✔ file contents: verbatim (exact contents, never reshaped)');
+    expect(r.stdout).toContain('left alone: rule "file contents" marks it as exact contents, so its text reaches the client exactly');
+    expect(r.stdout).toContain('"text": "# Notes\\n\\n**keep** this"');
   });
 
   it('runs a plugin transformer from the config, and refuses a broken plugin at start-up', async () => {

@@ -4,12 +4,11 @@
  *   is answered promptly while /healthz keeps answering, and SIGTERM still stops the proxy;
  * - results over `maxResultBytes` or over `timeBudgetMs` pass unchanged, counted in /metrics
  *   and logged once per tool;
- * - real third-party servers (server-filesystem, server-sequential-thinking) keep what they
- *   said: a compact file read is never emptied and agrees with its structuredContent, a JSON
- *   file rendered as markdown is a fenced block or a table, not a `- **Content**:` wrapper, and
- *   a compact tools/list shortens descriptions without erasing them or parameter descriptions.
+ * - real third-party servers (server-memory, server-sequential-thinking) keep what they said: a
+ *   compact graph decodes to the same graph, and a compact tools/list shortens descriptions
+ *   without erasing them or parameter descriptions (file contents: real-servers.test.ts).
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decode } from '@toon-format/toon';
@@ -93,30 +92,6 @@ describe('shaping what real servers answer', () => {
     clients.push(client);
     return client;
   };
-
-  it('server-filesystem: compact never empties a note titled "Notes"; markdown renders a JSON file as a table, never a wrapper', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'shaping-fs-'));
-    mkdirSync(join(dir, 'docs'));
-    const note = '# Notes\n\nMeeting on 4 March with Ada (ada@example.org): budget 12,500 CHF.\n\n## Tips\n\nBook room 4.12 early.\n';
-    writeFileSync(join(dir, 'docs', 'notes.md'), note);
-    writeFileSync(join(dir, 'cities.json'), JSON.stringify([{ name: 'Bern', elevation_m: 540 }, { name: 'Lugano', elevation_m: 273 }], null, 2));
-    const proxy = await startProxy(['--upstream', commandLine([process.execPath, server('server-filesystem'), dir])]);
-
-    const compact = await open(proxy, ['verbosity=compact']);
-    const read = (await compact.callTool({ name: 'read_text_file', arguments: { path: join(dir, 'docs', 'notes.md') } })) as unknown as { content: Array<{ text: string }>; structuredContent: { content: string } };
-    expect(read.content[0].text).toBe(note);
-    expect(read.structuredContent.content).toBe(read.content[0].text);
-
-    const human = await open(proxy, ['human', 'format=markdown']);
-    const file = (await human.callTool({ name: 'read_text_file', arguments: { path: join(dir, 'cities.json') } })) as { content: Array<{ text: string }>; structuredContent: unknown };
-    expect(file.content[0].text).toBe('| Name | Elevation m |\n| --- | --- |\n| Bern | 540 |\n| Lugano | 273 |');
-    expect(file.content[0].text).not.toContain('**Content**');
-    expect(file.structuredContent).toEqual({ content: JSON.stringify([{ name: 'Bern', elevation_m: 540 }, { name: 'Lugano', elevation_m: 273 }], null, 2) });
-
-    const text = await open(proxy, ['format=text']);
-    const plain = (await text.callTool({ name: 'read_text_file', arguments: { path: join(dir, 'docs', 'notes.md') } })) as { content: Array<{ text: string }> };
-    expect(plain.content[0].text).toBe('Notes\n\nMeeting on 4 March with Ada (ada@example.org): budget 12,500 CHF.\n\nTips\n\nBook room 4.12 early.');
-  });
 
   it('server-memory: a compact read_graph lists relations as a TOON table that decodes to the same graph; structuredContent stays JSON', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'shaping-memory-'));

@@ -7,10 +7,11 @@
  */
 import type { Logger } from 'pino';
 import { isObject } from '../../jsonrpc/message.js';
-import { FeatureSet, parseFeatures } from '../../mcp/features.js';
+import { FeatureSet, parseFeatures, parseTag } from '../../mcp/features.js';
 import type { Metrics } from '../../ops/metrics.js';
 import type { CompiledRule } from '../../rules/compile.js';
 import { runPipeline, type PipelineLimits, type PipelineOutcome, type StepObserver } from '../../rules/run.js';
+import { actedOn, tagsNotActedOn } from '../../rules/tags.js';
 import type { McpResult } from '../../transformers/contract.js';
 import { extensionsOf, type Filter } from '../contract.js';
 import { modalityTags, samplingModalities } from './modalities.js';
@@ -33,7 +34,7 @@ export interface ContentNegotiationSetup {
   /** Token counts of negotiated results, for /metrics (before, and after when it changed). */
   observeTokens?: TokenObserver;
   /** Output schemas learnt for modern requests (which have no session to keep them in): pass the same map to every chain so a reload keeps them. */
-  outputSchemas?: Map<string, Record<string, unknown>>;
+  outputSchemas?: OutputSchemas;
 }
 
 /** Sees each negotiated result: as the rules got it, and the replacement (undefined: unchanged). */
@@ -47,11 +48,14 @@ export interface NegotiatedContent {
   /** The upstream speaks the extension itself: pass through, never transform twice. */
   upstreamNative: boolean;
   /** Output schemas by tool name, learnt from tools/list (a legacy session's own; modern requests share one map). */
-  outputSchemas: Map<string, Record<string, unknown>>;
+  outputSchemas: OutputSchemas;
 }
 
+/** Tool name → its declared outputSchema, or null for a listed tool that declares none; unlisted tools are absent (may have one). */
+export type OutputSchemas = Map<string, Record<string, unknown> | null>;
+
 export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter<NegotiatedContent> {
-  const sharedSchemas = setup.outputSchemas ?? new Map<string, Record<string, unknown>>();
+  const sharedSchemas: OutputSchemas = setup.outputSchemas ?? new Map();
   /** Which tools were already reported as relayed unshaped (logged once each). */
   const unshapedNotices = new Set<string>();
   const noteUnshaped = (reason: NonNullable<PipelineOutcome['skipped']>, method: string, name: string | undefined, log: Logger) => {
@@ -80,6 +84,9 @@ export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter
       state.declared = true;
       state.features = parsed.features;
       for (const { tag, reason } of parsed.ignored) log.warn({ tag, reason }, 'invalid feature tag ignored');
+      const unused = tagsNotActedOn(setup.rules, parsed.accepted);
+      // A legacy session says it once; modern requests say it on every request, so only in debug.
+      if (unused.length) log[era === 'legacy' ? 'info' : 'debug']({ tags: unused }, 'feature tags no rule acts on: results are not shaped for them');
       log.debug(
         { version: settings.version, requested: settings.features, accepted: parsed.accepted, ignored: parsed.ignored.map((i) => i.tag), features: state.features.toTags(), rules: setup.rules.filter((r) => r.features.every((f) => state.features.satisfies(f))).map((r) => r.label) },
         'content negotiation',
@@ -95,7 +102,7 @@ export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter
         log.info('upstream supports content negotiation itself; passing through');
         return undefined;
       }
-      return advertise(result, state.features);
+      return advertise(result, state.features, setup.rules);
     },
     discover(state) {
       return !state.upstreamNative && setup.rules.length > 0 ? { [CONTENT_NEGOTIATION]: {} } : undefined;
@@ -122,20 +129,29 @@ export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter
   };
 }
 
-/** The initialize result with the extension and a note of the session's format in the instructions. */
-function advertise(result: McpResult, features: FeatureSet): McpResult {
+/**
+ * The initialize result with the extension, and a note in the instructions of the tags the
+ * rules act on (only those: a tag nothing honours is not announced as honoured).
+ */
+function advertise(result: McpResult, features: FeatureSet, rules: CompiledRule[]): McpResult {
   const capabilities = isObject(result.capabilities) ? result.capabilities : {};
-  const format = [...(features.values.get('format') ?? [])][0];
-  const note = `Content negotiation: ${format ? `format=${format}` : 'default format'} in effect for this session (${features.toTags().join(', ')}).`;
+  const advertised = { ...result, capabilities: { ...capabilities, extensions: { ...extensionsOf(result), [CONTENT_NEGOTIATION]: {} } } };
+  const honoured = features.toTags().filter((raw) => {
+    const tag = parseTag(raw);
+    return !('invalid' in tag) && actedOn(rules, tag);
+  });
+  if (honoured.length === 0) return advertised;
+  const format = honoured.find((t) => t.startsWith('format='));
+  const note = `Content negotiation: ${format ?? 'default format'} in effect for this session (${honoured.join(', ')}).`;
   const instructions = typeof result.instructions === 'string' && result.instructions ? `${result.instructions}\n\n${note}` : note;
-  return { ...result, capabilities: { ...capabilities, extensions: { ...extensionsOf(result), [CONTENT_NEGOTIATION]: {} } }, instructions };
+  return { ...advertised, instructions };
 }
 
-function rememberOutputSchemas(result: McpResult, schemas: Map<string, Record<string, unknown>>): void {
+function rememberOutputSchemas(result: McpResult, schemas: OutputSchemas): void {
   if (!Array.isArray(result.tools)) return;
   for (const tool of result.tools as Array<Record<string, unknown>>) {
-    if (typeof tool?.name !== 'string' || !isObject(tool.outputSchema)) continue;
+    if (typeof tool?.name !== 'string') continue;
     if (schemas.size >= MAX_OUTPUT_SCHEMAS && !schemas.has(tool.name)) continue;
-    schemas.set(tool.name, tool.outputSchema);
+    schemas.set(tool.name, isObject(tool.outputSchema) ? tool.outputSchema : null);
   }
 }

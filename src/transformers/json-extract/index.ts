@@ -34,7 +34,7 @@ export const jsonExtract: Transformer<z.infer<typeof options>> = {
       const found = extractData(from.text, ctx.budget);
       if (found === undefined || found.data === null || typeof found.data !== 'object') return undefined;
       const structured = Array.isArray(found.data) ? { items: found.data } : found.data;
-      if (!satisfiesSchema(structured, ctx.outputSchema)) {
+      if (!satisfiesSchema(structured, ctx.outputSchema ?? undefined)) {
         ctx.log.debug({ tool: ctx.name }, 'extracted data does not match the tool outputSchema; result left as it was');
         return undefined;
       }

@@ -5,10 +5,15 @@ import { markdown } from './index.js';
 describe('markdown', () => {
   const data = { structuredContent: { city: 'Bern', temp_c: 8 }, content: [{ type: 'text', text: '{"city":"Bern","temp_c":8}' }] };
 
-  it('renders structuredContent and drops it when the tool declares no outputSchema', async () => {
-    expect(await markdown.create({ title: 'Weather for {{name}}' })(data, testContext('tools/call', [], { name: 'get_weather' }))).toEqual({
+  it('renders structuredContent and drops it when the tool is known to declare no outputSchema', async () => {
+    expect(await markdown.create({ title: 'Weather for {{name}}' })(data, testContext('tools/call', [], { name: 'get_weather', outputSchema: null }))).toEqual({
       content: [{ type: 'text', text: '## Weather for get_weather\n\n- **City**: Bern\n- **Temp c**: 8' }],
     });
+  });
+
+  it('keeps structuredContent when it is not known whether the tool declares an outputSchema (never listed)', async () => {
+    const out = await markdown.create({})(data, testContext('tools/call', [], { name: 'get_weather' }));
+    expect(out?.structuredContent).toEqual(data.structuredContent);
   });
 
   it('keeps a valid structuredContent when the tool declares an outputSchema', async () => {

@@ -2,8 +2,8 @@
  * `markdown`: structured data rendered for people. For tools/call, every text block that is a
  * JSON document becomes markdown (tables, lists, sections, or a fenced `json` block when the
  * data is deep); prose blocks stay as they are. A result with `structuredContent` and no text
- * gets a rendering of it. `structuredContent` is dropped only when the tool declares no
- * outputSchema and a rendered block showed exactly that data. JSON resources become
+ * gets a rendering of it. `structuredContent` is dropped only when the tool is known to declare
+ * no outputSchema (it was listed) and a rendered block showed exactly that data. JSON resources become
  * text/markdown. An optional template fills `{{key}}` / `{{a.b}}` from the data.
  */
 import { z } from 'zod';
@@ -33,12 +33,12 @@ export const markdown: Transformer<z.infer<typeof options>> = {
       const render: Render = (data, parsed) => (template ? fill(template, data, ctx.name) : toMarkdown(data, title?.split('{{name}}').join(ctx.name ?? ''), ctx.budget, parsed));
       if (ctx.method === 'resources/read') return resourceToMarkdown(result, render);
       if (ctx.method !== 'tools/call' || result.isError === true) return undefined;
-      return toolResultToMarkdown(result, render, ctx.outputSchema !== undefined);
+      return toolResultToMarkdown(result, render, ctx.outputSchema !== null);
     };
   },
 };
 
-function toolResultToMarkdown(result: McpResult, render: Render, declared: boolean): McpResult | undefined {
+function toolResultToMarkdown(result: McpResult, render: Render, mayDeclare: boolean): McpResult | undefined {
   const content = contentOf(result) ?? [];
   const structured = result.structuredContent;
   if (!content.some(isTextBlock)) {
@@ -58,7 +58,7 @@ function toolResultToMarkdown(result: McpResult, render: Render, declared: boole
   });
   if (!changed) return undefined;
   const out: McpResult = { ...result, content: rendered };
-  if (showedStructured && !declared) delete out.structuredContent;
+  if (showedStructured && !mayDeclare) delete out.structuredContent;
   return out;
 }
 

@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import { builtinTransformers } from '../transformers/index.js';
+import { testContext } from '../transformers/_shared/test-context.js';
+import { compileRules, ruleSchema } from './compile.js';
+import { DEFAULT_RULES } from './defaults.js';
+import { runPipeline } from './run.js';
+import { ruleTagWarnings, tagsNotActedOn } from './tags.js';
+
+const defaults = compileRules(DEFAULT_RULES, builtinTransformers());
+const JSON_TEXT = '{\n  "name": "Bern",\n  "elevation_m": 540\n}\n';
+const MARKDOWN = '# Notes\n\n**bold** and a [link](https://example.org)\n';
+
+describe('exact contents', () => {
+  it('a file tool keeps its text for every client; format=json may add structuredContent beside it', async () => {
+    const result = { content: [{ type: 'text', text: JSON_TEXT }] };
+    for (const tags of [['format=text'], ['format=markdown'], ['verbosity=compact']]) {
+      const out = await runPipeline(defaults, result, testContext('tools/call', tags, { name: 'read_text_file' }));
+      expect(out.result, tags.join()).toBeUndefined();
+      expect(out.verbatim).toContain('file contents');
+    }
+    const json = await runPipeline(defaults, result, testContext('tools/call', ['format=json'], { name: 'get_file_contents' }));
+    expect(json.result).toEqual({ content: [{ type: 'text', text: JSON_TEXT }], structuredContent: { name: 'Bern', elevation_m: 540 } });
+  });
+
+  it('a file embedded in a tool result, a file resource and a file in a prompt are exact whatever the tool is called', async () => {
+    const embedded = { content: [{ type: 'resource', resource: { uri: 'file:///srv/notes.md', mimeType: 'text/markdown', text: MARKDOWN } }, { type: 'text', text: MARKDOWN }] };
+    expect((await runPipeline(defaults, embedded, testContext('tools/call', ['format=text'], { name: 'anything' }))).verbatim).toBe('it holds the contents of file:///srv/notes.md');
+    const resource = { contents: [{ uri: 'FILE:///srv/data.json', mimeType: 'application/json', text: JSON_TEXT }] };
+    const read = await runPipeline(defaults, resource, testContext('resources/read', ['format=markdown'], { name: 'FILE:///srv/data.json' }));
+    expect(read.result).toBeUndefined();
+    const prompt = { messages: [{ role: 'user', content: { type: 'resource', resource: { uri: 'file:///a.md', text: MARKDOWN } } }] };
+    expect((await runPipeline(defaults, prompt, testContext('prompts/get', ['format=text'], { name: 'p' }))).result).toBeUndefined();
+  });
+
+  it('leaves other results to the rules: a JSON resource that is not a file still becomes markdown', async () => {
+    const resource = { contents: [{ uri: 'map://features/1', mimeType: 'application/json', text: JSON_TEXT }] };
+    const out = await runPipeline(defaults, resource, testContext('resources/read', ['format=markdown'], { name: 'map://features/1' }));
+    expect((out.result?.contents as Array<{ mimeType: string }>)[0].mimeType).toBe('text/markdown');
+    expect(out.verbatim).toBeUndefined();
+  });
+
+  it('your own verbatim rule names your tools; a rule has apply or verbatim, not both', async () => {
+    const rules = compileRules([ruleSchema.parse({ when: { name: ['cat_*', 'show'] }, verbatim: true }), ...DEFAULT_RULES], builtinTransformers());
+    const out = await runPipeline(rules, { content: [{ type: 'text', text: MARKDOWN }] }, testContext('tools/call', ['format=text'], { name: 'cat_file' }));
+    expect(out).toMatchObject({ result: undefined, verbatim: 'rule "rule 1" marks it as exact contents' });
+    expect(ruleSchema.safeParse({ verbatim: true, apply: [{ markdown: {} }] }).success).toBe(false);
+    expect(ruleSchema.safeParse({ when: {} }).success).toBe(false);
+  });
+});
+
+describe('tags the rules act on', () => {
+  it('names the declared tags nothing acts on', () => {
+    expect(tagsNotActedOn(defaults, ['agent', 'format=yaml', 'format=json', 'x-house-style', '!interactive'])).toEqual(['format=yaml', 'x-house-style', '!interactive']);
+  });
+
+  it('warns about rule tags no client is known to send, with their paths', () => {
+    const rules = [{ when: { features: ['format=yml', 'agent', 'x-mine', 'verbosity!=terse', 'colour'] }, apply: [{ markdown: {} }] }].map((r) => ruleSchema.parse(r));
+    expect(ruleTagWarnings(rules)).toEqual([
+      'contentNegotiation.rules[0].when.features[0]: "yml" is not a registered value of format (json, text, markdown); no client is known to send it',
+      'contentNegotiation.rules[0].when.features[3]: "terse" is not a registered value of verbosity (compact, standard, verbose); no client is known to send it',
+      expect.stringMatching(/^contentNegotiation.rules\[0\].when.features\[4\]: "colour" is not a registered tag/),
+    ]);
+  });
+});

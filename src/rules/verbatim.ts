@@ -1,0 +1,42 @@
+/**
+ * Exact contents: a result that is a file's or a document's bytes rather than a presentation of
+ * data must reach the client as the upstream sent it, whatever the client prefers, or an agent
+ * that edits a file from what it read breaks it. The proxy knows a result is exact contents when
+ * - a `verbatim: true` rule matches it (the built-in rules name the reference servers' file
+ *   tools; your own rules name yours), or
+ * - it carries resource contents whose URI is a `file:` URI (a `resources/read` of a file, or a
+ *   file embedded in a tool result or prompt): files are files, whatever the rules say.
+ * Such a result keeps its text byte-exact; the one thing shaping may add is `structuredContent`
+ * to a tool result that had none (format=json reads the JSON in a .json file), beside the text.
+ */
+import { isObject } from '../jsonrpc/message.js';
+import type { McpResult } from '../transformers/contract.js';
+
+/** Why a result is exact contents, or undefined when it may be reshaped. */
+export function fileContentsIn(result: McpResult): string | undefined {
+  for (const item of resourceContents(result)) {
+    if (typeof item.uri === 'string' && item.uri.slice(0, 5).toLowerCase() === 'file:') return `it holds the contents of ${item.uri.slice(0, 200)}`;
+  }
+  return undefined;
+}
+
+/** Resource contents in a result: `contents` of resources/read, embedded resources in tool content and prompt messages. */
+function* resourceContents(result: McpResult): Generator<Record<string, unknown>> {
+  if (Array.isArray(result.contents)) for (const c of result.contents) if (isObject(c)) yield c;
+  const blocks = [...(Array.isArray(result.content) ? result.content : []), ...(Array.isArray(result.messages) ? result.messages.map((m) => (isObject(m) ? m.content : undefined)) : [])];
+  for (const block of blocks) if (isObject(block) && block.type === 'resource' && isObject(block.resource)) yield block.resource;
+}
+
+/**
+ * The upstream's result with only what may be added to exact contents: `structuredContent`
+ * from the shaped result when the upstream's had none. Undefined: the upstream's result as it was.
+ */
+export function keepExact(upstream: McpResult, shaped: McpResult): McpResult | undefined {
+  if (upstream.structuredContent !== undefined || shaped.structuredContent === undefined) return undefined;
+  return { ...upstream, structuredContent: shaped.structuredContent };
+}
+
+/** Whether shaping could change anything of this exact result (only a tool result without structuredContent can gain some). */
+export function mayGainStructure(method: string, result: McpResult): boolean {
+  return method === 'tools/call' && result.structuredContent === undefined && result.isError !== true;
+}
