@@ -23,8 +23,12 @@ export function fileContentsIn(result: McpResult): string | undefined {
 /** Resource contents in a result: `contents` of resources/read, embedded resources in tool content and prompt messages. */
 function* resourceContents(result: McpResult): Generator<Record<string, unknown>> {
   if (Array.isArray(result.contents)) for (const c of result.contents) if (isObject(c)) yield c;
-  const blocks = [...(Array.isArray(result.content) ? result.content : []), ...(Array.isArray(result.messages) ? result.messages.map((m) => (isObject(m) ? m.content : undefined)) : [])];
-  for (const block of blocks) if (isObject(block) && block.type === 'resource' && isObject(block.resource)) yield block.resource;
+  if (Array.isArray(result.content)) for (const block of result.content) if (embedsResource(block)) yield block.resource;
+  if (Array.isArray(result.messages)) for (const m of result.messages) if (isObject(m) && embedsResource(m.content)) yield m.content.resource;
+}
+
+function embedsResource(block: unknown): block is { resource: Record<string, unknown> } {
+  return isObject(block) && block.type === 'resource' && isObject(block.resource);
 }
 
 /**
