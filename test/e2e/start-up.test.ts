@@ -1,0 +1,55 @@
+/**
+ * The upstream's start-up as an operator meets it through the real CLI: a server that throws
+ * at start is explained by its error line (masked) wherever the failure shows — the MCP
+ * client's error, /readyz and --fail-fast.
+ */
+import { spawn } from 'node:child_process';
+import { afterAll, describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { commandLine, fixtureArgv, PROXY_MAIN, startProxy, stopAll } from '../helpers/processes.js';
+
+const BROKEN = commandLine(fixtureArgv('broken-start'));
+const LEGACY_KEY = 'legacy-key-0123456789abcdef';
+/** The fixture throws `Error: API_KEY is not set (LEGACY_API_KEY=<value> is no longer read)`. */
+const THROWING = ['--upstream', BROKEN, '--env', 'BROKEN_START=throw', '--env', `LEGACY_API_KEY=${LEGACY_KEY}`];
+const ERROR_LINE = 'Error: API_KEY is not set (LEGACY_API_KEY=*** is no longer read)';
+
+/** Runs the CLI to its exit; resolves with the exit code and everything it wrote to stderr. */
+function runToExit(args: string[], onStderr?: (text: string) => void): Promise<{ code: number | null; stderr: string }> {
+  const proc = spawn(process.execPath, [PROXY_MAIN, '--port', '0', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  proc.stderr.on('data', (d) => {
+    stderr += d;
+    onStderr?.(stderr);
+  });
+  return new Promise((resolve) => proc.once('exit', (code) => resolve({ code, stderr })));
+}
+
+describe('an upstream that throws at start', () => {
+  afterAll(stopAll);
+
+  it('is explained by its error line, masked, in the MCP client’s error and in /readyz', async () => {
+    const proxy = await startProxy(THROWING);
+    const client = new Client({ name: 'start-up-test', version: '1' });
+    const failed = await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url))).then(() => undefined, (err: Error) => err);
+    expect(failed?.message).toContain(`before it answered: ${ERROR_LINE}`);
+    expect(failed?.message).not.toContain(LEGACY_KEY);
+    await client.close();
+
+    const ready = await fetch(proxy.url.replace('/mcp', '/readyz'));
+    expect(ready.status).toBe(503);
+    const body = await ready.text();
+    expect(JSON.parse(body).cause).toContain(ERROR_LINE);
+    expect(body + proxy.stderr()).not.toContain(LEGACY_KEY);
+  });
+
+  it('is explained by its error line, masked, when --fail-fast refuses to start', async () => {
+    const { code, stderr } = await runToExit(['--fail-fast', ...THROWING]);
+    expect(code).toBe(2);
+    const last = stderr.split('\n').find((l) => l.startsWith('mcp-negotiate-proxy: '));
+    expect(last).toMatch(/^mcp-negotiate-proxy: The upstream .* is not usable \(--fail-fast\): Upstream process exited with code 1 before it answered: /);
+    expect(last).toContain(ERROR_LINE);
+    expect(stderr).not.toContain(LEGACY_KEY);
+  });
+});
