@@ -1,15 +1,18 @@
 /**
  * The upstream's start-up as an operator meets it through the real CLI: a server that throws
  * at start is explained by its error line (masked) wherever the failure shows — the MCP
- * client's error, /readyz and --fail-fast.
+ * client's error, /readyz and --fail-fast. A process the proxy stops itself (the start-up check's,
+ * an ended session's) is no exit for /healthz to report; one that crashes is.
  */
 import { spawn } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { commandLine, fixtureArgv, PROXY_MAIN, startProxy, stopAll } from '../helpers/processes.js';
+import { callTool, rawPost, rawSession } from '../helpers/raw.js';
+import { commandLine, eventually, fixtureArgv, logged, PROXY_MAIN, startProxy, stopAll } from '../helpers/processes.js';
 
 const BROKEN = commandLine(fixtureArgv('broken-start'));
+const FAULTY = commandLine(fixtureArgv('faulty-server'));
 const LEGACY_KEY = 'legacy-key-0123456789abcdef';
 /** The fixture throws `Error: API_KEY is not set (LEGACY_API_KEY=<value> is no longer read)`. */
 const THROWING = ['--upstream', BROKEN, '--env', 'BROKEN_START=throw', '--env', `LEGACY_API_KEY=${LEGACY_KEY}`];
@@ -51,5 +54,29 @@ describe('an upstream that throws at start', () => {
     expect(last).toMatch(/^mcp-negotiate-proxy: The upstream .* is not usable \(--fail-fast\): Upstream process exited with code 1 before it answered: /);
     expect(last).toContain(ERROR_LINE);
     expect(stderr).not.toContain(LEGACY_KEY);
+  });
+});
+
+describe('/healthz on a healthy proxy', () => {
+  afterAll(stopAll);
+
+  it('reports no exit for processes the proxy stopped itself, and the exit of one that crashed', async () => {
+    const proxy = await startProxy(['--upstream', FAULTY]);
+    const health = async () => (await (await fetch(proxy.url.replace('/mcp', '/healthz'))).json()).upstream;
+    const reaped = () => eventually(async () => (await health()).processes === 0, 10_000, 'every upstream process reaped');
+    await logged(proxy, (e) => e.msg === 'upstream ready', 15_000, 'the start-up check passed');
+    await reaped();
+    expect(await health()).not.toHaveProperty('lastExit');
+
+    // A session the client ends: the proxy stops its process.
+    const headers = await rawSession(proxy.url);
+    expect((await fetch(proxy.url, { method: 'DELETE', headers })).status).toBe(200);
+    await reaped();
+    expect(await health()).not.toHaveProperty('lastExit');
+
+    const crashing = await rawSession(proxy.url);
+    await rawPost(proxy.url, callTool(1, 'crash'), crashing);
+    await reaped();
+    expect((await health()).lastExit).toBe('Upstream process exited with code 3');
   });
 });
