@@ -39,7 +39,7 @@ async function main(): Promise<number> {
   );
   // A last line of defence: one request's failure that escaped its own handling must not end every session.
   process.on('unhandledRejection', (err) => log.error({ err: (err as Error)?.stack ?? String(err) }, 'internal error: a failure nobody handled; the proxy goes on'));
-  const gateway = createGateway(config, { log, rules, failFast: request.failFast });
+  const gateway = createGateway(config, { log, rules, failFast: request.failFast ? { timeoutMs: request.failFastTimeoutMs } : undefined });
   process.on('exit', () => gateway.killChildrenNow());
 
   let stopping = false;

@@ -34,6 +34,14 @@ describe('parseCli', () => {
     expect(parseCli(['--version'], {}).command).toBe('version');
   });
 
+  it('gives --fail-fast its own time limit: 30 s unless --fail-fast-timeout or MCP_PROXY_FAIL_FAST_TIMEOUT says otherwise', () => {
+    expect(parseCli(['--fail-fast'], {})).toMatchObject({ failFast: true, failFastTimeoutMs: 30_000 });
+    expect(parseCli(['--fail-fast', '--fail-fast-timeout', '5000'], { MCP_PROXY_FAIL_FAST_TIMEOUT: '9000' }).failFastTimeoutMs).toBe(5000);
+    expect(parseCli([], { MCP_PROXY_FAIL_FAST: '1', MCP_PROXY_FAIL_FAST_TIMEOUT: '9000' }).failFastTimeoutMs).toBe(9000);
+    expect(() => parseCli(['--fail-fast-timeout', '5000'], {})).toThrow('--fail-fast-timeout applies only with --fail-fast');
+    expect(() => parseCli(['--fail-fast', '--fail-fast-timeout', '0'], {})).toThrow('--fail-fast-timeout must be a whole number of at least 1, got "0"');
+  });
+
   it('explains bad usage', () => {
     expect(() => parseCli(['--port', 'x'], {})).toThrow(UsageError);
     expect(() => parseCli(['--nope'], {})).toThrow(/unknown option --nope\nOptions: --upstream/);

@@ -38,7 +38,9 @@ Options:
                            the proxy's own value. Upstreams otherwise get only PATH, HOME, USER,
                            SHELL, TERM and LOGNAME (see upstream.inheritEnv)
   --fail-fast              exit (code 2) when the upstream fails its start-up check, instead of
-                           logging the cause and serving      env: MCP_PROXY_FAIL_FAST=1
+                           logging the cause and serving               env: MCP_PROXY_FAIL_FAST=1
+  --fail-fast-timeout <ms> how long --fail-fast waits for the upstream to answer initialize
+                           (default 30000; progress logged every 5 s)  env: MCP_PROXY_FAIL_FAST_TIMEOUT
   --request-timeout <ms>   per-request upstream timeout (default 60000) env: MCP_PROXY_REQUEST_TIMEOUT
   --log-level <level>      fatal|error|warn|info|debug|trace|silent (default info; logs go to stderr)
                                                                        env: MCP_PROXY_LOG_LEVEL
@@ -73,6 +75,7 @@ const OPTIONS = {
   stdio: { type: 'boolean' },
   'allow-unauthenticated': { type: 'boolean' },
   'fail-fast': { type: 'boolean' },
+  'fail-fast-timeout': { type: 'string' },
   host: { type: 'string' },
   port: { type: 'string' },
   config: { type: 'string' },
@@ -88,6 +91,9 @@ const OPTIONS = {
   version: { type: 'boolean', short: 'v' },
 } as const;
 
+/** --fail-fast waits this long for the upstream's answer to initialize: long enough for a slow start, short enough to notice a hang. */
+const DEFAULT_FAIL_FAST_TIMEOUT_MS = 30_000;
+
 const FLAGS = Object.keys(OPTIONS).map((name) => `--${name}`);
 
 export type CliCommand = 'serve' | 'validate' | 'schema' | 'explain' | 'hash-token' | 'help' | 'version';
@@ -96,8 +102,10 @@ export interface CliRequest {
   command: CliCommand;
   configFile?: string;
   overrides: Record<string, unknown>;
-  /** Refuse to start when the upstream's start-up check fails. */
+  /** Refuse to start when the upstream's start-up check fails… */
   failFast: boolean;
+  /** …or takes longer than this. */
+  failFastTimeoutMs: number;
   /** For `hash-token`. */
   token?: string;
   /** For `explain`. */
@@ -151,7 +159,10 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
     ? { features: (values.features ?? '').split(',').map((f) => f.trim()).filter(Boolean), method: values.method ?? 'tools/call', name: values.name, input: values.input }
     : undefined;
   const failFast = values['fail-fast'] ?? truthy(env.MCP_PROXY_FAIL_FAST) ?? false;
-  return { command, configFile: pick(values.config, 'MCP_PROXY_CONFIG'), overrides, explain, token, failFast };
+  // A flag that would change nothing is a mistake; the variable may sit in an environment shared by both ways of starting.
+  if (values['fail-fast-timeout'] !== undefined && !failFast) throw new UsageError('--fail-fast-timeout applies only with --fail-fast');
+  const failFastTimeoutMs = integer(pick(values['fail-fast-timeout'], 'MCP_PROXY_FAIL_FAST_TIMEOUT'), '--fail-fast-timeout', 1) ?? DEFAULT_FAIL_FAST_TIMEOUT_MS;
+  return { command, configFile: pick(values.config, 'MCP_PROXY_CONFIG'), overrides, explain, token, failFast, failFastTimeoutMs };
 }
 
 function positionalCommand(positionals: string[]): CliCommand {
@@ -178,9 +189,9 @@ function upstreamEnv(entries: string[], env: NodeJS.ProcessEnv): Record<string, 
   return out;
 }
 
-function integer(value: string | undefined, flag: string): number | undefined {
+function integer(value: string | undefined, flag: string, min = 0): number | undefined {
   if (value === undefined) return undefined;
-  if (!/^\d+$/.test(value)) throw new UsageError(`${flag} must be a whole number, got "${value}"`);
+  if (!/^\d+$/.test(value) || Number(value) < min) throw new UsageError(`${flag} must be a whole number${min ? ` of at least ${min}` : ''}, got "${value}"`);
   return Number(value);
 }
 

@@ -1,7 +1,8 @@
 /**
  * The upstream's start-up as an operator meets it through the real CLI: a server that throws
  * at start is explained by its error line (masked) wherever the failure shows — the MCP
- * client's error, /readyz and --fail-fast. A process the proxy stops itself (the start-up check's,
+ * client's error, /readyz and --fail-fast. --fail-fast waits for an upstream that never answers
+ * only --fail-fast-timeout, saying so as it waits. A process the proxy stops itself (the start-up check's,
  * an ended session's) is no exit for /healthz to report; one that crashes is.
  */
 import { spawn } from 'node:child_process';
@@ -54,6 +55,18 @@ describe('an upstream that throws at start', () => {
     expect(last).toMatch(/^mcp-negotiate-proxy: The upstream .* is not usable \(--fail-fast\): Upstream process exited with code 1 before it answered: /);
     expect(last).toContain(ERROR_LINE);
     expect(stderr).not.toContain(LEGACY_KEY);
+  });
+});
+
+describe('--fail-fast with an upstream that never answers initialize', () => {
+  it('logs its progress while it waits, then exits 2 saying what it waited for', async () => {
+    const { code, stderr } = await runToExit(['--fail-fast', '--fail-fast-timeout', '2000', '--upstream', BROKEN, '--env', 'BROKEN_START=silent']);
+    expect(code).toBe(2);
+    const entries = stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+    const progress = entries.filter((e) => e.msg?.startsWith('waiting for the upstream'));
+    expect(progress[0]).toMatchObject({ level: 30, msg: 'waiting for the upstream to answer initialize (0.5 s of 2 s)…', waitedMs: 500, limitMs: 2000 });
+    expect(entries.some((e) => e.msg === 'listening')).toBe(false);
+    expect(stderr).toContain('is not usable (--fail-fast): it did not answer initialize within 2 s (--fail-fast-timeout 2000): raise it if the upstream needs longer to start');
   });
 });
 
