@@ -4,6 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { UsageError } from '../jsonrpc/errors.js';
+import { closest } from './suggest.js';
 
 export const HELP = `mcp-negotiate-proxy: a negotiating reverse proxy in front of an existing MCP server
 
@@ -94,7 +95,18 @@ const OPTIONS = {
 /** --fail-fast waits this long for the upstream's answer to initialize: long enough for a slow start, short enough to notice a hang. */
 const DEFAULT_FAIL_FAST_TIMEOUT_MS = 30_000;
 
-const FLAGS = Object.keys(OPTIONS).map((name) => `--${name}`);
+type Flag = keyof typeof OPTIONS;
+/** Serving's options; `validate` takes the same, so that it checks the very start a command line would make. */
+const SERVE_FLAGS: Flag[] = ['upstream', 'stdio', 'host', 'allow-unauthenticated', 'port', 'config', 'env', 'fail-fast', 'fail-fast-timeout', 'request-timeout', 'log-level', 'log-format', 'help', 'version'];
+/** The options each command takes (help and version take them all). */
+const FLAGS_OF: Record<Exclude<CliCommand, 'help' | 'version'>, Flag[]> = {
+  serve: SERVE_FLAGS,
+  validate: SERVE_FLAGS,
+  explain: ['config', 'features', 'method', 'name', 'input', 'help', 'version'],
+  schema: ['help', 'version'],
+  'hash-token': ['help', 'version'],
+};
+const COMMANDS = ['validate', 'schema', 'explain', 'hash-token'];
 
 export type CliCommand = 'serve' | 'validate' | 'schema' | 'explain' | 'hash-token' | 'help' | 'version';
 
@@ -115,18 +127,17 @@ export interface CliRequest {
 export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
   let parsed;
   try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: OPTIONS,
-    });
+    parsed = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS, tokens: true });
   } catch (err) {
     const unknown = /Unknown option '([^']+)'/.exec((err as Error).message)?.[1];
-    const why = unknown ? `unknown option ${unknown}` : (err as Error).message;
-    throw new UsageError(`${why}\nOptions: ${FLAGS.join(', ')}\nRun with --help for what each one does.`);
+    const command = guessCommand(argv);
+    if (!unknown) throw new UsageError(`${(err as Error).message}\n${optionsOf(command)}`);
+    const near = unknown.startsWith('--') ? closest(unknown.slice(2), FLAGS_OF[command]) : undefined;
+    throw new UsageError(`unknown option ${unknown}${near ? ` (did you mean --${near}?)` : ''}\n${optionsOf(command)}`);
   }
-  const { values, positionals } = parsed;
+  const { values, positionals, tokens } = parsed;
   const command = values.help ? 'help' : values.version ? 'version' : positionalCommand(positionals);
+  if (command !== 'help' && command !== 'version') refuseForeignOptions(command, tokens);
   const token = command === 'hash-token' ? positionals[1] : undefined;
 
   const pick = (flag: string | undefined, name: string) => flag ?? (env[name] === '' ? undefined : env[name]);
@@ -169,10 +180,34 @@ function positionalCommand(positionals: string[]): CliCommand {
   if (positionals.length === 0) return 'serve';
   const [first, ...rest] = positionals;
   if (first === 'hash-token' && rest.length <= 1) return first;
-  if (rest.length > 0 || !['validate', 'schema', 'explain'].includes(first)) {
-    throw new UsageError(`Unexpected argument "${positionals.join(' ')}". Did you mean --upstream "${positionals.join(' ')}"?\nRun with --help for the options.`);
+  if (rest.length > 0 || !COMMANDS.includes(first)) {
+    const near = rest.length === 0 ? closest(first, COMMANDS) : undefined;
+    const guess = near ? `the command ${near}` : `--upstream "${positionals.join(' ')}"`;
+    throw new UsageError(`Unexpected argument "${positionals.join(' ')}". Did you mean ${guess}?\nRun with --help for the options.`);
   }
   return first as CliCommand;
+}
+
+/** The command a command line names, for explaining its mistakes: the first word that is one (unknown options taken as switches). */
+function guessCommand(argv: string[]): keyof typeof FLAGS_OF {
+  const first = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS, strict: false }).positionals[0];
+  return first !== undefined && COMMANDS.includes(first) ? (first as keyof typeof FLAGS_OF) : 'serve';
+}
+
+/** An option of another command would be ignored here: a mistake worth saying (`--features` belongs to explain). */
+function refuseForeignOptions(command: keyof typeof FLAGS_OF, tokens: Array<{ kind: string; name?: string; rawName?: string }>): void {
+  for (const token of tokens) {
+    if (token.kind !== 'option' || FLAGS_OF[command].includes(token.name as Flag)) continue;
+    const owners = Object.entries(FLAGS_OF).filter(([, flags]) => flags.includes(token.name as Flag)).map(([owner]) => (owner === 'serve' ? 'serving' : owner));
+    const belongs = owners.length > 1 ? `${owners.slice(0, -1).join(', ')} and ${owners.at(-1)}` : owners[0];
+    throw new UsageError(`${token.rawName} is not an option of ${command === 'serve' ? 'serving' : command}; it belongs to ${belongs}\n${optionsOf(command)}`);
+  }
+}
+
+/** The options list printed after a mistake: only the command's own. */
+function optionsOf(command: keyof typeof FLAGS_OF): string {
+  const flags = FLAGS_OF[command].map((name) => `--${name}`).join(', ');
+  return `${command === 'serve' ? 'Options' : `Options of ${command}`}: ${flags}\nRun with --help for what each one does.`;
 }
 
 /** `--env NAME=VALUE` or `--env NAME` (the proxy's own value, like `docker run -e`). */
