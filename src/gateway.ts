@@ -151,8 +151,8 @@ class ProxyGateway implements Gateway {
 
   async start(): Promise<{ url?: string }> {
     const { config, deps, log } = this;
-    const exposed = exposureProblem(config, this.authenticator.enabled);
-    if (exposed) throw new ProxyStartError(exposed);
+    const exposed = exposureProblem(config);
+    if (exposed) throw new ProxyStartError(`listen.host: ${exposed}`);
     log.info({ upstream: this.target, kind: this.connector.kind }, 'upstream configured');
     // --fail-fast: nothing is served before the upstream has shown it works.
     if (deps.failFast) await this.checkAtStart();

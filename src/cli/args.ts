@@ -13,7 +13,8 @@ stateless) use the same endpoint; the server behind the proxy only needs to spea
 
 Usage:
   mcp-negotiate-proxy [options]                 serve (HTTP on 127.0.0.1:8080/mcp by default)
-  mcp-negotiate-proxy validate --config <file>  check a config file and exit
+  mcp-negotiate-proxy validate --config <file>  check a config file and exit: every problem
+                      [options]                 serving would refuse with these options (exit 2)
   mcp-negotiate-proxy schema                    print the config file's JSON Schema
   mcp-negotiate-proxy hash-token [token]        the auth.tokens entry for a token (a new random
                                                 one when none is given)
