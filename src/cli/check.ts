@@ -29,6 +29,7 @@ export async function checkConfig(file: string | undefined, overrides: Record<st
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     problems.push(...err.problems);
+    // The rest of the file is invalid: its rules and plugins are still checked when their section is.
     negotiation = negotiationSchema.safeParse(err.raw?.contentNegotiation ?? {}).data;
   }
   let rules: CompiledRule[] = [];
