@@ -1,5 +1,12 @@
 # syntax=docker/dockerfile:1
 # mcp-negotiate-proxy: build with the dev toolchain, ship only dist/ and production dependencies.
+#
+# The proxy in front of its built-in demo server, reachable from this machine only:
+#   docker build -t mcp-negotiate-proxy .
+#   docker run --rm -p 127.0.0.1:8080:8080 -e MCP_PROXY_ALLOW_UNAUTHENTICATED=1 mcp-negotiate-proxy
+# The image binds 0.0.0.0 (the container's own interface), so it starts only with authentication
+# (auth.tokens or auth.jwt in a config) or MCP_PROXY_ALLOW_UNAUTHENTICATED=1, which is safe only
+# next to a port published on 127.0.0.1 as above. test/e2e/docker.test.ts runs these lines.
 
 FROM node:22-bookworm-slim AS build
 WORKDIR /app
@@ -17,6 +24,8 @@ COPY --from=build --chown=root:root /app/node_modules ./node_modules
 COPY --from=build --chown=root:root /app/dist ./dist
 COPY package.json ./
 COPY config ./config
+# The plugins the example configs load (config/examples/*.yaml: ../../examples/plugins/…).
+COPY examples ./examples
 # The image's unprivileged user; the proxy needs no write access anywhere.
 USER node
 EXPOSE 8080

@@ -24,9 +24,10 @@ import { ModernHandler, type ModernHandlerOptions } from './fronts/modern/handle
 import { ModernHttp } from './fronts/modern/http.js';
 import { ListenHub } from './fronts/modern/listen.js';
 import { startStdioDownstream, type StdioDownstream } from './fronts/stdio.js';
-import { ProxyStartError, type ProxyError } from './jsonrpc/errors.js';
+import { ProxyError, ProxyStartError } from './jsonrpc/errors.js';
 import { Metrics } from './ops/metrics.js';
 import { Observers } from './ops/observers.js';
+import { logWhileWaiting, seconds } from './ops/progress.js';
 import { Readiness } from './ops/readiness.js';
 import { Tracing } from './ops/tracing.js';
 import { PROXY_VERSION } from './ops/version.js';
@@ -48,8 +49,11 @@ export interface GatewayDeps {
   filters?: Filter[];
   /** Compiled content-negotiation rules (src/config/rules.ts); none = a pure relay. */
   rules?: CompiledRule[];
-  /** Refuse to start when the upstream fails its start-up check (otherwise: log it and serve). */
-  failFast?: boolean;
+  /**
+   * Refuse to start when the upstream fails its start-up check within `timeoutMs` (otherwise:
+   * check with timeouts.initializeMs, log the outcome and serve meanwhile).
+   */
+  failFast?: { timeoutMs: number };
 }
 
 /** A readiness answer is reused this long; a probe gets this long to initialize an upstream session. */
@@ -148,8 +152,8 @@ class ProxyGateway implements Gateway {
 
   async start(): Promise<{ url?: string }> {
     const { config, deps, log } = this;
-    const exposed = exposureProblem(config, this.authenticator.enabled);
-    if (exposed) throw new ProxyStartError(exposed);
+    const exposed = exposureProblem(config);
+    if (exposed) throw new ProxyStartError(`listen.host: ${exposed}`);
     log.info({ upstream: this.target, kind: this.connector.kind }, 'upstream configured');
     // --fail-fast: nothing is served before the upstream has shown it works.
     if (deps.failFast) await this.checkAtStart();
@@ -193,10 +197,17 @@ class ProxyGateway implements Gateway {
     return builtinChain({ rules, variants: new VariantCatalog(settings.serverVariants), limits: settings.contentNegotiation.limits, counters: metrics.counters, observeStep: observers.step, observeTokens: observers.tokens, outputSchemas: this.outputSchemas, extra: this.deps.filters });
   }
 
-  /** Checks the upstream once at start-up and logs the outcome; with --fail-fast a failure stops the start. */
+  /**
+   * Checks the upstream once at start-up and logs the outcome. With --fail-fast nothing is served
+   * meanwhile: it has its own (shorter) time limit, progress is logged, and a failure stops the start.
+   */
   private checkAtStart(): Promise<void> {
     const { log, target } = this;
-    return this.connector.probe(this.config.timeouts.initializeMs, log.child({ probe: true })).then(
+    const failFast = this.deps.failFast;
+    const limitMs = failFast?.timeoutMs ?? this.config.timeouts.initializeMs;
+    const probe = this.connector.probe(limitMs, log.child({ probe: true }));
+    const watched = failFast ? logWhileWaiting(probe, limitMs, log, (waited, limit) => `waiting for the upstream to answer initialize (${waited} of ${limit})…`) : probe;
+    return watched.then(
       () => {
         this.readiness.note(true);
         log.info({ upstream: target }, 'upstream ready');
@@ -204,7 +215,10 @@ class ProxyGateway implements Gateway {
       (err: Error) => {
         this.readiness.note(false, err.message);
         log.error({ upstream: target, cause: err.message }, 'upstream not ready: sessions will fail until it is');
-        if (this.deps.failFast) throw new ProxyStartError(`The upstream ${target} is not usable (--fail-fast): ${err.message}`);
+        if (!failFast) return;
+        const slow = err instanceof ProxyError && err.code === 'REQUEST_TIMEOUT';
+        const hint = slow ? ` (--fail-fast-timeout ${limitMs}): raise it if the upstream needs longer to start (npx may download first), or check that it speaks MCP` : '';
+        throw new ProxyStartError(`The upstream ${target} is not usable (--fail-fast): ${slow ? `it did not answer initialize within ${seconds(limitMs)}` : err.message}${hint}`);
       },
     );
   }

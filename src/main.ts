@@ -9,7 +9,8 @@ import pino from 'pino';
 import pretty from 'pino-pretty';
 import { HELP, parseCli } from './cli/args.js';
 import { loadConfig } from './config/load.js';
-import { configJsonSchema, negotiationSchema, type Config } from './config/schema.js';
+import { configJsonSchema } from './config/schema.js';
+import { checkConfig } from './cli/check.js';
 import { explain } from './cli/explain.js';
 import { hashToken } from './fronts/http/auth.js';
 import { watchConfigFile } from './config/reload.js';
@@ -24,10 +25,13 @@ async function main(): Promise<number> {
   if (request.command === 'schema') return print(JSON.stringify(configJsonSchema(), null, 2));
   if (request.command === 'hash-token') return print(tokenAndHash(request.token));
 
-  if (request.command === 'validate') return validate(request.configFile, request.overrides);
-  const config = loadConfig({ file: request.configFile, overrides: request.overrides });
-  const rules = await loadRules(config.contentNegotiation, request.configFile);
-  if (request.command === 'explain') return print(await explain(rules, request.explain!));
+  if (request.command === 'explain') {
+    const rules = await loadRules(loadConfig({ file: request.configFile, overrides: request.overrides }).contentNegotiation, request.configFile);
+    return print(await explain(rules, request.explain!));
+  }
+  // `validate` reports every problem of the config (schema, plugins, rules, what a start would refuse); serving refuses exactly those.
+  const { config, rules } = await checkConfig(request.configFile, request.overrides);
+  if (request.command === 'validate') return print(`${request.configFile ?? '(defaults)'}: OK (${rules.length} content-negotiation rules)`);
 
   const log = pino(
     {
@@ -39,7 +43,7 @@ async function main(): Promise<number> {
   );
   // A last line of defence: one request's failure that escaped its own handling must not end every session.
   process.on('unhandledRejection', (err) => log.error({ err: (err as Error)?.stack ?? String(err) }, 'internal error: a failure nobody handled; the proxy goes on'));
-  const gateway = createGateway(config, { log, rules, failFast: request.failFast });
+  const gateway = createGateway(config, { log, rules, failFast: request.failFast ? { timeoutMs: request.failFastTimeoutMs } : undefined });
   process.on('exit', () => gateway.killChildrenNow());
 
   let stopping = false;
@@ -58,8 +62,7 @@ async function main(): Promise<number> {
   // SIGHUP and saving the config file reload it; a config that does not validate changes nothing.
   const reload = async (why: string) => {
     try {
-      const next = loadConfig({ file: request.configFile, overrides: request.overrides });
-      const nextRules = await loadRules(next.contentNegotiation, request.configFile);
+      const { config: next, rules: nextRules } = await checkConfig(request.configFile, request.overrides);
       const { live, restart } = gateway.reload(next, nextRules);
       log.info({ why, applied: live, rules: nextRules.length }, live.length ? 'config reloaded: new sessions and modern requests use it; open legacy sessions keep what they negotiated' : 'config reloaded: nothing that applies live changed');
       if (restart.length) log.warn({ sections: restart }, 'config changes that take effect only after a restart');
@@ -83,31 +86,6 @@ async function main(): Promise<number> {
     return 1;
   }
   return 0;
-}
-
-/** `validate`: every problem of the file in one pass (schema, plugins, rules), each with file:line:col. */
-async function validate(file: string | undefined, overrides: Record<string, unknown>): Promise<number> {
-  const problems: string[] = [];
-  let negotiation: Config['contentNegotiation'] | undefined;
-  try {
-    negotiation = loadConfig({ file, overrides }).contentNegotiation;
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    problems.push(...err.problems);
-    // The rest of the file is invalid: its rules and plugins are still checked when their section is.
-    negotiation = negotiationSchema.safeParse(err.raw?.contentNegotiation ?? {}).data;
-  }
-  let rules = 0;
-  if (negotiation) {
-    try {
-      rules = (await loadRules(negotiation, file)).length;
-    } catch (err) {
-      if (!(err instanceof RuleError)) throw err;
-      problems.push(...err.problems);
-    }
-  }
-  if (problems.length) throw new ConfigError(problems);
-  return print(`${file ?? '(defaults)'}: OK (${rules} content-negotiation rules)`);
 }
 
 /** For `hash-token`: the config entry for a given token, or for a new random one. */

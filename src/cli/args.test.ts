@@ -2,6 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { UsageError } from '../jsonrpc/errors.js';
 import { parseCli } from './args.js';
 
+/** The UsageError's message for a command line that must not parse. */
+function message(argv: string[]): string {
+  try {
+    parseCli(argv, {});
+  } catch (err) {
+    return (err as Error).message;
+  }
+  throw new Error(`${argv.join(' ')} parsed`);
+}
+
 describe('parseCli', () => {
   it('maps flags to config overrides', () => {
     const r = parseCli(['--upstream', 'node server.js', '--port', '9000', '--stdio', '--request-timeout', '500'], {});
@@ -34,9 +44,39 @@ describe('parseCli', () => {
     expect(parseCli(['--version'], {}).command).toBe('version');
   });
 
+  it('gives --fail-fast its own time limit: 30 s unless --fail-fast-timeout or MCP_PROXY_FAIL_FAST_TIMEOUT says otherwise', () => {
+    expect(parseCli(['--fail-fast'], {})).toMatchObject({ failFast: true, failFastTimeoutMs: 30_000 });
+    expect(parseCli(['--fail-fast', '--fail-fast-timeout', '5000'], { MCP_PROXY_FAIL_FAST_TIMEOUT: '9000' }).failFastTimeoutMs).toBe(5000);
+    expect(parseCli([], { MCP_PROXY_FAIL_FAST: '1', MCP_PROXY_FAIL_FAST_TIMEOUT: '9000' }).failFastTimeoutMs).toBe(9000);
+    expect(() => parseCli(['--fail-fast-timeout', '5000'], {})).toThrow('--fail-fast-timeout applies only with --fail-fast');
+    expect(() => parseCli(['--fail-fast', '--fail-fast-timeout', '0'], {})).toThrow('--fail-fast-timeout must be a whole number of at least 1, got "0"');
+  });
+
   it('explains bad usage', () => {
     expect(() => parseCli(['--port', 'x'], {})).toThrow(UsageError);
-    expect(() => parseCli(['--nope'], {})).toThrow(/unknown option --nope\nOptions: --upstream/);
+    expect(() => parseCli(['--nope'], {})).toThrow(/^unknown option --nope\nOptions: --upstream/);
     expect(() => parseCli(['node', 'server.js'], {})).toThrow(/Did you mean --upstream "node server.js"/);
+    expect(() => parseCli(['valdate', '--config', 'a.yaml'], {})).toThrow(/Did you mean the command validate\?/);
+  });
+
+  it('suggests the closest flag of the command for a typo, and only when it is close', () => {
+    expect(message(['--upstrem', 'node s.js'])).toMatch(/^unknown option --upstrem \(did you mean --upstream\?\)\n/);
+    expect(message(['--prot', '80'])).toContain('(did you mean --port?)');
+    expect(message(['validate', '--fail-fats'])).toContain('(did you mean --fail-fast?)');
+    expect(message(['explain', '--featurs', 'agent'])).toContain('(did you mean --features?)');
+    expect(message(['--bogus'])).not.toContain('did you mean');
+    expect(message(['--featurs', 'agent'])).not.toContain('did you mean'); // close only to an option serving does not take
+  });
+
+  it('lists only the options of the command being run, and refuses another command\'s options', () => {
+    const options = /\nOptions: (.*)\n/.exec(message(['--bogus']))![1].split(', ');
+    expect(options).toEqual(expect.arrayContaining(['--upstream', '--host', '--fail-fast', '--fail-fast-timeout', '--config', '--help']));
+    for (const flag of ['--features', '--method', '--name', '--input']) expect(options).not.toContain(flag);
+    expect(() => parseCli(['explain', '--bogus'], {})).toThrow(/\nOptions of explain: --config, --features, --method, --name, --input, --help, --version\n/);
+    expect(() => parseCli(['--features', 'agent'], {})).toThrow(/^--features is not an option of serving; it belongs to explain\nOptions: --upstream/);
+    expect(() => parseCli(['explain', '--upstream', 'x'], {})).toThrow(/^--upstream is not an option of explain; it belongs to serving and validate\n/);
+    expect(() => parseCli(['schema', '--config', 'a.yaml'], {})).toThrow(/it belongs to serving, validate and explain\nOptions of schema: --help, --version\n/);
+    // validate takes serving's options: it checks the start that command line would make.
+    expect(parseCli(['validate', '--host', '0.0.0.0', '--allow-unauthenticated'], {}).overrides).toMatchObject({ listen: { host: '0.0.0.0' }, auth: { allowUnauthenticated: true } });
   });
 });

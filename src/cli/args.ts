@@ -4,6 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { UsageError } from '../jsonrpc/errors.js';
+import { closest } from './suggest.js';
 
 export const HELP = `mcp-negotiate-proxy: a negotiating reverse proxy in front of an existing MCP server
 
@@ -12,7 +13,8 @@ stateless) use the same endpoint; the server behind the proxy only needs to spea
 
 Usage:
   mcp-negotiate-proxy [options]                 serve (HTTP on 127.0.0.1:8080/mcp by default)
-  mcp-negotiate-proxy validate --config <file>  check a config file and exit
+  mcp-negotiate-proxy validate --config <file>  check a config file and exit: every problem
+                      [options]                 serving would refuse with these options (exit 2)
   mcp-negotiate-proxy schema                    print the config file's JSON Schema
   mcp-negotiate-proxy hash-token [token]        the auth.tokens entry for a token (a new random
                                                 one when none is given)
@@ -38,7 +40,9 @@ Options:
                            the proxy's own value. Upstreams otherwise get only PATH, HOME, USER,
                            SHELL, TERM and LOGNAME (see upstream.inheritEnv)
   --fail-fast              exit (code 2) when the upstream fails its start-up check, instead of
-                           logging the cause and serving      env: MCP_PROXY_FAIL_FAST=1
+                           logging the cause and serving               env: MCP_PROXY_FAIL_FAST=1
+  --fail-fast-timeout <ms> how long --fail-fast waits for the upstream to answer initialize
+                           (default 30000; progress logged every 5 s)  env: MCP_PROXY_FAIL_FAST_TIMEOUT
   --request-timeout <ms>   per-request upstream timeout (default 60000) env: MCP_PROXY_REQUEST_TIMEOUT
   --log-level <level>      fatal|error|warn|info|debug|trace|silent (default info; logs go to stderr)
                                                                        env: MCP_PROXY_LOG_LEVEL
@@ -73,6 +77,7 @@ const OPTIONS = {
   stdio: { type: 'boolean' },
   'allow-unauthenticated': { type: 'boolean' },
   'fail-fast': { type: 'boolean' },
+  'fail-fast-timeout': { type: 'string' },
   host: { type: 'string' },
   port: { type: 'string' },
   config: { type: 'string' },
@@ -88,7 +93,21 @@ const OPTIONS = {
   version: { type: 'boolean', short: 'v' },
 } as const;
 
-const FLAGS = Object.keys(OPTIONS).map((name) => `--${name}`);
+/** --fail-fast waits this long for the upstream's answer to initialize: long enough for a slow start, short enough to notice a hang. */
+const DEFAULT_FAIL_FAST_TIMEOUT_MS = 30_000;
+
+type Flag = keyof typeof OPTIONS;
+/** Serving's options; `validate` takes the same, so that it checks the very start a command line would make. */
+const SERVE_FLAGS: Flag[] = ['upstream', 'stdio', 'host', 'allow-unauthenticated', 'port', 'config', 'env', 'fail-fast', 'fail-fast-timeout', 'request-timeout', 'log-level', 'log-format', 'help', 'version'];
+/** The options each command takes (help and version take them all). */
+const FLAGS_OF: Record<Exclude<CliCommand, 'help' | 'version'>, Flag[]> = {
+  serve: SERVE_FLAGS,
+  validate: SERVE_FLAGS,
+  explain: ['config', 'features', 'method', 'name', 'input', 'help', 'version'],
+  schema: ['help', 'version'],
+  'hash-token': ['help', 'version'],
+};
+const COMMANDS = ['validate', 'schema', 'explain', 'hash-token'];
 
 export type CliCommand = 'serve' | 'validate' | 'schema' | 'explain' | 'hash-token' | 'help' | 'version';
 
@@ -96,8 +115,10 @@ export interface CliRequest {
   command: CliCommand;
   configFile?: string;
   overrides: Record<string, unknown>;
-  /** Refuse to start when the upstream's start-up check fails. */
+  /** Refuse to start when the upstream's start-up check fails… */
   failFast: boolean;
+  /** …or takes longer than this. */
+  failFastTimeoutMs: number;
   /** For `hash-token`. */
   token?: string;
   /** For `explain`. */
@@ -107,18 +128,17 @@ export interface CliRequest {
 export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
   let parsed;
   try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: OPTIONS,
-    });
+    parsed = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS, tokens: true });
   } catch (err) {
     const unknown = /Unknown option '([^']+)'/.exec((err as Error).message)?.[1];
-    const why = unknown ? `unknown option ${unknown}` : (err as Error).message;
-    throw new UsageError(`${why}\nOptions: ${FLAGS.join(', ')}\nRun with --help for what each one does.`);
+    const command = guessCommand(argv);
+    if (!unknown) throw new UsageError(`${(err as Error).message}\n${optionsOf(command)}`);
+    const near = unknown.startsWith('--') ? closest(unknown.slice(2), FLAGS_OF[command]) : undefined;
+    throw new UsageError(`unknown option ${unknown}${near ? ` (did you mean --${near}?)` : ''}\n${optionsOf(command)}`);
   }
-  const { values, positionals } = parsed;
+  const { values, positionals, tokens } = parsed;
   const command = values.help ? 'help' : values.version ? 'version' : positionalCommand(positionals);
+  if (command !== 'help' && command !== 'version') refuseForeignOptions(command, tokens);
   const token = command === 'hash-token' ? positionals[1] : undefined;
 
   const pick = (flag: string | undefined, name: string) => flag ?? (env[name] === '' ? undefined : env[name]);
@@ -151,17 +171,44 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
     ? { features: (values.features ?? '').split(',').map((f) => f.trim()).filter(Boolean), method: values.method ?? 'tools/call', name: values.name, input: values.input }
     : undefined;
   const failFast = values['fail-fast'] ?? truthy(env.MCP_PROXY_FAIL_FAST) ?? false;
-  return { command, configFile: pick(values.config, 'MCP_PROXY_CONFIG'), overrides, explain, token, failFast };
+  // A flag that would change nothing is a mistake; the variable may sit in an environment shared by both ways of starting.
+  if (values['fail-fast-timeout'] !== undefined && !failFast) throw new UsageError('--fail-fast-timeout applies only with --fail-fast');
+  const failFastTimeoutMs = integer(pick(values['fail-fast-timeout'], 'MCP_PROXY_FAIL_FAST_TIMEOUT'), '--fail-fast-timeout', 1) ?? DEFAULT_FAIL_FAST_TIMEOUT_MS;
+  return { command, configFile: pick(values.config, 'MCP_PROXY_CONFIG'), overrides, explain, token, failFast, failFastTimeoutMs };
 }
 
 function positionalCommand(positionals: string[]): CliCommand {
   if (positionals.length === 0) return 'serve';
   const [first, ...rest] = positionals;
   if (first === 'hash-token' && rest.length <= 1) return first;
-  if (rest.length > 0 || !['validate', 'schema', 'explain'].includes(first)) {
-    throw new UsageError(`Unexpected argument "${positionals.join(' ')}". Did you mean --upstream "${positionals.join(' ')}"?\nRun with --help for the options.`);
+  if (rest.length > 0 || !COMMANDS.includes(first)) {
+    const near = rest.length === 0 ? closest(first, COMMANDS) : undefined;
+    const guess = near ? `the command ${near}` : `--upstream "${positionals.join(' ')}"`;
+    throw new UsageError(`Unexpected argument "${positionals.join(' ')}". Did you mean ${guess}?\nRun with --help for the options.`);
   }
   return first as CliCommand;
+}
+
+/** The command a command line names, for explaining its mistakes: the first word that is one (unknown options taken as switches). */
+function guessCommand(argv: string[]): keyof typeof FLAGS_OF {
+  const first = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS, strict: false }).positionals[0];
+  return first !== undefined && COMMANDS.includes(first) ? (first as keyof typeof FLAGS_OF) : 'serve';
+}
+
+/** An option of another command would be ignored here: a mistake worth saying (`--features` belongs to explain). */
+function refuseForeignOptions(command: keyof typeof FLAGS_OF, tokens: Array<{ kind: string; name?: string; rawName?: string }>): void {
+  for (const token of tokens) {
+    if (token.kind !== 'option' || FLAGS_OF[command].includes(token.name as Flag)) continue;
+    const owners = Object.entries(FLAGS_OF).filter(([, flags]) => flags.includes(token.name as Flag)).map(([owner]) => (owner === 'serve' ? 'serving' : owner));
+    const belongs = owners.length > 1 ? `${owners.slice(0, -1).join(', ')} and ${owners.at(-1)}` : owners[0];
+    throw new UsageError(`${token.rawName} is not an option of ${command === 'serve' ? 'serving' : command}; it belongs to ${belongs}\n${optionsOf(command)}`);
+  }
+}
+
+/** The options list printed after a mistake: only the command's own. */
+function optionsOf(command: keyof typeof FLAGS_OF): string {
+  const flags = FLAGS_OF[command].map((name) => `--${name}`).join(', ');
+  return `${command === 'serve' ? 'Options' : `Options of ${command}`}: ${flags}\nRun with --help for what each one does.`;
 }
 
 /** `--env NAME=VALUE` or `--env NAME` (the proxy's own value, like `docker run -e`). */
@@ -178,9 +225,9 @@ function upstreamEnv(entries: string[], env: NodeJS.ProcessEnv): Record<string, 
   return out;
 }
 
-function integer(value: string | undefined, flag: string): number | undefined {
+function integer(value: string | undefined, flag: string, min = 0): number | undefined {
   if (value === undefined) return undefined;
-  if (!/^\d+$/.test(value)) throw new UsageError(`${flag} must be a whole number, got "${value}"`);
+  if (!/^\d+$/.test(value) || Number(value) < min) throw new UsageError(`${flag} must be a whole number${min ? ` of at least ${min}` : ''}, got "${value}"`);
   return Number(value);
 }
 

@@ -1,17 +1,27 @@
 /** Turns the `upstream` config into a concrete stdio or HTTP spec; none given means the demo. */
 import type { UpstreamConfig } from './schema.js';
 import { splitCommand } from './command.js';
+import { ConfigError } from '../jsonrpc/errors.js';
 import { isSecretName, maskSecrets } from '../ops/mask.js';
 import type { UpstreamSpec } from '../upstream/types.js';
 
+/** Throws a ConfigError for a command line that cannot be split into a program and its arguments. */
 export function resolveUpstream(config: UpstreamConfig, demoEntry: string): UpstreamSpec {
   if (config.url) return { kind: 'http', url: config.url, headers: config.headers };
   if (config.command) {
-    const argv = typeof config.command === 'string' ? splitCommand(config.command) : config.command;
-    if (argv.length === 0) throw new Error('upstream.command is empty');
+    const argv = typeof config.command === 'string' ? commandArgv(config.command) : config.command;
+    if (argv.length === 0) throw new ConfigError(['upstream.command: names no program (it is only whitespace)']);
     return { kind: 'stdio', command: argv[0], args: [...argv.slice(1), ...config.args], env: config.env, inheritEnv: config.inheritEnv, cwd: config.cwd };
   }
   return { kind: 'stdio', command: process.execPath, args: [demoEntry], env: config.env };
+}
+
+function commandArgv(line: string): string[] {
+  try {
+    return splitCommand(line);
+  } catch (err) {
+    throw new ConfigError([`upstream.command: ${(err as Error).message}`]);
+  }
 }
 
 /** A one-line description for logs and /healthz, with secret-looking values masked. */

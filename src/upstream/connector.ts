@@ -2,7 +2,7 @@
  * Connects upstream sessions to the configured server (a stdio child, or a Streamable HTTP
  * endpoint through one keep-alive dispatcher) and tells what connecting shows about it: an
  * answer means usable, an unreachable endpoint or a failed start means not (readiness), and the
- * last exit is kept for the probes. It also runs the start-up check: one session initialized,
+ * last exit the proxy did not ask for is kept for the probes. It also runs the start-up check: one session initialized,
  * then ended.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -29,6 +29,7 @@ export interface ConnectorOptions {
 export class UpstreamConnector {
   /** Live stdio children, so that the process can reap them all on exit. */
   readonly children = new Set<ChildProcess>();
+  /** The last exit of a process the proxy did not stop itself (a crash, an upstream that quit). */
   private lastExit: string | undefined;
   // The proxy's own timers decide when a request has taken too long; undici's 300 s defaults
   // would cut off long tool calls and quiet GET streams.
@@ -43,6 +44,8 @@ export class UpstreamConnector {
   /** One upstream session (`resume`: go on with one another replica started). */
   connect(events: UpstreamEvents, log: Logger, resume?: ResumedSession): UpstreamConnection {
     const { witness } = this.o;
+    /** Set when the proxy itself ends the session (the client left, the start-up check is done): that exit is no failure. */
+    let stopping = false;
     const watched: UpstreamEvents = {
       onMessage(frame, relatedId) {
         witness(true);
@@ -54,14 +57,20 @@ export class UpstreamConnector {
       },
       onClose: (err) => {
         if (err.code === 'UPSTREAM_START_FAILED') witness(false, err.message);
-        else if (err.code === 'UPSTREAM_CLOSED') this.lastExit = maskSecrets(err.message);
+        else if (err.code === 'UPSTREAM_CLOSED' && !stopping) this.lastExit = maskSecrets(err.message);
         events.onClose(err);
       },
     };
     const spec = this.o.spec;
-    return spec.kind === 'http'
+    const connection = spec.kind === 'http'
       ? new HttpUpstream(spec, watched, log, { dispatcher: this.dispatcher, defaultRetryMs: 1000, maxResumes: 5, resume, getFollowsClient: this.o.getFollowsClient })
       : createStdioUpstream(spec, watched, log, { shutdownGraceMs: this.o.shutdownGraceMs, children: this.children });
+    const close = connection.close.bind(connection);
+    connection.close = () => {
+      stopping = true;
+      return close();
+    };
+    return connection;
   }
 
   /** Starts and initializes one upstream session, then ends it; rejects with the cause when that fails. */

@@ -1,8 +1,8 @@
 /**
  * A stdio upstream: one child process holding one MCP session. Lines on its stdout are messages
- * (non-JSON lines are logged and skipped); its stderr goes to the log, and the last lines are
- * kept to explain a crash. The child runs in its own process group so that closing reaps
- * whatever it spawned too.
+ * (non-JSON lines are logged and skipped); its stderr goes to the log, and its error line and
+ * last lines are kept to explain a crash (stderr.ts). The child runs in its own process group
+ * so that closing reaps whatever it spawned too.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable } from 'node:stream';
@@ -13,9 +13,8 @@ import { ProxyError } from '../jsonrpc/errors.js';
 import { parsePayload, type Frame } from '../jsonrpc/message.js';
 import { encodeForUpstream } from './encode.js';
 import { lineSplitter } from '../jsonrpc/lines.js';
+import { StderrRecord } from './stderr.js';
 import type { StdioUpstreamSpec, UpstreamConnection, UpstreamEvents } from './types.js';
-
-const STDERR_TAIL_LINES = 20;
 
 export interface StdioUpstreamOptions {
   /** Time to wait after closing stdin, then after SIGTERM, before the next step. */
@@ -70,18 +69,18 @@ export function createStdioUpstream(
     spoke = true;
     for (const frame of parsed.frames) events.onMessage(frame);
   }));
-  const stderrTail = keepTail(child.stderr, log);
+  const stderr = recordStderr(child.stderr, log);
   child.stdin.on('error', (err) => log.debug({ err: err.message }, 'upstream stdin closed'));
 
   child.on('exit', () => killGroup(child, 'SIGKILL')); // whatever it spawned and left behind
   // 'close' comes after stdout and stderr are drained, so the last words of a crash are logged.
   child.on('close', (code, signal) => {
     if (!closing) {
-      log.warn({ pid: child.pid, code, signal, stderr: maskSecrets(stderrTail.join('\n')) }, 'upstream process exited');
+      log.warn({ pid: child.pid, code, signal, error: stderr.error, stderr: maskSecrets(stderr.tail.join('\n')) }, 'upstream process exited');
     } else {
       log.debug({ pid: child.pid, code, signal }, 'upstream process reaped');
     }
-    finish(exitError(code, signal, spoke || closing, stderrTail));
+    finish(exitError(code, signal, spoke || closing, stderr));
   });
   log.debug({ pid: child.pid }, 'upstream process started');
 
@@ -116,29 +115,24 @@ function reap(child: ChildProcess, graceMs: number, markClosing: () => void): Pr
   });
 }
 
-/** The last lines of a process's stderr (each also logged at debug, masked). */
-function keepTail(stderr: Readable, log: Logger): string[] {
-  const tail: string[] = [];
-  stderr.on('data', lineSplitter((line) => {
-    tail.push(line);
-    if (tail.length > STDERR_TAIL_LINES) tail.shift();
+/** A process's stderr, kept to explain a failed start (each line also logged at debug, masked). */
+function recordStderr(stream: Readable, log: Logger): StderrRecord {
+  const record = new StderrRecord();
+  stream.on('data', lineSplitter((line) => {
+    record.add(line);
     if (log.isLevelEnabled('debug')) log.debug({ stderr: maskSecrets(line) }, 'upstream stderr');
   }));
-  return tail;
+  return record;
 }
 
 /** Why the session ended when the process did: a close (it had answered, or was being stopped), or a failed start that its stderr explains. */
-function exitError(code: number | null, signal: NodeJS.Signals | null, answered: boolean, tail: string[]): ProxyError {
+function exitError(code: number | null, signal: NodeJS.Signals | null, answered: boolean, stderr: StderrRecord): ProxyError {
   const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
   if (answered) return new ProxyError('UPSTREAM_CLOSED', `Upstream process ${how}`, { exitCode: code, signal });
-  const said = lastWords(tail);
-  return new ProxyError('UPSTREAM_START_FAILED', `Upstream process ${how} before it answered${said ? `; its last output: ${said}` : ' (it wrote nothing to stderr)'}`, { exitCode: code, signal });
-}
-
-/** The end of a failed process's stderr as a client may see it: a few lines, trimmed, secrets masked. */
-function lastWords(tail: string[]): string {
-  const lines = tail.slice(-5).map((l) => (l.length > 300 ? `${l.slice(0, 300)}…` : l).trim()).filter(Boolean);
-  return maskSecrets(lines.join(' | ')).slice(0, 1000);
+  // The cause first: a client, /readyz and --fail-fast may show only the start of the message.
+  const { error, last } = stderr.summary();
+  const said = [error && `: ${error}`, last && `; its last output: ${last}`].filter(Boolean).join('') || ' (it wrote nothing to stderr)';
+  return new ProxyError('UPSTREAM_START_FAILED', `Upstream process ${how} before it answered${said}`, { exitCode: code, signal });
 }
 
 export function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {

@@ -67,6 +67,18 @@ describe('the mcp-negotiate-proxy CLI', () => {
     expect((await run(['--bogus'])).stderr).toMatch(/unknown option --bogus\nOptions: --upstream, .*--fail-fast/);
   });
 
+  it('suggests the flag a typo meant, and lists only the options of the command being run', async () => {
+    const typo = await run(['--upstrem', 'node server.js']);
+    expect(typo.code).toBe(2);
+    const [first, options] = typo.stderr.split('\n');
+    expect(first).toBe('mcp-negotiate-proxy: unknown option --upstrem (did you mean --upstream?)');
+    expect(options).toMatch(/^Options: --upstream, /);
+    for (const flag of ['--features', '--method', '--name', '--input']) expect(options.split(', ')).not.toContain(flag);
+    const explain = await run(['explain', '--upstream', 'node server.js']);
+    expect(explain.code).toBe(2);
+    expect(explain.stderr).toContain('--upstream is not an option of explain; it belongs to serving and validate\nOptions of explain: --config, --features, --method, --name, --input, --help, --version\n');
+  });
+
   it('validate reports every problem of a file in one pass (schema, plugins, rules) with file:line:col', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'proxy-cli-'));
     const file = join(dir, 'broken.yaml');

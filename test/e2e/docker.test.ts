@@ -1,25 +1,79 @@
 /**
  * No Docker engine runs here, so this runs what the Dockerfile and docker-compose.yml would:
  * the image's ENTRYPOINT with the compose service's environment and mounted config, in front of
- * server-everything, then the image's HEALTHCHECK command against it.
+ * server-everything, then the image's HEALTHCHECK command against it; the `docker run` the
+ * Dockerfile documents, with the image's ENV and the command's -e flags; and every file the
+ * shipped configs reference, looked up in what the image copies.
  */
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { posix } from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ROOT, startEverythingHttp, startProxy, stopAll } from '../helpers/processes.js';
+import { PROXY_MAIN, ROOT, startEverythingHttp, startProxy, stopAll } from '../helpers/processes.js';
 
 const dockerfile = readFileSync(`${ROOT}Dockerfile`, 'utf8').replace(/\\\n\s*/g, '');
 const compose = parse(readFileSync(`${ROOT}docker-compose.yml`, 'utf8'));
+/** The image's own stage: the last FROM and what follows. */
+const finalStage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
 
 /** The JSON-array form of a Dockerfile instruction, e.g. ENTRYPOINT or HEALTHCHECK … CMD. */
 function execForm(pattern: RegExp): string[] {
   const m = dockerfile.match(pattern);
   if (!m) throw new Error(`Dockerfile has no ${pattern}`);
   return JSON.parse(m[1]);
+}
+
+/** The image's ENV (NAME=value pairs; no quoting is used). */
+function imageEnv(): Record<string, string> {
+  const line = /^ENV (.*)$/m.exec(finalStage)?.[1] ?? '';
+  return Object.fromEntries(line.split(/\s+/).filter(Boolean).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
+}
+
+/** What the image copies from the build context: image path → context path. */
+function copiedFromContext(): Array<{ image: string; context: string }> {
+  const workdir = /^WORKDIR (\S+)$/m.exec(finalStage)![1];
+  return [...finalStage.matchAll(/^COPY (.*)$/gm)]
+    .map((m) => m[1].split(/\s+/).filter((w) => !w.startsWith('--chown')))
+    .filter((words) => !words.some((w) => w.startsWith('--from')))
+    .flatMap((words) => {
+      const dest = posix.resolve(workdir, words.at(-1)!);
+      const sources = words.slice(0, -1);
+      const intoFolder = sources.length > 1 || words.at(-1)!.endsWith('/');
+      return sources.map((src) => ({ image: intoFolder ? posix.join(dest, posix.basename(src)) : dest, context: src }));
+    });
+}
+
+/** The build-context file an image path comes from, if the image has it. */
+function contextPathOf(imagePath: string, copies = copiedFromContext()): string | undefined {
+  const copy = copies.find((c) => imagePath === c.image || imagePath.startsWith(`${c.image}/`));
+  return copy && posix.join(copy.context, imagePath.slice(copy.image.length));
+}
+
+/** The build and run commands the Dockerfile's header documents. */
+function documented(): { build: string; run: string } {
+  const commands = dockerfile.split('\n').filter((l) => /^#\s+docker (build|run) /.test(l)).map((l) => l.replace(/^#\s+/, ''));
+  const [build, run] = ['docker build ', 'docker run '].map((start) => commands.find((c) => c.startsWith(start)));
+  if (!build || !run) throw new Error('the Dockerfile\'s header documents no `docker build` and `docker run` commands');
+  return { build, run };
+}
+
+function yamlFiles(dir: string): string[] {
+  return readdirSync(`${ROOT}${dir}`, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? yamlFiles(`${dir}/${e.name}`) : e.name.endsWith('.yaml') ? [`${dir}/${e.name}`] : []));
+}
+
+/** Runs the CLI with exactly `env` (and PATH), as a container would; resolves with its exit code and output. */
+async function inContainerEnv(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [PROXY_MAIN, ...args], { env: { PATH: process.env.PATH, ...env }, timeout: 20_000 });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
 }
 
 describe('Dockerfile and docker-compose.yml, run without Docker', () => {
@@ -64,5 +118,67 @@ describe('Dockerfile and docker-compose.yml, run without Docker', () => {
     const port = new URL(proxy.url).port;
     const check = await promisify(execFile)(cmd === 'node' ? process.execPath : cmd, args, { env: { ...process.env, MCP_PROXY_PORT: port } });
     expect(check.stderr).toBe('');
+  });
+
+  it('validates each compose service’s configuration in the image’s environment (0.0.0.0 included)', async () => {
+    for (const name of ['proxy', 'proxy-scaled']) {
+      const service = compose.services[name];
+      const env = { ...imageEnv(), ...service.environment, MCP_PROXY_SECRET: 'a-shared-secret-of-at-least-32-characters' };
+      env.MCP_PROXY_CONFIG = env.MCP_PROXY_CONFIG.replace('/config/', `${ROOT}config/examples/`); // the mounted folder
+      const r = await inContainerEnv(['validate'], env);
+      expect(r, name).toMatchObject({ code: 0, stderr: '' });
+    }
+  });
+
+  it('ships every file the shipped configs reference, and the packages those files import', () => {
+    const copies = copiedFromContext();
+    const ignored = readFileSync(`${ROOT}.dockerignore`, 'utf8').split('\n').map((l) => l.trim()).filter(Boolean);
+    const dependencies = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')).dependencies; // the image prunes the rest
+    const referenced: string[] = [];
+    for (const file of yamlFiles('config')) {
+      const inImage = copies.find((c) => c.context === 'config')!.image + file.slice('config'.length);
+      const plugins: string[] = parse(readFileSync(`${ROOT}${file}`, 'utf8'))?.contentNegotiation?.plugins ?? [];
+      for (const plugin of plugins) {
+        const source = contextPathOf(posix.resolve(posix.dirname(inImage), plugin), copies);
+        expect(source, `${file}: ${plugin} is not in the image`).toBeDefined();
+        expect(existsSync(`${ROOT}${source}`), `${file}: ${plugin}`).toBe(true);
+        expect(ignored, `${file}: ${plugin} is in .dockerignore`).not.toContain(source!.split('/')[0]);
+        for (const [, spec] of readFileSync(`${ROOT}${source}`, 'utf8').matchAll(/\bfrom\s+['"]([^./'"][^'"]*)['"]/g)) {
+          if (spec.startsWith('node:')) continue;
+          const name = spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/');
+          expect(dependencies, `${source} imports ${name}`).toHaveProperty([name]);
+        }
+        referenced.push(source!);
+      }
+    }
+    expect(referenced).toContain('examples/plugins/redact.mjs');
+  });
+
+  it('serves with the documented docker run, and refuses to without its opt-out', async () => {
+    const { build, run } = documented();
+    const tag = /-t (\S+)/.exec(build)![1];
+    expect(build).toBe(`docker build -t ${tag} .`);
+    expect(run.split(/\s+/).at(-1)).toBe(tag);
+    const env = imageEnv();
+    // Unauthenticated only next to a port published on loopback.
+    expect(run).toContain(`-p 127.0.0.1:8080:${env.MCP_PROXY_PORT}`);
+    const flags = Object.fromEntries([...run.matchAll(/\s-e\s+([A-Z_]+)=(\S*)/g)].map((m) => [m[1], m[2]]));
+    expect(flags).toEqual({ MCP_PROXY_ALLOW_UNAUTHENTICATED: '1' });
+    const [, ...entryArgs] = execForm(/^ENTRYPOINT (\[.*\])$/m);
+    const [, ...cliArgs] = entryArgs; // dist/main.js: PROXY_MAIN here
+
+    // What the container would check at start, with its own 0.0.0.0: refused without the opt-out.
+    expect(env.MCP_PROXY_HOST).toBe('0.0.0.0');
+    const bare = await inContainerEnv([...cliArgs, 'validate'], env);
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toContain('listen.host (from the command line or environment): 0.0.0.0 is reachable from other machines, and no authentication is configured');
+    expect(await inContainerEnv([...cliArgs, 'validate'], { ...env, ...flags })).toMatchObject({ code: 0, stdout: '(defaults): OK (7 content-negotiation rules)\n' });
+
+    // And it serves: the demo server behind it (here on loopback, any port).
+    const proxy = await startProxy(cliArgs, { ...env, ...flags, MCP_PROXY_HOST: '127.0.0.1', MCP_PROXY_PORT: '0' });
+    const client = new Client({ name: 'docker-run-test', version: '1' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
+    expect((await client.listTools()).tools.map((t) => t.name)).toContain('get_weather');
+    await client.close();
   });
 });

@@ -38,7 +38,7 @@ export function createAuthenticator(config: AuthConfig): Authenticator {
   const statics = config.tokens.map((t) => ({ name: t.name, hash: Buffer.from(t.sha256.toLowerCase(), 'hex') }));
   const jwt = config.jwt;
   const jwks = jwt ? createRemoteJWKSet(new URL(jwt.jwksUrl), { timeoutDuration: 5000, cooldownDuration: 30_000 }) : undefined;
-  const enabled = statics.length > 0 || jwt !== undefined;
+  const enabled = authConfigured(config);
   const apiKeyHeader = config.apiKeyHeader.toLowerCase();
   const verifyOptions = jwt && { issuer: jwt.issuer, audience: jwt.audience, clockTolerance: 30, algorithms: jwt.algorithms, requiredClaims: jwt.requireExpiry ? ['exp'] : [] };
 
@@ -100,16 +100,22 @@ export function resourceMetadata(config: AuthConfig, resource: string): Record<s
   };
 }
 
+/** Whether the config asks clients to authenticate at all (static tokens or JWTs). */
+export function authConfigured(config: AuthConfig): boolean {
+  return config.tokens.length > 0 || config.jwt !== undefined;
+}
+
 /**
  * Refuses an unauthenticated HTTP endpoint on a non-loopback address unless the operator said
- * so: anyone who reaches the port would use the upstream with the proxy's credentials.
+ * so: anyone who reaches the port would use the upstream with the proxy's credentials. The
+ * problem with listen.host, and what to do, or undefined when there is none.
  */
-export function exposureProblem(config: Config, enabled: boolean): string | undefined {
+export function exposureProblem(config: Config): string | undefined {
   const { transport, host } = config.listen;
-  if (transport !== 'http' || enabled || config.auth.allowUnauthenticated) return undefined;
+  if (transport !== 'http' || authConfigured(config.auth) || config.auth.allowUnauthenticated) return undefined;
   const name = host.startsWith('[') ? host : host.includes(':') ? `[${host}]` : host;
   if (isLoopbackHost(name)) return undefined;
-  return `listen.host is ${host}, reachable from other machines, and no authentication is configured: anyone who reaches the port would use the upstream. Configure auth.tokens or auth.jwt, or pass --allow-unauthenticated (MCP_PROXY_ALLOW_UNAUTHENTICATED=1) if something in front of the proxy authenticates.`;
+  return `${host} is reachable from other machines, and no authentication is configured: anyone who reaches the port would use the upstream. Configure auth.tokens or auth.jwt, pass --allow-unauthenticated (MCP_PROXY_ALLOW_UNAUTHENTICATED=1) if something in front of the proxy authenticates, or listen on loopback only (--host 127.0.0.1).`;
 }
 
 function credentialOf(headers: Record<string, string | string[] | undefined>, apiKeyHeader: string): string | undefined {

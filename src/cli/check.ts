@@ -1,0 +1,69 @@
+/**
+ * The one check of a config before it is used: `validate` reports what it finds, serving and a
+ * reload refuse exactly that. Every problem in one pass: the schema; plugins and rules (checked
+ * even when the rest of the file is invalid); then what only a start would show: an upstream
+ * command that cannot be split, and a non-loopback bind without authentication.
+ */
+import { exposureProblem } from '../fronts/http/auth.js';
+import { ConfigError, RuleError } from '../jsonrpc/errors.js';
+import { isObject } from '../jsonrpc/message.js';
+import type { CompiledRule } from '../rules/compile.js';
+import { loadConfig, locateProblems } from '../config/load.js';
+import { loadRules } from '../config/rules.js';
+import { negotiationSchema, type Config } from '../config/schema.js';
+import { resolveUpstream } from '../config/upstream.js';
+
+export interface CheckedConfig {
+  config: Config;
+  rules: CompiledRule[];
+}
+
+/** The config and its compiled rules; throws a ConfigError with every problem when there is any. */
+export async function checkConfig(file: string | undefined, overrides: Record<string, unknown>): Promise<CheckedConfig> {
+  const problems: string[] = [];
+  let config: Config | undefined;
+  let negotiation: Config['contentNegotiation'] | undefined;
+  try {
+    config = loadConfig({ file, overrides });
+    negotiation = config.contentNegotiation;
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    problems.push(...err.problems);
+    // The rest of the file is invalid: its rules and plugins are still checked when their section is.
+    negotiation = negotiationSchema.safeParse(err.raw?.contentNegotiation ?? {}).data;
+  }
+  let rules: CompiledRule[] = [];
+  if (negotiation) {
+    try {
+      rules = await loadRules(negotiation, file);
+    } catch (err) {
+      if (!(err instanceof RuleError)) throw err;
+      problems.push(...err.problems);
+    }
+  }
+  if (config) problems.push(...startProblems(config, file, overrides));
+  if (problems.length) throw new ConfigError(problems);
+  return { config: config!, rules };
+}
+
+/** What serving would refuse of a valid config, each located where its value came from. */
+function startProblems(config: Config, file: string | undefined, overrides: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  try {
+    resolveUpstream(config.upstream, 'demo');
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    problems.push(...err.problems.map((p) => locate(p, ['upstream', 'command'], file, overrides)));
+  }
+  const exposed = exposureProblem(config);
+  if (exposed) problems.push(locate(`listen.host: ${exposed}`, ['listen', 'host'], file, overrides));
+  return problems;
+}
+
+/** `file:line:col: key: …` for a value from the file; for one from a flag or variable, says so instead. */
+function locate(problem: string, path: string[], file: string | undefined, overrides: Record<string, unknown>): string {
+  let value: unknown = overrides;
+  for (const key of path) value = isObject(value) ? value[key] : undefined;
+  if (value !== undefined) return problem.replace(`${path.join('.')}:`, `${path.join('.')} (from the command line or environment):`);
+  return file ? locateProblems(file, [problem])[0] : problem;
+}
