@@ -30,8 +30,11 @@ async function main(): Promise<number> {
     return print(await explain(rules, request.explain!));
   }
   // `validate` reports every problem of the config (schema, plugins, rules, what a start would refuse); serving refuses exactly those.
-  const { config, rules } = await checkConfig(request.configFile, request.overrides);
-  if (request.command === 'validate') return print(`${request.configFile ?? '(defaults)'}: OK (${rules.length} content-negotiation rules)`);
+  const { config, rules, warnings } = await checkConfig(request.configFile, request.overrides);
+  if (request.command === 'validate') {
+    for (const warning of warnings) process.stderr.write(`mcp-negotiate-proxy: warning: ${warning}\n`);
+    return print(`${request.configFile ?? '(defaults)'}: OK (${rules.length} content-negotiation rules${warnings.length ? `, ${warnings.length} warning(s)` : ''})`);
+  }
 
   const log = pino(
     {
@@ -45,6 +48,7 @@ async function main(): Promise<number> {
   process.on('unhandledRejection', (err) => log.error({ err: (err as Error)?.stack ?? String(err) }, 'internal error: a failure nobody handled; the proxy goes on'));
   const gateway = createGateway(config, { log, rules, failFast: request.failFast ? { timeoutMs: request.failFastTimeoutMs } : undefined });
   process.on('exit', () => gateway.killChildrenNow());
+  for (const warning of warnings) log.warn(warning);
 
   let stopping = false;
   const stop = (signal: string) => {

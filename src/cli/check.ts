@@ -8,6 +8,7 @@ import { exposureProblem } from '../fronts/http/auth.js';
 import { ConfigError, RuleError } from '../jsonrpc/errors.js';
 import { isObject } from '../jsonrpc/message.js';
 import type { CompiledRule } from '../rules/compile.js';
+import { ruleTagWarnings } from '../rules/tags.js';
 import { loadConfig, locateProblems } from '../config/load.js';
 import { loadRules } from '../config/rules.js';
 import { negotiationSchema, type Config } from '../config/schema.js';
@@ -16,6 +17,8 @@ import { resolveUpstream } from '../config/upstream.js';
 export interface CheckedConfig {
   config: Config;
   rules: CompiledRule[];
+  /** What is allowed but likely a mistake (a rule waiting for a tag no client sends), located. */
+  warnings: string[];
 }
 
 /** The config and its compiled rules; throws a ConfigError with every problem when there is any. */
@@ -43,7 +46,8 @@ export async function checkConfig(file: string | undefined, overrides: Record<st
   }
   if (config) problems.push(...startProblems(config, file, overrides));
   if (problems.length) throw new ConfigError(problems);
-  return { config: config!, rules };
+  const warnings = ruleTagWarnings(config!.contentNegotiation.rules);
+  return { config: config!, rules, warnings: file ? locateProblems(file, warnings) : warnings };
 }
 
 /** What serving would refuse of a valid config, each located where its value came from. */

@@ -57,6 +57,21 @@ describe('validate and serving check a config the same way', () => {
   });
 });
 
+describe('warnings', () => {
+  afterAll(stopAll);
+
+  it('validate and serving warn about a rule waiting for a tag no client is known to send, and go on', async () => {
+    const typo = join(dir, 'typo.yaml');
+    writeFileSync(typo, 'contentNegotiation:\n  rules:\n    - when: { features: [agent, format=yml] }\n      apply: [{ markdown: {} }]\n');
+    const validate = await run(['validate', '--config', typo]);
+    expect(validate).toMatchObject({ code: 0, stdout: `${typo}: OK (9 content-negotiation rules, 1 warning(s))\n` });
+    expect(validate.stderr).toBe(`mcp-negotiate-proxy: warning: ${typo}:3:33: contentNegotiation.rules[0].when.features[1]: "yml" is not a registered value of format (json, text, markdown); no client is known to send it\n`);
+    const proxy = await startProxy(['--config', typo, '--port', '0']);
+    expect(proxy.stderr()).toContain('no client is known to send it');
+    expect(await proxy.stop()).toBe(0);
+  });
+});
+
 describe('the shipped examples', () => {
   afterAll(stopAll);
   const examples = readdirSync(`${ROOT}config/examples`).filter((f) => f.endsWith('.yaml'));
