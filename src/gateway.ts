@@ -8,13 +8,14 @@ import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { diffConfig } from './config/reload.js';
-import { clientSessions, type Config } from './config/schema.js';
+import type { Config } from './config/schema.js';
 import { describeUpstream, resolveUpstream } from './config/upstream.js';
 import { builtinChain, type FilterChain, type FiltersSnapshot } from './core/filters.js';
 import { LegacyRelays } from './core/legacy-relays.js';
 import type { Filter } from './extensions/contract.js';
 import { VariantCatalog } from './extensions/server-variants/scope.js';
 import { createAuthenticator, exposureProblem } from './fronts/http/auth.js';
+import { describeLimits, perClientLimits } from './fronts/http/limit-defaults.js';
 import { ClientLimits } from './fronts/http/limits.js';
 import { startHttpFront, type HttpFront } from './fronts/http/server.js';
 import { LegacySessions } from './fronts/legacy/http.js';
@@ -223,7 +224,10 @@ class ProxyGateway implements Gateway {
 
   private async startHttp(): Promise<{ url: string }> {
     const { config, log } = this;
-    const limits = new ClientLimits({ sessions: clientSessions(config), inFlight: config.listen.perClient.inFlight });
+    const perClient = perClientLimits(config, this.authenticator.enabled);
+    const described = describeLimits(perClient);
+    log.info({ perClient: described.values, oneLocalUser: perClient.oneLocalUser }, described.message);
+    const limits = new ClientLimits(perClient);
     const slowReaders = { ...config.listen.slowReaders, log };
     this.legacySessions = new LegacySessions({
       maxSessions: config.listen.maxSessions,

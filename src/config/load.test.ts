@@ -26,7 +26,8 @@ describe('loadConfig', () => {
   it('gives the documented defaults with no file', () => {
     const config = loadConfig({});
     expect(config.listen).toMatchObject({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4194304, responseMode: 'auto', maxSessions: 1000 });
-    expect(config.listen.perClient).toEqual({ requestsPerSecond: 100, inFlight: 64 });
+    // Unset: what applies depends on the bind and authentication (src/fronts/http/limit-defaults.ts).
+    expect(config.listen.perClient).toEqual({});
     // Sessions per client: half the isolated stdio processes (the built-in demo runs over stdio), 32 for an HTTP upstream.
     expect(clientSessions(config)).toBe(8);
     expect(clientSessions(loadConfig({ overrides: { upstream: { url: 'http://127.0.0.1:1/mcp' } } }))).toBe(32);
