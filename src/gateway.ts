@@ -242,6 +242,8 @@ class ProxyGateway implements Gateway {
             return this.relays.resume(sink, sessionLog, who, { id: upstream.id, protocolVersion: upstream.protocolVersion }, snapshot);
           }
         : undefined,
+      upstreamFull: () => this.relays.full(),
+      counters: this.metrics.counters,
       tokens: new SessionTokens(this.sealer, this.replicaId),
       limits,
       slowReaders,

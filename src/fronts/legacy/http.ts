@@ -3,7 +3,9 @@
  * session token minted with the answer), POSTs relay a session's messages, GET holds its stream,
  * DELETE ends it. A session another replica (or this one, before a restart) started is resumed
  * from its token. Sessions end when idle, past their maximum age, or at shutdown; one that may go
- * on at another replica keeps its upstream session.
+ * on at another replica keeps its upstream session. When a new session finds no room
+ * (listen.maxSessions, or every upstream process taken), the least recently used idle one ends
+ * to make room (./idle.ts); only when every session is busy is the new one refused.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
@@ -13,10 +15,12 @@ import { ProxyError } from '../../jsonrpc/errors.js';
 import { isRequest, type JsonRpcId } from '../../jsonrpc/message.js';
 import { LEGACY_VERSIONS } from '../../mcp/eras.js';
 import { noteExchange } from '../../ops/access-log.js';
+import type { Metrics } from '../../ops/metrics.js';
 import { sendError } from '../http/errors.js';
 import { limitKey, type ClientLimits } from '../http/limits.js';
 import { PostReply, SseStream, STREAM_AFTER_MS, takeOver, type SlowReaderLimits } from '../http/replies.js';
 import type { LegacyEndpoint, Post } from '../http/server.js';
+import { evictionCandidate } from './idle.js';
 import { HttpSession } from './session.js';
 import type { SessionClaims, SessionTokens } from './session-tokens.js';
 
@@ -32,6 +36,10 @@ export interface LegacySessionsOptions {
    * token; absent when sessions cannot move (a stdio upstream, or no shared secret).
    */
   resumeSession?(sink: ClientSink, log: Logger, claims: SessionClaims, who: Requester): RelaySession | undefined;
+  /** Why a new session could not have an upstream now (every stdio process taken), or undefined when it could. */
+  upstreamFull(): ProxyError | undefined;
+  /** Counts evictions for /metrics. */
+  counters: Pick<Metrics['counters'], 'sessionsEvicted'>;
   /** Session ids: sealed tokens naming this replica. */
   tokens: SessionTokens;
   limits: ClientLimits;
@@ -116,10 +124,11 @@ export class LegacySessions implements LegacyEndpoint {
       this.o.log.warn({ client: who.client, limit: this.o.limits.config.sessions }, 'per-client session limit reached; refusing initialize');
       return refused(new ProxyError('RATE_LIMITED', `Too many sessions for this client (limit ${this.o.limits.config.sessions}, listen.perClient.sessions); end one (DELETE) or wait for it to go idle`));
     }
-    if (this.sessionCount >= this.o.maxSessions) {
+    const full = this.makeRoom();
+    if (full) {
       this.o.limits.sessionEnded(who.client);
-      this.o.log.warn({ sessions: this.sessionCount }, 'session limit reached; refusing initialize');
-      return refused(new ProxyError('TOO_MANY_SESSIONS', `Too many sessions (limit ${this.o.maxSessions}); try again later`));
+      this.o.log.warn({ sessions: this.sessionCount, why: full.message }, 'no room for a new session and none idle to end; refusing initialize');
+      return refused(full);
     }
     try {
       const session = this.newSession(who);
@@ -170,8 +179,12 @@ export class LegacySessions implements LegacyEndpoint {
         { replica: claims.replica },
       );
     }
-    if (this.sessionCount >= this.o.maxSessions) return new ProxyError('TOO_MANY_SESSIONS', `Too many sessions (limit ${this.o.maxSessions}); try again later`);
     if (!this.o.limits.openSession(who.client)) return new ProxyError('RATE_LIMITED', `Too many sessions for this client (limit ${this.o.limits.config.sessions})`);
+    const full = this.makeRoom();
+    if (full) {
+      this.o.limits.sessionEnded(who.client);
+      return full;
+    }
     const session = this.newSession(who, id);
     session.issuedAt = claims.issued * 1000;
     const relay = this.o.resumeSession(session, this.o.log.child({ session: session.logId }), claims, who);
@@ -223,6 +236,28 @@ export class LegacySessions implements LegacyEndpoint {
 
   private sessionExpired(): ProxyError {
     return new ProxyError('SESSION_EXPIRED', `Session expired: sessions last at most ${Math.round(this.o.sessionMaxAgeMs / 60_000)} minutes (timeouts.sessionMaxAgeMs); send initialize to start a new one`);
+  }
+
+  /**
+   * Undefined when one more session fits (listen.maxSessions, and an upstream for it), after
+   * ending the least recently used idle session (any principal's: see ./idle.ts) if that was
+   * needed; else why it does not. Callers check the per-client session limit first.
+   */
+  private makeRoom(): ProxyError | undefined {
+    const full = () => (this.sessionCount >= this.o.maxSessions ? new ProxyError('TOO_MANY_SESSIONS', `Too many sessions (limit ${this.o.maxSessions}, listen.maxSessions)`) : this.o.upstreamFull());
+    if (!full()) return undefined;
+    const idle = evictionCandidate(this.sessions.values());
+    if (idle) this.evict(idle);
+    const still = full();
+    if (!still || idle) return still;
+    return new ProxyError(still.code, `${still.message}, and every session is busy (a request in flight or an open stream), so none was ended to make room; try again when one ends`);
+  }
+
+  private evict(session: HttpSession): void {
+    const now = Date.now();
+    this.o.counters.sessionsEvicted++;
+    this.o.log.info({ session: session.logId, ageMs: now - session.issuedAt, idleMs: now - session.lastUsed }, 'no room for a new session: ended the least recently used idle one (its client gets 404 and starts again)');
+    void this.letGo(session, new ProxyError('SESSION_IDLE', 'The session was idle and its place was needed for a new one'));
   }
 
   /** Ends a session here (idle, shutdown). One that may go on at another replica keeps its upstream session. */
