@@ -232,6 +232,7 @@ class ProxyGateway implements Gateway {
     this.legacySessions = new LegacySessions({
       maxSessions: config.listen.maxSessions,
       sessionIdleMs: config.timeouts.sessionIdleMs,
+      sessionIdleNoStreamMs: config.timeouts.sessionIdleNoStreamMs,
       sessionMaxAgeMs: config.timeouts.sessionMaxAgeMs,
       openSession: (sink, sessionLog, who) => this.relays.open(sink, sessionLog, who),
       resumeSession: this.sessionsMove

@@ -33,7 +33,7 @@ describe('loadConfig', () => {
     expect(clientSessions(loadConfig({ overrides: { upstream: { url: 'http://127.0.0.1:1/mcp' } } }))).toBe(32);
     expect(config.listen.connections).toEqual({ headersTimeoutMs: 10000, bodyTimeoutMs: 30000, keepAliveTimeoutMs: 5000, max: 4096, perAddress: 256 });
     expect(config.listen.maxJsonDepth).toBe(64);
-    expect(config.timeouts).toEqual({ requestMs: 60000, initializeMs: 120000, sessionIdleMs: 600000, sessionMaxAgeMs: 86400000, shutdownGraceMs: 2000 });
+    expect(config.timeouts).toEqual({ requestMs: 60000, initializeMs: 120000, sessionIdleMs: 600000, sessionIdleNoStreamMs: 60000, sessionMaxAgeMs: 86400000, shutdownGraceMs: 2000 });
     expect(config.upstream.url ?? config.upstream.command).toBeUndefined();
     expect(config.upstream).toMatchObject({ inheritEnv: false, sessions: 'isolated', maxProcesses: 16 });
     expect(config.auth).toMatchObject({ tokens: [], allowUnauthenticated: false });

@@ -75,7 +75,7 @@ export const listenSchema = z
       .enum(['auto', 'sse', 'json'])
       .default('auto')
       .describe('How POSTs are answered: auto = plain JSON when the answer is immediate and alone, SSE when there is more to stream; sse = always SSE; json = always JSON (progress then goes to the GET stream).'),
-    maxSessions: z.number().int().positive().default(1000).describe('Most concurrent HTTP sessions; initialize beyond it gets 503.'),
+    maxSessions: z.number().int().positive().default(1000).describe('Most concurrent HTTP sessions. An initialize beyond it ends the least recently used idle session (nothing in flight, no open stream) to make room, and gets 503 only when every session is busy.'),
     slowReaders: z
       .object({
         maxUnreadBytes: z.number().int().positive().default(SLOW_READERS.maxUnreadBytes).describe('Bytes of earlier messages a client may leave unread on one response stream (the latest message, of any size, does not count); past it the next message is not sent and the stream is closed.'),

@@ -20,15 +20,12 @@ import { sendError } from '../http/errors.js';
 import { limitKey, type ClientLimits } from '../http/limits.js';
 import { PostReply, SseStream, STREAM_AFTER_MS, takeOver, type SlowReaderLimits } from '../http/replies.js';
 import type { LegacyEndpoint, Post } from '../http/server.js';
-import { evictionCandidate } from './idle.js';
+import { evictionCandidate, idleLimit, reapEvery, type IdleTimeouts } from './idle.js';
 import { HttpSession } from './session.js';
 import type { SessionClaims, SessionTokens } from './session-tokens.js';
 
-export interface LegacySessionsOptions {
+export interface LegacySessionsOptions extends IdleTimeouts {
   maxSessions: number;
-  sessionIdleMs: number;
-  /** Sessions older than this are ended (404). */
-  sessionMaxAgeMs: number;
   /** Starts an upstream session for a new client session of `who`. */
   openSession(sink: ClientSink, log: Logger, who: Requester): RelaySession;
   /**
@@ -59,7 +56,7 @@ export class LegacySessions implements LegacyEndpoint {
     // Every tick: a keep-alive comment on each GET stream (so a vanished client's socket errors
     // out and its stream closes), then sessions past their maximum age (open streams and all)
     // and idle ones are ended.
-    this.reaper = setInterval(() => this.reap(), Math.max(250, Math.min(o.sessionIdleMs / 2, o.sessionMaxAgeMs / 2, 25_000)));
+    this.reaper = setInterval(() => this.reap(), reapEvery(o));
     this.reaper.unref();
   }
 
@@ -266,17 +263,17 @@ export class LegacySessions implements LegacyEndpoint {
   }
 
   private reap(): void {
-    const cutoff = Date.now() - this.o.sessionIdleMs;
+    const now = Date.now();
     for (const session of this.sessions.values()) {
       if (this.expireIfOld(session)) {
         this.o.log.info({ session: session.logId }, 'session reached timeouts.sessionMaxAgeMs; ended');
         continue;
       }
       session.heartbeat();
-      if (session.isQuiet && session.relay.lastActivity < cutoff) {
-        this.o.log.info({ session: session.logId }, 'session idle; ending it here');
-        void this.letGo(session, new ProxyError('SESSION_IDLE', 'The session was idle too long'));
-      }
+      if (!session.isQuiet || now - session.lastUsed <= idleLimit(session, this.o)) continue;
+      const why = session.hasListened ? 'timeouts.sessionIdleMs' : 'timeouts.sessionIdleNoStreamMs: its client never opened a GET stream';
+      this.o.log.info({ session: session.logId, idleMs: now - session.lastUsed }, `session idle (${why}); ending it here`);
+      void this.letGo(session, new ProxyError('SESSION_IDLE', 'The session was idle too long'));
     }
   }
 }
