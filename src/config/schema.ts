@@ -275,7 +275,7 @@ export function configJsonSchema(): Record<string, unknown> {
   };
 }
 
-/** Concurrent legacy sessions per client: configured, or what suits the upstream (see listen.perClient.sessions). */
+/** Concurrent legacy sessions per client: configured, or what suits the upstream where clients are told apart (loopback without authentication: src/fronts/http/limit-defaults.ts). */
 export function clientSessions(config: Config): number {
   const { upstream } = config;
   const configured = config.listen.perClient.sessions;

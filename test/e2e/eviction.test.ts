@@ -11,15 +11,26 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, describe, expect, it } from 'vitest';
+import { hashToken } from '../../src/fronts/http/auth.js';
 import { EVERYTHING_STDIO, callStarted, commandLine, fixtureArgv, logEntries, startProxy, stopAll } from '../helpers/processes.js';
 import { callTool, INIT, metricValue, openGetStream, rawPost, rawSession } from '../helpers/raw.js';
 
 const FAULTY = commandLine(fixtureArgv('faulty-server'));
+const as = (who: string) => ({ authorization: `Bearer ${who}-token-0123456789` });
 
 function config(yaml: string): string {
   const file = join(mkdtempSync(join(tmpdir(), 'proxy-eviction-')), 'proxy.yaml');
   writeFileSync(file, yaml);
   return file;
+}
+
+/** An initialized session of `who`: headers for later requests. */
+async function sessionOf(url: string, who: string): Promise<Record<string, string>> {
+  const init = await rawPost(url, INIT, as(who));
+  expect(init.status).toBe(200);
+  const headers = { ...as(who), 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+  await rawPost(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
+  return headers;
 }
 
 async function sdkClient(url: string): Promise<Client> {
@@ -96,5 +107,20 @@ describe('what eviction never ends', () => {
     expect((await rawPost(proxy.url, callTool(2, 'echo', { text: 'x' }), newer)).status).toBe(404);
     expect(await echoText(proxy.url, older, 3)).toBe('e3');
     expect(await echoText(proxy.url, third, 4)).toBe('e4');
+  });
+
+  it("lets one principal push out others' idle sessions only up to its own per-client share", async () => {
+    const tokens = ['alice', 'bob', 'mallory'].map((who) => `    - { name: ${who}, sha256: ${hashToken(as(who).authorization.slice(7))} }`).join('\n');
+    // Four processes; one principal may hold two sessions (half, the default with authentication).
+    const proxy = await startProxy(['--config', config(`upstream:\n  command: ${JSON.stringify(FAULTY)}\n  maxProcesses: 4\nauth:\n  tokens:\n${tokens}\n`)]);
+    const alice = [await sessionOf(proxy.url, 'alice'), await sessionOf(proxy.url, 'alice')];
+    const bob = [await sessionOf(proxy.url, 'bob'), await sessionOf(proxy.url, 'bob')];
+    const mallory = [await sessionOf(proxy.url, 'mallory'), await sessionOf(proxy.url, 'mallory')];
+    const more = await rawPost(proxy.url, INIT, as('mallory'));
+    expect(more.status).toBe(429);
+    expect(await metricValue(proxy.url, 'mcp_proxy_sessions_evicted_total')).toBe(2);
+    // Alice's were the least recently used; Bob's are left, and stay.
+    for (const headers of alice) expect((await rawPost(proxy.url, callTool(1, 'echo', { text: 'x' }), headers)).status).toBe(404);
+    for (const [i, headers] of [...bob, ...mallory].entries()) expect(await echoText(proxy.url, headers, 10 + i)).toBe(`e${10 + i}`);
   });
 });
