@@ -65,7 +65,7 @@ lines.push(`| 100,000 nested arrays (refused) | ${(deep.length / 1024).toFixed(0
 
 const typical = toolCall(300);
 const parseTypical = cpuPerCall(() => JSON.parse(typical), 1_000_000).us;
-const inFlight = new ClientLimits({ sessions: 32, inFlight: 64 });
+const inFlight = new ClientLimits({ requestsPerSecond: 100, sessions: 32, inFlight: 64 });
 const failures = new FailureCounter(20);
 const caps = { sampling: { context: {} }, elicitation: { form: {} }, roots: { listChanged: true }, extensions: { x: { features: ['agent'] } } };
 const steps: Array<[string, () => unknown]> = [

@@ -8,7 +8,7 @@ import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { diffConfig } from './config/reload.js';
-import { clientSessions, type Config } from './config/schema.js';
+import type { Config } from './config/schema.js';
 import { describeUpstream, resolveUpstream } from './config/upstream.js';
 import { builtinChain, type FilterChain, type FiltersSnapshot } from './core/filters.js';
 import { LegacyRelays } from './core/legacy-relays.js';
@@ -16,6 +16,7 @@ import type { Filter } from './extensions/contract.js';
 import type { OutputSchemas } from './extensions/content-negotiation/filter.js';
 import { VariantCatalog } from './extensions/server-variants/scope.js';
 import { createAuthenticator, exposureProblem } from './fronts/http/auth.js';
+import { describeLimits, perClientLimits } from './fronts/http/limit-defaults.js';
 import { ClientLimits } from './fronts/http/limits.js';
 import { startHttpFront, type HttpFront } from './fronts/http/server.js';
 import { LegacySessions } from './fronts/legacy/http.js';
@@ -238,11 +239,15 @@ class ProxyGateway implements Gateway {
 
   private async startHttp(): Promise<{ url: string }> {
     const { config, log } = this;
-    const limits = new ClientLimits({ sessions: clientSessions(config), inFlight: config.listen.perClient.inFlight });
+    const perClient = perClientLimits(config, this.authenticator.enabled);
+    const described = describeLimits(perClient);
+    log.info({ perClient: described.values, oneLocalUser: perClient.oneLocalUser }, described.message);
+    const limits = new ClientLimits(perClient);
     const slowReaders = { ...config.listen.slowReaders, log };
     this.legacySessions = new LegacySessions({
       maxSessions: config.listen.maxSessions,
       sessionIdleMs: config.timeouts.sessionIdleMs,
+      sessionIdleNoStreamMs: config.timeouts.sessionIdleNoStreamMs,
       sessionMaxAgeMs: config.timeouts.sessionMaxAgeMs,
       openSession: (sink, sessionLog, who) => this.relays.open(sink, sessionLog, who),
       resumeSession: this.sessionsMove
@@ -253,6 +258,8 @@ class ProxyGateway implements Gateway {
             return this.relays.resume(sink, sessionLog, who, { id: upstream.id, protocolVersion: upstream.protocolVersion }, snapshot);
           }
         : undefined,
+      upstreamFull: () => this.relays.full(),
+      counters: this.metrics.counters,
       tokens: new SessionTokens(this.sealer, this.replicaId),
       limits,
       slowReaders,

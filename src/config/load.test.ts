@@ -26,13 +26,14 @@ describe('loadConfig', () => {
   it('gives the documented defaults with no file', () => {
     const config = loadConfig({});
     expect(config.listen).toMatchObject({ transport: 'http', host: '127.0.0.1', port: 8080, path: '/mcp', maxBodyBytes: 4194304, responseMode: 'auto', maxSessions: 1000 });
-    expect(config.listen.perClient).toEqual({ requestsPerSecond: 100, inFlight: 64 });
+    // Unset: what applies depends on the bind and authentication (src/fronts/http/limit-defaults.ts).
+    expect(config.listen.perClient).toEqual({});
     // Sessions per client: half the isolated stdio processes (the built-in demo runs over stdio), 32 for an HTTP upstream.
     expect(clientSessions(config)).toBe(8);
     expect(clientSessions(loadConfig({ overrides: { upstream: { url: 'http://127.0.0.1:1/mcp' } } }))).toBe(32);
     expect(config.listen.connections).toEqual({ headersTimeoutMs: 10000, bodyTimeoutMs: 30000, keepAliveTimeoutMs: 5000, max: 4096, perAddress: 256 });
     expect(config.listen.maxJsonDepth).toBe(64);
-    expect(config.timeouts).toEqual({ requestMs: 60000, initializeMs: 120000, sessionIdleMs: 600000, sessionMaxAgeMs: 86400000, shutdownGraceMs: 2000 });
+    expect(config.timeouts).toEqual({ requestMs: 60000, initializeMs: 120000, sessionIdleMs: 600000, sessionIdleNoStreamMs: 60000, sessionMaxAgeMs: 86400000, shutdownGraceMs: 2000 });
     expect(config.upstream.url ?? config.upstream.command).toBeUndefined();
     expect(config.upstream).toMatchObject({ inheritEnv: false, sessions: 'isolated', maxProcesses: 16 });
     expect(config.auth).toMatchObject({ tokens: [], allowUnauthenticated: false });

@@ -5,9 +5,14 @@
 import proxyAddr from 'proxy-addr';
 import { z } from 'zod';
 
-const CLIENT_LIMITS = { requestsPerSecond: 100, inFlight: 64 };
+/**
+ * Per-client limits when not configured and clients can be told apart (authentication, a
+ * non-loopback bind, a trusted balancer); src/fronts/http/limit-defaults.ts decides.
+ */
+export const CLIENT_LIMITS = { requestsPerSecond: 100, inFlight: 64 };
 /** Per-client sessions when not configured (a stdio upstream with isolated sessions: see clientSessions). */
 export const DEFAULT_CLIENT_SESSIONS = 32;
+const OFF_ON_LOOPBACK = 'off on loopback without authentication (see listen.perClient)';
 
 export const clientLimitsSchema = z
   .object({
@@ -16,12 +21,24 @@ export const clientLimitsSchema = z
       .int()
       .positive()
       .optional()
-      .describe('Concurrent legacy sessions one client may hold; initialize beyond it gets 429. Default: 32, and for a stdio upstream with isolated sessions half of upstream.maxProcesses, so that one client cannot take every process.'),
-    requestsPerSecond: z.number().int().positive().default(CLIENT_LIMITS.requestsPerSecond).describe('Requests to the MCP endpoint one client may send per second; beyond it 429 with Retry-After.'),
-    inFlight: z.number().int().positive().default(CLIENT_LIMITS.inFlight).describe('POSTs one client may have waiting for an answer at once; beyond it 429.'),
+      .describe(`Concurrent legacy sessions one client may hold; initialize beyond it gets 429. Default: 32, and for a stdio upstream with isolated sessions half of upstream.maxProcesses, so that one client cannot take every process; ${OFF_ON_LOOPBACK}.`),
+    requestsPerSecond: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe(`Requests to the MCP endpoint one client may send per second; beyond it 429 with Retry-After. Default: ${CLIENT_LIMITS.requestsPerSecond}; ${OFF_ON_LOOPBACK}.`),
+    inFlight: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe(`POSTs one client may have waiting for an answer at once; beyond it 429. Default: ${CLIENT_LIMITS.inFlight}; ${OFF_ON_LOOPBACK}.`),
   })
   .strict()
-  .describe('Limits per client: the authenticated principal, or the client address without authentication.');
+  .describe(
+    'Limits per client: the authenticated principal, or the client address without authentication. Bound to loopback without authentication (and without listen.trustProxy), every local program is the same client, so a limit left unset is off there (it would only throttle the one local user); the global caps (listen.maxSessions, upstream.maxProcesses, listen.connections) still apply. A value set here always applies.',
+  );
 
 /** Whether proxy-addr takes an entry of listen.trustProxy. */
 function compilesAsTrust(entry: string): boolean {
@@ -58,7 +75,7 @@ export const listenSchema = z
       .enum(['auto', 'sse', 'json'])
       .default('auto')
       .describe('How POSTs are answered: auto = plain JSON when the answer is immediate and alone, SSE when there is more to stream; sse = always SSE; json = always JSON (progress then goes to the GET stream).'),
-    maxSessions: z.number().int().positive().default(1000).describe('Most concurrent HTTP sessions; initialize beyond it gets 503.'),
+    maxSessions: z.number().int().positive().default(1000).describe('Most concurrent HTTP sessions. An initialize beyond it ends the least recently used idle session (nothing in flight, no open stream) to make room, and gets 503 only when every session is busy.'),
     slowReaders: z
       .object({
         maxUnreadBytes: z.number().int().positive().default(SLOW_READERS.maxUnreadBytes).describe('Bytes of earlier messages a client may leave unread on one response stream (the latest message, of any size, does not count); past it the next message is not sent and the stream is closed.'),
@@ -67,7 +84,7 @@ export const listenSchema = z
       .strict()
       .default(SLOW_READERS)
       .describe('Clients that stop reading: their streams are closed (and their calls cancelled upstream) instead of buffering without bound.'),
-    perClient: clientLimitsSchema.default(CLIENT_LIMITS),
+    perClient: clientLimitsSchema.default({}),
     connections: z
       .object({
         headersTimeoutMs: z.number().int().positive().default(CONNECTIONS.headersTimeoutMs).describe('The request line and headers must arrive within this; otherwise 408 and the connection is closed.'),

@@ -37,7 +37,7 @@ export const upstreamSchema = z
       .int()
       .positive()
       .default(16)
-      .describe('Most stdio upstream processes for legacy sessions (one each); initialize beyond it gets 503 with Retry-After. Modern requests use modern.pool.maxSessions more.'),
+      .describe('Most stdio upstream processes for legacy sessions (one each). An initialize beyond it ends the least recently used idle session (nothing in flight, no open stream; its client gets 404 and starts again) to make room, and gets 503 with Retry-After only when every session is busy. Modern requests use modern.pool.maxSessions more.'),
     headers: headerMap.default({}),
   })
   .strict()
@@ -48,7 +48,15 @@ export const timeoutsSchema = z
   .object({
     requestMs: z.number().int().positive().default(60_000).describe('Per-request upstream timeout; progress notifications restart it.'),
     initializeMs: z.number().int().positive().default(120_000).describe('Timeout of initialize, which includes starting a stdio upstream (npx may download first).'),
-    sessionIdleMs: z.number().int().positive().default(10 * 60_000).describe('An HTTP session with no traffic, no pending request and no open GET stream is ended after this.'),
+    sessionIdleMs: z.number().int().positive().default(10 * 60_000).describe('An HTTP session with no traffic, no pending request and no open GET stream is ended after this (one whose client never opened a GET stream: sessionIdleNoStreamMs).'),
+    sessionIdleNoStreamMs: z
+      .number()
+      .int()
+      .positive()
+      .default(60_000)
+      .describe(
+        'An HTTP session whose client never opened a GET stream, with no traffic and no pending request, is ended after this (never later than sessionIdleMs). Such a client listens for nothing between requests; scripts that exit without DELETE leave these behind. A minute covers a client thinking between calls, and frees a left-behind upstream process in about a minute instead of ten.',
+      ),
     sessionMaxAgeMs: z
       .number()
       .int()
@@ -267,7 +275,7 @@ export function configJsonSchema(): Record<string, unknown> {
   };
 }
 
-/** Concurrent legacy sessions per client: configured, or what suits the upstream (see listen.perClient.sessions). */
+/** Concurrent legacy sessions per client: configured, or what suits the upstream where clients are told apart (loopback without authentication: src/fronts/http/limit-defaults.ts). */
 export function clientSessions(config: Config): number {
   const { upstream } = config;
   const configured = config.listen.perClient.sessions;

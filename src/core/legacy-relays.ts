@@ -31,6 +31,8 @@ export interface LegacyRelaysOptions {
 export class LegacyRelays {
   /** Stdio processes held by sessions, capped by upstream.maxProcesses. */
   private processes = 0;
+  /** Processes their sessions let go of that have not exited yet (their slots are free already), capped the same. */
+  private exiting = 0;
 
   constructor(private readonly o: LegacyRelaysOptions) {}
 
@@ -43,6 +45,16 @@ export class LegacyRelays {
   /** Goes on with a session another replica (or this one, before a restart) started: its upstream session and its filters' snapshot. */
   resume(sink: ClientSink, log: Logger, who: Requester, upstream: ResumedSession, snapshot: FiltersSnapshot): RelaySession {
     return this.relay(sink, log, who, this.o.filters().restore(snapshot, log), upstream);
+  }
+
+  /** Why a new session could not have an upstream now (every stdio process allowed is taken), or undefined when it could. */
+  full(): ProxyError | undefined {
+    const { connector, shared, maxProcesses: max } = this.o;
+    if (shared || connector.kind !== 'stdio') return undefined;
+    if (this.processes >= max) return new ProxyError('TOO_MANY_SESSIONS', `All ${max} upstream processes for sessions are in use (upstream.maxProcesses)`);
+    // A process being stopped takes up to 2 × timeouts.shutdownGraceMs; churn must not pile them up.
+    if (this.exiting >= max) return new ProxyError('TOO_MANY_SESSIONS', `${max} upstream processes for sessions are still exiting (upstream.maxProcesses); try again shortly`);
+    return undefined;
   }
 
   private relay(sink: ClientSink, log: Logger, who: Requester, filters: BoundFilters, resume?: ResumedSession): RelaySession {
@@ -62,9 +74,41 @@ export class LegacyRelays {
     const { connector, shared } = this.o;
     if (shared) return shared.connect(events, log, who);
     if (connector.kind !== 'stdio') return connector.connect(events, log, resume);
-    const max = this.o.maxProcesses;
-    if (this.processes >= max) throw new ProxyError('TOO_MANY_SESSIONS', `All ${max} upstream processes for sessions are in use (upstream.maxProcesses); try again when a session ends`);
+    const full = this.full();
+    if (full) throw new ProxyError(full.code, `${full.message}; try again when a session ends`);
+    return this.holdProcess(events, log);
+  }
+
+  /**
+   * A stdio process for one session. Its slot is free as soon as the session lets go of it (an
+   * evicted or deleted session's successor need not wait for the exit); until it has exited it
+   * counts as exiting.
+   */
+  private holdProcess(events: UpstreamEvents, log: Logger): UpstreamConnection {
+    let state: 'held' | 'exiting' | 'gone' = 'held';
     this.processes++;
-    return connector.connect({ ...events, onClose: (err) => (this.processes--, events.onClose(err)) }, log);
+    const connection = this.o.connector.connect(
+      {
+        ...events,
+        onClose: (err) => {
+          if (state === 'held') this.processes--;
+          if (state === 'exiting') this.exiting--;
+          state = 'gone';
+          events.onClose(err);
+        },
+      },
+      log,
+    );
+    return {
+      ...connection,
+      close: () => {
+        if (state === 'held') {
+          state = 'exiting';
+          this.processes--;
+          this.exiting++;
+        }
+        return connection.close();
+      },
+    };
   }
 }

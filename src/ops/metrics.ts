@@ -34,6 +34,8 @@ export function methodLabel(method: string | undefined): string {
 export class Metrics {
   readonly counters = {
     sessionsStarted: 0,
+    /** Idle sessions ended to make room for a new one. */
+    sessionsEvicted: 0,
     requestsRelayed: 0,
     requestTimeouts: 0,
     upstreamClosed: 0,
@@ -59,6 +61,7 @@ export class Metrics {
     const fromCounter = (name: string, help: string, read: () => number) =>
       new Counter({ name, help, registers, collect() { this.reset(); this.inc(read()); } });
     fromCounter('mcp_proxy_sessions_started_total', 'Client sessions started.', () => c.sessionsStarted);
+    fromCounter('mcp_proxy_sessions_evicted_total', 'Idle HTTP sessions ended to make room for a new one (listen.maxSessions or upstream.maxProcesses reached).', () => c.sessionsEvicted);
     fromCounter('mcp_proxy_requests_total', 'Client requests relayed upstream.', () => c.requestsRelayed);
     fromCounter('mcp_proxy_request_timeouts_total', 'Requests answered with a timeout error.', () => c.requestTimeouts);
     fromCounter('mcp_proxy_upstream_closed_total', 'Upstream sessions that ended under a client (exit, crash, expiry).', () => c.upstreamClosed);

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken } from '../../src/fronts/http/auth.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
-import { callTool, INIT, postWithHost, rawPost, rawSession } from '../helpers/raw.js';
+import { callTool, INIT, openGetStream, postWithHost, rawPost, rawSession } from '../helpers/raw.js';
 import { callStarted, cancellations, commandLine, eventually, fixtureArgv, freePort, isAlive, logged, PROXY_MAIN, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
 import { lineSplitter } from '../../src/jsonrpc/lines.js';
 
@@ -187,9 +187,11 @@ describe('an HTTP-front proxy in front of a faulty stdio upstream', () => {
 describe('the session limit', () => {
   afterAll(stopAll);
 
-  it('refuses initialize beyond listen.maxSessions with 503, and admits again once a session ends', async () => {
+  it('refuses initialize beyond listen.maxSessions with 503 when no session is idle, and admits again once a session ends', async () => {
     const proxy = await startProxy(['--config', writeConfig('limit.yaml', `upstream:\n  command: ${JSON.stringify(FAULTY)}\nlisten:\n  maxSessions: 1\n`)]);
     const first = await rawSession(proxy.url);
+    // Its open GET stream keeps the session from being ended to make room.
+    expect((await openGetStream(proxy.url, first)).status).toBe(200);
     const refused = await rawPost(proxy.url, INIT);
     expect(refused.status).toBe(503);
     expect(refused.messages[0].error.message).toContain('limit 1');

@@ -1,7 +1,7 @@
 /**
  * Per-client limits through the proxy, one principal each so they do not disturb one another:
  * concurrent sessions, requests per second, requests in flight (429 with Retry-After), and the
- * cap on stdio upstream processes (503 with Retry-After).
+ * cap on stdio upstream processes when no session is idle (503 with Retry-After).
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken } from '../../src/fronts/http/auth.js';
 import { commandLine, fixtureArgv, startProxy, stopAll, type Running } from '../helpers/processes.js';
-import { callTool, INIT, rawPost, rawSession } from '../helpers/raw.js';
+import { callTool, INIT, openGetStream, rawPost, rawSession } from '../helpers/raw.js';
 
 const FAULTY = commandLine(fixtureArgv('faulty-server'));
 const TOKENS = ['sessions', 'rate', 'inflight', 'other'].map((name) => ({ name, token: `${name}-token-0123456789` }));
@@ -36,7 +36,7 @@ describe('per-client limits', () => {
 
   it('caps concurrent sessions per client, and frees the slot when one ends', async () => {
     const first = await session(proxy.url, 'sessions');
-    await session(proxy.url, 'sessions');
+    const second = await session(proxy.url, 'sessions');
     const third = await rawPost(proxy.url, INIT, as('sessions'));
     expect(third.status).toBe(429);
     expect(third.headers.get('retry-after')).toMatch(/^\d+$/);
@@ -44,13 +44,17 @@ describe('per-client limits', () => {
     // Another client is not affected.
     const theirs = await session(proxy.url, 'other');
     expect((await fetch(proxy.url, { method: 'DELETE', headers: first })).status).toBe(200);
-    await session(proxy.url, 'sessions');
-    // Four processes now run (upstream.maxProcesses: 4): the next session is refused until one ends.
+    const again = await session(proxy.url, 'sessions');
     const theirsToo = await session(proxy.url, 'other');
+    // Four processes now run (upstream.maxProcesses: 4), each held by a session with an open GET
+    // stream (none idle, so none is ended to make room): the next session is refused until one ends.
+    const streams = await Promise.all([second, again, theirs, theirsToo].map((h) => openGetStream(proxy.url, h)));
+    expect(streams.map((s) => s.status)).toEqual([200, 200, 200, 200]);
     const full = await rawPost(proxy.url, INIT, as('inflight'));
     expect(full.status).toBe(503);
     expect(full.headers.get('retry-after')).toMatch(/^\d+$/);
     expect(full.messages[0].error.message).toMatch(/upstream\.maxProcesses/);
+    for (const s of streams) s.close();
     for (const h of [theirs, theirsToo]) expect((await fetch(proxy.url, { method: 'DELETE', headers: h })).status).toBe(200);
   });
 

@@ -135,3 +135,10 @@ export function metricIn(text: string, series: string): number {
 export async function metricValue(url: string, series: string): Promise<number> {
   return metricIn(await (await fetch(new URL('/metrics', url))).text(), series);
 }
+
+/** Opens a session's GET stream (resolves once its headers are in; the body is left unread); `close` is the client going away. */
+export async function openGetStream(url: string, headers: Record<string, string>): Promise<{ status: number; close(): void }> {
+  const abort = new AbortController();
+  const res = await fetch(url, { headers: { ...headers, accept: 'text/event-stream' }, signal: abort.signal });
+  return { status: res.status, close: () => abort.abort() };
+}

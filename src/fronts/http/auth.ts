@@ -9,7 +9,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload } from 'jose';
 import type { Config } from '../../config/schema.js';
-import { isLoopbackHost } from './guards.js';
+import { isLoopbackBind } from './guards.js';
 
 export type AuthConfig = Config['auth'];
 
@@ -113,8 +113,7 @@ export function authConfigured(config: AuthConfig): boolean {
 export function exposureProblem(config: Config): string | undefined {
   const { transport, host } = config.listen;
   if (transport !== 'http' || authConfigured(config.auth) || config.auth.allowUnauthenticated) return undefined;
-  const name = host.startsWith('[') ? host : host.includes(':') ? `[${host}]` : host;
-  if (isLoopbackHost(name)) return undefined;
+  if (isLoopbackBind(host)) return undefined;
   return `${host} is reachable from other machines, and no authentication is configured: anyone who reaches the port would use the upstream. Configure auth.tokens or auth.jwt, pass --allow-unauthenticated (MCP_PROXY_ALLOW_UNAUTHENTICATED=1) if something in front of the proxy authenticates, or listen on loopback only (--host 127.0.0.1).`;
 }
 

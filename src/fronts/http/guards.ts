@@ -50,6 +50,11 @@ export function isLoopbackHost(host: string): boolean {
   return LOOPBACK_NAMES.has(host) || (isIPv4(host) && host.startsWith('127.'));
 }
 
+/** Whether binding `host` (listen.host: a name, an IPv4 or a bare or bracketed IPv6 address) keeps the endpoint on this machine. */
+export function isLoopbackBind(host: string): boolean {
+  return isLoopbackHost(host.startsWith('[') || !host.includes(':') ? host : `[${host}]`);
+}
+
 /** A loopback client address as a socket reports it: 127.x.y.z, ::1, or IPv4 mapped into IPv6. */
 export function isLoopbackAddress(address: string): boolean {
   const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;

@@ -1,7 +1,8 @@
 /**
  * Per-client limits at the HTTP front, so that one client cannot take the machine: concurrent
  * sessions and requests in flight, counted per principal (or per client address when there is
- * no authentication). The request rate is limited by @fastify/rate-limit with the same key.
+ * no authentication; what applies when unset: ./limit-defaults.ts). The request rate is limited
+ * by @fastify/rate-limit with the same key.
  * Both are checked before a POST's body is read, so that bodies trickling in count too.
  */
 import rateLimit from '@fastify/rate-limit';
@@ -13,7 +14,6 @@ import { sendError } from './errors.js';
 export interface RequestLimits {
   /** The MCP endpoint's path (the only one limited). */
   path: string;
-  requestsPerSecond: number;
   limits: ClientLimits;
   /** A request refused by a limit (counted in /metrics, named in the access log). */
   refuse(req: FastifyRequest, reason: 'rate' | 'in_flight'): void;
@@ -45,18 +45,22 @@ export async function registerLimits(app: FastifyInstance, o: RequestLimits): Pr
     });
     done(null, payload);
   });
-  const off = { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false };
-  await app.register(rateLimit, {
-    global: false,
-    hook: 'onRequest', // after authentication (the key is the principal), before the body is read
-    max: o.requestsPerSecond,
-    timeWindow: 1000,
-    keyGenerator: limitKey,
-    addHeadersOnExceeding: off,
-    addHeaders: { ...off, 'retry-after': true },
-    onExceeded: (req) => o.refuse(req, 'rate'),
-    errorResponseBuilder: (_req, ctx) => ({ statusCode: 429, message: `Too many requests: at most ${ctx.max} per second per client; retry after ${ctx.after}` }),
-  });
+  const max = o.limits.config.requestsPerSecond;
+  // Off (loopback without authentication): no limiter at all, rather than one that never refuses.
+  if (Number.isFinite(max)) {
+    const off = { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false };
+    await app.register(rateLimit, {
+      global: false,
+      hook: 'onRequest', // after authentication (the key is the principal), before the body is read
+      max,
+      timeWindow: 1000,
+      keyGenerator: limitKey,
+      addHeadersOnExceeding: off,
+      addHeaders: { ...off, 'retry-after': true },
+      onExceeded: (req) => o.refuse(req, 'rate'),
+      errorResponseBuilder: (_req, ctx) => ({ statusCode: 429, message: `Too many requests: at most ${ctx.max} per second per client; retry after ${ctx.after}` }),
+    });
+  }
   return {
     get count() {
       return count;
@@ -71,7 +75,9 @@ export async function registerLimits(app: FastifyInstance, o: RequestLimits): Pr
 /** Route options that put a route under the per-client request rate. */
 export const RATE_LIMITED_ROUTE = { config: { rateLimit: {} } };
 
+/** The limits per client (Infinity: off); see ./limit-defaults.ts for what applies when unset. */
 export interface ClientLimitsConfig {
+  requestsPerSecond: number;
   sessions: number;
   inFlight: number;
 }

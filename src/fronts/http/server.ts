@@ -59,7 +59,6 @@ export interface HttpListen {
   maxBatchSize: number;
   maxJsonDepth: number;
   responseMode: ReplyMode;
-  perClient: { requestsPerSecond: number };
   connections: ConnectionLimits;
   cors?: { origins: string[]; maxAgeSeconds: number };
   trustProxy: string[] | false;
@@ -113,7 +112,7 @@ export async function startHttpFront(opts: HttpFrontOptions): Promise<HttpFront>
     });
   }
   const authenticate = registerAuthentication(app, { ...opts.auth, path: listen.path, port: listen.port, onBlocked: (req) => refuse(req, 'auth_failures'), log });
-  const inFlight = await registerLimits(app, { path: listen.path, requestsPerSecond: listen.perClient.requestsPerSecond, limits: opts.limits, refuse });
+  const inFlight = await registerLimits(app, { path: listen.path, limits: opts.limits, refuse });
   let draining = false;
   registerProbes(app, {
     metrics,

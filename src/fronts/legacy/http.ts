@@ -3,7 +3,9 @@
  * session token minted with the answer), POSTs relay a session's messages, GET holds its stream,
  * DELETE ends it. A session another replica (or this one, before a restart) started is resumed
  * from its token. Sessions end when idle, past their maximum age, or at shutdown; one that may go
- * on at another replica keeps its upstream session.
+ * on at another replica keeps its upstream session. When a new session finds no room
+ * (listen.maxSessions, or every upstream process taken), the least recently used idle one ends
+ * to make room (./idle.ts); only when every session is busy is the new one refused.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
@@ -13,18 +15,17 @@ import { ProxyError } from '../../jsonrpc/errors.js';
 import { isRequest, type JsonRpcId } from '../../jsonrpc/message.js';
 import { LEGACY_VERSIONS } from '../../mcp/eras.js';
 import { noteExchange } from '../../ops/access-log.js';
+import type { Metrics } from '../../ops/metrics.js';
 import { sendError } from '../http/errors.js';
 import { limitKey, type ClientLimits } from '../http/limits.js';
 import { PostReply, SseStream, STREAM_AFTER_MS, takeOver, type SlowReaderLimits } from '../http/replies.js';
 import type { LegacyEndpoint, Post } from '../http/server.js';
+import { evictionCandidate, idleLimit, reapEvery, type IdleTimeouts } from './idle.js';
 import { HttpSession } from './session.js';
 import type { SessionClaims, SessionTokens } from './session-tokens.js';
 
-export interface LegacySessionsOptions {
+export interface LegacySessionsOptions extends IdleTimeouts {
   maxSessions: number;
-  sessionIdleMs: number;
-  /** Sessions older than this are ended (404). */
-  sessionMaxAgeMs: number;
   /** Starts an upstream session for a new client session of `who`. */
   openSession(sink: ClientSink, log: Logger, who: Requester): RelaySession;
   /**
@@ -32,6 +33,10 @@ export interface LegacySessionsOptions {
    * token; absent when sessions cannot move (a stdio upstream, or no shared secret).
    */
   resumeSession?(sink: ClientSink, log: Logger, claims: SessionClaims, who: Requester): RelaySession | undefined;
+  /** Why a new session could not have an upstream now (every stdio process taken), or undefined when it could. */
+  upstreamFull(): ProxyError | undefined;
+  /** Counts evictions for /metrics. */
+  counters: Pick<Metrics['counters'], 'sessionsEvicted'>;
   /** Session ids: sealed tokens naming this replica. */
   tokens: SessionTokens;
   limits: ClientLimits;
@@ -51,7 +56,7 @@ export class LegacySessions implements LegacyEndpoint {
     // Every tick: a keep-alive comment on each GET stream (so a vanished client's socket errors
     // out and its stream closes), then sessions past their maximum age (open streams and all)
     // and idle ones are ended.
-    this.reaper = setInterval(() => this.reap(), Math.max(250, Math.min(o.sessionIdleMs / 2, o.sessionMaxAgeMs / 2, 25_000)));
+    this.reaper = setInterval(() => this.reap(), reapEvery(o));
     this.reaper.unref();
   }
 
@@ -116,10 +121,11 @@ export class LegacySessions implements LegacyEndpoint {
       this.o.log.warn({ client: who.client, limit: this.o.limits.config.sessions }, 'per-client session limit reached; refusing initialize');
       return refused(new ProxyError('RATE_LIMITED', `Too many sessions for this client (limit ${this.o.limits.config.sessions}, listen.perClient.sessions); end one (DELETE) or wait for it to go idle`));
     }
-    if (this.sessionCount >= this.o.maxSessions) {
+    const full = this.makeRoom();
+    if (full) {
       this.o.limits.sessionEnded(who.client);
-      this.o.log.warn({ sessions: this.sessionCount }, 'session limit reached; refusing initialize');
-      return refused(new ProxyError('TOO_MANY_SESSIONS', `Too many sessions (limit ${this.o.maxSessions}); try again later`));
+      this.o.log.warn({ sessions: this.sessionCount, why: full.message }, 'no room for a new session and none idle to end; refusing initialize');
+      return refused(full);
     }
     try {
       const session = this.newSession(who);
@@ -170,8 +176,12 @@ export class LegacySessions implements LegacyEndpoint {
         { replica: claims.replica },
       );
     }
-    if (this.sessionCount >= this.o.maxSessions) return new ProxyError('TOO_MANY_SESSIONS', `Too many sessions (limit ${this.o.maxSessions}); try again later`);
     if (!this.o.limits.openSession(who.client)) return new ProxyError('RATE_LIMITED', `Too many sessions for this client (limit ${this.o.limits.config.sessions})`);
+    const full = this.makeRoom();
+    if (full) {
+      this.o.limits.sessionEnded(who.client);
+      return full;
+    }
     const session = this.newSession(who, id);
     session.issuedAt = claims.issued * 1000;
     const relay = this.o.resumeSession(session, this.o.log.child({ session: session.logId }), claims, who);
@@ -225,23 +235,45 @@ export class LegacySessions implements LegacyEndpoint {
     return new ProxyError('SESSION_EXPIRED', `Session expired: sessions last at most ${Math.round(this.o.sessionMaxAgeMs / 60_000)} minutes (timeouts.sessionMaxAgeMs); send initialize to start a new one`);
   }
 
+  /**
+   * Undefined when one more session fits (listen.maxSessions, and an upstream for it), after
+   * ending the least recently used idle session (any principal's: see ./idle.ts) if that was
+   * needed; else why it does not. Callers check the per-client session limit first.
+   */
+  private makeRoom(): ProxyError | undefined {
+    const full = () => (this.sessionCount >= this.o.maxSessions ? new ProxyError('TOO_MANY_SESSIONS', `Too many sessions (limit ${this.o.maxSessions}, listen.maxSessions)`) : this.o.upstreamFull());
+    if (!full()) return undefined;
+    const idle = evictionCandidate(this.sessions.values());
+    if (idle) this.evict(idle);
+    const still = full();
+    if (!still || idle) return still;
+    return new ProxyError(still.code, `${still.message}, and every session is busy (a request in flight or an open stream), so none was ended to make room; try again when one ends`);
+  }
+
+  private evict(session: HttpSession): void {
+    const now = Date.now();
+    this.o.counters.sessionsEvicted++;
+    this.o.log.info({ session: session.logId, ageMs: now - session.issuedAt, idleMs: now - session.lastUsed }, 'no room for a new session: ended the least recently used idle one (its client gets 404 and starts again)');
+    void this.letGo(session, new ProxyError('SESSION_IDLE', 'The session was idle and its place was needed for a new one'));
+  }
+
   /** Ends a session here (idle, shutdown). One that may go on at another replica keeps its upstream session. */
   private letGo(session: HttpSession, reason: ProxyError): Promise<void> {
     return this.o.resumeSession ? session.relay.detach(reason) : session.relay.close(reason);
   }
 
   private reap(): void {
-    const cutoff = Date.now() - this.o.sessionIdleMs;
+    const now = Date.now();
     for (const session of this.sessions.values()) {
       if (this.expireIfOld(session)) {
         this.o.log.info({ session: session.logId }, 'session reached timeouts.sessionMaxAgeMs; ended');
         continue;
       }
       session.heartbeat();
-      if (session.isQuiet && session.relay.lastActivity < cutoff) {
-        this.o.log.info({ session: session.logId }, 'session idle; ending it here');
-        void this.letGo(session, new ProxyError('SESSION_IDLE', 'The session was idle too long'));
-      }
+      if (!session.isQuiet || now - session.lastUsed <= idleLimit(session, this.o)) continue;
+      const why = session.hasListened ? 'timeouts.sessionIdleMs' : 'timeouts.sessionIdleNoStreamMs: its client never opened a GET stream';
+      this.o.log.info({ session: session.logId, idleMs: now - session.lastUsed }, `session idle (${why}); ending it here`);
+      void this.letGo(session, new ProxyError('SESSION_IDLE', 'The session was idle too long'));
     }
   }
 }

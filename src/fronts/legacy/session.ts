@@ -30,6 +30,9 @@ export class HttpSession implements ClientSink {
   private sessionId: string | undefined;
   private readonly exchanges = new Map<JsonRpcId, Exchange>();
   private getStream: SseStream | undefined;
+  /** Whether the client ever opened a GET stream, and when its last one closed (ms since the epoch). */
+  private listened = false;
+  private streamClosedAt = 0;
   private backlog: string[] = [];
   private ended = false;
   /** The id of the initialize request that opened the session, until it is answered. */
@@ -59,9 +62,20 @@ export class HttpSession implements ClientSink {
     return this.sessionId !== undefined;
   }
 
-  /** Nothing in flight and no stream open: a candidate for idle reaping. */
+  /** Nothing in flight and no stream open: a candidate for idle reaping, and for eviction. */
   get isQuiet(): boolean {
     return this.exchanges.size === 0 && !this.getStream?.isOpen && this.relay.pendingCount === 0;
+  }
+
+  /** Whether the client ever opened a GET stream (it listens for what the server sends on its own). */
+  get hasListened(): boolean {
+    return this.listened;
+  }
+
+  /** When the session was last used (ms since the epoch): a request, an answer, or its GET stream, open until now. */
+  get lastUsed(): number {
+    if (this.getStream?.isOpen) return Date.now();
+    return Math.max(this.relay.lastActivity, this.streamClosedAt);
   }
 
   /** Is a response stream already waiting for the answer to `id`? */
@@ -97,10 +111,12 @@ export class HttpSession implements ClientSink {
   attachGetStream(stream: SseStream): void {
     this.getStream?.end();
     this.getStream = stream;
+    this.listened = true;
     this.relay.clientListening(true);
     stream.onClose(() => {
       if (this.getStream !== stream) return;
       this.getStream = undefined;
+      this.streamClosedAt = Date.now();
       this.relay.clientListening(false);
     });
     const waiting = this.backlog;
