@@ -172,7 +172,7 @@ describe('Dockerfile and docker-compose.yml, run without Docker', () => {
     const bare = await inContainerEnv([...cliArgs, 'validate'], env);
     expect(bare.code).toBe(2);
     expect(bare.stderr).toContain('listen.host (from the command line or environment): 0.0.0.0 is reachable from other machines, and no authentication is configured');
-    expect(await inContainerEnv([...cliArgs, 'validate'], { ...env, ...flags })).toMatchObject({ code: 0, stdout: '(defaults): OK (7 content-negotiation rules)\n' });
+    expect(await inContainerEnv([...cliArgs, 'validate'], { ...env, ...flags })).toMatchObject({ code: 0, stdout: '(defaults): OK (8 content-negotiation rules)\n' });
 
     // And it serves: the demo server behind it (here on loopback, any port).
     const proxy = await startProxy(cliArgs, { ...env, ...flags, MCP_PROXY_HOST: '127.0.0.1', MCP_PROXY_PORT: '0' });
