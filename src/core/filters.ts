@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { Era } from '../jsonrpc/errors.js';
 import { isObject, type JsonRpcErrorObject, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
 import { CONTENT_NEGOTIATION, contentNegotiationFilter, type ContentNegotiationSetup } from '../extensions/content-negotiation/filter.js';
-import { extensionsOf, type Filter, type FilterContext, type RequestVerdict } from '../extensions/contract.js';
+import { extensionsOf, type Filter, type FilterContext, type RequestVerdict, type UpstreamAsk } from '../extensions/contract.js';
 import { serverVariantsFilter } from '../extensions/server-variants/filter.js';
 import type { VariantCatalog } from '../extensions/server-variants/scope.js';
 import { SERVER_VARIANTS } from '../extensions/server-variants/variants.js';
@@ -59,6 +59,17 @@ export class FilterChain {
     return bound;
   }
 
+  /** A page of the upstream's tools the proxy listed itself: what the filters learn from it. */
+  learnTools(result: McpResult): void {
+    for (const f of this.filters) {
+      try {
+        f.learnTools?.(result);
+      } catch {
+        // Learning is an optimisation: a filter that fails at it shapes as if it had not learnt.
+      }
+    }
+  }
+
   countShaped(): void {
     if (this.counters) this.counters.resultsShaped++;
   }
@@ -68,6 +79,7 @@ export class FilterChain {
 export class BoundFilters {
   private states: unknown[] = [];
   private readonly snapshotted: FiltersSnapshot = { client: {} };
+  private ask?: UpstreamAsk;
 
   constructor(
     private readonly chain: FilterChain,
@@ -88,6 +100,11 @@ export class BoundFilters {
     const implemented = pick(extensionsOf(result), [CONTENT_NEGOTIATION, SERVER_VARIANTS]);
     if (Object.keys(implemented).length) this.snapshotted.upstream = implemented;
     this.chain.filters.forEach((f, i) => f.learnUpstream && this.guarded(f, 'learnUpstream', () => f.learnUpstream!(result, this.states[i])));
+  }
+
+  /** Lets the filters send requests of the proxy's own to the session's upstream (see FilterContext.ask). */
+  bindUpstream(ask: UpstreamAsk): void {
+    this.ask = ask;
   }
 
   /** What rebuilds this session's state elsewhere: small, and only what was read from the wire. */
@@ -198,7 +215,7 @@ export class BoundFilters {
   }
 
   private context(i: number, method: string, name: string | undefined, variant: string | undefined, traceparent?: string, upstreamResult?: McpResult): FilterContext<unknown> {
-    return { era: this.era, method, name, variant, traceparent, upstreamResult, state: this.states[i], log: this.log };
+    return { era: this.era, method, name, variant, traceparent, upstreamResult, ask: this.ask, state: this.states[i], log: this.log };
   }
 }
 

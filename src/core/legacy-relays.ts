@@ -59,7 +59,7 @@ export class LegacyRelays {
 
   private relay(sink: ClientSink, log: Logger, who: Requester, filters: BoundFilters, resume?: ResumedSession): RelaySession {
     const { shared } = this.o;
-    return new RelaySession((events) => this.connect(events, log, who, resume), sink, {
+    const relay = new RelaySession((events) => this.connect(events, log, who, resume), sink, {
       requestTimeoutMs: this.o.requestTimeoutMs,
       initializeTimeoutMs: this.o.initializeTimeoutMs,
       shaper: filters,
@@ -68,6 +68,8 @@ export class LegacyRelays {
       observe: shared ? undefined : this.o.observe,
       log,
     });
+    filters.bindUpstream((method, params) => relay.ask(method, params));
+    return relay;
   }
 
   private connect(events: UpstreamEvents, log: Logger, who: Requester, resume?: ResumedSession): UpstreamConnection {

@@ -4,6 +4,7 @@
  * timeouts, to answer everything when the upstream dies, and to route progress to the request
  * that asked for it. Where a message goes on the client side is the sink's business.
  */
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
 import { errorResponse, isNotification, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
@@ -65,11 +66,22 @@ interface Pending {
   traceparent?: string;
 }
 
+/** A request of the proxy's own on the session (see RelaySession.ask). */
+interface OwnRequest {
+  resolve(result: Record<string, unknown>): void;
+  reject(err: Error): void;
+}
+
 export class RelaySession {
   /** Last time the client sent something or got an answer (ms since epoch); upstream chatter does not count. */
   lastActivity = Date.now();
   /** The client's requests waiting for the upstream, by the client's own ids. */
   private readonly pending = new PendingCalls<Pending>((id, p, ms) => this.timeout(id, p, ms));
+  /** The proxy's own requests, by ids no client picks (a prefix and 122 random bits). */
+  private readonly own = new PendingCalls<OwnRequest>((id, p, ms) => {
+    p.reject(new ProxyError('REQUEST_TIMEOUT', `The upstream did not answer the proxy's own request within ${ms} ms`));
+    this.cancelUpstream(id, `Request timed out after ${ms} ms`);
+  });
   private readonly upstream: UpstreamConnection;
   private ended = false;
 
@@ -81,6 +93,7 @@ export class RelaySession {
     this.upstream = connect({
       onMessage: (frame, relatedId) => this.fromUpstream(frame, relatedId),
       onFailure: (id, err) => {
+        this.own.settle(id)?.reject(err);
         const p = this.pending.settle(id);
         if (!p) return;
         this.observe(p, failureOutcome(err));
@@ -132,6 +145,16 @@ export class RelaySession {
     if (!this.ended) this.upstream.send(frame);
   }
 
+  /** A request of the proxy's own on this session: never shown to the client, answered here (rejects on an error, a timeout or the session's end). */
+  ask(method: string, params: Record<string, unknown>): Promise<Record<string, unknown>> {
+    if (this.ended) return Promise.reject(new ProxyError('UPSTREAM_CLOSED', 'The upstream session has ended'));
+    const id = `mcp-negotiate-proxy-${randomUUID()}`;
+    return new Promise((resolve, reject) => {
+      this.own.add(id, { resolve, reject }, this.opts.requestTimeoutMs);
+      this.upstream.send({ msg: { jsonrpc: '2.0', id, method, params } });
+    });
+  }
+
   /** The client can no longer receive the answer to `id` (its stream closed): cancel upstream. */
   abandon(id: JsonRpcId, reason: string): void {
     const p = this.pending.settle(id);
@@ -165,6 +188,8 @@ export class RelaySession {
     const msg = frame.msg;
     if (isResponse(msg)) {
       const id = msg.id;
+      const own = id === null ? undefined : this.own.settle(id);
+      if (own) return msg.error ? own.reject(new Error(`the upstream answered ${msg.error.code}: ${msg.error.message}`)) : own.resolve(msg.result ?? {});
       const p = id === null ? undefined : this.pending.settle(id);
       if (!p) {
         this.opts.log.debug({ id }, 'dropped an upstream response nobody waits for');
@@ -235,6 +260,7 @@ export class RelaySession {
   private finish(err: ProxyError): void {
     if (this.ended) return;
     this.ended = true;
+    for (const [, own] of this.own.settleAll()) own.reject(err);
     for (const [id, p] of this.pending.settleAll()) {
       this.observe(p, 'closed');
       this.answer(id, err);

@@ -23,9 +23,14 @@ export interface FilterContext<S> {
   traceparent?: string;
   /** For onResult: the result as the upstream sent it (a filter before this one may have replaced it). */
   upstreamResult?: McpResult;
+  /** A request of the proxy's own to the upstream session this request went to (legacy sessions; never seen by the client). */
+  ask?: UpstreamAsk;
   state: S;
   log: Logger;
 }
+
+/** Sends a request of the proxy's own upstream: its result, or a rejection (error, timeout, session gone). */
+export type UpstreamAsk = (method: string, params: Record<string, unknown>) => Promise<McpResult>;
 
 /** A filter's verdict on a request: an error to answer, a rewritten request, and the variant it runs in. */
 export type RequestVerdict = { error: JsonRpcErrorObject } | { request?: JsonRpcRequest; variant?: string } | undefined;
@@ -39,6 +44,8 @@ export interface Filter<S = unknown> {
   learnUpstream?(result: McpResult, state: S): void;
   /** A legacy client's initialize result as the filter has it (the extension advertised), or undefined for unchanged. */
   onInitializeResult?(result: McpResult, state: S, log: Logger): McpResult | undefined;
+  /** A page of the upstream's tools the proxy listed itself (for modern requests, which share what is learnt). */
+  learnTools?(result: McpResult): void;
   /** What it advertises in `server/discover` (entries of `capabilities.extensions`). */
   discover?(state: S): Record<string, unknown> | undefined;
   onRequest?(req: JsonRpcRequest, ctx: FilterContext<S>): RequestVerdict;

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool, modern, rawPost, rawSession } from '../helpers/raw.js';
-import { commandLine, ROOT, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { commandLine, fixtureArgv, ROOT, startProxy, stopAll, type Running } from '../helpers/processes.js';
 
 const EXTENSION = 'io.modelcontextprotocol/content-negotiation';
 const server = (name: string) => `${ROOT}node_modules/@modelcontextprotocol/${name}/dist/index.js`;
@@ -93,6 +93,18 @@ describe('real servers through the default rules', () => {
     }
     const { body, headers } = modern(5, 'tools/call', { name: 'read_graph', arguments: {} }, negotiating(['human', 'format=markdown']));
     expect(((await rawPost(proxy.url, body, headers)).messages[0].result as ToolResult).structuredContent).toEqual(graph);
+  });
+
+  it('learns which tools declare no outputSchema before shaping, when the client never listed them (both eras)', async () => {
+    const proxy = await startProxy(['--upstream', commandLine(fixtureArgv('faulty-server'))]);
+    const human = await rawSession(proxy.url, negotiating(['human', 'format=markdown']));
+    const weather = (await rawPost(proxy.url, callTool(1, 'weather'), human)).messages[0].result as ToolResult;
+    expect(weather.content[0].text).toContain('Bern');
+    expect(weather.structuredContent).toBeUndefined(); // listed by the proxy: the tool declares none, and the markdown showed the data
+    const { body, headers } = modern(2, 'tools/call', { name: 'weather', arguments: {} }, negotiating(['human', 'format=markdown']));
+    expect(((await rawPost(proxy.url, body, headers)).messages[0].result as ToolResult).structuredContent).toBeUndefined();
+    const plain = await rawSession(proxy.url);
+    expect(((await rawPost(proxy.url, callTool(3, 'weather'), plain)).messages[0].result as ToolResult).structuredContent).toEqual({ city: 'Bern', temp_c: 8 });
   });
 
   it('announces only the tags the rules act on: format=yaml is not "in effect"', async () => {

@@ -13,7 +13,7 @@ import type { CompiledRule } from '../../rules/compile.js';
 import { runPipeline, type PipelineLimits, type PipelineOutcome, type StepObserver } from '../../rules/run.js';
 import { actedOn, tagsNotActedOn } from '../../rules/tags.js';
 import type { McpResult } from '../../transformers/contract.js';
-import { extensionsOf, type Filter } from '../contract.js';
+import { extensionsOf, type Filter, type FilterContext, type UpstreamAsk } from '../contract.js';
 import { modalityTags, samplingModalities } from './modalities.js';
 
 export const CONTENT_NEGOTIATION = 'io.modelcontextprotocol/content-negotiation';
@@ -22,6 +22,8 @@ const MAX_SETTINGS_BYTES = 4096;
 const MAX_OUTPUT_SCHEMAS = 10_000;
 /** Tools named in unshaped-result warnings, at most; later ones are counted but not logged. */
 const MAX_NOTICES = 1000;
+/** Pages of the upstream's tools/list the proxy reads itself to learn a session's output schemas, at most. */
+const MAX_TOOL_PAGES = 10;
 
 export interface ContentNegotiationSetup {
   rules: CompiledRule[];
@@ -49,6 +51,8 @@ export interface NegotiatedContent {
   upstreamNative: boolean;
   /** Output schemas by tool name, learnt from tools/list (a legacy session's own; modern requests share one map). */
   outputSchemas: OutputSchemas;
+  /** The proxy's own listing of the session's tools, once started (one per session, whatever it found). */
+  listing?: Promise<void>;
 }
 
 /** Tool name → its declared outputSchema, or null for a listed tool that declares none; unlisted tools are absent (may have one). */
@@ -56,16 +60,7 @@ export type OutputSchemas = Map<string, Record<string, unknown> | null>;
 
 export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter<NegotiatedContent> {
   const sharedSchemas: OutputSchemas = setup.outputSchemas ?? new Map();
-  /** Which tools were already reported as relayed unshaped (logged once each). */
-  const unshapedNotices = new Set<string>();
-  const noteUnshaped = (reason: NonNullable<PipelineOutcome['skipped']>, method: string, name: string | undefined, log: Logger) => {
-    if (setup.counters) setup.counters.resultsUnshaped[reason]++;
-    const key = `${reason} ${method} ${name ?? ''}`;
-    if (unshapedNotices.has(key) || unshapedNotices.size >= MAX_NOTICES) return;
-    unshapedNotices.add(key);
-    const why = reason === 'size' ? `it is larger than contentNegotiation.limits.maxResultBytes (${setup.limits?.maxResultBytes})` : `reshaping it took longer than contentNegotiation.limits.timeBudgetMs (${setup.limits?.timeBudgetMs} ms)`;
-    log.warn({ method, name, reason }, `result relayed unshaped: ${why}; further ones for this tool are only counted`);
-  };
+  const shape = resultShaper(setup);
 
   return {
     name: 'content-negotiation',
@@ -104,6 +99,9 @@ export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter
       }
       return advertise(result, state.features, setup.rules);
     },
+    learnTools(result) {
+      rememberOutputSchemas(result, sharedSchemas);
+    },
     discover(state) {
       return !state.upstreamNative && setup.rules.length > 0 ? { [CONTENT_NEGOTIATION]: {} } : undefined;
     },
@@ -113,19 +111,43 @@ export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter
       // Rules run for a client that negotiates content, and for any request made in a variant.
       const negotiating = state.declared && !state.upstreamNative && !state.features.isEmpty;
       if (!negotiating && ctx.variant === undefined) return undefined;
-      const features = negotiating ? state.features : FeatureSet.EMPTY;
-      const pipelineCtx = { method, name, features, variant: ctx.variant, era: ctx.era, outputSchema: name ? state.outputSchemas.get(name) : undefined, log: ctx.log };
-      const observeStep = setup.observeStep;
-      const observe: StepObserver | undefined = observeStep && ((transformer, seconds, failed) => observeStep(transformer, seconds, failed, ctx.traceparent));
-      return runPipeline(setup.rules, result, pipelineCtx, setup.limits, observe).then((o) => {
-        if (o.applied.length) ctx.log.debug({ method, name, variant: ctx.variant, applied: o.applied }, 'result shaped');
-        if (o.skipped) noteUnshaped(o.skipped, method, name, ctx.log);
-        if (setup.counters) setup.counters.transformFailures += o.failures;
-        const upstream = ctx.upstreamResult ?? result;
-        setup.observeTokens?.(method, name, upstream, o.result ?? (result === upstream ? undefined : result));
-        return o.result;
-      });
+      // Whether a tool declares an outputSchema decides what shaping may drop: a session that never
+      // listed its tools learns them first, once (modern requests: the proxy lists them before any call).
+      if (negotiating && method === 'tools/call' && name !== undefined && ctx.ask && !state.outputSchemas.has(name)) {
+        return (state.listing ??= learnSchemas(ctx.ask, state.outputSchemas, ctx.log)).then(() => shape(result, ctx, negotiating));
+      }
+      return shape(result, ctx, negotiating);
     },
+  };
+}
+
+/** Runs the rules over one result, with the counters, logs and observers around it. */
+function resultShaper(setup: ContentNegotiationSetup): (result: McpResult, ctx: FilterContext<NegotiatedContent>, negotiating: boolean) => Promise<McpResult | undefined> {
+  /** Which tools were already reported as relayed unshaped (logged once each). */
+  const unshapedNotices = new Set<string>();
+  const noteUnshaped = (reason: NonNullable<PipelineOutcome['skipped']>, method: string, name: string | undefined, log: Logger) => {
+    if (setup.counters) setup.counters.resultsUnshaped[reason]++;
+    const key = `${reason} ${method} ${name ?? ''}`;
+    if (unshapedNotices.has(key) || unshapedNotices.size >= MAX_NOTICES) return;
+    unshapedNotices.add(key);
+    const why = reason === 'size' ? `it is larger than contentNegotiation.limits.maxResultBytes (${setup.limits?.maxResultBytes})` : `reshaping it took longer than contentNegotiation.limits.timeBudgetMs (${setup.limits?.timeBudgetMs} ms)`;
+    log.warn({ method, name, reason }, `result relayed unshaped: ${why}; further ones for this tool are only counted`);
+  };
+
+  return (result: McpResult, ctx: FilterContext<NegotiatedContent>, negotiating: boolean): Promise<McpResult | undefined> => {
+    const { state, method, name } = ctx;
+    const features = negotiating ? state.features : FeatureSet.EMPTY;
+    const pipelineCtx = { method, name, features, variant: ctx.variant, era: ctx.era, outputSchema: name ? state.outputSchemas.get(name) : undefined, log: ctx.log };
+    const observeStep = setup.observeStep;
+    const observe: StepObserver | undefined = observeStep && ((transformer, seconds, failed) => observeStep(transformer, seconds, failed, ctx.traceparent));
+    return runPipeline(setup.rules, result, pipelineCtx, setup.limits, observe).then((o) => {
+      if (o.applied.length) ctx.log.debug({ method, name, variant: ctx.variant, applied: o.applied }, 'result shaped');
+      if (o.skipped) noteUnshaped(o.skipped, method, name, ctx.log);
+      if (setup.counters) setup.counters.transformFailures += o.failures;
+      const upstream = ctx.upstreamResult ?? result;
+      setup.observeTokens?.(method, name, upstream, o.result ?? (result === upstream ? undefined : result));
+      return o.result;
+    });
   };
 }
 
@@ -145,6 +167,21 @@ function advertise(result: McpResult, features: FeatureSet, rules: CompiledRule[
   const note = `Content negotiation: ${format ?? 'default format'} in effect for this session (${honoured.join(', ')}).`;
   const instructions = typeof result.instructions === 'string' && result.instructions ? `${result.instructions}\n\n${note}` : note;
   return { ...advertised, instructions };
+}
+
+/** Every page of the upstream's tools/list (at most MAX_TOOL_PAGES) into `schemas`; a failure only means less is known. */
+async function learnSchemas(ask: UpstreamAsk, schemas: OutputSchemas, log: Logger): Promise<void> {
+  let cursor: unknown;
+  try {
+    for (let page = 0; page < MAX_TOOL_PAGES; page++) {
+      const result = await ask('tools/list', cursor === undefined ? {} : { cursor });
+      rememberOutputSchemas(result, schemas);
+      cursor = result.nextCursor;
+      if (typeof cursor !== 'string') return;
+    }
+  } catch (err) {
+    log.debug({ err: (err as Error)?.message }, 'could not list the upstream tools; tools not listed keep their structuredContent');
+  }
 }
 
 function rememberOutputSchemas(result: McpResult, schemas: OutputSchemas): void {

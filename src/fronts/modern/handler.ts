@@ -56,7 +56,7 @@ export class ModernHandler {
 
   constructor(private readonly opts: ModernHandlerOptions) {
     this.rounds = new InputRounds(opts);
-    this.toolHeaders = new ToolHeaders({ pool: opts.pool, requestTimeoutMs: opts.requestTimeoutMs });
+    this.toolHeaders = new ToolHeaders({ pool: opts.pool, requestTimeoutMs: opts.requestTimeoutMs, learnt: (result) => opts.filters().learnTools(result) });
   }
 
   /** New cache hints (a config reload). */

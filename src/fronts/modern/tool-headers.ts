@@ -22,7 +22,8 @@ export class ToolHeaders {
   /** Bumped by every change of the upstream's tools: a listing that started before one is stale. */
   private generation = 0;
 
-  constructor(private readonly o: { pool: UpstreamPool; requestTimeoutMs: number }) {}
+  /** `learnt`: every page of the proxy's own listing, for what else the tools tell (the filters' output schemas). */
+  constructor(private readonly o: { pool: UpstreamPool; requestTimeoutMs: number; learnt?: (result: McpResult) => void }) {}
 
   /** Mcp-Param-* header → argument for a tools/call (undefined for other requests, or a tool that mirrors nothing). */
   async of(req: JsonRpcRequest, ctx: ModernContext): Promise<Map<string, string> | undefined> {
@@ -68,6 +69,7 @@ export class ToolHeaders {
         const result = done.response.result;
         if (!result) break; // no tools to list: nothing is mirrored
         this.learn(result, page === 0);
+        this.o.learnt?.(result);
         cursor = result.nextCursor;
         if (typeof cursor !== 'string') break;
       }
