@@ -12,7 +12,8 @@
  *   it), then run with bash from the repository root, in order, with `set -eo pipefail`:
  *   - `mcp-negotiate-proxy …` runs `node dist/main.js …` (a wrapper on PATH); `npx
  *     mcp-negotiate-proxy …`, `node dist/main.js …` and `npm start -- …` run as written;
- *     `npx -y @modelcontextprotocol/server-everything` finds the local devDependency.
+ *     `npx -y @modelcontextprotocol/server-everything` finds the local devDependency
+ *     (npm_config_offline=true: nothing is downloaded).
  *   - A proxy command that serves (no `validate`, `schema`, `explain`, `hash-token`, `--help`,
  *     `--version`) in a block expected to exit 0 runs on its own, on a free port (`--port N`
  *     becomes `--port 0`, and MCP_PROXY_PORT=0 is set): it must log
@@ -135,7 +136,7 @@ function run(cmd: string, args: string[], o: { cwd?: string; env?: Record<string
   return new Promise((resolveRun, reject) => {
     const proc = spawn(cmd, args, {
       cwd: o.cwd ?? ROOT,
-      env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, npm_config_update_notifier: 'false', ...o.env },
+      env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, npm_config_update_notifier: 'false', npm_config_offline: 'true', ...o.env },
       stdio: ['pipe', 'pipe', 'pipe'],
       detached: true,
     });
@@ -255,10 +256,11 @@ function checkNpm(command: string): void {
 async function checkServe(command: string, env: Record<string, string>): Promise<void> {
   const line = command.replace(/--port[ =]\d+/, '--port 0');
   const args = proxyArgs(simpleCommands(command)[0])!;
-  const direct = /^(\S+=\S+\s+)*(mcp-negotiate-proxy|node dist\/main\.js)\s/.test(`${line} `);
+  const program = programWords(simpleCommands(command)[0]).map(unquote);
+  const direct = program[0] === 'mcp-negotiate-proxy' || (program[0] === 'node' && program[1] === 'dist/main.js');
   const proc = spawn('bash', ['-c', line], {
     cwd: ROOT,
-    env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, npm_config_update_notifier: 'false', MCP_PROXY_PORT: '0', ...env },
+    env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, npm_config_update_notifier: 'false', npm_config_offline: 'true', MCP_PROXY_PORT: '0', ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
     detached: true,
   });
