@@ -164,6 +164,12 @@ describe('Dockerfile and docker-compose.yml, run without Docker', () => {
     expect(run).toContain(`-p 127.0.0.1:8080:${env.MCP_PROXY_PORT}`);
     const flags = Object.fromEntries([...run.matchAll(/\s-e\s+([A-Z_]+)=(\S*)/g)].map((m) => [m[1], m[2]]));
     expect(flags).toEqual({ MCP_PROXY_ALLOW_UNAUTHENTICATED: '1' });
+    // The README and the deployment docs show these very commands.
+    for (const doc of ['README.md', 'docs/deployment.md']) {
+      const lines = readFileSync(`${ROOT}${doc}`, 'utf8').split('\n');
+      expect(lines, doc).toContain(build);
+      expect(lines, doc).toContain(run);
+    }
     const [, ...entryArgs] = execForm(/^ENTRYPOINT (\[.*\])$/m);
     const [, ...cliArgs] = entryArgs; // dist/main.js: PROXY_MAIN here
 
