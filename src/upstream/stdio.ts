@@ -87,7 +87,8 @@ export function createStdioUpstream(
   return {
     send(frame: Frame) {
       if (closed || !child.stdin!.writable) return;
-      const text = encodeForUpstream(frame, events, log);
+      // One line is one message: a client's own bytes may break lines between tokens, so those are serialized anew.
+      const text = encodeForUpstream(frame.raw?.includes('\n') ? { msg: frame.msg } : frame, events, log);
       if (text !== undefined) child.stdin!.write(text + '\n');
     },
     close() {

@@ -1,7 +1,8 @@
 /**
  * Backward compatibility at the byte level: a client that declares nothing gets exactly the
  * bytes the upstream wrote, through the stdio front and through the HTTP front, for every
- * method the built-in demo server offers.
+ * method the built-in demo server offers. A body that breaks lines still reaches a stdio
+ * upstream as one line.
  */
 import { spawn } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -62,5 +63,16 @@ describe('a client that declares nothing gets the upstream bytes unchanged', () 
     const overHttp = [init.text];
     for (const r of REQUESTS) overHttp.push((await rawPost(proxy.url, r, session)).text);
     expect(overHttp).toEqual(direct);
+  });
+
+  it('relays a body whose JSON breaks lines between tokens to a stdio upstream as one line', async () => {
+    const proxy = await startProxy([]);
+    const pretty = (m: unknown) => JSON.stringify(m, null, 2); // valid JSON, many lines
+    const init = await rawPost(proxy.url, pretty(initialize), { accept: 'application/json' });
+    expect(init.messages[0].result.serverInfo).toBeDefined();
+    const session = { accept: 'application/json', 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+    await rawPost(proxy.url, pretty(initialized), session);
+    const call = await rawPost(proxy.url, pretty(REQUESTS[3]), session);
+    expect(call.messages[0].result.content[0].text).toContain('mi');
   });
 });
