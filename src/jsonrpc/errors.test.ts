@@ -26,7 +26,7 @@ describe('errors on the wire, per era', () => {
 
 describe('the README', () => {
   it('lists every error code the proxy produces', () => {
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const readme = readFileSync(new URL('../../docs/error-codes.md', import.meta.url), 'utf8');
     const missing = PROXY_ERROR_CODES.filter((code) => !readme.includes(`| \`${code}\` |`));
     expect(missing).toEqual([]);
   });
