@@ -82,7 +82,7 @@ export const shapingLimitsSchema = z
       .int()
       .positive()
       .default(SHAPING_LIMITS.timeBudgetMs)
-      .describe('Time one result may spend in the transformers; past it the upstream result is relayed unchanged (counted in /metrics, logged once per tool).'),
+      .describe('CPU time one result may spend in the transformers; past it the upstream result is relayed unchanged (counted in /metrics, logged once per tool).'),
   })
   .strict()
   .describe('Limits that keep untrusted upstream output from stalling the proxy.');

@@ -61,7 +61,7 @@ export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx:
       let next: McpResult | undefined;
       try {
         budget?.checkNow();
-        next = await step.fn(current, stepCtx);
+        next = await timed(budget, () => step.fn(current, stepCtx));
       } catch (err) {
         observe?.(step.name, (performance.now() - started) / 1000, !(err instanceof BudgetExceeded));
         if (err instanceof BudgetExceeded) return { result: undefined, applied: [], failures, skipped: 'budget' };
@@ -84,4 +84,14 @@ export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx:
     return { result: kept, applied: kept ? applied : [], failures, verbatim };
   }
   return { result: applied.length ? current : undefined, applied, failures };
+}
+
+/** Runs a step with the budget counting only its synchronous work: at its await other results' steps may run. */
+function timed<T>(budget: Budget | undefined, run: () => T): T {
+  budget?.resume();
+  try {
+    return run();
+  } finally {
+    budget?.pause();
+  }
 }

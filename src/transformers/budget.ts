@@ -2,7 +2,10 @@
  * The time a result may spend being reshaped. Upstream output is untrusted, so every
  * transformer's loops report the work they do (`check(characters)`); past the deadline it
  * throws `BudgetExceeded` and the pipeline relays the upstream's result unchanged. The clock is
- * read once per WORK_PER_CLOCK_READ units of work, so checking costs next to nothing.
+ * the process's CPU time while the result's own transformers run: the budget protects the event
+ * loop from one result's cost, and neither other processes on a busy machine nor other results
+ * shaped at the same time may change what a client gets. It is read once per
+ * WORK_PER_CLOCK_READ units of work, so checking costs next to nothing.
  */
 export class BudgetExceeded extends Error {
   constructor(readonly ms: number) {
@@ -14,14 +17,29 @@ export class BudgetExceeded extends Error {
 const WORK_PER_CLOCK_READ = 16_384;
 
 export class Budget {
-  private readonly deadline: number;
+  /** CPU ms spent in stretches that have ended. */
+  private spent = 0;
+  /** cpuMs() when the running stretch began, or undefined while paused. */
+  private since: number | undefined = cpuMs();
   private work = 0;
 
-  constructor(readonly ms: number) {
-    this.deadline = performance.now() + ms;
+  constructor(readonly ms: number) {}
+
+  /**
+   * Stops counting, e.g. while other results' work runs: results shaped at the same time take
+   * turns at their awaits, and one must not pay for another.
+   */
+  pause(): void {
+    if (this.since === undefined) return;
+    this.spent += cpuMs() - this.since;
+    this.since = undefined;
   }
 
-  /** Counts `work` units done (characters, lines, rows); throws BudgetExceeded once the deadline has passed. */
+  resume(): void {
+    this.since ??= cpuMs();
+  }
+
+  /** Counts `work` units done (characters, lines, rows); throws BudgetExceeded once the budget is spent. */
   check(work = 1): void {
     this.work += work;
     if (this.work >= WORK_PER_CLOCK_READ) {
@@ -32,8 +50,15 @@ export class Budget {
 
   /** Reads the clock now: for the pipeline between steps and for loops over large items. */
   checkNow(): void {
-    if (performance.now() > this.deadline) throw new BudgetExceeded(this.ms);
+    const running = this.since === undefined ? 0 : cpuMs() - this.since;
+    if (this.spent + running > this.ms) throw new BudgetExceeded(this.ms);
   }
+}
+
+/** CPU time this process has used, in ms (user and system, all its threads). */
+function cpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
 }
 
 /**
