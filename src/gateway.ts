@@ -259,6 +259,7 @@ class ProxyGateway implements Gateway {
           }
         : undefined,
       upstreamFull: () => this.relays.full(),
+      evictionHelps: () => this.relays.evictionHelps(),
       counters: this.metrics.counters,
       tokens: new SessionTokens(this.sealer, this.replicaId),
       limits,

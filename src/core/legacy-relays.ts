@@ -57,6 +57,12 @@ export class LegacyRelays {
     return undefined;
   }
 
+  /** Whether ending one idle session would make room: its process joins those still exiting, which are capped too. */
+  evictionHelps(): boolean {
+    const { connector, shared, maxProcesses } = this.o;
+    return shared !== undefined || connector.kind !== 'stdio' || this.exiting + 1 < maxProcesses;
+  }
+
   private relay(sink: ClientSink, log: Logger, who: Requester, filters: BoundFilters, resume?: ResumedSession): RelaySession {
     const { shared } = this.o;
     const relay = new RelaySession((events) => this.connect(events, log, who, resume), sink, {

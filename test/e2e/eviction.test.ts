@@ -109,6 +109,22 @@ describe('what eviction never ends', () => {
     expect(await echoText(proxy.url, third, 4)).toBe('e4');
   });
 
+  it('ends no session for nothing: while the processes it would free cannot even exit yet, a newcomer is refused and every session stays', async () => {
+    const yaml = `upstream:\n  command: ${JSON.stringify(FAULTY)}\n  env: { FAULTY_LINGER: "1" }\n  maxProcesses: 2\ntimeouts:\n  shutdownGraceMs: 5000\n`;
+    const proxy = await startProxy(['--config', config(yaml)]);
+    const [a, b] = [await rawSession(proxy.url), await rawSession(proxy.url)];
+    expect(await echoText(proxy.url, a, 1)).toBe('e1');
+    expect(await echoText(proxy.url, b, 2)).toBe('e2');
+    const c = await rawSession(proxy.url); // a gives way; its process lingers (exiting: 1 of 2)
+    expect((await rawPost(proxy.url, callTool(3, 'echo', { text: 'x' }), a)).status).toBe(404);
+    // Ending b would only add a second exiting process: refused, and b stays.
+    const refused = await rawPost(proxy.url, INIT);
+    expect(refused.status).toBe(503);
+    expect(await echoText(proxy.url, b, 4)).toBe('e4');
+    expect(await echoText(proxy.url, c, 5)).toBe('e5');
+    expect(await metricValue(proxy.url, 'mcp_proxy_sessions_evicted_total')).toBe(1);
+  });
+
   it("lets one principal push out others' idle sessions only up to its own per-client share", async () => {
     const tokens = ['alice', 'bob', 'mallory'].map((who) => `    - { name: ${who}, sha256: ${hashToken(as(who).authorization.slice(7))} }`).join('\n');
     // Four processes; one principal may hold two sessions (half, the default with authentication).

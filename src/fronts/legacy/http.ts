@@ -35,6 +35,8 @@ export interface LegacySessionsOptions extends IdleTimeouts {
   resumeSession?(sink: ClientSink, log: Logger, claims: SessionClaims, who: Requester): RelaySession | undefined;
   /** Why a new session could not have an upstream now (every stdio process taken), or undefined when it could. */
   upstreamFull(): ProxyError | undefined;
+  /** Whether ending an idle session would make room upstream (not when its process could not even exit yet). */
+  evictionHelps(): boolean;
   /** Counts evictions for /metrics. */
   counters: Pick<Metrics['counters'], 'sessionsEvicted'>;
   /** Session ids: sealed tokens naming this replica. */
@@ -242,18 +244,20 @@ export class LegacySessions implements LegacyEndpoint {
    */
   private makeRoom(): ProxyError | undefined {
     const full = () => (this.sessionCount >= this.o.maxSessions ? new ProxyError('TOO_MANY_SESSIONS', `Too many sessions (limit ${this.o.maxSessions}, listen.maxSessions)`) : this.o.upstreamFull());
-    if (!full()) return undefined;
+    const refused = full();
+    // Ending a session that cannot make room would end it for nothing, again at every retry.
+    if (!refused || !this.o.evictionHelps()) return refused;
     const idle = evictionCandidate(this.sessions.values());
-    if (idle) this.evict(idle);
-    const still = full();
-    if (!still || idle) return still;
-    return new ProxyError(still.code, `${still.message}, and every session is busy (a request in flight or an open stream), so none was ended to make room; try again when one ends`);
+    if (!idle) return new ProxyError(refused.code, `${refused.message}, and every session is busy (a request in flight or an open stream), so none was ended to make room; try again when one ends`);
+    this.evict(idle);
+    return full();
   }
 
   private evict(session: HttpSession): void {
     const now = Date.now();
     this.o.counters.sessionsEvicted++;
-    this.o.log.info({ session: session.logId, ageMs: now - session.issuedAt, idleMs: now - session.lastUsed }, 'no room for a new session: ended the least recently used idle one (its client gets 404 and starts again)');
+    // Its client gets 404 and starts again; where sessions move between replicas, it goes on from its token instead.
+    this.o.log.info({ session: session.logId, ageMs: now - session.issuedAt, idleMs: now - session.lastUsed }, 'no room for a new session: ended the least recently used idle one');
     void this.letGo(session, new ProxyError('SESSION_IDLE', 'The session was idle and its place was needed for a new one'));
   }
 
