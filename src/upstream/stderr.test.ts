@@ -46,3 +46,17 @@ describe('StderrRecord', () => {
     expect(record('').summary()).toEqual({});
   });
 });
+
+describe('StderrRecord, what a warning or a long line must not do', () => {
+  it('keeps the crash line after an earlier warning line', () => {
+    const { error } = record(['Warning: missing optional FOO_URL, using the default', ...NODE_THROW.split('\n')].join('\n')).summary();
+    expect(error).toBe('Error: API_KEY is not set (LEGACY_API_KEY=*** is no longer read)');
+  });
+
+  it('masks a secret before it clips a long line, so no part of it shows', () => {
+    const token = `ghp_${'a1B2'.repeat(10)}`;
+    const { error } = record(`Error: ${'x'.repeat(270)} using ${token}`).summary();
+    expect(error).not.toContain('a1B2');
+    expect(error!.length).toBeLessThanOrEqual(301);
+  });
+});
