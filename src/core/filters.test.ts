@@ -1,5 +1,5 @@
 import pino from 'pino';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { serverVariantsSchema } from '../extensions/server-variants/variants.js';
 import { VariantCatalog } from '../extensions/server-variants/scope.js';
@@ -15,7 +15,7 @@ const schemaReporter: Transformer<Record<string, never>> = {
   name: 'report-schema',
   description: 'test',
   options: z.object({}).default({}) as z.ZodType<Record<string, never>>,
-  create: () => (result, ctx) => ({ ...result, seenSchema: ctx.outputSchema ?? null }),
+  create: () => (result, ctx) => ({ ...result, seenSchema: ctx.outputSchema === undefined ? 'unknown' : ctx.outputSchema }),
 };
 const rules = compileRules([ruleSchema.parse({ when: { method: 'tools/call' }, apply: [{ 'report-schema': {} }] })], new Map([['report-schema', schemaReporter as Transformer<any>]]));
 
@@ -29,5 +29,39 @@ describe('the filter chain across a reload', () => {
     await before.shape('tools/list', undefined, { tools: [{ name: 'count', inputSchema: { type: 'object' }, outputSchema: schema }] });
     const after = build().forRequest(NEGOTIATION, {}, log);
     expect(await after.shape('tools/call', 'count', { content: [] })).toMatchObject({ seenSchema: schema });
+  });
+});
+
+describe("learning a legacy session's tools", () => {
+  const schema = { type: 'object', properties: { n: { type: 'number' } } };
+  const session = (ask: (method: string) => Promise<Record<string, unknown>>) => {
+    const bound = builtinChain({ rules, variants: new VariantCatalog(serverVariantsSchema.parse({})) }).forSession(log);
+    bound.onInitialize({ capabilities: NEGOTIATION });
+    bound.bindUpstream(ask);
+    return bound;
+  };
+
+  it('lists once, before the first shaped tool result, and shapes with what it learnt', async () => {
+    const asked: string[] = [];
+    const bound = session(async (method) => (asked.push(method), { tools: [{ name: 'count', inputSchema: {}, outputSchema: schema }, { name: 'plain', inputSchema: {} }] }));
+    expect(await bound.shape('tools/call', 'count', { content: [] })).toMatchObject({ seenSchema: schema });
+    expect(await bound.shape('tools/call', 'plain', { content: [] })).toMatchObject({ seenSchema: null });
+    expect(await bound.shape('tools/call', 'unlisted', { content: [] })).toMatchObject({ seenSchema: 'unknown' });
+    expect(asked).toEqual(['tools/list']);
+  });
+
+  it('holds a result at most 5 s for a listing that hangs, and only once', async () => {
+    vi.useFakeTimers();
+    try {
+      let asked = 0;
+      const bound = session(() => (asked++, new Promise(() => undefined)));
+      const first = bound.shape('tools/call', 'count', { content: [] });
+      await vi.advanceTimersByTimeAsync(5000);
+      expect(await first).toMatchObject({ seenSchema: 'unknown' });
+      expect(await bound.shape('tools/call', 'other', { content: [] })).toMatchObject({ seenSchema: 'unknown' });
+      expect(asked).toBe(1);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -65,7 +65,8 @@ export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx:
       } catch (err) {
         observe?.(step.name, (performance.now() - started) / 1000, !(err instanceof BudgetExceeded));
         if (err instanceof BudgetExceeded) return { result: undefined, applied: [], failures, skipped: 'budget' };
-        if (rule.onError === 'fail') {
+        // Exact contents are relayed whatever a step made of them: a failure never costs the client its file.
+        if (rule.onError === 'fail' && !verbatim) {
           throw new ProxyError('TRANSFORM_FAILED', `Transformer ${label} failed: ${(err as Error)?.message ?? String(err)}`, { step: label });
         }
         failures++;
@@ -86,12 +87,20 @@ export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx:
   return { result: applied.length ? current : undefined, applied, failures };
 }
 
-/** Runs a step with the budget counting only its synchronous work: at its await other results' steps may run. */
-function timed<T>(budget: Budget | undefined, run: () => T): T {
+/**
+ * Runs a step with the budget running: a synchronous step (every built-in) is counted exactly,
+ * since between steps other results' steps may run; an asynchronous one until it settles.
+ */
+function timed<T>(budget: Budget | undefined, run: () => T | Promise<T>): T | Promise<T> {
   budget?.resume();
+  let out: T | Promise<T>;
   try {
-    return run();
-  } finally {
+    out = run();
+  } catch (err) {
     budget?.pause();
+    throw err;
   }
+  if (out instanceof Promise) return out.finally(() => budget?.pause());
+  budget?.pause();
+  return out;
 }

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { Transformer } from '../transformers/contract.js';
 import { builtinTransformers } from '../transformers/index.js';
 import { testContext } from '../transformers/_shared/test-context.js';
 import { compileRules, ruleSchema } from './compile.js';
@@ -45,6 +47,34 @@ describe('exact contents', () => {
     expect(out).toMatchObject({ result: undefined, verbatim: 'rule "rule 1" marks it as exact contents' });
     expect(ruleSchema.safeParse({ verbatim: true, apply: [{ markdown: {} }] }).success).toBe(false);
     expect(ruleSchema.safeParse({ when: {} }).success).toBe(false);
+  });
+});
+
+describe('exact contents and failing or slow steps', () => {
+  const failing: Transformer<Record<string, never>> = { name: 'explode', description: 'test', options: z.object({}).default({}) as z.ZodType<Record<string, never>>, create: () => () => { throw new Error('boom'); } };
+  /** Burns CPU after an await, as a plugin that fetches something first would. */
+  const slow: Transformer<Record<string, never>> = {
+    name: 'slow', description: 'test', options: z.object({}).default({}) as z.ZodType<Record<string, never>>,
+    create: () => async (result, ctx) => {
+      await Promise.resolve();
+      const start = process.cpuUsage();
+      while ((process.cpuUsage(start).user + process.cpuUsage(start).system) / 1000 < 30) ctx.budget?.check(1_000_000);
+      return { ...result, slow: true };
+    },
+  };
+  const transformers = new Map([...builtinTransformers(), ['explode', failing as Transformer<any>], ['slow', slow as Transformer<any>]]);
+
+  it('a step that fails with onError: fail costs the client no file: exact contents pass as they came', async () => {
+    const rules = compileRules([ruleSchema.parse({ apply: [{ explode: {} }], onError: 'fail' }), ...DEFAULT_RULES], transformers);
+    const file = { content: [{ type: 'text', text: MARKDOWN }] };
+    expect(await runPipeline(rules, file, testContext('tools/call', ['format=text'], { name: 'read_text_file' }))).toMatchObject({ result: undefined, verbatim: expect.any(String) });
+    await expect(runPipeline(rules, file, testContext('tools/call', ['format=text'], { name: 'other' }))).rejects.toThrow('boom');
+  });
+
+  it('an asynchronous step is held to the budget after its await too', async () => {
+    const rules = compileRules([ruleSchema.parse({ apply: [{ slow: {} }] })], transformers);
+    const out = await runPipeline(rules, { content: [] }, testContext('tools/call', []), { maxResultBytes: 1_000_000, timeBudgetMs: 10 });
+    expect(out).toMatchObject({ result: undefined, skipped: 'budget' });
   });
 });
 

@@ -10,7 +10,7 @@ import { isObject } from '../../jsonrpc/message.js';
 import { FeatureSet, parseFeatures, parseTag } from '../../mcp/features.js';
 import type { Metrics } from '../../ops/metrics.js';
 import type { CompiledRule } from '../../rules/compile.js';
-import { runPipeline, type PipelineLimits, type PipelineOutcome, type StepObserver } from '../../rules/run.js';
+import { ruleMatches, runPipeline, type PipelineLimits, type PipelineOutcome, type StepObserver } from '../../rules/run.js';
 import { actedOn, tagsNotActedOn } from '../../rules/tags.js';
 import type { McpResult } from '../../transformers/contract.js';
 import { extensionsOf, type Filter, type FilterContext, type UpstreamAsk } from '../contract.js';
@@ -24,6 +24,9 @@ const MAX_OUTPUT_SCHEMAS = 10_000;
 const MAX_NOTICES = 1000;
 /** Pages of the upstream's tools/list the proxy reads itself to learn a session's output schemas, at most. */
 const MAX_TOOL_PAGES = 10;
+/** How long a result waits for that listing: the upstream has answered the call already, and its client is waiting. */
+const LISTING_WAIT_MS = 5000;
+const LISTED = Promise.resolve();
 
 export interface ContentNegotiationSetup {
   rules: CompiledRule[];
@@ -113,8 +116,10 @@ export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter
       if (!negotiating && ctx.variant === undefined) return undefined;
       // Whether a tool declares an outputSchema decides what shaping may drop: a session that never
       // listed its tools learns them first, once (modern requests: the proxy lists them before any call).
-      if (negotiating && method === 'tools/call' && name !== undefined && ctx.ask && !state.outputSchemas.has(name)) {
-        return (state.listing ??= learnSchemas(ctx.ask, state.outputSchemas, ctx.log)).then(() => shape(result, ctx, negotiating));
+      // (Only when a rule would transform the result; waiting at most LISTING_WAIT_MS, once.)
+      if (negotiating && method === 'tools/call' && name !== undefined && ctx.ask && !state.outputSchemas.has(name) && setup.rules.some((r) => r.steps.length > 0 && ruleMatches(r, method, name, state.features, ctx.variant))) {
+        const listing = (state.listing ??= learnSchemas(ctx.ask, state.outputSchemas, ctx.log));
+        return atMost(listing, LISTING_WAIT_MS, () => (state.listing = LISTED)).then(() => shape(result, ctx, negotiating));
       }
       return shape(result, ctx, negotiating);
     },
@@ -167,6 +172,13 @@ function advertise(result: McpResult, features: FeatureSet, rules: CompiledRule[
   const note = `Content negotiation: ${format ?? 'default format'} in effect for this session (${honoured.join(', ')}).`;
   const instructions = typeof result.instructions === 'string' && result.instructions ? `${result.instructions}\n\n${note}` : note;
   return { ...advertised, instructions };
+}
+
+/** `work`, or `ms` later whatever it did (then `onTimeout`): the work goes on, nobody waits for it. */
+function atMost(work: Promise<void>, ms: number, onTimeout: () => void): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => (timer = setTimeout(() => (onTimeout(), resolve()), ms)));
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
 
 /** Every page of the upstream's tools/list (at most MAX_TOOL_PAGES) into `schemas`; a failure only means less is known. */
