@@ -66,8 +66,9 @@ async function main(): Promise<number> {
   // SIGHUP and saving the config file reload it; a config that does not validate changes nothing.
   const reload = async (why: string) => {
     try {
-      const { config: next, rules: nextRules } = await checkConfig(request.configFile, request.overrides);
+      const { config: next, rules: nextRules, warnings: nextWarnings } = await checkConfig(request.configFile, request.overrides);
       const { live, restart } = gateway.reload(next, nextRules);
+      for (const warning of nextWarnings) log.warn(warning);
       log.info({ why, applied: live, rules: nextRules.length }, live.length ? 'config reloaded: new sessions and modern requests use it; open legacy sessions keep what they negotiated' : 'config reloaded: nothing that applies live changed');
       if (restart.length) log.warn({ sections: restart }, 'config changes that take effect only after a restart');
     } catch (err) {

@@ -87,8 +87,9 @@ export function createStdioUpstream(
   return {
     send(frame: Frame) {
       if (closed || !child.stdin!.writable) return;
-      // One line is one message: a client's own bytes may break lines between tokens, so those are serialized anew.
-      const text = encodeForUpstream(frame.raw?.includes('\n') ? { msg: frame.msg } : frame, events, log);
+      // One line is one message: a client's own bytes may break lines between tokens. JSON strings
+      // cannot hold a raw line break, so each is whitespace, and a space keeps every other byte.
+      const text = encodeForUpstream(frame.raw?.includes('\n') ? { msg: frame.msg, raw: frame.raw.replace(/\r?\n/g, ' ') } : frame, events, log);
       if (text !== undefined) child.stdin!.write(text + '\n');
     },
     close() {

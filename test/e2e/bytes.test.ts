@@ -74,5 +74,7 @@ describe('a client that declares nothing gets the upstream bytes unchanged', () 
     await rawPost(proxy.url, pretty(initialized), session);
     const call = await rawPost(proxy.url, pretty(REQUESTS[3]), session);
     expect(call.messages[0].result.content[0].text).toContain('mi');
+    const crlf = await rawPost(proxy.url, '{\r\n"jsonrpc": "2.0",\r\n"id": 9,\r\n"method": "ping"\r\n}', session);
+    expect(crlf.messages[0]).toEqual({ jsonrpc: '2.0', id: 9, result: {} });
   });
 });
