@@ -87,7 +87,6 @@ describe('what eviction never ends', () => {
     // Now every session is busy: the newcomer listens too.
     const newcomerStream = await openGetStream(proxy.url, newcomer);
     const refused = await rawPost(proxy.url, INIT);
-    // (Failed once under full-suite load with 200; the proxy's log says which session made room.)
     expect(refused.status, proxy.stderr().split('\n').slice(-15).join('\n')).toBe(503);
     expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
     expect(refused.messages[0].error.message).toBe(

@@ -137,8 +137,9 @@ export async function metricValue(url: string, series: string): Promise<number> 
 }
 
 /** Opens a session's GET stream (resolves once its headers are in; the body is left unread); `close` is the client going away. */
-export async function openGetStream(url: string, headers: Record<string, string>): Promise<{ status: number; close(): void }> {
+export async function openGetStream(url: string, headers: Record<string, string>): Promise<{ status: number; response: Response; close(): void }> {
   const abort = new AbortController();
   const res = await fetch(url, { headers: { ...headers, accept: 'text/event-stream' }, signal: abort.signal });
-  return { status: res.status, close: () => abort.abort() };
+  // The response is kept: fetch cancels the body of a Response that is garbage-collected unread, which would close the stream.
+  return { status: res.status, response: res, close: () => abort.abort() };
 }
