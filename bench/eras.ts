@@ -11,10 +11,11 @@
  */
 import { Agent, request } from 'undici';
 import { CLK_TCK, commandLine, cpuTimes, LEAN_MAIN, ROOT, startProxy, stopAll } from './lib/procs.js';
+import { smoke } from './lib/settings.js';
 
-const CALLS = Number(process.env.BENCH_ERA_CALLS ?? 4000);
-const ROUNDS = Number(process.env.BENCH_ERA_ROUNDS ?? 8);
-const MRTR_CALLS = Number(process.env.BENCH_MRTR_CALLS ?? 300);
+const CALLS = Number(process.env.BENCH_ERA_CALLS ?? smoke(4000, 20));
+const ROUNDS = Number(process.env.BENCH_ERA_ROUNDS ?? smoke(8, 1));
+const MRTR_CALLS = Number(process.env.BENCH_MRTR_CALLS ?? smoke(300, 5));
 const IN_FLIGHT = 4;
 const V = '2026-07-28';
 const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: IN_FLIGHT * 2 });

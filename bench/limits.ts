@@ -12,6 +12,7 @@ import { ClientLimits, FailureCounter } from '../src/fronts/http/limits.js';
 import { canonicalJson } from '../src/jsonrpc/canonical.js';
 import { nestsDeeperThan, parsePayload } from '../src/jsonrpc/message.js';
 import { upstreamCapabilities } from '../src/upstream/pool.js';
+import { smoke } from './lib/settings.js';
 
 const LIMITS = { maxBatch: 100, maxDepth: 64 };
 
@@ -21,7 +22,7 @@ function cpuPerCall(fn: () => unknown, maxCalls: number): { us: number; calls: n
   const start = process.cpuUsage();
   const wall = Date.now();
   let calls = 0;
-  while (calls < maxCalls && Date.now() - wall < 1500) {
+  while (calls < maxCalls && Date.now() - wall < smoke(1500, 20)) {
     for (let i = 0; i < 100; i++) fn();
     calls += 100;
   }
@@ -49,7 +50,7 @@ const lines = [
   '| client body | size | depth check µs | JSON.parse µs | **check / parse** | parsePayload with limits µs |',
   '|---|---:|---:|---:|---:|---:|',
 ];
-for (const size of [300, 4 * 1024, 64 * 1024, 1024 * 1024]) {
+for (const size of smoke([300, 4 * 1024, 64 * 1024, 1024 * 1024], [300])) {
   const text = toolCall(size);
   const n = maxCallsFor(text);
   const value = JSON.parse(text);

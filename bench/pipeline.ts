@@ -15,8 +15,9 @@ import { serverVariantsSchema } from '../src/extensions/server-variants/variants
 import { DEFAULT_RULES } from '../src/rules/defaults.js';
 import { builtinTransformers } from '../src/transformers/index.js';
 import { compileRules } from '../src/rules/compile.js';
+import { smoke } from './lib/settings.js';
 
-const SIZES = [1024, 64 * 1024, 1024 * 1024];
+const SIZES = smoke([1024, 64 * 1024, 1024 * 1024], [1024]);
 const rules = compileRules(DEFAULT_RULES, builtinTransformers());
 const log = pino({ level: 'silent' });
 
@@ -65,7 +66,7 @@ async function cpuPerCall(fn: () => unknown, maxCalls: number): Promise<{ ms: nu
   const start = process.cpuUsage();
   const wall = Date.now();
   let calls = 0;
-  while (calls < maxCalls && Date.now() - wall < 1500) {
+  while (calls < maxCalls && Date.now() - wall < smoke(1500, 20)) {
     await fn();
     calls++;
   }

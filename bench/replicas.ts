@@ -19,11 +19,12 @@ import { createGateway } from '../src/gateway.js';
 import { Sealer } from '../src/sealing/sealer.js';
 import { SessionTokens } from '../src/fronts/legacy/session-tokens.js';
 import { CLK_TCK, cpuTimesOf, startLeanHttp, startProxy, stopAll } from './lib/procs.js';
+import { smoke } from './lib/settings.js';
 
-const SEAL_N = Number(process.env.BENCH_SEAL_N ?? 100_000);
-const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 400);
-const CALLS = Number(process.env.BENCH_RPS_CALLS ?? 3000);
-const CONCURRENCY = Number(process.env.BENCH_RPS_CONCURRENCY ?? 8);
+const SEAL_N = Number(process.env.BENCH_SEAL_N ?? smoke(100_000, 100));
+const SESSIONS = Number(process.env.BENCH_SESSIONS ?? smoke(400, 5));
+const CALLS = Number(process.env.BENCH_RPS_CALLS ?? smoke(3000, 20));
+const CONCURRENCY = Number(process.env.BENCH_RPS_CONCURRENCY ?? smoke(8, 2));
 const SECRET = { MCP_PROXY_SECRET: 'bench-secret-0123456789abcdef0123456789' };
 const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 64 });
 

@@ -23,13 +23,14 @@ import { builtinTransformers } from '../src/transformers/index.js';
 import { compileRules } from '../src/rules/compile.js';
 import type { PipelineLimits } from '../src/rules/run.js';
 import { ADVERSARIAL, adversarialCosts, best, type Cost } from '../test/safety/adversarial.js';
+import { smoke } from './lib/settings.js';
 
 const log = pino({ level: 'silent' });
 const DEFAULT_LIMITS = configSchema.parse({}).contentNegotiation.limits;
 /** The worst adversarial input per transformer and method at each size. */
 function adversarialTable(): string[] {
   const lines = ['| transformer | method | size | worst input | ms | plain copies |', '|---|---|---:|---|---:|---:|'];
-  for (const size of [64 * 1024, 1024 * 1024]) {
+  for (const size of smoke([64 * 1024, 1024 * 1024], [4 * 1024])) {
     const worst = new Map<string, Cost>();
     for (const c of adversarialCosts(size)) {
       const key = `${c.transformer} | ${c.method}`;
@@ -40,12 +41,13 @@ function adversarialTable(): string[] {
   return lines;
 }
 
+const MB = smoke(1, 1 / 64);
 const MEGABYTE: Record<string, [string[], string]> = {
-  'prose → format=json': [['agent', 'format=json'], '## Stations\n\n' + Array.from({ length: 40_000 }, (_, i) => `Station ${i}: ${(i * 7) % 31}°C`).join('\n')],
-  'JSON → format=markdown': [['human', 'format=markdown'], JSON.stringify(Array.from({ length: 15_000 }, (_, i) => ({ station: `S${i}`, temperature_c: (i * 7) % 31, wind: 'NW', dry: i % 2 === 0 })))],
-  'markdown → format=text': [['format=text'], Array.from({ length: 25_000 }, (_, i) => (i % 10 === 0 ? `## Section ${i}` : `- **Item ${i}**: [linked](http://x.test/${i})`)).join('\n')],
-  'adversarial → format=text': [['format=text'], ADVERSARIAL['code spans'](1_000_000)],
-  'adversarial → format=json': [['agent', 'format=json'], ADVERSARIAL['key-value lines'](1_000_000)],
+  'prose → format=json': [['agent', 'format=json'], '## Stations\n\n' + Array.from({ length: 40_000 * MB }, (_, i) => `Station ${i}: ${(i * 7) % 31}°C`).join('\n')],
+  'JSON → format=markdown': [['human', 'format=markdown'], JSON.stringify(Array.from({ length: 15_000 * MB }, (_, i) => ({ station: `S${i}`, temperature_c: (i * 7) % 31, wind: 'NW', dry: i % 2 === 0 })))],
+  'markdown → format=text': [['format=text'], Array.from({ length: 25_000 * MB }, (_, i) => (i % 10 === 0 ? `## Section ${i}` : `- **Item ${i}**: [linked](http://x.test/${i})`)).join('\n')],
+  'adversarial → format=text': [['format=text'], ADVERSARIAL['code spans'](1_000_000 * MB)],
+  'adversarial → format=json': [['agent', 'format=json'], ADVERSARIAL['key-value lines'](1_000_000 * MB)],
 };
 
 async function blocked(tags: string[], text: string, limits: PipelineLimits | undefined): Promise<{ maxMs: number; outcome: string }> {

@@ -122,9 +122,13 @@ export async function openRoute(plan: RoutePlan): Promise<OpenRoute> {
       }
     }
     for (let i = 0; i < clients; i++) sessions.push(await connect());
-    const seen = pids().upstream.length;
     const expected = route === 'direct-http' || route === 'proxy-c' ? 1 : clients;
-    if (seen !== expected) throw new Error(`${route}: expected ${expected} upstream process(es) for CPU accounting, found ${seen}`);
+    // A proxy's start-up check runs the upstream once more; its process is gone within seconds.
+    const until = Date.now() + 30_000;
+    for (let seen = pids().upstream.length; seen !== expected; seen = pids().upstream.length) {
+      if (Date.now() > until) throw new Error(`${route}: expected ${expected} upstream process(es) for CPU accounting, found ${seen} after 30 s`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     return { route, sessions, pids, close };
   } catch (err) {
     if (proxy) (err as Error).message += `\nproxy stderr tail:\n${proxy.tail()}`;

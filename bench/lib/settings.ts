@@ -2,6 +2,17 @@
  * Benchmark knobs, all from the environment so `npm run bench` needs no arguments. Every loop in
  * the benchmark is bounded by one of these counts and by a time cap.
  */
+/**
+ * BENCH_SMOKE=1: every bench runs with tiny sizes and counts, to check that it runs and reports
+ * (the suite does this), never for its numbers.
+ */
+export const SMOKE = ['1', 'true', 'yes'].includes((process.env.BENCH_SMOKE ?? '').toLowerCase());
+
+/** `full` normally, `tiny` in a smoke run. */
+export function smoke<T>(full: T, tiny: T): T {
+  return SMOKE ? tiny : full;
+}
+
 function int(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -51,17 +62,17 @@ export interface Settings {
 
 export function loadSettings(): Settings {
   return {
-    calls: int('BENCH_CALLS', 6000, 10, 1_000_000),
-    callsEverything: int('BENCH_CALLS_EVERYTHING', 3000, 10, 1_000_000),
-    warmup: int('BENCH_WARMUP', 2500, 0, 100_000),
-    warmupSeconds: int('BENCH_WARMUP_SECONDS', 3, 1, 120),
-    clients: int('BENCH_CLIENTS', 8, 1, 64),
-    concCalls: int('BENCH_CONC_CALLS', 8000, 10, 1_000_000),
-    concCallsEverything: int('BENCH_CONC_CALLS_EVERYTHING', 4000, 10, 1_000_000),
-    rounds: int('BENCH_ROUNDS', 2, 1, 10),
-    runSeconds: int('BENCH_RUN_SECONDS', 10, 1, 600),
+    calls: int('BENCH_CALLS', smoke(6000, 20), 10, 1_000_000),
+    callsEverything: int('BENCH_CALLS_EVERYTHING', smoke(3000, 20), 10, 1_000_000),
+    warmup: int('BENCH_WARMUP', smoke(2500, 0), 0, 100_000),
+    warmupSeconds: int('BENCH_WARMUP_SECONDS', smoke(3, 1), 1, 120),
+    clients: int('BENCH_CLIENTS', smoke(8, 2), 1, 64),
+    concCalls: int('BENCH_CONC_CALLS', smoke(8000, 20), 10, 1_000_000),
+    concCallsEverything: int('BENCH_CONC_CALLS_EVERYTHING', smoke(4000, 20), 10, 1_000_000),
+    rounds: int('BENCH_ROUNDS', smoke(2, 1), 1, 10),
+    runSeconds: int('BENCH_RUN_SECONDS', smoke(10, 5), 1, 600),
     totalSeconds: int('BENCH_TOTAL_SECONDS', 240, 10, 3600),
-    sessions: int('BENCH_SESSIONS', 500, 1, 5000),
+    sessions: int('BENCH_SESSIONS', smoke(500, 5), 1, 5000),
     memUpstream: list('BENCH_MEM_UPSTREAM', ['faulty'], ['faulty', 'everything', 'lean'])[0] as Settings['memUpstream'],
     upstreams: list('BENCH_UPSTREAMS', ['lean', 'everything'], ['lean', 'everything']),
     leanSse: ['1', 'true', 'yes'].includes((process.env.BENCH_LEAN_SSE ?? '').toLowerCase()),
