@@ -17,6 +17,7 @@ import { CLK_TCK, ROOT, cpuModel, killAllNow, machineTicks, stopAll, type Runnin
 import { MIN_TICKS, renderReport, type Comparison } from './lib/report.js';
 import { batch, pool, warmUp, type RunResult } from './lib/measure.js';
 import { openRoute, upstreamDefs, type OpenRoute, type Route, type UpstreamDef } from './lib/scenarios.js';
+import { comparePeers, renderPeers, type PeerRow } from './lib/peers.js';
 
 const settings = loadSettings();
 const started = Date.now();
@@ -130,6 +131,11 @@ async function main(): Promise<number> {
     }
   }
 
+  // The other gateways, in front of the lean server (its cost is the smallest, so theirs shows).
+  let peers: PeerRow[] | undefined;
+  if (Date.now() < deadline) peers = await comparePeers(defs.lean, settings, log);
+  else skipped.push('comparison with other gateways');
+
   let memory: MemoryResult | undefined;
   let memoryError: string | undefined;
   if (Date.now() < deadline) {
@@ -174,11 +180,12 @@ async function main(): Promise<number> {
     skipped,
     clients: settings.clients,
   });
+  const full = peers ? `${report}\n\n${renderPeers(peers, defs.lean)}` : report;
   mkdirSync(`${ROOT}.bench`, { recursive: true });
-  writeFileSync(`${ROOT}.bench/report.md`, report + '\n');
-  process.stdout.write(report + '\n');
+  writeFileSync(`${ROOT}.bench/report.md`, full + '\n');
+  process.stdout.write(full + '\n');
   log(`report written to .bench/report.md`);
-  const failed = [...sequential, ...concurrent].some((c) => c.error && !c.error.startsWith('skipped')) || !!memoryError;
+  const failed = [...sequential, ...concurrent].some((c) => c.error && !c.error.startsWith('skipped')) || !!memoryError || !!peers?.some((r) => r.error);
   return failed ? 1 : 0;
 }
 

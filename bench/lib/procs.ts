@@ -5,6 +5,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { freePort } from '../../test/helpers/processes.js';
+import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -98,6 +99,36 @@ export function startProxy(upstreamArg: string, profileDir?: string, env: NodeJS
 /** argv of the proxy's stdio front (for an SDK StdioClientTransport). */
 export function proxyStdioArgv(upstreamArg: string, profileDir?: string): string[] {
   return [process.execPath, ...profFlags(profileDir), PROXY_MAIN, '--stdio', '--config', BENCH_CONFIG, '--log-level', 'warn', '--upstream', upstreamArg];
+}
+
+/** The gateways the proxy is compared with, each in front of a stdio server, with their default features. */
+export type Peer = 'bare-relay' | 'mcp-proxy' | 'supergateway';
+
+export async function startPeer(peer: Peer, stdioArgv: string[]): Promise<Running> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}/mcp`;
+  switch (peer) {
+    case 'bare-relay':
+      return startAndWait([process.execPath, `${ROOT}bench/bare-relay.mjs`, '--port', String(port), '--', ...stdioArgv], {}, 'stdout', /LISTENING (http:\S+)/, peer);
+    case 'mcp-proxy':
+      return listening(await startAndWait([process.execPath, `${ROOT}node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs`, '--port', String(port), '--host', '127.0.0.1', '--', ...stdioArgv], {}, 'stdout', /starting server on port/, peer, url), port);
+    case 'supergateway':
+      return listening(await startAndWait([process.execPath, `${ROOT}node_modules/supergateway/dist/index.js`, '--stdio', commandLine(stdioArgv), '--outputTransport', 'streamableHttp', '--stateful', '--port', String(port), '--logLevel', 'info'], {}, 'stdout', /Listening on port/, peer, url), port);
+  }
+}
+
+/** Resolves once something accepts connections on the port (at most 20 s). */
+async function listening(r: Running, port: number): Promise<Running> {
+  const until = Date.now() + 20_000;
+  for (;;) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1', () => (socket.end(), resolve(true)));
+      socket.once('error', () => resolve(false));
+    });
+    if (open) return r;
+    if (Date.now() > until) throw new Error(`${r.pid} is not listening on port ${port} after 20 s:\n${r.tail()}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 export function startLeanHttp(sse = false): Promise<Running> {

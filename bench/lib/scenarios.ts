@@ -9,8 +9,8 @@
 import { connectHttp, connectStdio, type BenchSession, type EchoShape } from './clients.js';
 import type { Pids } from './measure.js';
 import {
-  EVERYTHING_MAIN, LEAN_MAIN, childPids, commandLine, proxyStdioArgv, startEverythingHttp, startLeanHttp, startProxy,
-  type Running,
+  EVERYTHING_MAIN, LEAN_MAIN, childPids, commandLine, proxyStdioArgv, startEverythingHttp, startLeanHttp, startPeer, startProxy,
+  type Peer, type Running,
 } from './procs.js';
 
 export interface UpstreamDef {
@@ -47,7 +47,7 @@ export function upstreamDefs(s: { calls: number; callsEverything: number; concCa
   };
 }
 
-export type Route = 'direct-stdio' | 'direct-http' | 'proxy-a' | 'proxy-b' | 'proxy-c';
+export type Route = 'direct-stdio' | 'direct-http' | 'proxy-a' | 'proxy-b' | 'proxy-c' | Peer;
 
 export const ROUTE_LABEL: Record<Route, string> = {
   'direct-stdio': 'SDK stdio client → server',
@@ -55,6 +55,9 @@ export const ROUTE_LABEL: Record<Route, string> = {
   'proxy-a': 'SDK HTTP client → proxy (HTTP front) → server (stdio)',
   'proxy-b': 'SDK stdio client → proxy (stdio front) → server (stdio)',
   'proxy-c': 'SDK HTTP client → proxy (HTTP front) → server (HTTP)',
+  'bare-relay': 'SDK HTTP client → bare node:http relay → server (stdio)',
+  'mcp-proxy': 'SDK HTTP client → mcp-proxy → server (stdio)',
+  supergateway: 'SDK HTTP client → supergateway (stateful) → server (stdio)',
 };
 
 export interface RoutePlan {
@@ -111,6 +114,14 @@ export async function openRoute(plan: RoutePlan): Promise<OpenRoute> {
           const proxies = sessions.map((s) => s.pid!);
           return { proxy: proxies, upstream: proxies.flatMap(childPids) };
         };
+        break;
+      }
+      case 'bare-relay':
+      case 'mcp-proxy':
+      case 'supergateway': {
+        const p = (proxy = await startPeer(route, u.stdioArgv));
+        connect = () => connectHttp(p.url, u.shape);
+        pids = () => ({ proxy: [p.pid], upstream: childPids(p.pid) });
         break;
       }
       case 'proxy-c': {
