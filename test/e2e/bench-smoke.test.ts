@@ -15,7 +15,7 @@ const script: string = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')).s
 const benches = script.split('&&').map((c) => c.trim()).filter((c) => /^node .*bench\/\w+\.ts$/.test(c)).map((c) => c.split(/\s+/).slice(1));
 
 async function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env = { ...process.env, BENCH_SMOKE: '1', PATH: `${process.env.PATH}:/usr/sbin` };
+  const env = { ...process.env, BENCH_SMOKE: '1', BENCH_UPSTREAMS: 'lean', PATH: `${process.env.PATH}:/usr/sbin` };
   try {
     const { stdout, stderr } = await promisify(execFile)(process.execPath, args, { cwd: ROOT, env, timeout: 120_000, maxBuffer: 64 * 1024 * 1024 });
     return { code: 0, stdout, stderr };

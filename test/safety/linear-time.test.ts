@@ -6,7 +6,7 @@
  * in the same run). A backtracking pattern or a rescan per line costs thousands of copies at
  * these sizes (the patterns this replaced cost over a million copies at 4 KB); the line scans
  * cost 5 to 150.
- * Best of three runs each, so a busy machine slows both sides alike.
+ * CPU time, best of several runs each, so other processes on a busy machine do not count.
  */
 import { describe, expect, it } from 'vitest';
 import { adversarialCosts } from './adversarial.js';
