@@ -82,9 +82,10 @@ export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter
       state.declared = true;
       state.features = parsed.features;
       for (const { tag, reason } of parsed.ignored) log.warn({ tag, reason }, 'invalid feature tag ignored');
-      const unused = tagsNotActedOn(setup.rules, parsed.accepted);
-      // A legacy session says it once; modern requests say it on every request, so only in debug.
-      if (unused.length) log[era === 'legacy' ? 'info' : 'debug']({ tags: unused }, 'feature tags no rule acts on: results are not shaped for them');
+      // A legacy session says it once; modern requests would say it on every request, so only in debug (and only then is it worked out).
+      const level = era === 'legacy' ? 'info' : 'debug';
+      const unused = log.isLevelEnabled(level) ? tagsNotActedOn(setup.rules, parsed.accepted) : [];
+      if (unused.length) log[level]({ tags: unused }, 'feature tags no rule acts on: results are not shaped for them');
       log.debug(
         { version: settings.version, requested: settings.features, accepted: parsed.accepted, ignored: parsed.ignored.map((i) => i.tag), features: state.features.toTags(), rules: setup.rules.filter((r) => r.features.every((f) => state.features.satisfies(f))).map((r) => r.label) },
         'content negotiation',
