@@ -349,7 +349,8 @@ async function checkShell(unit: Unit): Promise<void> {
     if (!script.length) return;
     const text = script.join('\n').replace(/(127\.0\.0\.1|localhost):8080\b/g, `127.0.0.1:${port}`);
     script = [];
-    const r = await run('bash', ['-c', `set -eo pipefail\n${CURL}\n${text}`], { env: d.env });
+    // npm and npx start slowly beside the rest of the suite on two cores: a generous bound, still finite
+    const r = await run('bash', ['-c', `set -eo pipefail\n${CURL}\n${text}`], { env: d.env, timeoutMs: 90_000 });
     printed += r.stdout + r.stderr;
     lastCode = r.code ?? 128;
     if (lastCode !== d.exit) throw new Error(`${name(block)}: exit ${r.code ?? r.signal}, expected ${d.exit}:\n${text}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`);
@@ -419,7 +420,7 @@ describe('documentation', () => {
   describe('code blocks', () => {
     UNITS.forEach((unit, index) => {
       const { block } = unit;
-      it.concurrent(name(block), { timeout: 60_000 }, async () => {
+      it.concurrent(name(block), { timeout: 120_000 }, async () => {
         switch (block.lang) {
           case 'yaml':
           case 'yml':
