@@ -21,7 +21,7 @@ const SUPPORTED = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
 const ECHO_TOOL = {
   name: 'echo',
   description: 'Echo text back.',
-  inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+  inputSchema: { type: 'object', properties: { text: { type: 'string' }, bytes: { type: 'integer' } } },
 };
 
 /** Returns the response object for one message, or undefined for notifications. */
@@ -45,7 +45,10 @@ function handle(msg) {
     case 'tools/call': {
       const p = msg.params ?? {};
       if (p.name !== 'echo') return { jsonrpc: '2.0', id: msg.id, error: { code: -32602, message: `Unknown tool: ${p.name}` } };
-      return ok({ content: [{ type: 'text', text: String(p.arguments?.text ?? '') }] });
+      // `bytes`: an answer of that many characters instead (the bench's large answers).
+      const bytes = p.arguments?.bytes;
+      const text = Number.isSafeInteger(bytes) && bytes > 0 ? 'x'.repeat(Math.min(bytes, 64 << 20)) : String(p.arguments?.text ?? '');
+      return ok({ content: [{ type: 'text', text }] });
     }
     default:
       return { jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: `Method not found: ${msg.method}` } };

@@ -35,7 +35,7 @@ const INIT = {
 };
 export const WARM_SESSIONS = 20;
 
-async function openSession(url: string): Promise<string> {
+export async function openSession(url: string): Promise<string> {
   const init = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },

@@ -160,6 +160,12 @@ export class BoundFilters {
     return out;
   }
 
+  /** Whether any filter would look at this request's result (an initialize result always: the filters learn from it). */
+  wantsResult(method: string, name: string | undefined, scope?: string): boolean {
+    if (method === 'initialize') return true;
+    return this.chain.filters.some((f, i) => f.onResult && (f.wantsResult?.(this.context(i, method, name, scope)) ?? true));
+  }
+
   /** A replacement result, or undefined to relay the upstream's bytes; `scope`: the request's variant. */
   shape(method: string, name: string | undefined, result: McpResult, scope?: string, traceparent?: string): McpResult | undefined | Promise<McpResult | undefined> {
     if (method === 'initialize') return this.initializeResult(result);

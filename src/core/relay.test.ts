@@ -151,6 +151,7 @@ describe('RelaySession', () => {
     const shaper: ResultShaper = {
       onInitialize: () => undefined,
       onRequest: () => undefined,
+      wantsResult: () => true,
       shape: (_method, name) => (name === 'sync' ? { shaped: 'now' } : name === 'async' ? Promise.resolve({ shaped: 'later' }) : Promise.reject(new Error('boom'))),
     };
     const { upstream, sink, session } = relay(shaper);

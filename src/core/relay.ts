@@ -48,6 +48,8 @@ export interface ResultShaper {
   annotateError?(error: JsonRpcErrorObject, scope: string | undefined): JsonRpcErrorObject | undefined;
   /** Notifications to send instead of an upstream notification (never progress), or undefined to relay it as is. */
   onNotification?(msg: JsonRpcNotification): JsonRpcNotification[] | undefined;
+  /** Whether shape would look at this result: when not, it is relayed without being decoded. */
+  wantsResult(method: string, name: string | undefined, scope?: string): boolean;
   /** A replacement result, or undefined to relay the upstream's bytes. */
   shape(method: string, name: string | undefined, result: Record<string, unknown>, scope?: string, traceparent?: string): Record<string, unknown> | undefined | Promise<Record<string, unknown> | undefined>;
   /** The negotiated context in a form another replica rebuilds it from. */
@@ -221,7 +223,9 @@ export class RelaySession {
   private respond(frame: Frame, msg: JsonRpcResponse, id: JsonRpcId, p: Pending): void {
     const error = msg.error && this.opts.shaper?.annotateError?.(msg.error, p.scope);
     if (error) return this.sink.deliver({ msg: { ...msg, error } }, id);
-    const shaped = msg.result && this.opts.shaper ? this.opts.shaper.shape(p.method, p.name, msg.result, p.scope, p.traceparent) : undefined;
+    const shaper = this.opts.shaper;
+    // `msg.result` decodes an upstream's bytes: only when a filter will look at it.
+    const shaped = shaper?.wantsResult(p.method, p.name, p.scope) && msg.result ? shaper.shape(p.method, p.name, msg.result, p.scope, p.traceparent) : undefined;
     if (shaped === undefined) return this.sink.deliver(frame, id);
     if (!(shaped instanceof Promise)) return this.sink.deliver({ msg: { ...msg, result: shaped } }, id);
     shaped.then(

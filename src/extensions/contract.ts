@@ -50,6 +50,11 @@ export interface Filter<S = unknown> {
   discover?(state: S): Record<string, unknown> | undefined;
   onRequest?(req: JsonRpcRequest, ctx: FilterContext<S>): RequestVerdict;
   onResult?(result: McpResult, ctx: FilterContext<S>): McpResult | undefined | Promise<McpResult | undefined>;
+  /**
+   * Whether onResult would look at this request's result (absent: always). A result no filter
+   * looks at is relayed without being decoded.
+   */
+  wantsResult?(ctx: FilterContext<S>): boolean;
   /** A replacement for an upstream error, or undefined to relay it as is. */
   onError?(error: JsonRpcErrorObject, ctx: FilterContext<S>): JsonRpcErrorObject | undefined;
   /** Notifications to send instead of an upstream notification (never progress: it keeps its call alive), or undefined to relay it. */

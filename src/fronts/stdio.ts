@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import type { ModernHandler } from './modern/handler.js';
 import { Cancellation } from './modern/reply.js';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
-import { errorResponse, isNotification, type ClientPayloadLimits, isRequest, parsePayload, serialize, type Frame, type JsonRpcId, type JsonRpcRequest } from '../jsonrpc/message.js';
+import { errorResponse, isNotification, type ClientPayloadLimits, isRequest, parsePayload, serialize, type Frame, type JsonRpcId, type JsonRpcRequest, type Wire } from '../jsonrpc/message.js';
 import { eraOf } from '../mcp/eras.js';
 import { lineSplitter } from '../jsonrpc/lines.js';
 import type { ClientSink, RelaySession } from '../core/relay.js';
@@ -19,6 +19,8 @@ import type { Requester } from '../core/context.js';
 /** The one client of the stdio front: no authentication, no address. */
 const STDIO_CLIENT: Requester = { principal: '', client: 'stdio' };
 
+
+const NEWLINE = Buffer.from('\n');
 export interface StdioDownstreamOptions {
   input: Readable;
   output: Writable;
@@ -40,8 +42,8 @@ export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstr
   const { input, output, log, modern } = opts;
   let finished!: (reason: ProxyError) => void;
   const done = new Promise<ProxyError>((resolve) => (finished = resolve));
-  const write = (text: string) => {
-    if (output.writable) output.write(text + '\n');
+  const write = (text: Wire) => {
+    if (output.writable) output.write(typeof text === 'string' ? text + '\n' : Buffer.concat([text, NEWLINE]));
   };
   let relay: RelaySession | undefined;
   const legacy = () =>

@@ -2,6 +2,7 @@
  * JSON-RPC 2.0 message shapes, guards and parsing. A parsed message keeps the exact text it
  * arrived as (`raw`), so an untouched message is relayed byte for byte.
  */
+import { lazyResponse } from './envelope.js';
 export type JsonRpcId = string | number;
 
 export interface JsonRpcRequest {
@@ -33,10 +34,13 @@ export function isObject(v: unknown): v is Record<string, any> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/** A message's text on the wire: a string, or an upstream's bytes relayed as they came. */
+export type Wire = string | Buffer;
+
 /** A message plus, when it came off the wire unchanged, the text it arrived as. */
 export interface Frame {
   msg: JsonRpcMessage;
-  raw?: string;
+  raw?: Wire;
 }
 
 export const PARSE_ERROR = -32700;
@@ -56,7 +60,7 @@ export function isResponse(m: JsonRpcMessage): m is JsonRpcResponse {
 }
 
 /** The text to put on the wire for a frame. */
-export function serialize(frame: Frame): string {
+export function serialize(frame: Frame): Wire {
   return frame.raw ?? JSON.stringify(frame.msg);
 }
 
@@ -105,6 +109,18 @@ export function parsePayload(text: string, client?: ClientPayloadLimits): ParseO
   const problem = checkMessage(value) ?? (client ? clientProblem(value as Record<string, unknown>) : undefined);
   if (problem) return invalid(idOf(value), problem);
   return { ok: true, frames: [{ msg: value as JsonRpcMessage, raw: text }], batch: false };
+}
+
+/**
+ * Parses an upstream's payload from its bytes, which the frames keep as their text: an answer is
+ * read without decoding its result (envelope.ts), anything else is decoded as usual.
+ */
+export function parseUpstream(bytes: Buffer): ParseOutcome {
+  const lazy = lazyResponse(bytes);
+  if (lazy) return { ok: true, frames: [{ msg: lazy, raw: bytes }], batch: false };
+  const parsed = parsePayload(bytes.toString('utf8'));
+  if (parsed.ok && !parsed.batch) parsed.frames[0].raw = bytes;
+  return parsed;
 }
 
 /**

@@ -5,10 +5,10 @@
  */
 import type { Logger } from 'pino';
 import { ProxyError } from '../jsonrpc/errors.js';
-import { isRequest, serialize, type Frame } from '../jsonrpc/message.js';
+import { isRequest, serialize, type Frame, type Wire } from '../jsonrpc/message.js';
 import type { UpstreamEvents } from './types.js';
 
-export function encodeForUpstream(frame: Frame, events: UpstreamEvents, log: Logger): string | undefined {
+export function encodeForUpstream(frame: Frame, events: UpstreamEvents, log: Logger): Wire | undefined {
   try {
     return serialize(frame);
   } catch (err) {

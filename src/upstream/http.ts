@@ -8,7 +8,7 @@
 import type { Logger } from 'pino';
 import { request, type Dispatcher } from 'undici';
 import { ProxyError } from '../jsonrpc/errors.js';
-import { isNotification, isRequest, isResponse, parsePayload, type Frame, type JsonRpcId } from '../jsonrpc/message.js';
+import { isNotification, isRequest, isResponse, parsePayload, parseUpstream, type Frame, type JsonRpcId, type Wire } from '../jsonrpc/message.js';
 import { traceContextOf } from '../ops/trace-context.js';
 import { encodeForUpstream } from './encode.js';
 import { holdStream, readEvents, resumeStream, type StreamState } from './http-streams.js';
@@ -137,16 +137,16 @@ export class HttpUpstream implements UpstreamConnection {
     for (const id of ids) if (this.inFlight.delete(id)) this.events.onFailure(id, err);
   }
 
-  /** Delivers the JSON-RPC messages of a text (a JSON body, an event's data). */
-  private deliverText(text: string, relatedId: JsonRpcId | undefined, what: string): void {
-    const parsed = parsePayload(text);
-    if (!parsed.ok) return void this.log.warn({ [what]: text.slice(0, 200) }, `upstream sent ${what === 'data' ? 'an SSE event' : 'a body'} that is not JSON-RPC; skipped`);
+  /** Delivers the JSON-RPC messages of a JSON body or an event's data. */
+  private deliverBytes(bytes: Buffer, relatedId: JsonRpcId | undefined, what: string): void {
+    const parsed = parseUpstream(bytes);
+    if (!parsed.ok) return void this.log.warn({ [what]: bytes.toString('utf8', 0, 200) }, `upstream sent ${what === 'data' ? 'an SSE event' : 'a body'} that is not JSON-RPC; skipped`);
     for (const frame of parsed.frames) this.deliver(frame, relatedId);
   }
 
   /** Reads an SSE body to its end, delivering each message; notes where a resume would start. */
   private readSse(body: AsyncIterable<Buffer>, relatedId: JsonRpcId | undefined, state: StreamState): Promise<void> {
-    return readEvents(body, state, (data) => this.deliverText(data, relatedId, 'data'));
+    return readEvents(body, state, (data) => this.deliverBytes(Buffer.from(data), relatedId, 'data'));
   }
 
   /** GET the session's stream (resuming after `state.lastEventId`); undefined when there is none. */
@@ -189,7 +189,7 @@ export class HttpUpstream implements UpstreamConnection {
     }
   }
 
-  private async post(frame: Frame, body: string): Promise<void> {
+  private async post(frame: Frame, body: Wire): Promise<void> {
     if (this.initializing) await this.initializing;
     const msg = frame.msg;
     const ids = isRequest(msg) ? [msg.id] : [];
@@ -241,7 +241,7 @@ export class HttpUpstream implements UpstreamConnection {
       }
       if (!done() && state.lastEventId) await this.resume(ids[0], state, done, signal);
     } else if (type.startsWith('application/json')) {
-      this.deliverText(await res.body.text(), ids[0], 'body');
+      this.deliverBytes(Buffer.from(await res.body.arrayBuffer()), ids[0], 'body');
     } else {
       await res.body.dump();
     }

@@ -10,9 +10,9 @@ import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js
 import type { Logger } from 'pino';
 import { maskSecrets } from '../ops/mask.js';
 import { ProxyError } from '../jsonrpc/errors.js';
-import { parsePayload, type Frame } from '../jsonrpc/message.js';
+import { parseUpstream, type Frame } from '../jsonrpc/message.js';
 import { encodeForUpstream } from './encode.js';
-import { lineSplitter } from '../jsonrpc/lines.js';
+import { byteLineSplitter, lineSplitter } from '../jsonrpc/lines.js';
 import { StderrRecord } from './stderr.js';
 import type { StdioUpstreamSpec, UpstreamConnection, UpstreamEvents } from './types.js';
 
@@ -60,10 +60,10 @@ export function createStdioUpstream(
     return { send() {}, close: async () => undefined };
   }
 
-  child.stdout.on('data', lineSplitter((line) => {
-    const parsed = parsePayload(line);
+  child.stdout.on('data', byteLineSplitter((line) => {
+    const parsed = parseUpstream(line);
     if (!parsed.ok) {
-      log.warn({ line: line.slice(0, 200) }, 'upstream printed a line that is not JSON-RPC; skipped');
+      log.warn({ line: line.toString('utf8', 0, 200) }, 'upstream printed a line that is not JSON-RPC; skipped');
       return;
     }
     spoke = true;
@@ -87,10 +87,8 @@ export function createStdioUpstream(
   return {
     send(frame: Frame) {
       if (closed || !child.stdin!.writable) return;
-      // One line is one message: a client's own bytes may break lines between tokens. JSON strings
-      // cannot hold a raw line break, so each is whitespace, and a space keeps every other byte.
-      const text = encodeForUpstream(frame.raw?.includes('\n') ? { msg: frame.msg, raw: frame.raw.replace(/\r?\n/g, ' ') } : frame, events, log);
-      if (text !== undefined) child.stdin!.write(text + '\n');
+      const text = encodeForUpstream(oneLine(frame), events, log);
+      if (text !== undefined) child.stdin!.write(typeof text === 'string' ? text + '\n' : Buffer.concat([text, NEWLINE]));
     },
     close() {
       exited ??= reap(child, opts.shutdownGraceMs, () => {
@@ -99,6 +97,18 @@ export function createStdioUpstream(
       return exited;
     },
   };
+}
+
+const NEWLINE = Buffer.from('\n');
+
+/**
+ * One line is one message: a client's own bytes may break lines between tokens. JSON strings
+ * cannot hold a raw line break, so each is whitespace, and a space keeps every other byte.
+ */
+function oneLine(frame: Frame): Frame {
+  const raw = frame.raw;
+  if (raw === undefined || !raw.includes('\n')) return frame;
+  return { msg: frame.msg, raw: raw.toString().replace(/\r?\n/g, ' ') };
 }
 
 /** Closes stdin, then signals the process group: SIGTERM, then SIGKILL, each after a grace period. */

@@ -109,6 +109,9 @@ export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter
     discover(state) {
       return !state.upstreamNative && setup.rules.length > 0 ? { [CONTENT_NEGOTIATION]: {} } : undefined;
     },
+    wantsResult({ state, method, variant }) {
+      return (method === 'tools/list' && state.declared) || (state.declared && !state.upstreamNative && !state.features.isEmpty) || variant !== undefined;
+    },
     onResult(result, ctx) {
       const { state, method, name } = ctx;
       if (method === 'tools/list' && state.declared) rememberOutputSchemas(result, state.outputSchemas); // only negotiation uses them

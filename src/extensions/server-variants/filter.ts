@@ -46,6 +46,7 @@ export function serverVariantsFilter(catalog: VariantCatalog): Filter<VariantSta
       if (ctx.state.passThrough) return undefined;
       return ctx.state.scope.check(req);
     },
+    wantsResult: (ctx) => ctx.variant !== undefined,
     onResult(result, ctx) {
       return ctx.variant === undefined ? undefined : ctx.state.scope.view(ctx.method, result, ctx.variant);
     },

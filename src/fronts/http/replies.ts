@@ -5,6 +5,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
+import type { Wire } from '../../jsonrpc/message.js';
 
 /** What a response stream tolerates from a client that stops reading (listen.slowReaders). */
 export interface SlowReaderLimits {
@@ -96,11 +97,26 @@ export const STREAM_AFTER_MS = 100;
 /** An SSE comment this often on a streaming POST reply. */
 const KEEPALIVE_MS = 25_000;
 
-/** One JSON-RPC message as an SSE `message` event. */
-function sseEvent(json: string): string {
+const EVENT_START = Buffer.from('event: message\ndata: ');
+const EVENT_END = Buffer.from('\n\n');
+
+/** One JSON-RPC message as an SSE `message` event, in pieces: an upstream's bytes are written as they are, never copied. */
+function sseEvent(json: Wire): Wire[] {
   // Multi-line JSON (pretty-printed by an upstream) needs one `data:` field per line.
-  const data = json.includes('\n') ? json.split(/\r?\n/).join('\ndata: ') : json;
-  return `event: message\ndata: ${data}\n\n`;
+  if (json.includes('\n')) return [`event: message\ndata: ${json.toString().split(/\r?\n/).join('\ndata: ')}\n\n`];
+  return typeof json === 'string' ? [`event: message\ndata: ${json}\n\n`] : [EVENT_START, json, EVENT_END];
+}
+
+/** Writes an event's pieces in one system call (corked), with the end of the response when `last` (end() uncorks). */
+function writeEvent(res: ServerResponse, pieces: Wire[], last = false): void {
+  res.cork();
+  for (const piece of pieces) res.write(piece);
+  if (last) res.end();
+  else res.uncork();
+}
+
+function byteLength(body: Wire): number {
+  return typeof body === 'string' ? Buffer.byteLength(body) : body.length;
 }
 
 /** A server-sent events stream that starts at once (the session's GET stream). */
@@ -117,17 +133,17 @@ export class SseStream {
     return !this.res.writableEnded && !this.res.destroyed;
   }
 
-  send(json: string): void {
+  send(json: Wire): void {
     this.write(sseEvent(json));
   }
 
   /** An SSE comment: keeps proxies from timing the stream out and reveals a dead socket. */
   ping(): void {
-    this.write(': ping\n\n', true);
+    this.write([': ping\n\n'], true);
   }
 
-  private write(text: string, keepAlive = false): void {
-    if (this.isOpen) this.reader.write(() => this.res.write(text), keepAlive);
+  private write(pieces: Wire[], keepAlive = false): void {
+    if (this.isOpen) this.reader.write(() => writeEvent(this.res, pieces), keepAlive);
   }
 
   end(): void {
@@ -150,7 +166,7 @@ export type ReplyMode = 'auto' | 'sse' | 'json';
 export class PostReply {
   private streaming = false;
   private done = false;
-  private readonly bodies: string[] = [];
+  private readonly bodies: Wire[] = [];
   private timer: NodeJS.Timeout | undefined;
   private readonly reader: ReaderWatch;
 
@@ -185,14 +201,14 @@ export class PostReply {
 
   /** An SSE comment on a streaming reply: keeps proxies from timing it out, reveals a dead socket. */
   private ping(): void {
-    if (this.streaming) this.write(': ping\n\n', false, true);
+    if (this.streaming) this.write([': ping\n\n'], false, true);
   }
 
   /**
    * Sends one message; `last` means no other message will follow on this reply. `status` is
    * used when the reply ends as plain JSON (a stream has already said 200).
    */
-  send(json: string, last: boolean, status = 200): void {
+  send(json: Wire, last: boolean, status = 200): void {
     if (!this.isOpen) return;
     if (this.mode === 'json') {
       this.bodies.push(json);
@@ -212,7 +228,7 @@ export class PostReply {
       this.done = true;
       this.res.end();
     } else {
-      this.finishJson(this.batch ? `[${this.bodies.join(',')}]` : (this.bodies[0] ?? ''));
+      this.finishJson(this.batch ? `[${this.bodies.map(String).join(',')}]` : (this.bodies[0] ?? ''));
     }
   }
 
@@ -231,19 +247,17 @@ export class PostReply {
     this.timer.unref();
   }
 
-  private finishJson(body: string, status = 200): void {
+  private finishJson(body: Wire, status = 200): void {
     clearTimeout(this.timer);
     this.done = true;
-    this.reader.write(() => this.res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...this.headers() }).end(body));
+    this.reader.write(() => this.res.writeHead(status, { 'content-type': 'application/json', 'content-length': byteLength(body), ...this.headers() }).end(body));
   }
 
-  private write(text: string, last: boolean, keepAlive = false): void {
+  private write(pieces: Wire[], last: boolean, keepAlive = false): void {
     if (!this.isOpen) return;
     this.reader.write(() => {
-      if (last) {
-        this.done = true;
-        this.res.end(text);
-      } else this.res.write(text);
+      if (last) this.done = true;
+      writeEvent(this.res, pieces, last);
     }, keepAlive);
   }
 }

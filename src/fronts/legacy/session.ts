@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ProxyError } from '../../jsonrpc/errors.js';
-import { isResponse, serialize, type Frame, type JsonRpcId } from '../../jsonrpc/message.js';
+import { isResponse, serialize, type Frame, type JsonRpcId, type Wire } from '../../jsonrpc/message.js';
 import type { ClientSink, RelaySession } from '../../core/relay.js';
 import type { PostReply, SseStream } from '../http/replies.js';
 
@@ -33,7 +33,7 @@ export class HttpSession implements ClientSink {
   /** Whether the client ever opened a GET stream, and when its last one closed (ms since the epoch). */
   private listened = false;
   private streamClosedAt = 0;
-  private backlog: string[] = [];
+  private backlog: Wire[] = [];
   private ended = false;
   /** The id of the initialize request that opened the session, until it is answered. */
   private initializeId: JsonRpcId | undefined;

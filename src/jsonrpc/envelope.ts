@@ -1,0 +1,160 @@
+/**
+ * Reads an upstream's answer from its bytes without decoding it. Most answers are relayed as the
+ * upstream sent them, so the proxy only needs their id: the envelope is read, the result is only
+ * checked for balanced brackets and closed strings, and its bytes are decoded when something
+ * asks for `msg.result` (a filter that reshapes it, the proxy's own request). An answer a client
+ * is slow to read is then held once, as bytes.
+ */
+import type { JsonRpcId, JsonRpcResponse } from './message.js';
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_OBJECT = 0x7b;
+const CLOSE_OBJECT = 0x7d;
+const OPEN_ARRAY = 0x5b;
+const CLOSE_ARRAY = 0x5d;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+const JSONRPC_2 = Buffer.from('"2.0"');
+
+/**
+ * A success response `{"jsonrpc":"2.0","id":…,"result":{…}}` (members in any order, no others)
+ * whose result is decoded on first use; undefined for anything else, which the caller decodes.
+ * A result whose inner syntax is broken passes here and fails when decoded.
+ */
+export function lazyResponse(bytes: Buffer): JsonRpcResponse | undefined {
+  const id = responseId(bytes);
+  if (id === undefined) return undefined;
+  const msg = { jsonrpc: '2.0', id } as JsonRpcResponse;
+  Object.defineProperty(msg, 'result', {
+    enumerable: true,
+    configurable: true,
+    get() {
+      const result = (JSON.parse(bytes.toString('utf8')) as JsonRpcResponse).result;
+      Object.defineProperty(msg, 'result', { value: result, enumerable: true, configurable: true, writable: true });
+      return result;
+    },
+  });
+  return msg;
+}
+
+/** The id of a success response, read from its envelope (linear in its bytes; strings are skipped with native scans). */
+export function responseId(b: Buffer): JsonRpcId | undefined {
+  let i = skipSpace(b, 0);
+  if (b[i] !== OPEN_OBJECT) return undefined;
+  let id: JsonRpcId | undefined;
+  let version = false;
+  let result = false;
+  i = skipSpace(b, i + 1);
+  for (;;) {
+    if (b[i] !== QUOTE) return undefined;
+    const keyEnd = stringEnd(b, i);
+    if (keyEnd < 0) return undefined;
+    const key = keyOf(b, i + 1, keyEnd - 1);
+    i = skipSpace(b, keyEnd);
+    if (b[i] !== COLON) return undefined;
+    i = skipSpace(b, i + 1);
+    if (key === JSONRPC && !version && i + 5 <= b.length && b.compare(JSONRPC_2, 0, 5, i, i + 5) === 0) {
+      version = true;
+      i += 5;
+    } else if (key === ID && id === undefined) {
+      const end = b[i] === QUOTE ? stringEnd(b, i) : numberEnd(b, i);
+      if (end <= i) return undefined;
+      id = idOf(b, i, end);
+      if (id === undefined) return undefined;
+      i = end;
+    } else if (key === RESULT && !result && b[i] === OPEN_OBJECT) {
+      i = compositeEnd(b, i);
+      if (i < 0) return undefined;
+      result = true;
+    } else return undefined;
+    i = skipSpace(b, i);
+    if (b[i] === COMMA) {
+      i = skipSpace(b, i + 1);
+      continue;
+    }
+    if (b[i] !== CLOSE_OBJECT || skipSpace(b, i + 1) !== b.length) return undefined;
+    return version && result ? id : undefined;
+  }
+}
+
+const JSONRPC = 1;
+const ID = 2;
+const RESULT = 3;
+const KEYS: [number, Buffer][] = [[JSONRPC, Buffer.from('jsonrpc')], [ID, Buffer.from('id')], [RESULT, Buffer.from('result')]];
+
+/** Which of the three members a key (its bytes between the quotes) names, or 0. */
+function keyOf(b: Buffer, start: number, end: number): number {
+  next: for (const [key, bytes] of KEYS) {
+    if (bytes.length !== end - start) continue;
+    for (let k = 0; k < bytes.length; k++) if (b[start + k] !== bytes[k]) continue next;
+    return key;
+  }
+  return 0;
+}
+
+function idOf(b: Buffer, start: number, end: number): JsonRpcId | undefined {
+  // Small integers, the usual ids, without a string in between.
+  if (end - start < 16 && b[start] !== 0x30) {
+    let n = 0;
+    for (let k = start; k < end; k++) {
+      const digit = b[k] - 0x30;
+      if (digit < 0 || digit > 9) return idOfText(b.toString('utf8', start, end));
+      n = n * 10 + digit;
+    }
+    return n;
+  }
+  return idOfText(b.toString('utf8', start, end));
+}
+
+function idOfText(text: string): JsonRpcId | undefined {
+  try {
+    const id: unknown = JSON.parse(text);
+    return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function skipSpace(b: Buffer, i: number): number {
+  for (let c = b[i]; c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09; c = b[++i]);
+  return i;
+}
+
+function numberEnd(b: Buffer, i: number): number {
+  // The characters a JSON number is made of; JSON.parse then checks their order.
+  for (let c = b[i]; (c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2b || c === 0x2e || c === 0x65 || c === 0x45; c = b[++i]);
+  return i;
+}
+
+/** The index after the string that opens at `start`, or -1 when it does not close. */
+function stringEnd(b: Buffer, start: number): number {
+  let from = start + 1;
+  for (;;) {
+    const quote = b.indexOf(QUOTE, from);
+    if (quote < 0) return -1;
+    let slashes = 0;
+    while (b[quote - 1 - slashes] === BACKSLASH) slashes++;
+    if (slashes % 2 === 0) return quote + 1;
+    from = quote + 1;
+  }
+}
+
+/** The index after the object or array that opens at `start`, or -1 when its brackets do not balance. */
+function compositeEnd(b: Buffer, start: number): number {
+  const closers: number[] = [];
+  for (let i = start; i < b.length; i++) {
+    const c = b[i];
+    if (c === QUOTE) {
+      const end = stringEnd(b, i);
+      if (end < 0) return -1;
+      i = end - 1;
+    } else if (c === OPEN_OBJECT) closers.push(CLOSE_OBJECT);
+    else if (c === OPEN_ARRAY) closers.push(CLOSE_ARRAY);
+    else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
+      if (closers.pop() !== c) return -1;
+      if (closers.length === 0) return i + 1;
+    }
+  }
+  return -1;
+}
