@@ -10,10 +10,10 @@
 import { connect, type Socket } from 'node:net';
 import { commandLine, LEAN_MAIN, rssKb, startLeanHttp, startProxy, stopAll, type Running } from './lib/procs.js';
 import { openSession } from './lib/memory.js';
-import { smoke } from './lib/settings.js';
+import { int, smoke } from './lib/settings.js';
 
-const CLIENTS = smoke(Number(process.env.BENCH_UNREAD_CLIENTS ?? 18), 2);
-const BYTES = smoke(Number(process.env.BENCH_UNREAD_BYTES ?? 4 << 20), 256 << 10);
+const CLIENTS = smoke(int('BENCH_UNREAD_CLIENTS', 18, 1, 200), 2);
+const BYTES = smoke(int('BENCH_UNREAD_BYTES', 4 << 20, 1024, 64 << 20), 256 << 10);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Sends the call on a raw socket and resolves once the reply's first bytes arrived; the socket then reads no more. */

@@ -13,7 +13,7 @@ export function smoke<T>(full: T, tiny: T): T {
   return SMOKE ? tiny : full;
 }
 
-function int(name: string, fallback: number, min: number, max: number): number {
+export function int(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);

@@ -7,8 +7,8 @@
 import { spawn } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { lineSplitter } from '../../src/jsonrpc/lines.js';
-import { rawPost } from '../helpers/raw.js';
-import { eventually, PROXY_MAIN, ROOT, startProxy, stopAll } from '../helpers/processes.js';
+import { callTool, INIT, rawPost } from '../helpers/raw.js';
+import { commandLine, eventually, PROXY_MAIN, ROOT, startProxy, stopAll } from '../helpers/processes.js';
 
 const DEMO = `${ROOT}dist/demo/main.js`;
 const initialize = { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bytes', version: '1' } } };
@@ -76,5 +76,26 @@ describe('a client that declares nothing gets the upstream bytes unchanged', () 
     expect(call.messages[0].result.content[0].text).toContain('mi');
     const crlf = await rawPost(proxy.url, '{\r\n"jsonrpc": "2.0",\r\n"id": 9,\r\n"method": "ping"\r\n}', session);
     expect(crlf.messages[0]).toEqual({ jsonrpc: '2.0', id: 9, result: {} });
+  });
+
+  it('relays an answer without decoding it, and decodes it only for a client whose results the rules reshape', async () => {
+    const proxy = await startProxy(['--upstream', commandLine([process.execPath, `${ROOT}test/fixtures/verbatim-server.mjs`])]);
+    const json = { accept: 'application/json' };
+    const plain = await rawPost(proxy.url, INIT, json);
+    const session = { ...json, 'mcp-session-id': plain.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+    const post = (body: unknown, headers: Record<string, string>) => fetch(proxy.url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) }).then((r) => r.text());
+    // A decode and re-encode would turn 1.50 into 1.5, \u00e9 into é and drop the spaces.
+    expect(await post(callTool(1, 'odd'), session)).toBe('{"result" : {"content":[{"type":"text","text":"caf\\u00e9 at 1.50"}], "n": 1.50 } , "id":1,"jsonrpc":"2.0"}');
+    // Nothing looks inside: what the upstream wrote, broken or not, is what it answered.
+    expect(await post(callTool(2, 'broken'), session)).toBe('{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"x"}],"n":nope}}');
+
+    const features = { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: '1.0', features: ['format=markdown'] } } };
+    const negotiating = await rawPost(proxy.url, { ...INIT, params: { ...INIT.params, capabilities: features } }, json);
+    const shaped = { ...json, 'mcp-session-id': negotiating.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+    const odd = JSON.parse(await post(callTool(3, 'odd'), shaped));
+    expect(odd.result.content[0].text).toContain('café at 1.50');
+    // Here the proxy decodes the result to reshape it: a result that is not JSON is an error answer, not a hang.
+    const broken = JSON.parse(await post(callTool(4, 'broken'), shaped));
+    expect(broken).toMatchObject({ jsonrpc: '2.0', id: 4, error: { code: -32603 } });
   });
 });
