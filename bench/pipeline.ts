@@ -78,9 +78,13 @@ const KINDS: Kind[] = [
     kind: 'JSON records → verbosity=compact',
     tags: ['verbosity=compact'],
     text: (n: number) => {
-      const rows: unknown[] = [];
-      for (let i = 0; JSON.stringify(rows, null, 2).length < n - 80; i++) rows.push({ station: `S${i}`, temperature_c: (i * 7) % 31, wind: 'NW', dry: i % 2 === 0 });
-      return JSON.stringify({ location: 'Bern', stations: rows }, null, 2);
+      const row = (i: number) => ({ station: `S${i}`, temperature_c: (i * 7) % 31, wind: 'NW', dry: i % 2 === 0 });
+      const doc = (rows: unknown[]) => JSON.stringify({ location: 'Bern', stations: rows }, null, 2);
+      const perRow = doc([row(0), row(1)]).length - doc([row(0)]).length;
+      const rows = [row(0)];
+      while ((rows.length + 1) * perRow < n - 40) rows.push(row(rows.length));
+      while (rows.length > 1 && doc(rows).length > n) rows.pop();
+      return doc(rows);
     },
   },
   {
