@@ -75,7 +75,7 @@ function matchingBrace(text: string, start: number): number {
  */
 function proseData(text: string, budget?: Budget): Json | undefined {
   const out: Record<string, Json> = {};
-  const key = keyMaker();
+  const key = keyMaker(out);
   let facts = 0;
   let heading = '';
   const lines = text.split('\n');
@@ -143,6 +143,7 @@ const MARKERS = ['**', '__', '`'];
  * 41 characters that starts with a letter, then a colon and whitespace, then a value.
  */
 export function keyValueOf(line: string): [string, string] | undefined {
+  if (!line.includes(':')) return undefined;
   const t = (line.includes('**') || line.includes('__') ? line.split('**').join('').split('__').join('') : line).trimStart();
   let start = 0;
   if ((t[0] === '-' || t[0] === '*' || t[0] === '+') && (t[1] === ' ' || t[1] === '\t')) start = 2;
@@ -150,12 +151,25 @@ export function keyValueOf(line: string): [string, string] | undefined {
   const colon = t.indexOf(':', start);
   if (colon === -1 || colon - start > 48) return undefined;
   const label = t.slice(start, colon).trimEnd();
-  if (label.length === 0 || label.length > 41 || !/^[A-Za-z][\w ()%/.-]*$/.test(label)) return undefined;
+  if (label.length === 0 || label.length > 41 || !isLabel(label)) return undefined;
   const after = t[colon + 1];
   if (after !== ' ' && after !== '\t') return undefined;
   const value = t.slice(colon + 1).trim();
   return value === '' ? undefined : [label, value];
 }
+
+/** `[A-Za-z][\w ()%/.-]*`, by character code. */
+function isLabel(label: string): boolean {
+  if (!isAsciiLetter(label.charCodeAt(0))) return false;
+  for (let i = 1; i < label.length; i++) {
+    const c = label.charCodeAt(i);
+    if (c >= 128 || LABEL_CHAR[c] === 0) return false;
+  }
+  return true;
+}
+
+const LABEL_CHAR = new Uint8Array(128);
+for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_ ()%/.-') LABEL_CHAR[c.charCodeAt(0)] = 1;
 
 /** "Wind speed (km/h)" → "wind_speed_km_h": runs of other characters become one `_` (a linear, native replace). */
 export function keyOf(label: string): string {
@@ -167,18 +181,21 @@ export function keyOf(label: string): string {
 
 const NOT_KEY = /[^a-z0-9]+/g;
 
-/** Keys that are unique in one object: a repeated key gets `_2`, `_3`, … (a counter per key keeps this linear). */
-function keyMaker(): (key: string) => string {
-  const used = new Set<string>();
+/**
+ * Keys that are unique in `out`, which gets every key it makes: a repeated key gets `_2`, `_3`, …
+ * (a counter per key keeps this linear). The object is its own record of the keys used: a second
+ * set of them would cost as much again as the object.
+ */
+function keyMaker(out: Record<string, Json>): (key: string) => string {
   const next = new Map<string, number>();
   return (key) => {
     const base = key || 'value';
+    if (!Object.hasOwn(out, base)) return base;
     let k = base;
-    for (let i = next.get(base) ?? 2; used.has(k); i++) {
+    for (let i = next.get(base) ?? 2; Object.hasOwn(out, k); i++) {
       k = `${base}_${i}`;
       next.set(base, i + 1);
     }
-    used.add(k);
     return k;
   };
 }
@@ -195,8 +212,10 @@ export function typed(value: string): Json {
 
 /** A key and its typed value: a number with a unit puts the unit in the key (`temperature` + `8°C` → `temperature_c`, 8). */
 export function typedEntry(key: string, raw: string): [string, Json] {
-  const m = numberWithUnit(raw);
-  return m ? [withUnit(key, m.unit), m.value] : [key, typed(raw)];
+  const v = raw.trim();
+  if (numberEnd(v) === v.length) return [key, Number(v)]; // a plain number: no unit to look for
+  const m = numberWithUnit(v);
+  return m ? [withUnit(key, m.unit), m.value] : [key, typed(v)];
 }
 
 /**
@@ -205,20 +224,31 @@ export function typedEntry(key: string, raw: string): [string, Json] {
  */
 export function numberWithUnit(raw: string): { value: number; unit: string } | undefined {
   const v = raw.trim();
-  let i = v[0] === '-' ? 1 : 0;
-  const digits = i;
-  while (v.charCodeAt(i) >= 0x30 && v.charCodeAt(i) <= 0x39) i++;
-  if (i === digits) return undefined;
-  if (v[i] === '.') {
-    const frac = ++i;
-    while (v.charCodeAt(i) >= 0x30 && v.charCodeAt(i) <= 0x39) i++;
-    if (i === frac) return undefined;
-  }
-  const num = v.slice(0, i);
-  if (!JSON_NUMBER.test(num)) return undefined; // 007 stays a string, as it does without a unit
+  const i = numberEnd(v);
+  if (i === -1) return undefined;
   const unit = v.slice(v[i] === ' ' ? i + 1 : i);
-  return isUnit(unit) ? { value: Number(num), unit } : undefined;
+  return isUnit(unit) ? { value: Number(v.slice(0, i)), unit } : undefined;
 }
+
+/**
+ * Where the number `v` starts with ends: `-?(0|[1-9]\d*)(\.\d+)?`, as JSON writes it, without an
+ * exponent (`1e3 m` is no number with a unit). -1 when there is none: 007 stays a string, as it
+ * does without a unit.
+ */
+function numberEnd(v: string): number {
+  let i = v.charCodeAt(0) === 0x2d /* - */ ? 1 : 0;
+  const digits = i;
+  while (isDigit(v.charCodeAt(i))) i++;
+  if (i === digits || (i - digits > 1 && v.charCodeAt(digits) === 0x30)) return -1;
+  if (v.charCodeAt(i) === 0x2e /* . */) {
+    const frac = ++i;
+    while (isDigit(v.charCodeAt(i))) i++;
+    if (i === frac) return -1;
+  }
+  return i;
+}
+
+const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
 
 function isUnit(unit: string): boolean {
   if (unit === '%' || unit === '‰' || unit === '°') return true;
