@@ -5,7 +5,7 @@
  */
 import { contentOf, isTextBlock, type McpResult, type TextBlock } from '../contract.js';
 import type { Budget } from '../budget.js';
-import { factsOf, firstMissingFact } from './facts.js';
+import { hasFactBeyond } from './coverage.js';
 
 export interface ToolText {
   content: unknown[];
@@ -24,12 +24,13 @@ export function toolText(result: McpResult): ToolText | undefined {
 }
 
 /**
- * The result with `data` as structuredContent: its JSON text first (with `keepText`), the
- * original text blocks after it unless the data holds every fact of the text (or `whole`: the
- * text was the data), then the blocks that are not text.
+ * The result with `data` (a JSON value) as structuredContent: its JSON text first (with
+ * `keepText`), the original text blocks after it unless the data holds every fact of the text
+ * (or `whole`: the text was the data), then the blocks that are not text.
  */
 export function withStructured(result: McpResult, from: ToolText, data: Record<string, unknown>, keepText: boolean, budget?: Budget, whole = false): McpResult {
-  const partial = !whole && firstMissingFact(from.text, factsOf(data, budget), budget) !== undefined;
-  const copy = keepText ? [{ type: 'text', text: JSON.stringify(data) }] : [];
+  const json = keepText || !whole ? JSON.stringify(data) : '';
+  const partial = !whole && hasFactBeyond(from.text, data, json, budget);
+  const copy = keepText ? [{ type: 'text', text: json }] : [];
   return { ...result, content: [...copy, ...(partial ? from.texts : []), ...from.content.filter((b) => !isTextBlock(b))], structuredContent: data };
 }
