@@ -7,7 +7,7 @@
  *
  * This runs on every line of every text a client wants as plain text, so it works on
  * character codes and records what it finds in typed arrays indexed by position, reused from
- * line to line: no objects per character (only emphasis openers get a stack per run kind).
+ * line to line: no objects per character or per line.
  */
 import type { Budget } from '../budget.js';
 import { FORMATTING_TAGS } from '../_shared/facts.js';
@@ -17,13 +17,24 @@ const [BACKTICK, BACKSLASH, OPEN_BRACKET, CLOSE_BRACKET, OPEN_PAREN, CLOSE_PAREN
 /** ASCII punctuation (CommonMark's list), by character code. */
 const PUNCT = new Uint8Array(128);
 for (const ch of '!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~') PUNCT[ch.charCodeAt(0)] = 1;
-/** The next character that can be markup: a native scan is several times faster than a loop in JS. */
+/** A line without any of these has no markup. */
 const ANY_SPECIAL = /[`[\]*_~<\\]/;
+/** The characters that can be markup, by character code. */
+const MARKUP = new Uint8Array(128);
+for (const ch of '`[]*_~<\\()!') MARKUP[ch.charCodeAt(0)] = 1;
 const NEXT_MARKUP = /[`[\]*_~<\\()!]/g;
+/** Characters looked at one by one before a native scan takes over: markup is usually near, and a scan costs a call. */
+const NEAR = 16;
 
 /** The index of the next character at or after `from` that can be markup, or the line's length. */
 function nextMarkup(line: string, from: number): number {
-  NEXT_MARKUP.lastIndex = from;
+  const near = Math.min(line.length, from + NEAR);
+  for (let i = from; i < near; i++) {
+    const c = line.charCodeAt(i);
+    if (c < 128 && MARKUP[c] === 1) return i;
+  }
+  if (near === line.length) return near;
+  NEXT_MARKUP.lastIndex = near;
   return NEXT_MARKUP.test(line) ? NEXT_MARKUP.lastIndex - 1 : line.length;
 }
 
@@ -32,7 +43,10 @@ const DROP_RUN = 1; // an emphasis run that paired up: `size` characters dropped
 const LINK_OPEN = 2; // the `[` of a link
 const LINK_CLOSE = 3; // the `]` of a link: write `links.suffix[size]`, go on at `links.end[size]`
 
-/** Per-position marks for the current line, grown as needed and cleared over the line's length. */
+/**
+ * Per-position marks for the current line, grown as needed. The positions marked are recorded,
+ * and only those are cleared for the next line (also when a line was cut short by its budget).
+ */
 class Marks {
   /** Index after a code span's closing run, + 1 (0: no span starts here). */
   codeEnd = new Int32Array(256);
@@ -40,6 +54,18 @@ class Marks {
   parenEnd = new Int32Array(256);
   action = new Uint8Array(256);
   size = new Int32Array(256);
+  /** The emphasis opener below the one here on its stack, + 1 (see `Openers`). */
+  below = new Int32Array(256);
+
+  /** Positions given a `codeEnd`, `parenEnd` or `action` since the last reset. */
+  private marked = new Int32Array(64);
+  private count = 0;
+
+  /** Call with every position given a `codeEnd`, `parenEnd` or `action`. */
+  mark(i: number): void {
+    this.marked = grown(this.marked, this.count);
+    this.marked[this.count++] = i;
+  }
 
   reset(length: number): void {
     if (this.action.length < length + 2) {
@@ -48,29 +74,49 @@ class Marks {
       this.parenEnd = new Int32Array(n);
       this.action = new Uint8Array(n);
       this.size = new Int32Array(n);
+      this.below = new Int32Array(n);
+      this.count = 0;
       return;
     }
-    this.codeEnd.fill(0, 0, length + 2);
-    this.parenEnd.fill(0, 0, length + 2);
-    this.action.fill(0, 0, length + 2);
+    for (let k = 0; k < this.count; k++) {
+      const i = this.marked[k];
+      this.codeEnd[i] = 0;
+      this.parenEnd[i] = 0;
+      this.action[i] = 0;
+    }
+    this.count = 0;
   }
 }
 
 const marks = new Marks();
-const runStarts: number[] = [];
-const runLengths: number[] = [];
-const lastOfLength = new Map<number, number>();
-const openers = new Map<number, number[]>(); // char code * 1024 + run length → open runs
+
+/**
+ * Open emphasis runs, one stack per character and run length (runs of 1023 or more share one),
+ * kept as linked lists through `Marks.below`: no arrays or maps are made per line. `top` holds
+ * each stack's top + 1; `used` the stacks the line has touched, to clear them.
+ */
+const openers = { top: new Int32Array(3 * 1024), used: new Int32Array(64), count: 0 };
+
+function clearOpeners(): void {
+  for (let k = 0; k < openers.count; k++) openers.top[openers.used[k]] = 0;
+  openers.count = 0;
+}
+
+/** Code span runs of the line: where each starts, its length, and the next run as long (-1: none). */
+let runStart = new Int32Array(16);
+let runLength = new Int32Array(16);
+let next = new Int32Array(16);
+/** By run length: the nearest run of that length to the right, + 1, while `codeSpans` pairs them. */
+let byLength = new Int32Array(64);
 /** Stacks and lists as typed arrays with their own top (setting an array's length is slow). */
 let brackets = new Int32Array(64);
 let parens = new Int32Array(64);
 let pairs = new Int32Array(128); // open, close, open, close, …
-let next = new Int32Array(16);
 const links = { suffix: [] as string[], end: [] as number[], count: 0 };
 
 function grown(a: Int32Array<ArrayBuffer>, used: number): Int32Array<ArrayBuffer> {
   if (used < a.length) return a;
-  const b = new Int32Array(a.length * 2);
+  const b = new Int32Array(Math.max(a.length * 2, used + 1));
   b.set(a);
   return b;
 }
@@ -90,29 +136,34 @@ export function inlineToText(line: string, budget?: Budget): string {
  * there is at least one span.
  */
 function codeSpans(line: string, budget?: Budget): boolean {
-  runStarts.length = 0;
-  runLengths.length = 0;
+  let runs = 0;
+  let longest = 0;
   for (let i = line.indexOf('`'); i !== -1; i = line.indexOf('`', i + 1)) {
     budget?.check();
     if (line.charCodeAt(i - 1) === BACKSLASH) continue;
     let len = 1;
     while (line.charCodeAt(i + len) === BACKTICK) len++;
-    runStarts.push(i);
-    runLengths.push(len);
+    runStart = grown(runStart, runs);
+    runLength = grown(runLength, runs);
+    runStart[runs] = i;
+    runLength[runs++] = len;
+    if (len > longest) longest = len;
     i += len - 1;
   }
   // next[k]: the next run as long as run k (one right-to-left pass).
-  next = grown(next, runStarts.length);
-  lastOfLength.clear();
-  for (let k = runStarts.length - 1; k >= 0; k--) {
-    next[k] = lastOfLength.get(runLengths[k]) ?? -1;
-    lastOfLength.set(runLengths[k], k);
+  next = grown(next, runs);
+  byLength = grown(byLength, longest);
+  for (let k = runs - 1; k >= 0; k--) {
+    next[k] = byLength[runLength[k]] - 1;
+    byLength[runLength[k]] = k + 1;
   }
+  for (let k = 0; k < runs; k++) byLength[runLength[k]] = 0;
   let any = false;
-  for (let k = 0; k < runStarts.length; k++) {
+  for (let k = 0; k < runs; k++) {
     const close = next[k];
     if (close === -1) continue;
-    marks.codeEnd[runStarts[k]] = runStarts[close] + runLengths[close] + 1;
+    marks.codeEnd[runStart[k]] = runStart[close] + runLength[close] + 1;
+    marks.mark(runStart[k]);
     any = true;
     k = close;
   }
@@ -151,10 +202,13 @@ function markup(line: string, hasCode: boolean, budget?: Budget): void {
       parens = grown(parens, pTop);
       parens[pTop++] = i++;
     } else if (c === CLOSE_PAREN) {
-      if (pTop > 0) parenEnd[parens[--pTop]] = i + 1 + 1;
+      if (pTop > 0) {
+        parenEnd[parens[--pTop]] = i + 1 + 1;
+        marks.mark(parens[pTop]);
+      }
       i++;
     } else if (c === STAR || c === UNDERSCORE || c === TILDE) {
-      if (!emphasis) (openers.clear(), (emphasis = true));
+      if (!emphasis) (clearOpeners(), (emphasis = true));
       i = delimiterRun(line, i, c, action, size);
     } else i++;
   }
@@ -170,6 +224,8 @@ function markup(line: string, hasCode: boolean, budget?: Budget): void {
     const label = close - open - 1 === target.length ? line.slice(open + 1, close) : undefined;
     action[open] = LINK_OPEN;
     action[close] = LINK_CLOSE;
+    marks.mark(open);
+    marks.mark(close);
     size[close] = links.count;
     links.suffix[links.count] = target === '' || label === target ? '' : ` (${target})`;
     links.end[links.count++] = end + 1;
@@ -184,17 +240,24 @@ function delimiterRun(line: string, i: number, c: number, action: Uint8Array, si
   const after = kind(line.charCodeAt(i + len));
   const left = after !== SPACE && (after !== PUNCTUATION || before !== WORD);
   const right = before !== SPACE && (before !== PUNCTUATION || after !== WORD);
-  const key = c * 1024 + Math.min(len, 1023);
-  const stack = openers.get(key);
-  if (right && (!left || after === PUNCTUATION) && stack?.length) {
-    const open = stack.pop()!;
+  const key = (c === STAR ? 0 : c === UNDERSCORE ? 1024 : 2048) + Math.min(len, 1023);
+  const top = openers.top[key];
+  if (right && (!left || after === PUNCTUATION) && top !== 0) {
+    const open = top - 1;
+    openers.top[key] = marks.below[open];
     action[open] = DROP_RUN;
     size[open] = len;
     action[i] = DROP_RUN;
     size[i] = len;
+    marks.mark(open);
+    marks.mark(i);
   } else if (left && (!right || before === PUNCTUATION)) {
-    if (stack) stack.push(i);
-    else openers.set(key, [i]);
+    if (top === 0) {
+      openers.used = grown(openers.used, openers.count);
+      openers.used[openers.count++] = key;
+    }
+    marks.below[i] = top;
+    openers.top[key] = i + 1;
   }
   return i + len;
 }
