@@ -121,14 +121,18 @@ function grown(a: Int32Array<ArrayBuffer>, used: number): Int32Array<ArrayBuffer
   return b;
 }
 
-/** `budget` is charged per markup character in every pass, so that even one huge line is cut short in time. */
-export function inlineToText(line: string, budget?: Budget): string {
+/**
+ * `budget` is charged per markup character in every pass, so that even one huge line is cut
+ * short in time. `hardBreak`: the line may end in a hard line break, a backslash, which is
+ * dropped from the text (a line without markup has no backslash).
+ */
+export function inlineToText(line: string, budget?: Budget, hardBreak = false): string {
   if (!ANY_SPECIAL.test(line)) return line;
   const n = line.length;
   marks.reset(n);
   const hasCode = line.includes('`') && codeSpans(line, budget);
   markup(line, hasCode, budget);
-  return emit(line, hasCode, budget);
+  return emit(line, hasCode, hardBreak, budget);
 }
 
 /**
@@ -262,11 +266,15 @@ function delimiterRun(line: string, i: number, c: number, action: Uint8Array, si
   return i + len;
 }
 
-/** The line with the marked markup removed or rewritten. */
-function emit(line: string, hasCode: boolean, budget?: Budget): string {
+/**
+ * The line with the marked markup removed or rewritten. The pieces are linked, not copied, and
+ * the last one that is not empty tells how the text ends without copying it to look.
+ */
+function emit(line: string, hasCode: boolean, hardBreak: boolean, budget?: Budget): string {
   const n = line.length;
   const { codeEnd, action, size } = marks;
   let out = '';
+  let last = '';
   let from = 0;
   for (let i = nextMarkup(line, 0); i < n; i = nextMarkup(line, i)) {
     budget?.check();
@@ -302,11 +310,18 @@ function emit(line: string, hasCode: boolean, budget?: Budget): string {
       i++;
       continue;
     }
-    out += line.slice(from, i) + text;
+    const before = line.slice(from, i);
+    out += before + text;
+    if (text !== '') last = text;
+    else if (before !== '') last = before;
     i = next;
     from = next;
   }
-  return from === 0 ? line : out + line.slice(from);
+  if (from === 0) return hardBreak && line.endsWith('\\') ? line.slice(0, -1) : line;
+  const tail = line.slice(from);
+  if (tail !== '') last = tail;
+  const text = out + tail;
+  return hardBreak && last.endsWith('\\') ? text.slice(0, -1) : text;
 }
 
 /** The text of the code span from `start` to `end`: backticks off, and one space each side when both are there. */
