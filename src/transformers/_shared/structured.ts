@@ -6,6 +6,7 @@
 import { contentOf, isTextBlock, type McpResult, type TextBlock } from '../contract.js';
 import type { Budget } from '../budget.js';
 import { hasFactBeyond } from './coverage.js';
+import { writeJson, type Json } from './json.js';
 
 export interface ToolText {
   content: unknown[];
@@ -29,7 +30,7 @@ export function toolText(result: McpResult): ToolText | undefined {
  * (or `whole`: the text was the data), then the blocks that are not text.
  */
 export function withStructured(result: McpResult, from: ToolText, data: Record<string, unknown>, keepText: boolean, budget?: Budget, whole = false): McpResult {
-  const json = keepText || !whole ? JSON.stringify(data) : '';
+  const json = keepText || !whole ? writeJson(data as Json) : '';
   const partial = !whole && hasFactBeyond(from.text, data, json, budget);
   const copy = keepText ? [{ type: 'text', text: json }] : [];
   return { ...result, content: [...copy, ...(partial ? from.texts : []), ...from.content.filter((b) => !isTextBlock(b))], structuredContent: data };

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import type { McpResult, Transformer } from '../contract.js';
 import { extractData } from '../_shared/extract.js';
 import { toolText, withStructured } from '../_shared/structured.js';
-import { isPlainObject, parseJsonDocument } from '../_shared/json.js';
+import { isPlainObject, parseJsonDocument, writeJson } from '../_shared/json.js';
 import { satisfiesSchema } from '../_shared/schema-check.js';
 
 const options = z
@@ -53,7 +53,7 @@ function resourceToJson(result: McpResult): McpResult | undefined {
     const data = parseJsonDocument(c.text);
     if (data === undefined || (!isPlainObject(data) && !Array.isArray(data))) return c;
     changed = true;
-    return { ...c, mimeType: 'application/json', text: JSON.stringify(data) };
+    return { ...c, mimeType: 'application/json', text: writeJson(data) };
   });
   return changed ? { ...result, contents } : undefined;
 }
