@@ -15,13 +15,17 @@ export interface Extracted {
   data: Json;
   /** The text was this data and nothing else (a JSON document): nothing of it is left behind. */
   whole: boolean;
+  /** JSON.stringify(data), when it was written as the data was read (prose). */
+  json?: string;
 }
 
 export function extractData(text: string, budget?: Budget): Extracted | undefined {
   const doc = parseJsonDocument(text);
   if (doc !== undefined) return { data: doc, whole: true };
-  const found = fencedJson(text, budget) ?? embeddedObject(text) ?? proseData(text, budget);
-  return found === undefined ? undefined : { data: found, whole: false };
+  const found = fencedJson(text, budget) ?? embeddedObject(text);
+  if (found !== undefined) return { data: found, whole: false };
+  const prose = proseData(text, budget);
+  return prose === undefined ? undefined : { ...prose, whole: false };
 }
 
 /** The first fenced block (any info string) whose body is a JSON document. */
@@ -73,9 +77,9 @@ function matchingBrace(text: string, start: number): number {
  * Tables and `key: value` lines, keyed by the heading above a table. Needs at least two facts
  * to count as data.
  */
-function proseData(text: string, budget?: Budget): Json | undefined {
+function proseData(text: string, budget?: Budget): { data: Json; json?: string } | undefined {
   const out: Record<string, Json> = {};
-  const key = keyMaker(out);
+  const entries = entryWriter(out);
   let facts = 0;
   let heading = '';
   const lines = text.split('\n');
@@ -86,13 +90,13 @@ function proseData(text: string, budget?: Budget): Json | undefined {
     const h = parseHeading(line);
     if (h) {
       heading = h.text;
-      if (i === first) out[key('title')] = h.text;
+      if (i === first) entries.put('title', h.text);
       continue;
     }
     if (isTableRow(line) && isTableDelimiter(lines[i + 1] ?? '')) {
       let end = i + 2;
       while (end < lines.length && isTableRow(lines[end])) end++;
-      out[key(keyOf(heading) || 'table')] = tableRows(lines[i], lines.slice(i + 2, end), budget);
+      entries.put(keyOf(heading) || 'table', tableRows(lines[i], lines.slice(i + 2, end), budget));
       facts += 2;
       i = end - 1;
       continue;
@@ -100,11 +104,32 @@ function proseData(text: string, budget?: Budget): Json | undefined {
     const kv = keyValueOf(line);
     if (kv) {
       const [name, value] = typedEntry(keyOf(kv[0]), kv[1]);
-      out[key(name)] = value;
+      entries.put(name, value);
       facts++;
     }
   }
-  return facts >= 2 ? out : undefined;
+  return facts >= 2 ? { data: out, json: entries.json() } : undefined;
+}
+
+/**
+ * Puts entries into `out` under unique keys (keyMaker), and writes its JSON text as it goes:
+ * serialising an object of thousands of keys afterwards costs several times more. The keys are
+ * made of a-z, 0-9 and _ (keyOf), so they need no escaping; a key that starts with a digit may
+ * be an array index, which JSON.stringify writes first: then the text is left to it.
+ */
+function entryWriter(out: Record<string, Json>): { put(name: string, value: Json): void; json(): string | undefined } {
+  const key = keyMaker(out);
+  let json: string | undefined = '';
+  return {
+    put(name, value) {
+      const k = key(name);
+      out[k] = value;
+      if (json === undefined) return;
+      if (isDigit(k.charCodeAt(0))) json = undefined;
+      else json += `${json === '' ? '' : ','}"${k}":${typeof value === 'number' ? (Number.isFinite(value) ? String(value) : 'null') : JSON.stringify(value)}`;
+    },
+    json: () => (json === undefined ? undefined : `{${json}}`),
+  };
 }
 
 /** Rows of a markdown table as objects; a column whose cells share a unit is typed (`high_c: 9`). */

@@ -38,7 +38,7 @@ export const jsonExtract: Transformer<z.infer<typeof options>> = {
         ctx.log.debug({ tool: ctx.name }, 'extracted data does not match the tool outputSchema; result left as it was');
         return undefined;
       }
-      return withStructured(result, from, structured, keepText, ctx.budget, found.whole);
+      return withStructured(result, from, structured, keepText, ctx.budget, found.whole, structured === found.data ? found.json : undefined);
     };
   },
 };
