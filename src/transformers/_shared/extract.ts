@@ -256,7 +256,7 @@ export function numberWithUnit(raw: string): { value: number; unit: string } | u
 }
 
 /**
- * Where the number `v` starts with ends: `-?(0|[1-9]\d*)(\.\d+)?`, as JSON writes it, without an
+ * The end of the number `v` starts with: `-?(0|[1-9]\d*)(\.\d+)?`, as JSON writes it, without an
  * exponent (`1e3 m` is no number with a unit). -1 when there is none: 007 stays a string, as it
  * does without a unit.
  */

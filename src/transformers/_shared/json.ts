@@ -24,7 +24,7 @@ export function parseJsonDocument(text: string): Json | undefined {
  */
 let written: { text: string; data: Json } | undefined;
 
-/** JSON.stringify(data) (or `text`, when the caller has written it), remembered for the next step that reads it (see `written`). */
+/** JSON.stringify(data), or `text` when the caller has written it, remembered for the next step that reads it (see `written`). */
 export function writeJson(data: Json, text = JSON.stringify(data)): string {
   written = text.includes('null') ? undefined : { text, data };
   return text;
