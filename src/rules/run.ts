@@ -11,7 +11,7 @@ import type { FeatureSet } from '../mcp/features.js';
 import { Budget, BudgetExceeded, largerThan } from '../transformers/budget.js';
 import type { CompiledRule } from './compile.js';
 import { fileContentsIn, keepExact, mayGainStructure } from './verbatim.js';
-import type { McpResult, TransformContext } from '../transformers/contract.js';
+import type { McpResult, TransformContext, TransformFn } from '../transformers/contract.js';
 
 export interface PipelineLimits {
   /** Results with more characters of text than this are relayed unchanged. */
@@ -56,13 +56,14 @@ export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx:
   let failures = 0;
   for (const rule of matching) {
     for (const step of rule.steps) {
-      const label = `${rule.label} › ${step.name}`;
       const started = observe ? performance.now() : 0;
       let next: McpResult | undefined;
       try {
         budget?.checkNow();
-        next = await timed(budget, () => step.fn(current, stepCtx));
+        const out = timed(budget, step.fn, current, stepCtx);
+        next = out instanceof Promise ? await out : out; // a synchronous step (every built-in) goes on without a turn of the queue
       } catch (err) {
+        const label = `${rule.label} › ${step.name}`;
         observe?.(step.name, (performance.now() - started) / 1000, !(err instanceof BudgetExceeded));
         if (err instanceof BudgetExceeded) return { result: undefined, applied: [], failures, skipped: 'budget' };
         // Exact contents are relayed whatever a step made of them: a failure never costs the client its file.
@@ -76,7 +77,7 @@ export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx:
       observe?.(step.name, (performance.now() - started) / 1000, false);
       if (next !== undefined && next !== current) {
         current = next;
-        applied.push(label);
+        applied.push(`${rule.label} › ${step.name}`);
       }
     }
   }
@@ -91,11 +92,11 @@ export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx:
  * Runs a step with the budget running: a synchronous step (every built-in) is counted exactly,
  * since between steps other results' steps may run; an asynchronous one until it settles.
  */
-function timed<T>(budget: Budget | undefined, run: () => T | Promise<T>): T | Promise<T> {
+function timed(budget: Budget | undefined, fn: TransformFn, result: McpResult, ctx: TransformContext): ReturnType<TransformFn> {
   budget?.resume();
-  let out: T | Promise<T>;
+  let out: ReturnType<TransformFn>;
   try {
-    out = run();
+    out = fn(result, ctx);
   } catch (err) {
     budget?.pause();
     throw err;

@@ -43,6 +43,19 @@ describe('extractData', () => {
     });
   });
 
+  it('writes the JSON text of prose data as it reads it, exactly as JSON.stringify would', () => {
+    const texts = [
+      '# Report\n\nTemperature: 8°C\nWind: "gusty" \\ strong\nHuge: 1e999\nZero: -0\nFlag: true\n\n## Forecast\n\n| Day | High |\n|---|---|\n| Mon | 9°C |',
+      '## 2024\n\n| A | B |\n|---|---|\n| 1 | 2 |\n\nx: 1',
+      'a: 1\na: 2\nb: NW',
+    ];
+    for (const text of texts) {
+      const found = extractData(text)!;
+      expect(found.json === undefined || found.json === JSON.stringify(found.data)).toBe(true);
+    }
+    expect(extractData(texts[0])!.json).toBeDefined();
+  });
+
   it('keeps a column as strings when its cells do not share a unit, and repeated keys apart', () => {
     expect(data('| A | B |\n|---|---|\n| 1 kg | x |\n| 2 m | 3 |')).toEqual({ table: [{ a: '1 kg', b: 'x' }, { a: '2 m', b: 3 }] });
     expect(data('a: 1\na: 2\na: 3')).toEqual({ a: 1, a_2: 2, a_3: 3 });

@@ -15,13 +15,17 @@ export interface Extracted {
   data: Json;
   /** The text was this data and nothing else (a JSON document): nothing of it is left behind. */
   whole: boolean;
+  /** JSON.stringify(data), when it was written as the data was read (prose). */
+  json?: string;
 }
 
 export function extractData(text: string, budget?: Budget): Extracted | undefined {
   const doc = parseJsonDocument(text);
   if (doc !== undefined) return { data: doc, whole: true };
-  const found = fencedJson(text, budget) ?? embeddedObject(text) ?? proseData(text, budget);
-  return found === undefined ? undefined : { data: found, whole: false };
+  const found = fencedJson(text, budget) ?? embeddedObject(text);
+  if (found !== undefined) return { data: found, whole: false };
+  const prose = proseData(text, budget);
+  return prose === undefined ? undefined : { ...prose, whole: false };
 }
 
 /** The first fenced block (any info string) whose body is a JSON document. */
@@ -73,9 +77,9 @@ function matchingBrace(text: string, start: number): number {
  * Tables and `key: value` lines, keyed by the heading above a table. Needs at least two facts
  * to count as data.
  */
-function proseData(text: string, budget?: Budget): Json | undefined {
+function proseData(text: string, budget?: Budget): { data: Json; json?: string } | undefined {
   const out: Record<string, Json> = {};
-  const key = keyMaker();
+  const entries = entryWriter(out);
   let facts = 0;
   let heading = '';
   const lines = text.split('\n');
@@ -86,13 +90,13 @@ function proseData(text: string, budget?: Budget): Json | undefined {
     const h = parseHeading(line);
     if (h) {
       heading = h.text;
-      if (i === first) out[key('title')] = h.text;
+      if (i === first) entries.put('title', h.text);
       continue;
     }
     if (isTableRow(line) && isTableDelimiter(lines[i + 1] ?? '')) {
       let end = i + 2;
       while (end < lines.length && isTableRow(lines[end])) end++;
-      out[key(keyOf(heading) || 'table')] = tableRows(lines[i], lines.slice(i + 2, end), budget);
+      entries.put(keyOf(heading) || 'table', tableRows(lines[i], lines.slice(i + 2, end), budget));
       facts += 2;
       i = end - 1;
       continue;
@@ -100,11 +104,32 @@ function proseData(text: string, budget?: Budget): Json | undefined {
     const kv = keyValueOf(line);
     if (kv) {
       const [name, value] = typedEntry(keyOf(kv[0]), kv[1]);
-      out[key(name)] = value;
+      entries.put(name, value);
       facts++;
     }
   }
-  return facts >= 2 ? out : undefined;
+  return facts >= 2 ? { data: out, json: entries.json() } : undefined;
+}
+
+/**
+ * Puts entries into `out` under unique keys (keyMaker), and writes its JSON text as it goes:
+ * serialising an object of thousands of keys afterwards costs several times more. The keys are
+ * made of a-z, 0-9 and _ (keyOf), so they need no escaping; a key that starts with a digit may
+ * be an array index, which JSON.stringify writes first: then the text is left to it.
+ */
+function entryWriter(out: Record<string, Json>): { put(name: string, value: Json): void; json(): string | undefined } {
+  const key = keyMaker(out);
+  let json: string | undefined = '';
+  return {
+    put(name, value) {
+      const k = key(name);
+      out[k] = value;
+      if (json === undefined) return;
+      if (isDigit(k.charCodeAt(0))) json = undefined;
+      else json += `${json === '' ? '' : ','}"${k}":${typeof value === 'number' ? (Number.isFinite(value) ? String(value) : 'null') : JSON.stringify(value)}`;
+    },
+    json: () => (json === undefined ? undefined : `{${json}}`),
+  };
 }
 
 /** Rows of a markdown table as objects; a column whose cells share a unit is typed (`high_c: 9`). */
@@ -143,6 +168,7 @@ const MARKERS = ['**', '__', '`'];
  * 41 characters that starts with a letter, then a colon and whitespace, then a value.
  */
 export function keyValueOf(line: string): [string, string] | undefined {
+  if (!line.includes(':')) return undefined;
   const t = (line.includes('**') || line.includes('__') ? line.split('**').join('').split('__').join('') : line).trimStart();
   let start = 0;
   if ((t[0] === '-' || t[0] === '*' || t[0] === '+') && (t[1] === ' ' || t[1] === '\t')) start = 2;
@@ -150,12 +176,25 @@ export function keyValueOf(line: string): [string, string] | undefined {
   const colon = t.indexOf(':', start);
   if (colon === -1 || colon - start > 48) return undefined;
   const label = t.slice(start, colon).trimEnd();
-  if (label.length === 0 || label.length > 41 || !/^[A-Za-z][\w ()%/.-]*$/.test(label)) return undefined;
+  if (label.length === 0 || label.length > 41 || !isLabel(label)) return undefined;
   const after = t[colon + 1];
   if (after !== ' ' && after !== '\t') return undefined;
   const value = t.slice(colon + 1).trim();
   return value === '' ? undefined : [label, value];
 }
+
+/** `[A-Za-z][\w ()%/.-]*`, by character code. */
+function isLabel(label: string): boolean {
+  if (!isAsciiLetter(label.charCodeAt(0))) return false;
+  for (let i = 1; i < label.length; i++) {
+    const c = label.charCodeAt(i);
+    if (c >= 128 || LABEL_CHAR[c] === 0) return false;
+  }
+  return true;
+}
+
+const LABEL_CHAR = new Uint8Array(128);
+for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_ ()%/.-') LABEL_CHAR[c.charCodeAt(0)] = 1;
 
 /** "Wind speed (km/h)" → "wind_speed_km_h": runs of other characters become one `_` (a linear, native replace). */
 export function keyOf(label: string): string {
@@ -167,18 +206,21 @@ export function keyOf(label: string): string {
 
 const NOT_KEY = /[^a-z0-9]+/g;
 
-/** Keys that are unique in one object: a repeated key gets `_2`, `_3`, … (a counter per key keeps this linear). */
-function keyMaker(): (key: string) => string {
-  const used = new Set<string>();
+/**
+ * Keys that are unique in `out`, which gets every key it makes: a repeated key gets `_2`, `_3`, …
+ * (a counter per key keeps this linear). The object is its own record of the keys used: a second
+ * set of them would cost as much again as the object.
+ */
+function keyMaker(out: Record<string, Json>): (key: string) => string {
   const next = new Map<string, number>();
   return (key) => {
     const base = key || 'value';
+    if (!Object.hasOwn(out, base)) return base;
     let k = base;
-    for (let i = next.get(base) ?? 2; used.has(k); i++) {
+    for (let i = next.get(base) ?? 2; Object.hasOwn(out, k); i++) {
       k = `${base}_${i}`;
       next.set(base, i + 1);
     }
-    used.add(k);
     return k;
   };
 }
@@ -195,8 +237,10 @@ export function typed(value: string): Json {
 
 /** A key and its typed value: a number with a unit puts the unit in the key (`temperature` + `8°C` → `temperature_c`, 8). */
 export function typedEntry(key: string, raw: string): [string, Json] {
-  const m = numberWithUnit(raw);
-  return m ? [withUnit(key, m.unit), m.value] : [key, typed(raw)];
+  const v = raw.trim();
+  if (numberEnd(v) === v.length) return [key, Number(v)]; // a plain number: no unit to look for
+  const m = numberWithUnit(v);
+  return m ? [withUnit(key, m.unit), m.value] : [key, typed(v)];
 }
 
 /**
@@ -205,20 +249,31 @@ export function typedEntry(key: string, raw: string): [string, Json] {
  */
 export function numberWithUnit(raw: string): { value: number; unit: string } | undefined {
   const v = raw.trim();
-  let i = v[0] === '-' ? 1 : 0;
-  const digits = i;
-  while (v.charCodeAt(i) >= 0x30 && v.charCodeAt(i) <= 0x39) i++;
-  if (i === digits) return undefined;
-  if (v[i] === '.') {
-    const frac = ++i;
-    while (v.charCodeAt(i) >= 0x30 && v.charCodeAt(i) <= 0x39) i++;
-    if (i === frac) return undefined;
-  }
-  const num = v.slice(0, i);
-  if (!JSON_NUMBER.test(num)) return undefined; // 007 stays a string, as it does without a unit
+  const i = numberEnd(v);
+  if (i === -1) return undefined;
   const unit = v.slice(v[i] === ' ' ? i + 1 : i);
-  return isUnit(unit) ? { value: Number(num), unit } : undefined;
+  return isUnit(unit) ? { value: Number(v.slice(0, i)), unit } : undefined;
 }
+
+/**
+ * The end of the number `v` starts with: `-?(0|[1-9]\d*)(\.\d+)?`, as JSON writes it, without an
+ * exponent (`1e3 m` is no number with a unit). -1 when there is none: 007 stays a string, as it
+ * does without a unit.
+ */
+function numberEnd(v: string): number {
+  let i = v.charCodeAt(0) === 0x2d /* - */ ? 1 : 0;
+  const digits = i;
+  while (isDigit(v.charCodeAt(i))) i++;
+  if (i === digits || (i - digits > 1 && v.charCodeAt(digits) === 0x30)) return -1;
+  if (v.charCodeAt(i) === 0x2e /* . */) {
+    const frac = ++i;
+    while (isDigit(v.charCodeAt(i))) i++;
+    if (i === frac) return -1;
+  }
+  return i;
+}
+
+const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
 
 function isUnit(unit: string): boolean {
   if (unit === '%' || unit === '‰' || unit === '°') return true;

@@ -18,10 +18,22 @@ const URL_TRAILER = new Set(['.', ',', ';', ':', '!', '?']);
 /** Visits each fact of `value`; `visit` returns true to stop. Returns true when stopped. */
 type Visit = (fact: string) => boolean | void;
 
+/**
+ * Receives the facts of a value as they are found; a true return stops the scan. A number comes
+ * by value (as text it is `#` and the number: `#8`), so that a set of facts need not spell out
+ * every number it holds.
+ */
+export interface FactSink {
+  text(fact: string): boolean | void;
+  number(value: number): boolean | void;
+}
+
+const asText = (visit: Visit): FactSink => ({ text: visit, number: (n) => visit(`#${n}`) });
+
 /** The facts of `value` (a string, or any JSON value: keys, strings, numbers, booleans). */
 export function factsOf(value: unknown, budget?: Budget): Set<string> {
   const facts = new Set<string>();
-  eachFact(value, (f) => void facts.add(f), budget);
+  eachFact(value, asText((f) => void facts.add(f)), budget);
   return facts;
 }
 
@@ -30,11 +42,11 @@ export function firstMissingFact(value: unknown, known: Set<string>, budget?: Bu
   let missing: string | undefined;
   eachFact(
     value,
-    (f) => {
+    asText((f) => {
       if (known.has(f)) return false;
       missing = f;
       return true;
-    },
+    }),
     budget,
   );
   return missing;
@@ -44,32 +56,39 @@ export function firstMissingFact(value: unknown, known: Set<string>, budget?: Bu
 export function missingFacts(before: unknown, after: unknown, limit = 20): string[] {
   const known = factsOf(after);
   const missing = new Set<string>();
-  eachFact(before, (f) => {
-    if (!known.has(f)) missing.add(f);
-    return missing.size >= limit;
-  });
+  eachFact(
+    before,
+    asText((f) => {
+      if (!known.has(f)) missing.add(f);
+      return missing.size >= limit;
+    }),
+  );
   return [...missing];
 }
 
-function eachFact(value: unknown, visit: Visit, budget?: Budget): boolean {
+/** Keys remembered as read: enough for the rows of any table, while an object of many keys is not copied into a set. */
+const KEYS_KEPT = 256;
+
+/** Passes each fact of `value` to `sink`; true when the sink stopped the scan. */
+export function eachFact(value: unknown, sink: FactSink, budget?: Budget): boolean {
   const stack: unknown[] = [value];
-  const keys = new Set<string>(); // rows repeat their keys: read each once
+  const keys = new Set<string>(); // rows repeat their keys: read each once (the first KEYS_KEPT keys)
   while (stack.length > 0) {
     const v = stack.pop();
     budget?.check();
     if (typeof v === 'string') {
-      if (textFacts(v, visit, budget)) return true;
+      if (textFacts(v, sink, budget)) return true;
     } else if (typeof v === 'number') {
-      if (visit(`#${Math.abs(v)}`)) return true; // a sign is a dash in text: not told apart
+      if (sink.number(Math.abs(v))) return true; // a sign is a dash in text: not told apart
     } else if (typeof v === 'boolean' || v === null) {
-      if (visit(String(v))) return true;
+      if (sink.text(String(v))) return true;
     } else if (Array.isArray(v)) {
       for (let i = v.length - 1; i >= 0; i--) stack.push(v[i]);
     } else if (isPlainObject(v)) {
       for (const key in v) {
         if (!keys.has(key)) {
-          keys.add(key);
-          if (textFacts(key, visit, budget)) return true;
+          if (keys.size < KEYS_KEPT) keys.add(key);
+          if (textFacts(key, sink, budget)) return true;
         }
         stack.push(v[key]);
       }
@@ -78,35 +97,47 @@ function eachFact(value: unknown, visit: Visit, budget?: Budget): boolean {
   return false;
 }
 
-/** The facts of one string, in order; true when `visit` stopped the scan. */
-function textFacts(text: string, visit: Visit, budget?: Budget): boolean {
+/** The facts of one string, in order; true when the sink stopped the scan. */
+function textFacts(text: string, sink: FactSink, budget?: Budget): boolean {
   const n = text.length;
   let i = 0;
   while (i < n) {
     budget?.check();
     const c = text.charCodeAt(i);
     let end = i + 1;
-    let fact: string | undefined;
     if ((c === 0x60 || c === 0x7e) && atLineStart(text, i) && text.startsWith(c === 0x60 ? '```' : '~~~', i)) {
       end = text.indexOf('\n', i); // a fence and its language label
       if (end === -1) end = n;
     } else if (isDigit(c)) {
       end = numberEnd(text, i);
-      fact = `#${Number(text.slice(i, end))}`;
+      if (sink.number(numberAt(text, i, end))) return true;
     } else if (isLetter(c)) {
       if ((c === 0x68 || c === 0x48) && startsWithScheme(text, i)) {
         end = urlEnd(text, i);
-        fact = `url:${trimUrl(text, i, end)}`;
+        if (sink.text(`url:${trimUrl(text, i, end)}`)) return true;
       } else {
         end = wordEnd(text, i);
-        if (isFormattingTag(text, i, end)) fact = undefined;
-        else if (wordsIn(text, i, end, visit)) return true;
+        if (!isFormattingTag(text, i, end) && wordsIn(text, i, end, sink)) return true;
       }
     }
-    if (fact !== undefined && visit(fact)) return true;
     i = end;
   }
   return false;
+}
+
+/** The value of the number from `start` to `end`: up to 15 digits alone are summed exactly, without a string. */
+function numberAt(text: string, start: number, end: number): number {
+  if (end - start <= 15) {
+    let n = 0;
+    let i = start;
+    for (; i < end; i++) {
+      const c = text.charCodeAt(i);
+      if (!isDigit(c)) break;
+      n = n * 10 + (c - 0x30);
+    }
+    if (i === end) return n;
+  }
+  return Number(text.slice(start, end));
 }
 
 /** Whether only up to three spaces stand between `i` and the start of its line. */
@@ -144,11 +175,11 @@ function wordEnd(text: string, start: number): number {
 }
 
 /** The words of one run of letters (camelCase split: a word starts again at an upper-case letter after a lower-case one). */
-function wordsIn(text: string, start: number, end: number, visit: Visit): boolean {
+function wordsIn(text: string, start: number, end: number, sink: FactSink): boolean {
   let from = start;
   for (let i = start + 1; i <= end; i++) {
     if (i < end && !(isUpper(text.charCodeAt(i)) && isLower(text.charCodeAt(i - 1)))) continue;
-    if (i - from >= 2 && visit(text.slice(from, i).toLowerCase())) return true;
+    if (i - from >= 2 && sink.text(text.slice(from, i).toLowerCase())) return true;
     from = i;
   }
   return false;

@@ -11,6 +11,32 @@ export const MAX_DEPTH = 64;
  * is iterative, so even a megabyte of `[` parses; the depth is checked on the parsed value.
  */
 export function parseJsonDocument(text: string): Json | undefined {
+  return readJsonDocument(text)?.data;
+}
+
+/**
+ * The JSON text a step wrote last (writeJson) and the data it wrote it from. A later step that
+ * reads the same text takes the data instead of parsing it again: trim minifies a JSON text and
+ * tabular then reads it; json-extract writes its text copy and tabular reads that. The data is
+ * what parsing the text gives: a text with `null` in it is not remembered (a number too large
+ * for a double is written as null), and a -0 reads as 0 but every reader writes it as 0. It is
+ * taken once, so no two results get the same object.
+ */
+let written: { text: string; data: Json } | undefined;
+
+/** JSON.stringify(data), or `text` when the caller has written it, remembered for the next step that reads it (see `written`). */
+export function writeJson(data: Json, text = JSON.stringify(data)): string {
+  written = text.includes('null') ? undefined : { text, data };
+  return text;
+}
+
+/** As parseJsonDocument, and whether `text` is exactly JSON.stringify of the data (a step wrote it). */
+export function readJsonDocument(text: string): { data: Json; minified: boolean } | undefined {
+  if (written !== undefined && written.text === text) {
+    const { data } = written;
+    written = undefined;
+    return valueDepth(data) > MAX_DEPTH ? undefined : { data, minified: true };
+  }
   const t = text.trim();
   const first = t.charCodeAt(0);
   if (first !== 0x7b /* { */ && first !== 0x5b /* [ */) return undefined;
@@ -20,7 +46,7 @@ export function parseJsonDocument(text: string): Json | undefined {
   } catch {
     return undefined;
   }
-  return valueDepth(value) > MAX_DEPTH ? undefined : value;
+  return valueDepth(value) > MAX_DEPTH ? undefined : { data: value, minified: false };
 }
 
 /** The nesting depth of a parsed value, capped at `limit + 1` (no recursion; only objects and arrays are visited). */

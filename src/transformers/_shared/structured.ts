@@ -5,7 +5,8 @@
  */
 import { contentOf, isTextBlock, type McpResult, type TextBlock } from '../contract.js';
 import type { Budget } from '../budget.js';
-import { factsOf, firstMissingFact } from './facts.js';
+import { hasFactBeyond } from './coverage.js';
+import { writeJson, type Json } from './json.js';
 
 export interface ToolText {
   content: unknown[];
@@ -24,12 +25,14 @@ export function toolText(result: McpResult): ToolText | undefined {
 }
 
 /**
- * The result with `data` as structuredContent: its JSON text first (with `keepText`), the
- * original text blocks after it unless the data holds every fact of the text (or `whole`: the
- * text was the data), then the blocks that are not text.
+ * The result with `data` (a JSON value) as structuredContent: its JSON text first (with
+ * `keepText`), the original text blocks after it unless the data holds every fact of the text
+ * (or `whole`: the text was the data), then the blocks that are not text. `written`: the
+ * data's JSON text, when the caller has it.
  */
-export function withStructured(result: McpResult, from: ToolText, data: Record<string, unknown>, keepText: boolean, budget?: Budget, whole = false): McpResult {
-  const partial = !whole && firstMissingFact(from.text, factsOf(data, budget), budget) !== undefined;
-  const copy = keepText ? [{ type: 'text', text: JSON.stringify(data) }] : [];
+export function withStructured(result: McpResult, from: ToolText, data: Record<string, unknown>, keepText: boolean, budget?: Budget, whole = false, written?: string): McpResult {
+  const json = keepText || !whole ? writeJson(data as Json, written) : '';
+  const partial = !whole && hasFactBeyond(from.text, data, json, budget);
+  const copy = keepText ? [{ type: 'text', text: json }] : [];
   return { ...result, content: [...copy, ...(partial ? from.texts : []), ...from.content.filter((b) => !isTextBlock(b))], structuredContent: data };
 }

@@ -13,17 +13,20 @@ export const audience = withoutOptions(
     const human = ctx.features.present.has('human');
     if (agent === human) return undefined;
     const role = agent ? 'assistant' : 'user';
-    const keep = (block: unknown) => {
-      const a = (block as { annotations?: { audience?: unknown } } | null)?.annotations?.audience;
-      return !Array.isArray(a) || a.includes(role);
-    };
-    if (ctx.method === 'tools/call' && Array.isArray(result.content)) return filtered(result, 'content', result.content, keep);
-    if (ctx.method === 'prompts/get' && Array.isArray(result.messages)) return filtered(result, 'messages', result.messages, (m) => keep((m as { content?: unknown })?.content));
+    if (ctx.method === 'tools/call' && Array.isArray(result.content)) return filtered(result, 'content', result.content, role, false);
+    if (ctx.method === 'prompts/get' && Array.isArray(result.messages)) return filtered(result, 'messages', result.messages, role, true);
     return undefined;
   },
 );
 
-function filtered(result: McpResult, key: string, items: unknown[], keep: (item: unknown) => boolean): McpResult | undefined {
-  const kept = items.filter(keep);
+/** The items meant for `role` (a message by its content), or undefined when that is all of them or none. */
+function filtered(result: McpResult, key: string, items: unknown[], role: string, messages: boolean): McpResult | undefined {
+  const kept = items.filter((item) => isFor(messages ? (item as { content?: unknown } | null)?.content : item, role));
   return kept.length === items.length || kept.length === 0 ? undefined : { ...result, [key]: kept };
+}
+
+/** A block without an audience is for everyone. */
+function isFor(block: unknown, role: string): boolean {
+  const a = (block as { annotations?: { audience?: unknown } } | null)?.annotations?.audience;
+  return !Array.isArray(a) || a.includes(role);
 }

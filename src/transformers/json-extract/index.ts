@@ -11,7 +11,7 @@ import { z } from 'zod';
 import type { McpResult, Transformer } from '../contract.js';
 import { extractData } from '../_shared/extract.js';
 import { toolText, withStructured } from '../_shared/structured.js';
-import { isPlainObject, parseJsonDocument } from '../_shared/json.js';
+import { isPlainObject, parseJsonDocument, writeJson } from '../_shared/json.js';
 import { satisfiesSchema } from '../_shared/schema-check.js';
 
 const options = z
@@ -38,7 +38,7 @@ export const jsonExtract: Transformer<z.infer<typeof options>> = {
         ctx.log.debug({ tool: ctx.name }, 'extracted data does not match the tool outputSchema; result left as it was');
         return undefined;
       }
-      return withStructured(result, from, structured, keepText, ctx.budget, found.whole);
+      return withStructured(result, from, structured, keepText, ctx.budget, found.whole, structured === found.data ? found.json : undefined);
     };
   },
 };
@@ -53,7 +53,7 @@ function resourceToJson(result: McpResult): McpResult | undefined {
     const data = parseJsonDocument(c.text);
     if (data === undefined || (!isPlainObject(data) && !Array.isArray(data))) return c;
     changed = true;
-    return { ...c, mimeType: 'application/json', text: JSON.stringify(data) };
+    return { ...c, mimeType: 'application/json', text: writeJson(data) };
   });
   return changed ? { ...result, contents } : undefined;
 }

@@ -84,7 +84,7 @@ export function toPlainText(markdown: string, budget?: Budget): string {
       out.push(item);
     } else {
       if (indent === 0) inList = false;
-      out.push(hardBreakless(inlineToText(inList ? body.trimEnd() : body.trim(), budget)));
+      out.push(inlineToText(inList ? body.trimEnd() : body.trim(), budget, true));
     }
     previous = 'paragraph';
   }
@@ -114,7 +114,7 @@ function listItem(line: string, budget?: Budget): string | undefined {
   }
   if (marker === undefined) return undefined;
   const rest = t.slice(marker === '-' ? 2 : marker.length + 1).trim();
-  return `${' '.repeat(indent)}${marker} ${hardBreakless(inlineToText(rest, budget))}`;
+  return `${' '.repeat(indent)}${marker} ${inlineToText(rest, budget, true)}`;
 }
 
 /** A table's header and body rows (the delimiter row left out) as `a | b` lines, aligned when narrow. */
@@ -127,11 +127,6 @@ function table(header: string, rows: string[], budget?: Budget): string[] {
   for (const row of cells) row.forEach((c, j) => (widths[j] = Math.max(widths[j] ?? 0, c.length)));
   const aligned = widths.every((w) => w <= MAX_ALIGNED_WIDTH);
   return cells.map((row) => row.map((c, j) => (aligned ? c.padEnd(widths[j]) : c)).join(' | ').trimEnd());
-}
-
-/** A trailing backslash or two trailing spaces mark a hard line break in markdown. */
-function hardBreakless(text: string): string {
-  return text.endsWith('\\') ? text.slice(0, -1) : text;
 }
 
 function squeezeBlankLines(lines: string[]): string[] {

@@ -7,116 +7,53 @@
  *
  * This runs on every line of every text a client wants as plain text, so it works on
  * character codes and records what it finds in typed arrays indexed by position, reused from
- * line to line: no objects per character (only emphasis openers get a stack per run kind).
+ * line to line: no objects per character or per line.
  */
 import type { Budget } from '../budget.js';
 import { FORMATTING_TAGS } from '../_shared/facts.js';
+import { clearOpeners, codeSpans, delimiterRun, DROP_RUN, grown, LINK_CLOSE, LINK_OPEN, marks, PUNCT } from './marks.js';
 
 const [BACKTICK, BACKSLASH, OPEN_BRACKET, CLOSE_BRACKET, OPEN_PAREN, CLOSE_PAREN, BANG, LESS, GREATER, STAR, UNDERSCORE, TILDE] = Array.from('`\\[]()!<>*_~', (c) => c.charCodeAt(0));
 
-/** ASCII punctuation (CommonMark's list), by character code. */
-const PUNCT = new Uint8Array(128);
-for (const ch of '!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~') PUNCT[ch.charCodeAt(0)] = 1;
-/** The next character that can be markup: a native scan is several times faster than a loop in JS. */
+/** A line without any of these has no markup. */
 const ANY_SPECIAL = /[`[\]*_~<\\]/;
+/** The characters that can be markup, by character code. */
+const MARKUP = new Uint8Array(128);
+for (const ch of '`[]*_~<\\()!') MARKUP[ch.charCodeAt(0)] = 1;
 const NEXT_MARKUP = /[`[\]*_~<\\()!]/g;
+/** Characters looked at one by one before a native scan takes over: markup is usually near, and a scan costs a call. */
+const NEAR = 16;
 
 /** The index of the next character at or after `from` that can be markup, or the line's length. */
 function nextMarkup(line: string, from: number): number {
-  NEXT_MARKUP.lastIndex = from;
+  const near = Math.min(line.length, from + NEAR);
+  for (let i = from; i < near; i++) {
+    const c = line.charCodeAt(i);
+    if (c < 128 && MARKUP[c] === 1) return i;
+  }
+  if (near === line.length) return near;
+  NEXT_MARKUP.lastIndex = near;
   return NEXT_MARKUP.test(line) ? NEXT_MARKUP.lastIndex - 1 : line.length;
 }
 
-/** What starts at a position (`Marks.action`). */
-const DROP_RUN = 1; // an emphasis run that paired up: `size` characters dropped
-const LINK_OPEN = 2; // the `[` of a link
-const LINK_CLOSE = 3; // the `]` of a link: write `links.suffix[size]`, go on at `links.end[size]`
-
-/** Per-position marks for the current line, grown as needed and cleared over the line's length. */
-class Marks {
-  /** Index after a code span's closing run, + 1 (0: no span starts here). */
-  codeEnd = new Int32Array(256);
-  /** Index after a `)` matching the `(` here, + 1. */
-  parenEnd = new Int32Array(256);
-  action = new Uint8Array(256);
-  size = new Int32Array(256);
-
-  reset(length: number): void {
-    if (this.action.length < length + 2) {
-      const n = Math.max(length + 2, this.action.length * 2);
-      this.codeEnd = new Int32Array(n);
-      this.parenEnd = new Int32Array(n);
-      this.action = new Uint8Array(n);
-      this.size = new Int32Array(n);
-      return;
-    }
-    this.codeEnd.fill(0, 0, length + 2);
-    this.parenEnd.fill(0, 0, length + 2);
-    this.action.fill(0, 0, length + 2);
-  }
-}
-
-const marks = new Marks();
-const runStarts: number[] = [];
-const runLengths: number[] = [];
-const lastOfLength = new Map<number, number>();
-const openers = new Map<number, number[]>(); // char code * 1024 + run length → open runs
 /** Stacks and lists as typed arrays with their own top (setting an array's length is slow). */
 let brackets = new Int32Array(64);
 let parens = new Int32Array(64);
 let pairs = new Int32Array(128); // open, close, open, close, …
-let next = new Int32Array(16);
 const links = { suffix: [] as string[], end: [] as number[], count: 0 };
 
-function grown(a: Int32Array<ArrayBuffer>, used: number): Int32Array<ArrayBuffer> {
-  if (used < a.length) return a;
-  const b = new Int32Array(a.length * 2);
-  b.set(a);
-  return b;
-}
-
-/** `budget` is charged per markup character in every pass, so that even one huge line is cut short in time. */
-export function inlineToText(line: string, budget?: Budget): string {
+/**
+ * `budget` is charged per markup character in every pass, so that even one huge line is cut
+ * short in time. `hardBreak`: the line may end in a hard line break, a backslash, which is
+ * dropped from the text (a line without markup has no backslash).
+ */
+export function inlineToText(line: string, budget?: Budget, hardBreak = false): string {
   if (!ANY_SPECIAL.test(line)) return line;
   const n = line.length;
   marks.reset(n);
   const hasCode = line.includes('`') && codeSpans(line, budget);
   markup(line, hasCode, budget);
-  return emit(line, hasCode, budget);
-}
-
-/**
- * Code spans: a run of n backticks up to the next run of exactly n. Marks `codeEnd`; true when
- * there is at least one span.
- */
-function codeSpans(line: string, budget?: Budget): boolean {
-  runStarts.length = 0;
-  runLengths.length = 0;
-  for (let i = line.indexOf('`'); i !== -1; i = line.indexOf('`', i + 1)) {
-    budget?.check();
-    if (line.charCodeAt(i - 1) === BACKSLASH) continue;
-    let len = 1;
-    while (line.charCodeAt(i + len) === BACKTICK) len++;
-    runStarts.push(i);
-    runLengths.push(len);
-    i += len - 1;
-  }
-  // next[k]: the next run as long as run k (one right-to-left pass).
-  next = grown(next, runStarts.length);
-  lastOfLength.clear();
-  for (let k = runStarts.length - 1; k >= 0; k--) {
-    next[k] = lastOfLength.get(runLengths[k]) ?? -1;
-    lastOfLength.set(runLengths[k], k);
-  }
-  let any = false;
-  for (let k = 0; k < runStarts.length; k++) {
-    const close = next[k];
-    if (close === -1) continue;
-    marks.codeEnd[runStarts[k]] = runStarts[close] + runLengths[close] + 1;
-    any = true;
-    k = close;
-  }
-  return any;
+  return emit(line, hasCode, hardBreak, budget);
 }
 
 /**
@@ -151,10 +88,13 @@ function markup(line: string, hasCode: boolean, budget?: Budget): void {
       parens = grown(parens, pTop);
       parens[pTop++] = i++;
     } else if (c === CLOSE_PAREN) {
-      if (pTop > 0) parenEnd[parens[--pTop]] = i + 1 + 1;
+      if (pTop > 0) {
+        parenEnd[parens[--pTop]] = i + 1 + 1;
+        marks.mark(parens[pTop]);
+      }
       i++;
     } else if (c === STAR || c === UNDERSCORE || c === TILDE) {
-      if (!emphasis) (openers.clear(), (emphasis = true));
+      if (!emphasis) (clearOpeners(), (emphasis = true));
       i = delimiterRun(line, i, c, action, size);
     } else i++;
   }
@@ -170,40 +110,23 @@ function markup(line: string, hasCode: boolean, budget?: Budget): void {
     const label = close - open - 1 === target.length ? line.slice(open + 1, close) : undefined;
     action[open] = LINK_OPEN;
     action[close] = LINK_CLOSE;
+    marks.mark(open);
+    marks.mark(close);
     size[close] = links.count;
     links.suffix[links.count] = target === '' || label === target ? '' : ` (${target})`;
     links.end[links.count++] = end + 1;
   }
 }
 
-/** The run of `c` at `i`: marks it and its opener when it closes one; returns the index after it. */
-function delimiterRun(line: string, i: number, c: number, action: Uint8Array, size: Int32Array): number {
-  let len = 1;
-  while (line.charCodeAt(i + len) === c) len++;
-  const before = kind(line.charCodeAt(i - 1));
-  const after = kind(line.charCodeAt(i + len));
-  const left = after !== SPACE && (after !== PUNCTUATION || before !== WORD);
-  const right = before !== SPACE && (before !== PUNCTUATION || after !== WORD);
-  const key = c * 1024 + Math.min(len, 1023);
-  const stack = openers.get(key);
-  if (right && (!left || after === PUNCTUATION) && stack?.length) {
-    const open = stack.pop()!;
-    action[open] = DROP_RUN;
-    size[open] = len;
-    action[i] = DROP_RUN;
-    size[i] = len;
-  } else if (left && (!right || before === PUNCTUATION)) {
-    if (stack) stack.push(i);
-    else openers.set(key, [i]);
-  }
-  return i + len;
-}
-
-/** The line with the marked markup removed or rewritten. */
-function emit(line: string, hasCode: boolean, budget?: Budget): string {
+/**
+ * The line with the marked markup removed or rewritten. The pieces are linked, not copied, and
+ * the last one that is not empty tells how the text ends without copying it to look.
+ */
+function emit(line: string, hasCode: boolean, hardBreak: boolean, budget?: Budget): string {
   const n = line.length;
   const { codeEnd, action, size } = marks;
   let out = '';
+  let last = '';
   let from = 0;
   for (let i = nextMarkup(line, 0); i < n; i = nextMarkup(line, i)) {
     budget?.check();
@@ -239,11 +162,18 @@ function emit(line: string, hasCode: boolean, budget?: Budget): string {
       i++;
       continue;
     }
-    out += line.slice(from, i) + text;
+    const before = line.slice(from, i);
+    out += before + text;
+    if (text !== '') last = text;
+    else if (before !== '') last = before;
     i = next;
     from = next;
   }
-  return from === 0 ? line : out + line.slice(from);
+  if (from === 0) return hardBreak && line.endsWith('\\') ? line.slice(0, -1) : line;
+  const tail = line.slice(from);
+  if (tail !== '') last = tail;
+  const text = out + tail;
+  return hardBreak && last.endsWith('\\') ? text.slice(0, -1) : text;
 }
 
 /** The text of the code span from `start` to `end`: backticks off, and one space each side when both are there. */
@@ -252,16 +182,6 @@ function codeText(line: string, start: number, end: number): string {
   while (line.charCodeAt(start + n) === BACKTICK) n++;
   const text = line.slice(start + n, end - n);
   return text.length > 2 && text.startsWith(' ') && text.endsWith(' ') && text.trim() !== '' ? text.slice(1, -1) : text;
-}
-
-const SPACE = 0;
-const PUNCTUATION = 1;
-const WORD = 2;
-
-/** A character's kind for emphasis flanking (NaN, before the start or past the end, is space). */
-function kind(c: number): number {
-  if (c !== c || c === 0x20 || c === 0x09 || c === 0x0a) return SPACE;
-  return c < 128 && PUNCT[c] === 1 ? PUNCTUATION : WORD;
 }
 
 const isAsciiLetter = (c: number) => (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a);

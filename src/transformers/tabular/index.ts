@@ -11,7 +11,7 @@ import { encodeLines } from '@toon-format/toon';
 import { z } from 'zod';
 import type { Budget } from '../budget.js';
 import type { Transformer } from '../contract.js';
-import { isPlainObject, parseJsonDocument, type Json } from '../_shared/json.js';
+import { isPlainObject, readJsonDocument, type Json } from '../_shared/json.js';
 import { mapTexts } from '../_shared/texts.js';
 
 const options = z
@@ -45,14 +45,15 @@ export const tabular: Transformer<Options> = {
 /** The text in the configured encoding, or undefined when it is no JSON document with a table, or the encoding is not shorter. */
 function encodeTables(text: string, o: Options, budget?: Budget): string | undefined {
   if (text.length > o.maxChars) return undefined;
-  const data = parseJsonDocument(text);
-  if (data === undefined) return undefined;
+  const doc = readJsonDocument(text);
+  if (doc === undefined) return undefined;
+  const { data } = doc;
   budget?.check(text.length);
   let encoded: string | undefined;
   if (o.encoding === 'toon') encoded = hasTable(data, o.minRows, budget) ? toon(data, budget) : undefined;
   else encoded = isTable(data, o.minRows) ? delimited(data as Array<Record<string, Json>>, o.encoding, budget) : undefined;
   if (encoded === undefined) return undefined;
-  return encoded.length < JSON.stringify(data).length ? encoded : undefined;
+  return encoded.length < (doc.minified ? text.length : JSON.stringify(data).length) ? encoded : undefined;
 }
 
 /** An array of at least `minRows` objects with the same keys and only primitive values. */

@@ -11,7 +11,7 @@
 import { z } from 'zod';
 import type { Budget } from '../budget.js';
 import type { McpResult, Transformer } from '../contract.js';
-import { parseJsonDocument } from '../_shared/json.js';
+import { parseJsonDocument, writeJson } from '../_shared/json.js';
 import { mapTexts } from '../_shared/texts.js';
 import { compactList } from './lists.js';
 import { compactProse } from './prose.js';
@@ -50,7 +50,7 @@ export const trim: Transformer<z.infer<typeof options>> = {
 /** JSON text without its whitespace; undefined when the text is not a JSON document. */
 function minified(text: string): string | undefined {
   const data = parseJsonDocument(text);
-  return data === undefined ? undefined : JSON.stringify(data);
+  return data === undefined ? undefined : writeJson(data);
 }
 
 /** Resources: JSON minified, markdown (or untyped) prose compacted, everything else as it was. */
