@@ -22,7 +22,7 @@ import { registerAuthentication } from './authentication.js';
 import { capConnections, timeoutOptions, type ConnectionLimits } from './connections.js';
 import { fastifyError, sendError } from './errors.js';
 import { registerGuards } from './guards.js';
-import { limitKey, RATE_LIMITED_ROUTE, registerLimits, trustedAddress, type ClientLimits } from './limits.js';
+import { limitKey, registerLimits, trustedAddress, type ClientLimits } from './limits.js';
 import { registerProbes } from './probes.js';
 import type { ReplyMode } from './replies.js';
 
@@ -112,7 +112,7 @@ export async function startHttpFront(opts: HttpFrontOptions): Promise<HttpFront>
     });
   }
   const authenticate = registerAuthentication(app, { ...opts.auth, path: listen.path, port: listen.port, onBlocked: (req) => refuse(req, 'auth_failures'), log });
-  const inFlight = await registerLimits(app, { path: listen.path, limits: opts.limits, refuse });
+  const inFlight = registerLimits(app, { path: listen.path, limits: opts.limits, refuse });
   let draining = false;
   registerProbes(app, {
     metrics,
@@ -125,7 +125,7 @@ export async function startHttpFront(opts: HttpFrontOptions): Promise<HttpFront>
     trustsForwarding: listen.trustProxy !== false,
   });
 
-  app.post(listen.path, RATE_LIMITED_ROUTE, async (req, reply) => {
+  app.post(listen.path, async (req, reply) => {
     const post = parsePost(req, reply, listen, opts.tracing);
     if (!post) return reply;
     // Draining: no new work, but answers and cancellations for calls in flight still get through.
@@ -136,8 +136,8 @@ export async function startHttpFront(opts: HttpFrontOptions): Promise<HttpFront>
     if (era === 'modern') noteExchange(req, undefined, { era });
     return era === 'modern' ? opts.modern!.post(req, reply, post) : opts.legacy.post(req, reply, post);
   });
-  app.get(listen.path, RATE_LIMITED_ROUTE, (req, reply) => opts.legacy.get(req, reply));
-  app.delete(listen.path, RATE_LIMITED_ROUTE, (req, reply) => opts.legacy.delete(req, reply));
+  app.get(listen.path, (req, reply) => opts.legacy.get(req, reply));
+  app.delete(listen.path, (req, reply) => opts.legacy.delete(req, reply));
 
   const address = await app.listen({ host: listen.host, port: listen.port });
   const url = new URL(listen.path, address.replace('0.0.0.0', '127.0.0.1').replace('[::]', '[::1]')).toString();
