@@ -37,14 +37,15 @@ class Exchange implements ExchangeNote {
 /** Also told of every finished request: its JSON-RPC method, era, HTTP status and duration (for /metrics). */
 export type RequestObserver = (method: string | undefined, era: string | undefined, status: number, seconds: number) => void;
 
-export function registerAccessLog(app: FastifyInstance, path: string, log: Logger, observe?: RequestObserver): void {
+/** `logged` tells the requests that get a line (those to the MCP endpoint). */
+export function registerAccessLog(app: FastifyInstance, logged: (req: FastifyRequest) => boolean, log: Logger, observe?: RequestObserver): void {
   app.decorateRequest('exchange', null);
   app.decorateRequest('span', null);
   // The line's fields are plain values, never headers: the redaction the logger may carry (its
   // wildcard path is run on every field of every line) has nothing to find in it.
   const lines = log.child({}, { redact: [] });
   app.addHook('onRequest', (req, reply, done) => {
-    if (req.routeOptions.url !== path) return done();
+    if (!logged(req)) return done();
     const exchange = (req.exchange = new Exchange());
     const started = performance.now();
     const socket = req.raw.socket;

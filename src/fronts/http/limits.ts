@@ -8,6 +8,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import proxyAddr from 'proxy-addr';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import { sendError } from './errors.js';
+import { routeOf, trackRoutes } from './route.js';
 
 export interface RequestLimits {
   /** The MCP endpoint's path (the only one limited). */
@@ -29,13 +30,14 @@ export interface InFlight {
  * method; only POSTs are in flight.
  */
 export function registerLimits(app: FastifyInstance, o: RequestLimits): InFlight {
+  trackRoutes(app);
   let count = 0;
   let idle: (() => void) | undefined;
   const max = o.limits.config.requestsPerSecond;
   // Off (loopback without authentication): no counting at all, rather than a count that never refuses.
   const rates = Number.isFinite(max) ? new Map<string, RequestRate>() : undefined;
   app.addHook('preParsing', (req, reply, payload, done) => {
-    if (req.routeOptions.url !== o.path) return done(null, payload);
+    if (routeOf(req) !== o.path) return done(null, payload);
     const key = limitKey(req);
     if (rates) {
       let rate = rates.get(req.method);

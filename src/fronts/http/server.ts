@@ -24,6 +24,7 @@ import { fastifyError, sendError } from './errors.js';
 import { registerGuards } from './guards.js';
 import { limitKey, registerLimits, trustedAddress, type ClientLimits } from './limits.js';
 import { registerProbes } from './probes.js';
+import { routeOf } from './route.js';
 import type { ReplyMode } from './replies.js';
 
 /** A parsed POST for an endpoint: its messages, how to answer, and who sent it. */
@@ -101,7 +102,7 @@ export async function startHttpFront(opts: HttpFrontOptions): Promise<HttpFront>
     noteExchange(req, undefined, { refused: reason });
   };
   const hostOk = registerGuards(app, { path: listen.path, allowedHosts: listen.allowedHosts, allowedOrigins: listen.allowedOrigins, corsOrigins: listen.cors?.origins, replicaUrl: opts.replicaUrl });
-  registerAccessLog(app, listen.path, log, (method, era, status, seconds) => metrics.observeRequest(method, era, status, seconds));
+  registerAccessLog(app, (req) => routeOf(req) === listen.path, log, (method, era, status, seconds) => metrics.observeRequest(method, era, status, seconds));
   if (listen.cors) {
     await app.register(cors, {
       origin: listen.cors.origins.includes('*') ? '*' : listen.cors.origins,
