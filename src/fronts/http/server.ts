@@ -38,7 +38,8 @@ export interface Post {
 type Handler = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
 export interface LegacyEndpoint {
-  post(req: FastifyRequest, reply: FastifyReply, post: Post): Promise<unknown>;
+  /** Answers (or hijacks) the reply before it returns: nothing to wait for. */
+  post(req: FastifyRequest, reply: FastifyReply, post: Post): void;
   get: Handler;
   delete: Handler;
   readonly sessionCount: number;
@@ -126,16 +127,19 @@ export async function startHttpFront(opts: HttpFrontOptions): Promise<HttpFront>
     trustsForwarding: listen.trustProxy !== false,
   });
 
-  app.post(listen.path, async (req, reply) => {
+  // Not async: a legacy POST is answered or taken over before the handler returns, so no promise is made for it.
+  app.post(listen.path, (req, reply) => {
     const post = parsePost(req, reply, listen, opts.tracing);
-    if (!post) return reply;
+    if (!post) return;
     // Draining: no new work, but answers and cancellations for calls in flight still get through.
     if (draining && post.frames.some((f) => isRequest(f.msg))) {
-      return sendError(reply, new ProxyError('SHUTTING_DOWN', 'The proxy is shutting down; send this to another replica, or retry shortly'));
+      sendError(reply, new ProxyError('SHUTTING_DOWN', 'The proxy is shutting down; send this to another replica, or retry shortly'));
+      return;
     }
     const era = opts.modern ? eraOf(post.frames, { sessionId: req.headers['mcp-session-id'], versionHeader: req.headers['mcp-protocol-version'] }) : 'legacy';
-    if (era === 'modern') noteExchange(req, undefined, { era });
-    return era === 'modern' ? opts.modern!.post(req, reply, post) : opts.legacy.post(req, reply, post);
+    if (era === 'legacy') return opts.legacy.post(req, reply, post);
+    noteExchange(req, undefined, { era });
+    return opts.modern!.post(req, reply, post);
   });
   app.get(listen.path, (req, reply) => opts.legacy.get(req, reply));
   app.delete(listen.path, (req, reply) => opts.legacy.delete(req, reply));
