@@ -37,8 +37,8 @@ async function main(): Promise<number> {
     return print(`${request.configFile ?? '(defaults)'}: OK (${rules.length} content-negotiation rules${warnings.length ? `, ${warnings.length} warning(s)` : ''})`);
   }
 
-  const lines = config.logFormat === 'pretty' ? undefined : logDestination(2);
-  if (lines) process.on('exit', () => lines.drainSync());
+  const lines = config.logFormat === 'pretty' ? undefined : logDestination(process.stderr);
+  if (lines) process.on('exit', () => lines.drain());
   const log = pino(
     {
       name: 'mcp-negotiate-proxy',

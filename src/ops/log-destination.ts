@@ -1,49 +1,48 @@
 /**
- * Where JSON log lines go: a file descriptor (stderr), written from libuv's thread pool so that a
- * reader that falls behind never blocks the event loop. Lines are gathered for up to
- * `GATHER_MS` (or until `GATHER_BYTES` wait) and written together: one access-log line per
- * request would otherwise be one thread-pool write per request, which costs the proxy more than
- * the rest of the line. `drainSync` writes what waits at once (the process is exiting).
+ * Where JSON log lines go: a stream (stderr in the CLI), a few lines at a time. Lines are
+ * gathered for up to `GATHER_MS` (or until `GATHER_CHARS` wait) and written together: with an
+ * access-log line per request, one write per line was a large part of what a request cost.
+ * Written on the event loop's own thread: for a pipe, Node writes at once without blocking and
+ * queues what the pipe cannot take yet (a reader that falls behind costs memory, never a stalled
+ * event loop); a file is written synchronously. pino's own asynchronous destination wrote from
+ * libuv's thread pool instead, waking one of its threads for every write.
  */
-import pino from 'pino';
+import type { Writable } from 'node:stream';
 
 /** How long a line may wait for others to be written with it. */
 export const GATHER_MS = 10;
 /** Lines waiting beyond this many characters are written at once. */
-const GATHER_BYTES = 16 * 1024;
+const GATHER_CHARS = 16 * 1024;
 
-export interface LogDestination extends pino.DestinationStream {
-  /** Writes everything still waiting, synchronously (for `process.on('exit')`). */
-  drainSync(): void;
+export interface LogDestination {
+  write(line: string): void;
+  /** Writes what waits now (when the process exits). */
+  drain(): void;
 }
 
-export function logDestination(fd: number): LogDestination {
-  // pino flushes this stream synchronously at exit, and stops writing to it on EPIPE.
-  const dest = pino.destination({ fd, sync: false });
+export function logDestination(out: Writable): LogDestination {
   let waiting = '';
   let timer: NodeJS.Timeout | undefined;
-  const write = () => {
+  let broken = false;
+  // A reader that went away (EPIPE) ends the logging, not the process.
+  out.on('error', () => {
+    broken = true;
+  });
+  const drain = () => {
     clearTimeout(timer);
     timer = undefined;
     const text = waiting;
     waiting = '';
-    if (text) dest.write(text);
+    if (text && !broken) out.write(text);
   };
   return {
-    write(line: string) {
+    write(line) {
       waiting += line;
-      if (waiting.length >= GATHER_BYTES) return write();
+      if (waiting.length >= GATHER_CHARS) return drain();
       if (timer) return;
-      timer = setTimeout(write, GATHER_MS);
+      timer = setTimeout(drain, GATHER_MS);
       timer.unref();
     },
-    drainSync() {
-      write();
-      try {
-        dest.flushSync();
-      } catch {
-        // Nothing more can be done for a log that cannot be written.
-      }
-    },
+    drain,
   };
 }
