@@ -15,6 +15,7 @@ import { explain } from './cli/explain.js';
 import { hashToken } from './fronts/http/auth.js';
 import { watchConfigFile } from './config/reload.js';
 import { createGateway } from './gateway.js';
+import { logDestination } from './ops/log-destination.js';
 import { loadRules } from './config/rules.js';
 import { ConfigError, RuleError, UserError } from './jsonrpc/errors.js';
 
@@ -36,13 +37,15 @@ async function main(): Promise<number> {
     return print(`${request.configFile ?? '(defaults)'}: OK (${rules.length} content-negotiation rules${warnings.length ? `, ${warnings.length} warning(s)` : ''})`);
   }
 
+  const lines = config.logFormat === 'pretty' ? undefined : logDestination(process.stderr);
+  if (lines) process.on('exit', () => lines.drain());
   const log = pino(
     {
       name: 'mcp-negotiate-proxy',
       level: config.logLevel,
       redact: { paths: ['headers.authorization', '*.headers.authorization', 'headers.cookie', `headers["${config.auth.apiKeyHeader.toLowerCase()}"]`], censor: '[redacted]' },
     },
-    config.logFormat === 'pretty' ? pretty({ destination: 2, colorize: process.stderr.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,name' }) : pino.destination({ fd: 2, sync: false }),
+    lines ?? pretty({ destination: 2, colorize: process.stderr.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,name' }),
   );
   // A last line of defence: one request's failure that escaped its own handling must not end every session.
   process.on('unhandledRejection', (err) => log.error({ err: (err as Error)?.stack ?? String(err) }, 'internal error: a failure nobody handled; the proxy goes on'));

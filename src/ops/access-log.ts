@@ -19,45 +19,60 @@ export interface ExchangeNote {
 declare module 'fastify' {
   interface FastifyRequest {
     /** What the access log says about the exchange beyond HTTP. */
-    exchange: (ExchangeNote & { rpc?: string; target?: string }) | null;
+    exchange: Exchange | null;
     /** The request's span, when tracing is on (ended with the access-log line). */
     span: RequestSpan | null;
   }
 }
 
+/** What the access log learns about one exchange (one shape for every request). */
+class Exchange implements ExchangeNote {
+  rpc: string | undefined = undefined;
+  target: string | undefined = undefined;
+  era: 'legacy' | 'modern' | undefined = undefined;
+  session: string | undefined = undefined;
+  refused: string | undefined = undefined;
+}
+
 /** Also told of every finished request: its JSON-RPC method, era, HTTP status and duration (for /metrics). */
 export type RequestObserver = (method: string | undefined, era: string | undefined, status: number, seconds: number) => void;
 
-export function registerAccessLog(app: FastifyInstance, path: string, log: Logger, observe?: RequestObserver): void {
+/** `logged` tells the requests that get a line (those to the MCP endpoint). */
+export function registerAccessLog(app: FastifyInstance, logged: (req: FastifyRequest) => boolean, log: Logger, observe?: RequestObserver): void {
   app.decorateRequest('exchange', null);
   app.decorateRequest('span', null);
+  // The line's fields are plain values, never headers: the redaction the logger may carry (its
+  // wildcard path is run on every field of every line) has nothing to find in it.
+  const lines = log.child({}, { redact: [] });
   app.addHook('onRequest', (req, reply, done) => {
-    if (req.routeOptions.url !== path) return done();
-    req.exchange = {};
+    if (!logged(req)) return done();
+    const exchange = (req.exchange = new Exchange());
     const started = performance.now();
     const socket = req.raw.socket;
     const writtenBefore = socket.bytesWritten;
     reply.raw.once('close', () => {
-      const { rpc, target, era, session, refused } = req.exchange ?? {};
+      const { rpc, target, era } = exchange;
+      const res = reply.raw;
       const seconds = (performance.now() - started) / 1000;
-      observe?.(rpc ?? (req.method === 'GET' ? 'GET stream' : req.method === 'DELETE' ? 'DELETE' : undefined), era, reply.raw.statusCode, seconds);
-      req.span?.end(`mcp ${rpc ?? req.method}`, { 'mcp.method': rpc ?? '', 'mcp.era': era ?? '', ...(target ? { 'mcp.name': target } : {}), 'http.response.status_code': reply.raw.statusCode }, reply.raw.statusCode >= 500);
-      if (!log.isLevelEnabled('info')) return;
-      log.info(
+      observe?.(rpc ?? (req.method === 'GET' ? 'GET stream' : req.method === 'DELETE' ? 'DELETE' : undefined), era, res.statusCode, seconds);
+      req.span?.end(`mcp ${rpc ?? req.method}`, { 'mcp.method': rpc ?? '', 'mcp.era': era ?? '', ...(target ? { 'mcp.name': target } : {}), 'http.response.status_code': res.statusCode }, res.statusCode >= 500);
+      if (!lines.isLevelEnabled('info')) return;
+      // Fields left undefined are not written: every line has this one shape, and only what is known shows.
+      lines.info(
         {
           http: req.method,
-          ...(rpc ? { rpc } : {}),
-          ...(target ? { target } : {}),
-          ...(era ? { era } : {}),
-          ...(session ? { session } : {}),
-          ...(req.principal ? { principal: req.principal } : {}),
-          ...(refused ? { refused } : {}),
-          status: reply.raw.statusCode,
+          rpc: rpc || undefined,
+          target: target || undefined,
+          era: era || undefined,
+          session: exchange.session || undefined,
+          principal: req.principal || undefined,
+          refused: exchange.refused || undefined,
+          status: res.statusCode,
           ms: Math.round(seconds * 10_000) / 10,
           bytesIn: Number(req.headers['content-length'] ?? 0),
           bytesOut: socket.bytesWritten - writtenBefore,
           address: req.ip,
-          ...(reply.raw.writableFinished ? {} : { aborted: true }),
+          aborted: res.writableFinished ? undefined : true,
         },
         'request',
       );
@@ -67,12 +82,17 @@ export function registerAccessLog(app: FastifyInstance, path: string, log: Logge
 }
 
 /** Records the JSON-RPC side of a POST (its first message, or the batch) and what the handler knows. */
-export function noteExchange(req: FastifyRequest, frames: Frame[] | undefined, note: ExchangeNote = {}): void {
-  if (!req.exchange) return;
-  Object.assign(req.exchange, note);
+export function noteExchange(req: FastifyRequest, frames: Frame[] | undefined, note?: ExchangeNote): void {
+  const exchange = req.exchange;
+  if (!exchange) return;
+  if (note) {
+    if (note.era !== undefined) exchange.era = note.era;
+    if (note.session !== undefined) exchange.session = note.session;
+    if (note.refused !== undefined) exchange.refused = note.refused;
+  }
   if (!frames?.length) return;
   const first = frames[0].msg as { method?: unknown; params?: { name?: unknown; uri?: unknown } };
-  req.exchange.rpc = frames.length > 1 ? `batch of ${frames.length}` : typeof first.method === 'string' ? first.method : 'response';
+  exchange.rpc = frames.length > 1 ? `batch of ${frames.length}` : typeof first.method === 'string' ? first.method : 'response';
   const target = first.params?.name ?? first.params?.uri;
-  if (frames.length === 1 && typeof target === 'string') req.exchange.target = target.slice(0, 200);
+  if (frames.length === 1 && typeof target === 'string') exchange.target = target.slice(0, 200);
 }

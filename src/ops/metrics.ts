@@ -8,7 +8,8 @@
  *
  * The counters the hot paths bump stay plain numbers (`counters`), read when scraped.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { FastHistogram } from './histogram.js';
 import type { TokenCount } from './token-counts.js';
 
 /** How an upstream call ended: answered (ok or error), timed out, or its session gone. */
@@ -21,6 +22,9 @@ const KNOWN_METHODS = new Set([
   'server/discover', 'subscriptions/listen', 'notifications', 'response', 'GET stream', 'DELETE',
 ]);
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/** The `outcome` label of an HTTP status, by its hundreds. */
+const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
 
 export type RefusalReason = 'connections' | 'per_address' | 'auth_failures' | 'rate' | 'in_flight';
 
@@ -47,9 +51,9 @@ export class Metrics {
     refusals: {} as Partial<Record<RefusalReason, number>>,
   };
   readonly registry = new Registry();
-  private readonly requestSeconds: Histogram<'method' | 'era' | 'outcome'>;
-  private readonly upstreamSeconds: Histogram<'method' | 'outcome'>;
-  private readonly transformerSeconds: Histogram<'transformer'>;
+  private readonly requestSeconds: FastHistogram<'method' | 'era' | 'outcome'>;
+  private readonly upstreamSeconds: FastHistogram<'method' | 'outcome'>;
+  private readonly transformerSeconds: FastHistogram<'transformer'>;
   private readonly transformerFailures: Counter<'transformer'>;
   private readonly tokens: Counter<'direction' | 'method' | 'tool'>;
   private readonly tokensSkipped: Counter;
@@ -91,27 +95,21 @@ export class Metrics {
     new Gauge({ name: 'mcp_proxy_connections', help: 'Open client connections to the HTTP front.', registers, collect() { this.set(connections()); } });
     new Gauge({ name: 'mcp_proxy_sessions', help: 'Open HTTP sessions.', registers, collect() { this.set(gauges.sessions()); } });
     new Gauge({ name: 'mcp_proxy_upstream_processes', help: 'Running stdio upstream processes.', registers, collect() { this.set(gauges.upstreamProcesses()); } });
-    this.requestSeconds = new Histogram({
-      name: 'mcp_proxy_request_duration_seconds',
-      help: 'Time to answer a request to the MCP endpoint (a streamed answer: until its stream ended), by JSON-RPC method, protocol era and HTTP status class.',
-      labelNames: ['method', 'era', 'outcome'],
-      buckets: LATENCY_BUCKETS,
+    this.requestSeconds = new FastHistogram(
+      'mcp_proxy_request_duration_seconds',
+      'Time to answer a request to the MCP endpoint (a streamed answer: until its stream ended), by JSON-RPC method, protocol era and HTTP status class.',
+      ['method', 'era', 'outcome'],
+      LATENCY_BUCKETS,
       registers,
-    });
-    this.upstreamSeconds = new Histogram({
-      name: 'mcp_proxy_upstream_request_duration_seconds',
-      help: 'Time the upstream took to answer a request, by method and outcome (ok, error, timeout, closed).',
-      labelNames: ['method', 'outcome'],
-      buckets: LATENCY_BUCKETS,
+    );
+    this.upstreamSeconds = new FastHistogram(
+      'mcp_proxy_upstream_request_duration_seconds',
+      'Time the upstream took to answer a request, by method and outcome (ok, error, timeout, closed).',
+      ['method', 'outcome'],
+      LATENCY_BUCKETS,
       registers,
-    });
-    this.transformerSeconds = new Histogram({
-      name: 'mcp_proxy_transformer_duration_seconds',
-      help: 'Time one transformer step took on one result.',
-      labelNames: ['transformer'],
-      buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
-      registers,
-    });
+    );
+    this.transformerSeconds = new FastHistogram('mcp_proxy_transformer_duration_seconds', 'Time one transformer step took on one result.', ['transformer'], [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25], registers);
     this.tokens = new Counter({
       name: 'mcp_proxy_result_tokens_total',
       help: 'Tokens (o200k_base) of negotiated results: direction "in" as the upstream sent them, "out" as the client got them; by method and tool (contentNegotiation.tokens.count).',
@@ -123,7 +121,7 @@ export class Metrics {
   }
 
   observeRequest(method: string | undefined, era: string | undefined, status: number, seconds: number): void {
-    this.requestSeconds.observe({ method: methodLabel(method), era: era ?? 'none', outcome: `${Math.floor(status / 100)}xx` }, seconds);
+    this.requestSeconds.child(methodLabel(method), era ?? 'none', STATUS_CLASSES[Math.floor(status / 100)] ?? `${Math.floor(status / 100)}xx`).observe(seconds);
   }
 
   /** Where the open client connections are counted (the HTTP front, once listening). */
@@ -138,11 +136,11 @@ export class Metrics {
   }
 
   observeUpstream(method: string, outcome: UpstreamOutcome, seconds: number): void {
-    this.upstreamSeconds.observe({ method: methodLabel(method), outcome }, seconds);
+    this.upstreamSeconds.child(methodLabel(method), outcome).observe(seconds);
   }
 
   observeTransformer(transformer: string, seconds: number, failed: boolean): void {
-    this.transformerSeconds.observe({ transformer }, seconds);
+    this.transformerSeconds.child(transformer).observe(seconds);
     if (failed) this.transformerFailures.inc({ transformer });
   }
 

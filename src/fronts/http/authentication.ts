@@ -11,6 +11,7 @@ import { noteExchange } from '../../ops/access-log.js';
 import { challenge, resourceMetadata, type AuthConfig, type AuthOutcome, type Authenticator } from './auth.js';
 import { sendError } from './errors.js';
 import { FailureCounter } from './limits.js';
+import { routeOf, trackRoutes } from './route.js';
 
 export interface AuthenticationOptions {
   authenticator: Authenticator;
@@ -35,6 +36,7 @@ declare module 'fastify' {
 
 export function registerAuthentication(app: FastifyInstance, o: AuthenticationOptions): Authenticate {
   const { authenticator, config } = o;
+  trackRoutes(app);
   app.decorateRequest('principal', '');
   const failures = new FailureCounter(config.failuresPerAddress);
   /**
@@ -71,7 +73,7 @@ export function registerAuthentication(app: FastifyInstance, o: AuthenticationOp
   };
   app.addHook('onRequest', async (req, reply) => {
     // The matched route, not the raw URL: the router decodes escapes (/mc%70 is /mcp).
-    if (req.routeOptions.url !== o.path) return;
+    if (routeOf(req) !== o.path) return;
     const outcome = await authenticate(req);
     if ('principal' in outcome) {
       req.principal = outcome.principal;

@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import { refusalOf } from './connections.js';
 import { sendError } from './errors.js';
+import { routeOf, trackRoutes } from './route.js';
 
 export interface GuardOptions {
   /** The MCP endpoint's path: it and the OAuth metadata are guarded; probes may name the pod's IP as Host. */
@@ -31,10 +32,11 @@ export function registerGuards(app: FastifyInstance, o: GuardOptions): (host: st
     return self.host;
   };
   const hostOk = (host: string | undefined) => listedHostOk(host) || (host !== undefined && validHost(host) && host.toLowerCase() === selfHost());
+  trackRoutes(app);
   app.addHook('onRequest', (req, reply, done) => {
     const refused = refusalOf(req.raw.socket);
     if (refused) return sendError(reply, refused);
-    const route = req.routeOptions.url;
+    const route = routeOf(req);
     if (route !== o.path && !route?.startsWith('/.well-known/')) return done();
     if (!hostOk(req.headers.host)) return sendError(reply, new ProxyError('FORBIDDEN', `Host header "${req.headers.host ?? ''}" is not allowed`));
     if (!originOk(req.headers.origin)) return sendError(reply, new ProxyError('FORBIDDEN', `Origin "${req.headers.origin}" is not allowed`));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addressKey, FailureCounter } from './limits.js';
+import { addressKey, FailureCounter, RequestRate } from './limits.js';
 
 describe('addressKey', () => {
   it('counts IPv4 as it is, IPv4 mapped into IPv6 as IPv4, and IPv6 by its /64', () => {
@@ -29,5 +29,27 @@ describe('FailureCounter', () => {
     for (let i = 0; i < 100_000; i++) failures.note(`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`);
     for (const a of ['198.51.100.1', '198.51.100.2', '198.51.100.3']) failures.note(a);
     expect(failures.blockedFor('198.51.100.4')).toBeGreaterThan(0);
+  });
+});
+
+describe('RequestRate', () => {
+  it('allows max requests per one-second window from the first one, then the rest of the window in whole seconds', () => {
+    const rate = new RequestRate(3);
+    expect([0, 10, 20].map((t) => rate.take('a', 1000 + t))).toEqual([0, 0, 0]);
+    expect(rate.take('a', 1500)).toBe(1);
+    expect(rate.take('b', 1500)).toBe(0); // another client has its own window
+    expect(rate.take('a', 1999)).toBe(1);
+    expect(rate.take('a', 2000)).toBe(0); // a new window
+    expect(rate.take('a', 2001)).toBe(0);
+  });
+
+  it('forgets the least recently seen client once 5000 are tracked', () => {
+    const rate = new RequestRate(1);
+    expect(rate.take('first', 0)).toBe(0);
+    expect(rate.take('second', 0)).toBe(0);
+    expect(rate.take('first', 1)).toBe(1); // seen again: now the most recent
+    for (let i = 0; i < 4999; i++) rate.take(`c${i}`, 2); // the last one is the 5001st
+    expect(rate.take('first', 3)).toBe(1); // still tracked
+    expect(rate.take('second', 3)).toBe(0); // forgotten, so counted afresh
   });
 });

@@ -1,15 +1,14 @@
 /**
  * Per-client limits at the HTTP front, so that one client cannot take the machine: concurrent
- * sessions and requests in flight, counted per principal (or per client address when there is
- * no authentication; what applies when unset: ./limit-defaults.ts). The request rate is limited
- * by @fastify/rate-limit with the same key.
- * Both are checked before a POST's body is read, so that bodies trickling in count too.
+ * sessions, requests in flight and requests per second, counted per principal (or per client
+ * address when there is no authentication; what applies when unset: ./limit-defaults.ts).
+ * Requests are checked before a POST's body is read, so that bodies trickling in count too.
  */
-import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import proxyAddr from 'proxy-addr';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import { sendError } from './errors.js';
+import { routeOf, trackRoutes } from './route.js';
 
 export interface RequestLimits {
   /** The MCP endpoint's path (the only one limited). */
@@ -25,14 +24,33 @@ export interface InFlight {
   whenIdle(fn: () => void): void;
 }
 
-/** Registers the rate limit and the in-flight count; routes opt in to the rate limit with `RATE_LIMITED_ROUTE`. */
-export async function registerLimits(app: FastifyInstance, o: RequestLimits): Promise<InFlight> {
+/**
+ * Registers the request rate and the in-flight count on the MCP endpoint: after authentication
+ * (the key is the principal), before the body is read. The rate is counted apart for each HTTP
+ * method; only POSTs are in flight.
+ */
+export function registerLimits(app: FastifyInstance, o: RequestLimits): InFlight {
+  trackRoutes(app);
   let count = 0;
   let idle: (() => void) | undefined;
-  // After the rate limit (an onRequest hook of the route), before the body is read.
+  const max = o.limits.config.requestsPerSecond;
+  // Off (loopback without authentication): no counting at all, rather than a count that never refuses.
+  const rates = Number.isFinite(max) ? new Map<string, RequestRate>() : undefined;
   app.addHook('preParsing', (req, reply, payload, done) => {
-    if (req.method !== 'POST' || req.routeOptions.url !== o.path) return done(null, payload);
-    const release = o.limits.begin(limitKey(req));
+    if (routeOf(req) !== o.path) return done(null, payload);
+    const key = limitKey(req);
+    if (rates) {
+      let rate = rates.get(req.method);
+      if (!rate) rates.set(req.method, (rate = new RequestRate(max)));
+      const wait = rate.take(key);
+      if (wait > 0) {
+        o.refuse(req, 'rate');
+        reply.header('retry-after', String(wait));
+        return sendError(reply, new ProxyError('RATE_LIMITED', `Too many requests: at most ${max} per second per client; retry after ${wait} second${wait === 1 ? '' : 's'}`));
+      }
+    }
+    if (req.method !== 'POST') return done(null, payload);
+    const release = o.limits.begin(key);
     if (!release) {
       o.refuse(req, 'in_flight');
       return sendError(reply, new ProxyError('RATE_LIMITED', `Too many requests in flight: at most ${o.limits.config.inFlight} per client at once`));
@@ -45,22 +63,6 @@ export async function registerLimits(app: FastifyInstance, o: RequestLimits): Pr
     });
     done(null, payload);
   });
-  const max = o.limits.config.requestsPerSecond;
-  // Off (loopback without authentication): no limiter at all, rather than one that never refuses.
-  if (Number.isFinite(max)) {
-    const off = { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false };
-    await app.register(rateLimit, {
-      global: false,
-      hook: 'onRequest', // after authentication (the key is the principal), before the body is read
-      max,
-      timeWindow: 1000,
-      keyGenerator: limitKey,
-      addHeadersOnExceeding: off,
-      addHeaders: { ...off, 'retry-after': true },
-      onExceeded: (req) => o.refuse(req, 'rate'),
-      errorResponseBuilder: (_req, ctx) => ({ statusCode: 429, message: `Too many requests: at most ${ctx.max} per second per client; retry after ${ctx.after}` }),
-    });
-  }
   return {
     get count() {
       return count;
@@ -72,8 +74,45 @@ export async function registerLimits(app: FastifyInstance, o: RequestLimits): Pr
   };
 }
 
-/** Route options that put a route under the per-client request rate. */
-export const RATE_LIMITED_ROUTE = { config: { rateLimit: {} } };
+/** Clients whose request rate is tracked at once, per HTTP method; past it the least recently seen is forgotten. */
+const RATE_KEYS = 5000;
+
+/**
+ * Requests per client in fixed windows of one second, each starting with the client's first
+ * request after the last one ended; beyond `max` in a window a request is refused until the
+ * window ends.
+ */
+export class RequestRate {
+  /** Least recently seen first. */
+  private readonly windows = new Map<string, { start: number; count: number }>();
+  private newest: string | undefined;
+
+  constructor(
+    readonly max: number,
+    private readonly windowMs = 1000,
+  ) {}
+
+  /** Counts a request of `key`: 0 when it is within the rate, else the seconds until its window ends. */
+  take(key: string, now = Date.now()): number {
+    let window = this.windows.get(key);
+    if (window === undefined) {
+      if (this.windows.size >= RATE_KEYS) this.windows.delete(this.windows.keys().next().value!);
+      window = { start: now, count: 0 };
+      this.windows.set(key, window);
+    } else {
+      if (key !== this.newest) {
+        this.windows.delete(key);
+        this.windows.set(key, window);
+      }
+      if (now - window.start >= this.windowMs) {
+        window.start = now;
+        window.count = 0;
+      }
+    }
+    this.newest = key;
+    return ++window.count <= this.max ? 0 : Math.ceil((window.start + this.windowMs - now) / 1000);
+  }
+}
 
 /** The limits per client (Infinity: off); see ./limit-defaults.ts for what applies when unset. */
 export interface ClientLimitsConfig {

@@ -22,8 +22,9 @@ import { registerAuthentication } from './authentication.js';
 import { capConnections, timeoutOptions, type ConnectionLimits } from './connections.js';
 import { fastifyError, sendError } from './errors.js';
 import { registerGuards } from './guards.js';
-import { limitKey, RATE_LIMITED_ROUTE, registerLimits, trustedAddress, type ClientLimits } from './limits.js';
+import { limitKey, registerLimits, trustedAddress, type ClientLimits } from './limits.js';
 import { registerProbes } from './probes.js';
+import { routeOf } from './route.js';
 import type { ReplyMode } from './replies.js';
 
 /** A parsed POST for an endpoint: its messages, how to answer, and who sent it. */
@@ -37,7 +38,8 @@ export interface Post {
 type Handler = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
 export interface LegacyEndpoint {
-  post(req: FastifyRequest, reply: FastifyReply, post: Post): Promise<unknown>;
+  /** Answers (or hijacks) the reply before it returns: nothing to wait for. */
+  post(req: FastifyRequest, reply: FastifyReply, post: Post): void;
   get: Handler;
   delete: Handler;
   readonly sessionCount: number;
@@ -101,7 +103,7 @@ export async function startHttpFront(opts: HttpFrontOptions): Promise<HttpFront>
     noteExchange(req, undefined, { refused: reason });
   };
   const hostOk = registerGuards(app, { path: listen.path, allowedHosts: listen.allowedHosts, allowedOrigins: listen.allowedOrigins, corsOrigins: listen.cors?.origins, replicaUrl: opts.replicaUrl });
-  registerAccessLog(app, listen.path, log, (method, era, status, seconds) => metrics.observeRequest(method, era, status, seconds));
+  registerAccessLog(app, (req) => routeOf(req) === listen.path, log, (method, era, status, seconds) => metrics.observeRequest(method, era, status, seconds));
   if (listen.cors) {
     await app.register(cors, {
       origin: listen.cors.origins.includes('*') ? '*' : listen.cors.origins,
@@ -112,7 +114,7 @@ export async function startHttpFront(opts: HttpFrontOptions): Promise<HttpFront>
     });
   }
   const authenticate = registerAuthentication(app, { ...opts.auth, path: listen.path, port: listen.port, onBlocked: (req) => refuse(req, 'auth_failures'), log });
-  const inFlight = await registerLimits(app, { path: listen.path, limits: opts.limits, refuse });
+  const inFlight = registerLimits(app, { path: listen.path, limits: opts.limits, refuse });
   let draining = false;
   registerProbes(app, {
     metrics,
@@ -125,19 +127,22 @@ export async function startHttpFront(opts: HttpFrontOptions): Promise<HttpFront>
     trustsForwarding: listen.trustProxy !== false,
   });
 
-  app.post(listen.path, RATE_LIMITED_ROUTE, async (req, reply) => {
+  // Not async: a legacy POST is answered or taken over before the handler returns, so no promise is made for it.
+  app.post(listen.path, (req, reply) => {
     const post = parsePost(req, reply, listen, opts.tracing);
-    if (!post) return reply;
+    if (!post) return;
     // Draining: no new work, but answers and cancellations for calls in flight still get through.
     if (draining && post.frames.some((f) => isRequest(f.msg))) {
-      return sendError(reply, new ProxyError('SHUTTING_DOWN', 'The proxy is shutting down; send this to another replica, or retry shortly'));
+      sendError(reply, new ProxyError('SHUTTING_DOWN', 'The proxy is shutting down; send this to another replica, or retry shortly'));
+      return;
     }
     const era = opts.modern ? eraOf(post.frames, { sessionId: req.headers['mcp-session-id'], versionHeader: req.headers['mcp-protocol-version'] }) : 'legacy';
-    if (era === 'modern') noteExchange(req, undefined, { era });
-    return era === 'modern' ? opts.modern!.post(req, reply, post) : opts.legacy.post(req, reply, post);
+    if (era === 'legacy') return opts.legacy.post(req, reply, post);
+    noteExchange(req, undefined, { era });
+    return opts.modern!.post(req, reply, post);
   });
-  app.get(listen.path, RATE_LIMITED_ROUTE, (req, reply) => opts.legacy.get(req, reply));
-  app.delete(listen.path, RATE_LIMITED_ROUTE, (req, reply) => opts.legacy.delete(req, reply));
+  app.get(listen.path, (req, reply) => opts.legacy.get(req, reply));
+  app.delete(listen.path, (req, reply) => opts.legacy.delete(req, reply));
 
   const address = await app.listen({ host: listen.host, port: listen.port });
   const url = new URL(listen.path, address.replace('0.0.0.0', '127.0.0.1').replace('[::]', '[::1]')).toString();

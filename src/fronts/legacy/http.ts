@@ -66,25 +66,26 @@ export class LegacySessions implements LegacyEndpoint {
     return this.sessions.size + this.starting.size;
   }
 
-  async post(req: FastifyRequest, reply: FastifyReply, post: Post): Promise<unknown> {
+  post(req: FastifyRequest, reply: FastifyReply, post: Post): void {
     const { frames } = post;
     const init = frames.find((f) => isRequest(f.msg) && f.msg.method === 'initialize');
-    const session = init ? this.initialize(req, reply, post) : this.sessionFor(req, reply);
-    if (!session) return reply;
+    const session = init ? this.initialize(req, reply, post) : this.sessionFor(req, reply, post.who);
+    if (!session) return;
     noteExchange(req, undefined, { era: 'legacy', session: session.logId });
-    const ids: JsonRpcId[] = frames.flatMap((f) => (isRequest(f.msg) ? [f.msg.id] : []));
+    const ids: JsonRpcId[] = [];
+    for (const f of frames) if (isRequest(f.msg)) ids.push(f.msg.id);
     if (ids.length === 0) {
       for (const frame of frames) session.relay.fromClient(frame);
-      return reply.code(202).send();
+      reply.code(202).send();
+      return;
     }
     const duplicate = ids.find((id, i) => session.isWaiting(id) || ids.indexOf(id) !== i);
-    if (duplicate !== undefined) return sendError(reply, duplicateId(duplicate), duplicate);
+    if (duplicate !== undefined) return void sendError(reply, duplicateId(duplicate), duplicate);
     takeOver(reply);
     const headers = () => ({ 'mcp-session-id': init ? this.track(session) : session.id });
     const channel = new PostReply(reply.raw, headers, post.mode, post.batch, STREAM_AFTER_MS, this.o.slowReaders, init !== undefined);
     session.addExchange(channel, ids, init !== undefined);
     for (const frame of frames) session.relay.fromClient(frame);
-    return undefined;
   }
 
   async get(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
@@ -143,7 +144,7 @@ export class LegacySessions implements LegacyEndpoint {
   }
 
   /** Finds the request's session (resuming it from its token if it moved here), or answers 400/403/404 and returns undefined. */
-  private sessionFor(req: FastifyRequest, reply: FastifyReply): HttpSession | undefined {
+  private sessionFor(req: FastifyRequest, reply: FastifyReply, who: Requester = { principal: req.principal, client: limitKey(req) }): HttpSession | undefined {
     const id = req.headers['mcp-session-id'];
     const refused = (err: ProxyError) => void sendError(reply, err);
     if (typeof id !== 'string' || id === '') return refused(new ProxyError('BAD_REQUEST', 'Bad Request: Mcp-Session-Id header is required'));
@@ -151,7 +152,6 @@ export class LegacySessions implements LegacyEndpoint {
     if (typeof version === 'string' && !LEGACY_VERSIONS.includes(version)) {
       return refused(new ProxyError('BAD_REQUEST', `Bad Request: unsupported MCP-Protocol-Version "${version}" (supported: ${LEGACY_VERSIONS.join(', ')})`));
     }
-    const who = { principal: req.principal, client: limitKey(req) };
     const session = this.sessions.get(id) ?? this.resume(id, who);
     if (session instanceof ProxyError) return refused(session);
     const expired = this.expireIfOld(session);
