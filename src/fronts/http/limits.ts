@@ -36,8 +36,9 @@ export function registerLimits(app: FastifyInstance, o: RequestLimits): InFlight
   const max = o.limits.config.requestsPerSecond;
   // Off (loopback without authentication): no counting at all, rather than a count that never refuses.
   const rates = Number.isFinite(max) ? new Map<string, RequestRate>() : undefined;
-  app.addHook('preParsing', (req, reply, payload, done) => {
-    if (routeOf(req) !== o.path) return done(null, payload);
+  // The last onRequest hook (authentication's comes before it): nothing runs between it and reading the body.
+  app.addHook('onRequest', (req, reply, done) => {
+    if (routeOf(req) !== o.path) return done();
     const key = limitKey(req);
     if (rates) {
       let rate = rates.get(req.method);
@@ -49,7 +50,7 @@ export function registerLimits(app: FastifyInstance, o: RequestLimits): InFlight
         return sendError(reply, new ProxyError('RATE_LIMITED', `Too many requests: at most ${max} per second per client; retry after ${wait} second${wait === 1 ? '' : 's'}`));
       }
     }
-    if (req.method !== 'POST') return done(null, payload);
+    if (req.method !== 'POST') return done();
     const release = o.limits.begin(key);
     if (!release) {
       o.refuse(req, 'in_flight');
@@ -61,7 +62,7 @@ export function registerLimits(app: FastifyInstance, o: RequestLimits): InFlight
       release();
       if (--count === 0) idle?.();
     });
-    done(null, payload);
+    done();
   });
   return {
     get count() {

@@ -6,6 +6,7 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import type { Wire } from '../../jsonrpc/message.js';
+import { deadlinesOf, type Deadline } from './deadlines.js';
 
 /** What a response stream tolerates from a client that stops reading (listen.slowReaders). */
 export interface SlowReaderLimits {
@@ -30,8 +31,11 @@ class ReaderWatch {
   /** Bytes of the latest message still unread when it was written. */
   private latest = 0;
 
-  constructor(private readonly res: ServerResponse, private readonly limits: SlowReaderLimits) {
-    res.once('close', () => clearInterval(this.timer));
+  constructor(private readonly res: ServerResponse, private readonly limits: SlowReaderLimits) {}
+
+  /** The response closed: nothing more to watch. */
+  closed(): void {
+    this.stopWatching();
   }
 
   /**
@@ -125,6 +129,7 @@ export class SseStream {
 
   constructor(private readonly res: ServerResponse, headers: Record<string, string>, slowReaders: SlowReaderLimits) {
     this.reader = new ReaderWatch(res, slowReaders);
+    res.once('close', () => this.reader.closed());
     res.writeHead(200, { ...SSE_HEADERS, ...headers });
     res.flushHeaders();
   }
@@ -168,6 +173,9 @@ export class PostReply {
   private done = false;
   private readonly bodies: Wire[] = [];
   private timer: NodeJS.Timeout | undefined;
+  /** In `auto` mode, when the reply becomes a stream if no answer came. */
+  private streamAfter: Deadline | undefined;
+  private readonly closers: Array<() => void> = [];
   private readonly reader: ReaderWatch;
 
   /**
@@ -184,10 +192,11 @@ export class PostReply {
     holdHeaders = false,
   ) {
     this.reader = new ReaderWatch(res, slowReaders);
-    res.once('close', () => clearTimeout(this.timer));
+    // One listener for all that ends with the response (the reader's watch, the timers, onClose).
+    res.once('close', () => this.closed());
     if (holdHeaders) return;
     if (mode === 'sse' || (mode === 'auto' && batch)) this.startStream();
-    else if (mode === 'auto') this.timer = setTimeout(() => this.startStream(), streamAfterMs);
+    else if (mode === 'auto') this.streamAfter = deadlinesOf(streamAfterMs).after(() => this.startStream());
   }
 
   /** Can this reply carry notifications and requests besides the responses? */
@@ -233,12 +242,19 @@ export class PostReply {
   }
 
   onClose(fn: () => void): void {
-    this.res.once('close', fn);
+    this.closers.push(fn);
+  }
+
+  private closed(): void {
+    clearTimeout(this.timer);
+    this.streamAfter?.cancel();
+    this.reader.closed();
+    for (const fn of this.closers) fn();
   }
 
   private startStream(): void {
     if (this.streaming || this.done) return;
-    clearTimeout(this.timer);
+    this.streamAfter?.cancel();
     this.streaming = true;
     this.res.writeHead(200, { ...SSE_HEADERS, ...this.headers() });
     this.res.flushHeaders();
