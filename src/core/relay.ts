@@ -191,7 +191,7 @@ export class RelaySession {
     if (isResponse(msg)) {
       const id = msg.id;
       const own = id === null ? undefined : this.own.settle(id);
-      if (own) return msg.error ? own.reject(new Error(`the upstream answered ${msg.error.code}: ${msg.error.message}`)) : own.resolve(msg.result ?? {});
+      if (own) return msg.error ? own.reject(new Error(`the upstream answered ${msg.error.code}: ${msg.error.message}`)) : settleOwn(own, msg);
       const p = id === null ? undefined : this.pending.settle(id);
       if (!p) {
         this.opts.log.debug({ id }, 'dropped an upstream response nobody waits for');
@@ -271,6 +271,17 @@ export class RelaySession {
     }
     this.sink.end(err);
   }
+}
+
+/** Answers one of the proxy's own requests; a result that does not decode (its bytes were read lazily) rejects it. */
+function settleOwn(own: OwnRequest, msg: JsonRpcResponse): void {
+  let result: Record<string, unknown>;
+  try {
+    result = msg.result ?? {};
+  } catch (err) {
+    return own.reject(err as Error);
+  }
+  own.resolve(result);
 }
 
 export function duplicateId(id: JsonRpcId): ProxyError {
