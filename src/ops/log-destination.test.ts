@@ -34,3 +34,18 @@ describe('logDestination', () => {
     expect(writes).toHaveLength(1);
   });
 });
+
+describe('logDestination, lines that keep coming', () => {
+  it('writes what waited with the first line that comes after GATHER_MS, without waiting for its timer', async () => {
+    const { out, writes } = sink();
+    const lines = logDestination(out);
+    lines.write('a\n');
+    await new Promise((resolve) => setImmediate(resolve));
+    const started = Date.now();
+    while (Date.now() - started < GATHER_MS) {
+      /* the event loop is busy: the timer cannot fire */
+    }
+    lines.write('b\n');
+    expect(writes).toEqual(['a\nb\n']);
+  });
+});

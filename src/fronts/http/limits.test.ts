@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addressKey, FailureCounter, RequestRate } from './limits.js';
+import { addressKey, ClientLimits, FailureCounter, RequestRate } from './limits.js';
 
 describe('addressKey', () => {
   it('counts IPv4 as it is, IPv4 mapped into IPv6 as IPv4, and IPv6 by its /64', () => {
@@ -51,5 +51,34 @@ describe('RequestRate', () => {
     for (let i = 0; i < 4999; i++) rate.take(`c${i}`, 2); // the last one is the 5001st
     expect(rate.take('first', 3)).toBe(1); // still tracked
     expect(rate.take('second', 3)).toBe(0); // forgotten, so counted afresh
+  });
+});
+
+describe('ClientLimits', () => {
+  it('counts sessions and requests in flight per client, and frees what ends', () => {
+    const limits = new ClientLimits({ requestsPerSecond: Infinity, sessions: 1, inFlight: 2 });
+    const first = limits.begin('a')!;
+    expect(limits.begin('a')).toBeDefined();
+    expect(limits.begin('a')).toBeUndefined();
+    expect(limits.begin('b')).toBeDefined();
+    first();
+    first(); // a release counts once
+    expect(limits.begin('a')).toBeDefined();
+    expect(limits.begin('a')).toBeUndefined();
+    expect(limits.openSession('a')).toBe(true);
+    expect(limits.openSession('a')).toBe(false);
+    limits.sessionEnded('a');
+    limits.sessionEnded('a'); // never below zero
+    expect(limits.openSession('a')).toBe(true);
+    expect(limits.openSession('a')).toBe(false);
+  });
+
+  it('still counts right past the point where idle clients are forgotten', () => {
+    const limits = new ClientLimits({ requestsPerSecond: Infinity, sessions: 1, inFlight: 1 });
+    const held = limits.begin('held')!;
+    for (let i = 0; i < 3000; i++) limits.begin(`c${i}`)!();
+    expect(limits.begin('held')).toBeUndefined();
+    held();
+    expect(limits.begin('held')).toBeDefined();
   });
 });

@@ -128,43 +128,58 @@ export function limitKey(req: FastifyRequest): string {
 }
 
 export class ClientLimits {
-  private readonly sessions = new Map<string, number>();
-  private readonly inFlight = new Map<string, number>();
+  private readonly sessions = new Counts();
+  private readonly inFlight = new Counts();
 
   constructor(readonly config: ClientLimitsConfig) {}
 
   /** Counts a new session for `key`; false when it already holds the most allowed. */
   openSession(key: string): boolean {
-    return take(this.sessions, key, this.config.sessions);
+    return this.sessions.take(key, this.config.sessions);
   }
 
   sessionEnded(key: string): void {
-    give(this.sessions, key);
+    this.sessions.give(key);
   }
 
   /** Counts a request in flight; returns its release, or undefined when `key` has the most allowed. */
   begin(key: string): (() => void) | undefined {
-    if (!take(this.inFlight, key, this.config.inFlight)) return undefined;
+    if (!this.inFlight.take(key, this.config.inFlight)) return undefined;
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      give(this.inFlight, key);
+      this.inFlight.give(key);
     };
   }
 }
 
-function take(counts: Map<string, number>, key: string, limit: number): boolean {
-  const n = counts.get(key) ?? 0;
-  if (n >= limit) return false;
-  counts.set(key, n + 1);
-  return true;
-}
+/**
+ * A count per client. A count back at zero stays (deleting a map's last key and adding it again
+ * for the next request makes V8 rebuild the map's table each time) until many are kept: then
+ * the zeros go, all at once.
+ */
+class Counts {
+  private readonly counts = new Map<string, number>();
+  private sweepAbove = 1024;
 
-function give(counts: Map<string, number>, key: string): void {
-  const n = (counts.get(key) ?? 1) - 1;
-  if (n <= 0) counts.delete(key);
-  else counts.set(key, n);
+  take(key: string, limit: number): boolean {
+    const n = this.counts.get(key) ?? 0;
+    if (n >= limit) return false;
+    this.counts.set(key, n + 1);
+    if (n === 0 && this.counts.size > this.sweepAbove) this.sweep();
+    return true;
+  }
+
+  give(key: string): void {
+    const n = this.counts.get(key);
+    if (n !== undefined && n > 0) this.counts.set(key, n - 1);
+  }
+
+  private sweep(): void {
+    for (const [key, n] of this.counts) if (n === 0) this.counts.delete(key);
+    this.sweepAbove = Math.max(1024, this.counts.size * 2);
+  }
 }
 
 /** Whether a connection's address is one of the balancers listen.trustProxy names. */
