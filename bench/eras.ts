@@ -7,7 +7,7 @@
  * on the same proxy in front of the conformance fixture.
  *
  * Knobs (env): BENCH_ERA_CALLS (per era, default 4000), BENCH_ERA_ROUNDS (default 8),
- * BENCH_MRTR_CALLS (default 300).
+ * BENCH_MRTR_CALLS (default 300), BENCH_PROFILE_DIR (profile the era comparison's proxy there).
  */
 import { Agent, request } from 'undici';
 import { CLK_TCK, commandLine, cpuTimes, LEAN_MAIN, ROOT, startProxy, stopAll } from './lib/procs.js';
@@ -64,7 +64,7 @@ async function alternate(pid: number, kinds: Record<string, Send>, calls: number
 }
 
 async function eras(): Promise<string[]> {
-  const proxy = await startProxy(commandLine([process.execPath, LEAN_MAIN]));
+  const proxy = await startProxy(commandLine([process.execPath, LEAN_MAIN]), process.env.BENCH_PROFILE_DIR || undefined);
   const legacyHeaders = await legacySession(proxy.url);
   const call = (id: number) => ({ name: 'echo', arguments: { text: `hello ${id}` } });
   const kinds: Record<string, Send> = {

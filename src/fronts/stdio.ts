@@ -104,7 +104,7 @@ export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstr
 }
 
 /** One modern request from the stdio client: its notifications and answer written as lines, unless it was cancelled. */
-function serveModern(handler: ModernHandler, req: JsonRpcRequest, write: (text: string) => void, inFlight: Map<JsonRpcId, Cancellation>): void {
+function serveModern(handler: ModernHandler, req: JsonRpcRequest, write: (text: Wire) => void, inFlight: Map<JsonRpcId, Cancellation>): void {
   let ctx;
   try {
     ctx = handler.requestContext(req, STDIO_CLIENT);
@@ -118,9 +118,9 @@ function serveModern(handler: ModernHandler, req: JsonRpcRequest, write: (text: 
     notify: (n) => {
       if (!cancellation.cancelled) write(JSON.stringify(n));
     },
-    answer: (res) => {
+    answer: (frame) => {
       inFlight.delete(req.id);
-      if (!cancellation.cancelled) write(JSON.stringify(res));
+      if (!cancellation.cancelled) write(serialize(frame));
     },
   });
 }

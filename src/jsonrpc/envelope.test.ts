@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { lazyResponse, responseId } from './envelope.js';
+import { hasMember, lazyResponse, responseId } from './envelope.js';
 import { parseUpstream } from './message.js';
 
 const b = (text: string) => Buffer.from(text);
@@ -74,5 +74,17 @@ describe('parseUpstream', () => {
     const other = parseUpstream(request);
     expect(other.ok && other.frames[0]).toEqual({ msg: JSON.parse(request.toString()), raw: request });
     expect(parseUpstream(b('not json')).ok).toBe(false);
+  });
+});
+
+describe('hasMember', () => {
+  const names = [Buffer.from('_meta'), Buffer.from('ttlMs')];
+  it('looks at the top-level members only', () => {
+    expect(hasMember(b('{"content":[{"_meta":{}}],"x":"\\"_meta\\":1"}'), names)).toBe(false);
+    expect(hasMember(b('{}'), names)).toBe(false);
+    expect(hasMember(b('{ "a" : 1 , "b" : true, "c":null, "d":{"ttlMs":1} }'), names)).toBe(false);
+    expect(hasMember(b('{"a":1,"_meta":{}}'), names)).toBe(true);
+    expect(hasMember(b('{ "ttlMs" : 0 }'), names)).toBe(true);
+    expect(hasMember(b('{"a":[1,2],"b":{"c":[]},"_meta":1}'), names)).toBe(true);
   });
 });

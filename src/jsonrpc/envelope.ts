@@ -17,14 +17,24 @@ const COMMA = 0x2c;
 const COLON = 0x3a;
 const JSONRPC_2 = Buffer.from('"2.0"');
 
+/** The undecoded result bytes of lazy answers, until something decodes them. */
+const undecoded = new WeakMap<JsonRpcResponse, Buffer>();
+
 /**
  * A success response `{"jsonrpc":"2.0","id":…,"result":{…}}` (members in any order, no others)
  * whose result is decoded on first use; undefined for anything else, which the caller decodes.
  * A result whose inner syntax is broken passes here and fails when decoded.
  */
 export function lazyResponse(bytes: Buffer): JsonRpcResponse | undefined {
-  const id = responseId(bytes);
-  if (id === undefined) return undefined;
+  const envelope = readEnvelope(bytes);
+  if (!envelope) return undefined;
+  const msg = lazyAnswer(envelope.id, bytes);
+  undecoded.set(msg, bytes.subarray(envelope.resultStart, envelope.resultEnd));
+  return msg;
+}
+
+/** An answer whose `result` is decoded from `bytes` (the whole answer) on first use. */
+export function lazyAnswer(id: JsonRpcId, bytes: Buffer): JsonRpcResponse {
   const msg = { jsonrpc: '2.0', id } as JsonRpcResponse;
   Object.defineProperty(msg, 'result', {
     enumerable: true,
@@ -32,19 +42,30 @@ export function lazyResponse(bytes: Buffer): JsonRpcResponse | undefined {
     get() {
       const result = (JSON.parse(bytes.toString('utf8')) as JsonRpcResponse).result;
       Object.defineProperty(msg, 'result', { value: result, enumerable: true, configurable: true, writable: true });
+      undecoded.delete(msg);
       return result;
     },
   });
   return msg;
 }
 
+/** The bytes of a lazy answer's result (an object) while nothing has decoded it; undefined after, or for any other message. */
+export function undecodedResult(msg: JsonRpcResponse): Buffer | undefined {
+  return undecoded.get(msg);
+}
+
 /** The id of a success response, read from its envelope (linear in its bytes; strings are skipped with native scans). */
 export function responseId(b: Buffer): JsonRpcId | undefined {
+  return readEnvelope(b)?.id;
+}
+
+function readEnvelope(b: Buffer): { id: JsonRpcId; resultStart: number; resultEnd: number } | undefined {
   let i = skipSpace(b, 0);
   if (b[i] !== OPEN_OBJECT) return undefined;
   let id: JsonRpcId | undefined;
   let version = false;
-  let result = false;
+  let resultStart = -1;
+  let resultEnd = -1;
   i = skipSpace(b, i + 1);
   for (;;) {
     if (b[i] !== QUOTE) return undefined;
@@ -63,10 +84,10 @@ export function responseId(b: Buffer): JsonRpcId | undefined {
       id = idOf(b, i, end);
       if (id === undefined) return undefined;
       i = end;
-    } else if (key === RESULT && !result && b[i] === OPEN_OBJECT) {
-      i = compositeEnd(b, i);
+    } else if (key === RESULT && resultStart < 0 && b[i] === OPEN_OBJECT) {
+      resultStart = i;
+      i = resultEnd = compositeEnd(b, i);
       if (i < 0) return undefined;
-      result = true;
     } else return undefined;
     i = skipSpace(b, i);
     if (b[i] === COMMA) {
@@ -74,8 +95,42 @@ export function responseId(b: Buffer): JsonRpcId | undefined {
       continue;
     }
     if (b[i] !== CLOSE_OBJECT || skipSpace(b, i + 1) !== b.length) return undefined;
-    return version && result ? id : undefined;
+    return version && resultStart >= 0 && id !== undefined ? { id, resultStart, resultEnd } : undefined;
   }
+}
+
+/**
+ * Whether an undecoded result (see undecodedResult) has a member named by one of `names` (each
+ * a key's bytes between its quotes). Walks its members only, skipping each value in linear time.
+ */
+export function hasMember(b: Buffer, names: Buffer[]): boolean {
+  let i = skipSpace(b, 1);
+  while (b[i] === QUOTE) {
+    const keyEnd = stringEnd(b, i);
+    if (keyEnd < 0) return true; // not a result readEnvelope passed: say yes, and the caller decodes it
+    for (const name of names) if (name.length === keyEnd - i - 2 && b.compare(name, 0, name.length, i + 1, keyEnd - 1) === 0) return true;
+    i = valueEnd(b, skipSpace(b, skipSpace(b, keyEnd) + 1));
+    if (i < 0) return true;
+    i = skipSpace(b, i);
+    if (b[i] === COMMA) i = skipSpace(b, i + 1);
+  }
+  return false;
+}
+
+/** Whether the object whose bytes are `b` has no members. */
+export function isEmptyObject(b: Buffer): boolean {
+  return b[skipSpace(b, 1)] === CLOSE_OBJECT;
+}
+
+/** The index after the value that starts at `i`, or -1. */
+function valueEnd(b: Buffer, i: number): number {
+  const c = b[i];
+  if (c === QUOTE) return stringEnd(b, i);
+  if (c === OPEN_OBJECT || c === OPEN_ARRAY) return compositeEnd(b, i);
+  // A number or a literal: up to the next separator.
+  let k = i;
+  while (k < b.length && b[k] !== COMMA && b[k] !== CLOSE_OBJECT && b[k] !== 0x20 && b[k] !== 0x0a && b[k] !== 0x0d && b[k] !== 0x09) k++;
+  return k > i ? k : -1;
 }
 
 const JSONRPC = 1;

@@ -2,12 +2,13 @@
  * Backward compatibility at the byte level: a client that declares nothing gets exactly the
  * bytes the upstream wrote, through the stdio front and through the HTTP front, for every
  * method the built-in demo server offers. A body that breaks lines still reaches a stdio
- * upstream as one line.
+ * upstream as one line. A modern answer nothing reshapes is the upstream's result bytes with what
+ * the revision adds written before its closing brace.
  */
 import { spawn } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { lineSplitter } from '../../src/jsonrpc/lines.js';
-import { callTool, INIT, rawPost } from '../helpers/raw.js';
+import { callTool, INIT, modern, rawPost } from '../helpers/raw.js';
 import { commandLine, eventually, PROXY_MAIN, ROOT, startProxy, stopAll } from '../helpers/processes.js';
 
 const DEMO = `${ROOT}dist/demo/main.js`;
@@ -97,5 +98,24 @@ describe('a client that declares nothing gets the upstream bytes unchanged', () 
     // Here the proxy decodes the result to reshape it: a result that is not JSON is an error answer, not a hang.
     const broken = JSON.parse(await post(callTool(4, 'broken'), shaped));
     expect(broken).toMatchObject({ jsonrpc: '2.0', id: 4, error: { code: -32603 } });
+  });
+
+  it('completes a modern answer on the upstream bytes when nothing reshapes it, and decodes it when something does', async () => {
+    const proxy = await startProxy(['--upstream', commandLine([process.execPath, `${ROOT}test/fixtures/verbatim-server.mjs`])]);
+    const post = async (id: number, name: string, capabilities: Record<string, unknown> = {}) => {
+      const { body, headers } = modern(id, 'tools/call', { name, arguments: {} }, capabilities);
+      const res = await fetch(proxy.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json', ...headers }, body: JSON.stringify(body) });
+      return res.text();
+    };
+    // The result's own bytes, then what the revision adds; nothing in between is re-encoded.
+    expect(await post(1, 'odd')).toBe('{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"caf\\u00e9 at 1.50"}], "n": 1.50 ,"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"verbatim","version":"1"}}}}');
+    // As for a legacy client: what nothing looks at is not checked.
+    expect(await post(2, 'broken')).toContain('"n":nope,"resultType":"complete"');
+
+    const features = { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: '1.0', features: ['format=markdown'] } } };
+    const odd = JSON.parse(await post(3, 'odd', features));
+    expect(odd.result).toMatchObject({ resultType: 'complete', n: 1.5 });
+    expect(odd.result.content[0].text).toContain('café at 1.50');
+    expect(JSON.parse(await post(4, 'broken', features))).toMatchObject({ jsonrpc: '2.0', id: 4, error: { code: -32603 } });
   });
 });

@@ -11,20 +11,16 @@ import type { Requester } from '../../core/context.js';
 import { targetOf } from '../../mcp/requests.js';
 import type { FilterChain } from '../../core/filters.js';
 import { modernUpstreamError, ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
-import { errorResponse, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
-import { CACHEABLE_METHODS, META, MODERN_METHODS, MODERN_VERSIONS, modernContext, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/eras.js';
+import { errorResponse, type Frame, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
+import { MODERN_METHODS, MODERN_VERSIONS, modernContext, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/eras.js';
 import { traceContextOf } from '../../ops/trace-context.js';
 import type { Sealer } from '../../sealing/sealer.js';
 import type { McpResult } from '../../transformers/contract.js';
 import type { UpstreamPool } from '../../upstream/pool.js';
+import { Completion, type CacheHints } from './complete.js';
 import { InputRounds } from './input-rounds.js';
 import type { ModernReply } from './reply.js';
 import { ToolHeaders } from './tool-headers.js';
-
-export interface CacheHint {
-  ttlMs: number;
-  cacheScope: 'public' | 'private';
-}
 
 export interface ModernHandlerOptions {
   pool: UpstreamPool;
@@ -42,26 +38,26 @@ export interface ModernHandlerOptions {
   /** Most calls of one client parked waiting for its input at once. */
   parkedPerClient: number;
   /** Cache hints per method; `default` for the others. */
-  cache: Record<string, CacheHint> & { default: CacheHint };
+  cache: CacheHints;
   /** Handles `subscriptions/listen` (src/fronts/modern/listen.ts). */
   listen?(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<void>;
   log: Logger;
 }
 
-const NEVER_CACHE: CacheHint = { ttlMs: 0, cacheScope: 'private' };
-
 export class ModernHandler {
   private readonly rounds: InputRounds;
   private readonly toolHeaders: ToolHeaders;
+  private readonly completion: Completion;
 
   constructor(private readonly opts: ModernHandlerOptions) {
     this.rounds = new InputRounds(opts);
+    this.completion = new Completion(opts.cache);
     this.toolHeaders = new ToolHeaders({ pool: opts.pool, requestTimeoutMs: opts.requestTimeoutMs, learnt: (result) => opts.filters().learnTools(result) });
   }
 
   /** New cache hints (a config reload). */
-  setCache(cache: ModernHandlerOptions['cache']): void {
-    this.opts.cache = cache;
+  setCache(cache: CacheHints): void {
+    this.completion.cache = cache;
   }
 
   get replicaId(): string {
@@ -98,11 +94,12 @@ export class ModernHandler {
     try {
       if (req.method === 'subscriptions/listen' && this.opts.listen) return await this.opts.listen(req, ctx, reply);
       const result = req.method === 'server/discover' ? await this.discover(ctx) : await this.forward(req, ctx, reply);
-      if ('error' in result) reply.answer(errorResponse(req.id, result.error as JsonRpcResponse['error'] & object));
-      else reply.answer({ jsonrpc: '2.0', id: req.id, result: result.result });
+      if ('frame' in result) reply.answer(result.frame);
+      else if ('error' in result) reply.answer({ msg: errorResponse(req.id, result.error as JsonRpcResponse['error'] & object) });
+      else reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: result.result } });
     } catch (err) {
       if (!(err instanceof ProxyError)) this.opts.log.error({ err: (err as Error)?.message, method: req.method }, 'modern request failed');
-      reply.answer(errorResponse(req.id, toJsonRpcError(err, 'modern')), err instanceof ProxyError && err.retryAfter ? err : undefined);
+      reply.answer({ msg: errorResponse(req.id, toJsonRpcError(err, 'modern')) }, err instanceof ProxyError && err.retryAfter ? err : undefined);
     }
   }
 
@@ -120,10 +117,10 @@ export class ModernHandler {
       capabilities: Object.keys(extensions).length ? { ...capabilities, extensions } : capabilities,
       ...(typeof server.instructions === 'string' ? { instructions: server.instructions } : {}),
     };
-    return { result: this.complete('server/discover', result, server) };
+    return { result: this.completion.result('server/discover', result, server) };
   }
 
-  private async forward(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<{ result: McpResult } | { error: unknown }> {
+  private async forward(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<{ result: McpResult } | { error: unknown } | { frame: Frame }> {
     const server = await this.opts.pool.server();
     const negotiation = this.opts.filters().forRequest(ctx.clientCapabilities, server, this.opts.log);
     const check = negotiation.onRequest(req);
@@ -143,22 +140,16 @@ export class ModernHandler {
       const annotated = negotiation.annotateError(res.error, check?.scope) ?? res.error;
       return { error: modernUpstreamError(annotated) };
     }
+    const afterInput = call.round > 0;
     if (req.method === 'tools/list') this.toolHeaders.learn(res.result);
+    else if (!negotiation.wantsResult(req.method, name, check?.scope)) {
+      // Nothing looks at the result: it is completed on its bytes when it can be.
+      const frame = this.completion.answer(req.id, req.method, res, server, afterInput);
+      if (frame) return { frame };
+    }
     const traceparent = traceContextOf(ctx.passMeta)?.traceparent;
     const shaped = (await negotiation.shape(req.method, name, res.result ?? {}, check?.scope, traceparent)) ?? res.result ?? {};
-    return { result: this.complete(req.method, shaped, server, call.round > 0) };
-  }
-
-  /** A complete result as the revision wants it: resultType, cache hints where cacheable, serverInfo. */
-  private complete(method: string, result: McpResult, server: McpResult, afterInput = false): McpResult {
-    const out: McpResult = { ...result, resultType: 'complete', _meta: { ...(result._meta as object), [META.serverInfo]: server.serverInfo } };
-    if (CACHEABLE_METHODS.has(method)) {
-      // What a client's input shaped is never served to anyone again from a cache.
-      const hint = afterInput ? NEVER_CACHE : (this.opts.cache[method] ?? this.opts.cache.default);
-      out.ttlMs = hint.ttlMs;
-      out.cacheScope = hint.cacheScope;
-    }
-    return out;
+    return { result: this.completion.result(req.method, shaped, server, afterInput) };
   }
 }
 

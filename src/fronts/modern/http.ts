@@ -55,11 +55,12 @@ export class ModernHttp implements ModernEndpoint {
       notify: (n) => {
         if (channel.canStream) channel.send(JSON.stringify(n), false);
       },
-      answer: (res, refusal) => {
+      answer: (frame, refusal) => {
         answered = true;
         if (refusal) headers = { 'retry-after': String(refusal.retryAfter) };
         // A missing capability found during the call is still a rejection of the request (400).
-        channel.send(serialize({ msg: res }), true, refusal?.httpStatus ?? (res.error?.code === MISSING_CLIENT_CAPABILITY ? 400 : 200));
+        const error = 'error' in frame.msg ? frame.msg.error : undefined;
+        channel.send(serialize(frame), true, refusal?.httpStatus ?? (error?.code === MISSING_CLIENT_CAPABILITY ? 400 : 200));
       },
     });
     return undefined;

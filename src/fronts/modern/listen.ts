@@ -85,7 +85,7 @@ export class ListenHub {
     this.listeners.delete(listener);
     for (const uri of subscriptions.removeAll(listener)) this.tellUpstream(lease, 'resources/unsubscribe', uri);
     lease.release();
-    reply.answer({ jsonrpc: '2.0', id: req.id, result: { resultType: 'complete', _meta: subscriptionId } });
+    reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: { resultType: 'complete', _meta: subscriptionId } } });
   }
 
   /**

@@ -1,13 +1,13 @@
 /** Where a modern request's answer and notifications go, and how it is cancelled: the same for every front. */
 import type { ProxyError } from '../../jsonrpc/errors.js';
-import type { JsonRpcNotification, JsonRpcResponse } from '../../jsonrpc/message.js';
+import type { Frame, JsonRpcNotification } from '../../jsonrpc/message.js';
 
 /** Where a modern request's answer and its notifications go (an HTTP reply, stdout). */
 export interface ModernReply {
   /** A notification about this request (progress, a log message the request asked for). */
   notify(n: JsonRpcNotification): void;
-  /** The answer; `refusal` when it is a limit's or a drain's refusal (HTTP: its status and Retry-After). */
-  answer(res: JsonRpcResponse, refusal?: ProxyError): void;
+  /** The answer (a response, with its bytes when they are ready); `refusal` when it is a limit's or a drain's refusal (HTTP: its status and Retry-After). */
+  answer(frame: Frame, refusal?: ProxyError): void;
   /** Fires when the client is gone or cancelled the request. */
   cancellation: Cancellation;
 }
