@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { hasMember, lazyResponse, responseId } from './envelope.js';
+import { hasMember, lazyFrame, responseId, undecodedResult } from './envelope.js';
+import type { JsonRpcResponse } from './message.js';
+
+const lazyResponse = (bytes: Buffer) => lazyFrame(bytes)?.msg as JsonRpcResponse | undefined;
 import { parseUpstream } from './message.js';
 
 const b = (text: string) => Buffer.from(text);
@@ -55,7 +58,15 @@ describe('lazyResponse', () => {
     expect(msg.result).toEqual({ content: [{ type: 'text', text: 'hi' }] });
     expect(msg.result).toBe(msg.result);
     expect(JSON.parse(JSON.stringify(msg))).toEqual(JSON.parse(text));
-    expect({ ...msg, result: { other: 1 } }).toEqual({ jsonrpc: '2.0', id: 4, result: { other: 1 } });
+    expect(JSON.stringify({ ...msg, result: { other: 1 } })).toBe('{"jsonrpc":"2.0","id":4,"result":{"other":1}}');
+  });
+
+  it('gives its result bytes while undecoded, and not after', () => {
+    const frame = lazyFrame(b('{"jsonrpc":"2.0","id":4,"result":{"a":[1]} }'))!;
+    expect(String(undecodedResult(frame))).toBe('{"a":[1]}');
+    void (frame.msg as JsonRpcResponse).result;
+    expect(undecodedResult(frame)).toBeUndefined();
+    expect(undecodedResult({ msg: { jsonrpc: '2.0', id: 1, result: {} } })).toBeUndefined();
   });
 
   it('fails when a result whose brackets balance is not JSON is decoded', () => {

@@ -5,7 +5,7 @@
  * asks for `msg.result` (a filter that reshapes it, the proxy's own request). An answer a client
  * is slow to read is then held once, as bytes.
  */
-import type { JsonRpcId, JsonRpcResponse } from './message.js';
+import type { Frame, JsonRpcId, JsonRpcResponse } from './message.js';
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -17,41 +17,37 @@ const COMMA = 0x2c;
 const COLON = 0x3a;
 const JSONRPC_2 = Buffer.from('"2.0"');
 
-/** The undecoded result bytes of lazy answers, until something decodes them. */
-const undecoded = new WeakMap<JsonRpcResponse, Buffer>();
-
 /**
  * A success response `{"jsonrpc":"2.0","id":…,"result":{…}}` (members in any order, no others)
- * whose result is decoded on first use; undefined for anything else, which the caller decodes.
- * A result whose inner syntax is broken passes here and fails when decoded.
+ * as a frame whose result is decoded on first use; undefined for anything else, which the caller
+ * decodes. A result whose inner syntax is broken passes here and fails when decoded.
  */
-export function lazyResponse(bytes: Buffer): JsonRpcResponse | undefined {
+export function lazyFrame(bytes: Buffer): Frame | undefined {
   const envelope = readEnvelope(bytes);
-  if (!envelope) return undefined;
-  const msg = lazyAnswer(envelope.id, bytes);
-  undecoded.set(msg, bytes.subarray(envelope.resultStart, envelope.resultEnd));
-  return msg;
+  return envelope && { msg: lazyAnswer(envelope.id, bytes), raw: bytes, result: { start: envelope.resultStart, end: envelope.resultEnd } };
 }
 
-/** An answer whose `result` is decoded from `bytes` (the whole answer) on first use. */
+/**
+ * An answer whose `result` is decoded from `bytes` (the whole answer) on first use. An object
+ * literal with a getter: the hot path builds one per answer, and `defineProperty` on a fresh
+ * object costs several times more.
+ */
 export function lazyAnswer(id: JsonRpcId, bytes: Buffer): JsonRpcResponse {
-  const msg = { jsonrpc: '2.0', id } as JsonRpcResponse;
-  Object.defineProperty(msg, 'result', {
-    enumerable: true,
-    configurable: true,
-    get() {
+  return {
+    jsonrpc: '2.0',
+    id,
+    get result() {
       const result = (JSON.parse(bytes.toString('utf8')) as JsonRpcResponse).result;
-      Object.defineProperty(msg, 'result', { value: result, enumerable: true, configurable: true, writable: true });
-      undecoded.delete(msg);
+      Object.defineProperty(this, 'result', { value: result, enumerable: true, configurable: true, writable: true });
       return result;
     },
-  });
-  return msg;
+  } as JsonRpcResponse;
 }
 
-/** The bytes of a lazy answer's result (an object) while nothing has decoded it; undefined after, or for any other message. */
-export function undecodedResult(msg: JsonRpcResponse): Buffer | undefined {
-  return undecoded.get(msg);
+/** The bytes of a lazy frame's result (an object) while nothing has decoded it; undefined after, or for any other frame. */
+export function undecodedResult(frame: Frame): Buffer | undefined {
+  if (!frame.result || typeof frame.raw === 'string' || !Object.getOwnPropertyDescriptor(frame.msg, 'result')?.get) return undefined;
+  return frame.raw?.subarray(frame.result.start, frame.result.end);
 }
 
 /** The id of a success response, read from its envelope (linear in its bytes; strings are skipped with native scans). */

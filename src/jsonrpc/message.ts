@@ -2,7 +2,7 @@
  * JSON-RPC 2.0 message shapes, guards and parsing. A parsed message keeps the exact text it
  * arrived as (`raw`), so an untouched message is relayed byte for byte.
  */
-import { lazyResponse } from './envelope.js';
+import { lazyFrame } from './envelope.js';
 export type JsonRpcId = string | number;
 
 export interface JsonRpcRequest {
@@ -41,6 +41,8 @@ export type Wire = string | Buffer;
 export interface Frame {
   msg: JsonRpcMessage;
   raw?: Wire;
+  /** Where an undecoded answer's result lies in `raw` (see envelope.ts). */
+  result?: { start: number; end: number };
 }
 
 export const PARSE_ERROR = -32700;
@@ -116,8 +118,8 @@ export function parsePayload(text: string, client?: ClientPayloadLimits): ParseO
  * read without decoding its result (envelope.ts), anything else is decoded as usual.
  */
 export function parseUpstream(bytes: Buffer): ParseOutcome {
-  const lazy = lazyResponse(bytes);
-  if (lazy) return { ok: true, frames: [{ msg: lazy, raw: bytes }], batch: false };
+  const lazy = lazyFrame(bytes);
+  if (lazy) return { ok: true, frames: [lazy], batch: false };
   const parsed = parsePayload(bytes.toString('utf8'));
   if (parsed.ok && !parsed.batch) parsed.frames[0].raw = bytes;
   return parsed;

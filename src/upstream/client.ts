@@ -27,8 +27,8 @@ export interface CallHooks {
   onServerRequest?(r: JsonRpcRequest): void;
 }
 
-/** The upstream's response, or the proxy's own reason there is none (closed, timed out, cancelled). */
-export type CallOutcome = { response: JsonRpcResponse } | { failure: ProxyError };
+/** The upstream's response (`frame`: as it came, with its bytes), or the proxy's own reason there is none (closed, timed out, cancelled). */
+export type CallOutcome = { response: JsonRpcResponse; frame?: Frame } | { failure: ProxyError };
 
 interface PendingCall {
   method: string;
@@ -184,7 +184,7 @@ export class UpstreamClient {
     const msg = frame.msg;
     if (isResponse(msg)) {
       const call = msg.id === null ? undefined : this.pending.settle(msg.id);
-      if (call) call.resolve({ response: msg });
+      if (call) call.resolve({ response: msg, frame });
       else this.opts.log.debug({ id: msg.id }, 'dropped an upstream response nobody waits for');
       return;
     }

@@ -5,7 +5,7 @@
  * members is decoded and merged, as a reshaped one is.
  */
 import { hasMember, isEmptyObject, lazyAnswer, undecodedResult } from '../../jsonrpc/envelope.js';
-import type { Frame, JsonRpcId, JsonRpcResponse } from '../../jsonrpc/message.js';
+import type { Frame, JsonRpcId } from '../../jsonrpc/message.js';
 import { CACHEABLE_METHODS, META } from '../../mcp/eras.js';
 import type { McpResult } from '../../transformers/contract.js';
 
@@ -39,7 +39,7 @@ export class Completion {
   }
 
   /** The whole answer to request `id`, completed on the bytes of the upstream's undecoded result; undefined when it must be decoded. */
-  answer(id: JsonRpcId, method: string, upstream: JsonRpcResponse, server: McpResult, afterInput = false): Frame | undefined {
+  answer(id: JsonRpcId, method: string, upstream: Frame, server: McpResult, afterInput = false): Frame | undefined {
     const result = undecodedResult(upstream);
     if (!result || hasMember(result, ADDED)) return undefined;
     const hint = this.hint(method, afterInput);

@@ -144,7 +144,7 @@ export class ModernHandler {
     if (req.method === 'tools/list') this.toolHeaders.learn(res.result);
     else if (!negotiation.wantsResult(req.method, name, check?.scope)) {
       // Nothing looks at the result: it is completed on its bytes when it can be.
-      const frame = this.completion.answer(req.id, req.method, res, server, afterInput);
+      const frame = outcome.frame && this.completion.answer(req.id, req.method, outcome.frame, server, afterInput);
       if (frame) return { frame };
     }
     const traceparent = traceContextOf(ctx.passMeta)?.traceparent;
