@@ -8,7 +8,8 @@
  *   node --import tsx bench/features.ts [--rounds N] [--calls N] <variant>...
  *
  * A variant is `label=<main.js>|<config.yaml>|<extra CLI args, comma-separated>`; empty parts take
- * the defaults (dist/main.js, bench/proxy.yaml, none); `bare` is the bare relay, and `mcp-proxy` and
+ * the defaults (dist/main.js, bench/proxy.yaml, none); `bare` is the bare relay, `fastify` the same
+ * relay on fastify (what the web framework costs by itself), and `mcp-proxy` and
  * `supergateway` are those gateways as bench/lib/peers.ts starts them. Example:
  *
  *   node --import tsx bench/features.ts bare 'info=||' 'warn=||--log-level,warn' 'no-limits=|bench/nolimits.yaml|'
@@ -72,13 +73,14 @@ function accepts(port: number): Promise<boolean> {
 
 const variants: Variant[] = argv.map((spec) => {
   if (spec === 'bare') return { label: 'bare node:http relay', start: async (): Promise<Running> => startPeer('bare-relay', upstream) };
+  if (spec === 'fastify') return { label: 'the bare relay on fastify', start: async (): Promise<Running> => startPeer('fastify-relay', upstream) };
   if (spec === 'mcp-proxy' || spec === 'supergateway') return { label: spec, start: async (): Promise<Running> => startPeer(spec, upstream) };
   const [label, rest = ''] = spec.split(/=(.*)/s);
   const [main = '', config = '', extra = ''] = rest.split('|');
   return proxyVariant(label, main, config, extra ? extra.split(',') : []);
 });
 if (variants.length === 0) {
-  process.stderr.write('usage: node --import tsx bench/features.ts [--rounds N] [--calls N] <bare | mcp-proxy | supergateway | label=main|config|args>...\n');
+  process.stderr.write('usage: node --import tsx bench/features.ts [--rounds N] [--calls N] <bare | fastify | mcp-proxy | supergateway | label=main|config|args>...\n');
   process.exit(2);
 }
 

@@ -102,14 +102,15 @@ export function proxyStdioArgv(upstreamArg: string, profileDir?: string): string
 }
 
 /** The gateways the proxy is compared with, each in front of a stdio server, with their default features. */
-export type Peer = 'bare-relay' | 'mcp-proxy' | 'supergateway';
+export type Peer = 'bare-relay' | 'fastify-relay' | 'mcp-proxy' | 'supergateway';
 
 export async function startPeer(peer: Peer, stdioArgv: string[]): Promise<Running> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}/mcp`;
   switch (peer) {
     case 'bare-relay':
-      return startAndWait([process.execPath, `${ROOT}bench/bare-relay.mjs`, '--port', String(port), '--', ...stdioArgv], {}, 'stdout', /LISTENING (http:\S+)/, peer);
+    case 'fastify-relay':
+      return startAndWait([process.execPath, `${ROOT}bench/${peer}.mjs`, '--port', String(port), '--', ...stdioArgv], {}, 'stdout', /LISTENING (http:\S+)/, peer);
     case 'mcp-proxy':
       return listening(await startAndWait([process.execPath, `${ROOT}node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs`, '--port', String(port), '--host', '127.0.0.1', '--', ...stdioArgv], {}, 'stdout', /starting server on port/, peer, url), port);
     case 'supergateway':
