@@ -56,6 +56,7 @@ export const ROUTE_LABEL: Record<Route, string> = {
   'proxy-b': 'SDK stdio client → proxy (stdio front) → server (stdio)',
   'proxy-c': 'SDK HTTP client → proxy (HTTP front) → server (HTTP)',
   'bare-relay': 'SDK HTTP client → bare node:http relay → server (stdio)',
+  'fastify-relay': 'SDK HTTP client → the bare relay on fastify → server (stdio)',
   'mcp-proxy': 'SDK HTTP client → mcp-proxy → server (stdio)',
   supergateway: 'SDK HTTP client → supergateway (stateful) → server (stdio)',
 };
@@ -117,6 +118,7 @@ export async function openRoute(plan: RoutePlan): Promise<OpenRoute> {
         break;
       }
       case 'bare-relay':
+      case 'fastify-relay':
       case 'mcp-proxy':
       case 'supergateway': {
         const p = (proxy = await startPeer(route, u.stdioArgv));
