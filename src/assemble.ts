@@ -68,6 +68,7 @@ export function createModernHandler(
     parkedPerClient: config.modern.parkedPerClient,
     ...replica,
     cache: config.modern.cache as ModernHandlerOptions['cache'],
+    ...(config.modern.tasks.enabled ? { tasks: { ...config.modern.tasks, ...replica, log } } : {}),
     listen: (req, ctx, reply) => hub.listen(req, ctx, reply),
     log,
   });

@@ -121,6 +121,7 @@ const MODERN_DEFAULTS = {
   parkedPerClient: 4,
   pool: { maxSessions: 16, idleMs: 5 * 60_000, warmSpare: true },
   cache: { default: { ttlMs: 0, cacheScope: 'private' as const } },
+  tasks: { enabled: true, answerWithinMs: 500, ttlMs: 60 * 60_000, pollIntervalMs: 1000, perClient: 8 },
 };
 
 export const modernSchema = z
@@ -160,6 +161,21 @@ export const modernSchema = z
       .catchall(cacheHint)
       .default(MODERN_DEFAULTS.cache)
       .describe('ttlMs and cacheScope put on server/discover, list and resources/read results, per method (e.g. "tools/list"), with a default.'),
+    tasks: z
+      .object({
+        enabled: z.boolean().default(MODERN_DEFAULTS.tasks.enabled).describe('Offer the tasks extension (io.modelcontextprotocol/tasks) to modern clients, for every tool of the upstream.'),
+        answerWithinMs: z
+          .number()
+          .int()
+          .min(0)
+          .default(MODERN_DEFAULTS.tasks.answerWithinMs)
+          .describe('A tools/call from a client that declares tasks, still running after this long, is answered with a task; one that finishes or asks for input sooner is answered as usual. Tools whose execution.taskSupport is "forbidden" never become tasks.'),
+        ttlMs: z.number().int().positive().default(MODERN_DEFAULTS.tasks.ttlMs).describe('How long a task is kept from its creation, its result included; a task still running then is cancelled upstream.'),
+        pollIntervalMs: z.number().int().positive().default(MODERN_DEFAULTS.tasks.pollIntervalMs).describe('How often clients are asked to poll a task (pollIntervalMs).'),
+        perClient: z.number().int().positive().default(MODERN_DEFAULTS.tasks.perClient).describe('Most tasks one client (principal, or address without authentication) has running at once; one more is refused with Retry-After.'),
+      })
+      .strict()
+      .default(MODERN_DEFAULTS.tasks),
   })
   .strict()
   .describe('The modern protocol era (2026-07-28): stateless requests, server/discover, input_required rounds.');

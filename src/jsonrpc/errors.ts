@@ -51,7 +51,10 @@ export type ProxyErrorCode =
   | 'MISSING_CLIENT_CAPABILITY'
   | 'METHOD_NOT_FOUND'
   | 'INVALID_REQUEST_STATE'
-  | 'INPUT_TIMEOUT';
+  | 'INPUT_TIMEOUT'
+  // The tasks extension: a task id that names no task of this client; a client with too many tasks running.
+  | 'TASK_NOT_FOUND'
+  | 'TOO_MANY_TASKS';
 
 interface WireForm {
   legacy: number;
@@ -77,6 +80,7 @@ const WIRE: Record<ProxyErrorCode, WireForm> = {
   ...each(noAnswer(503, 5), 'SHUTTING_DOWN', 'AUTH_UNAVAILABLE', 'TOO_MANY_SESSIONS', 'TOO_MANY_CONNECTIONS'),
   UPSTREAM_BUSY: noAnswer(503, 2),
   RATE_LIMITED: noAnswer(429, 1),
+  TOO_MANY_TASKS: noAnswer(429, 5),
   ...each(sameCode(INTERNAL_ERROR, 200), 'UPSTREAM_PROTOCOL', 'TRANSFORM_FAILED'),
   ...each(sameCode(INVALID_REQUEST, 400), 'DUPLICATE_ID', 'BAD_REQUEST'),
   NOT_ACCEPTABLE: sameCode(INVALID_REQUEST, 406), UNSUPPORTED_MEDIA_TYPE: sameCode(INVALID_REQUEST, 415), BODY_TOO_LARGE: sameCode(INVALID_REQUEST, 413),
@@ -85,7 +89,7 @@ const WIRE: Record<ProxyErrorCode, WireForm> = {
   ...each({ legacy: REQUEST_TIMEOUT, modern: INVALID_REQUEST, status: 404 }, 'SESSION_NOT_FOUND', 'SESSION_EXPIRED'),
   ...each({ legacy: REQUEST_TIMEOUT, modern: INTERNAL_ERROR, status: 200 }, 'REQUEST_TIMEOUT', 'INPUT_TIMEOUT'),
   INVALID_PARAMS: { ...sameCode(INVALID_PARAMS, 400), specified: true },
-  ...each(sameCode(INVALID_PARAMS, 400), 'INVALID_META', 'INVALID_REQUEST_STATE'),
+  ...each(sameCode(INVALID_PARAMS, 400), 'INVALID_META', 'INVALID_REQUEST_STATE', 'TASK_NOT_FOUND'),
   UNSUPPORTED_PROTOCOL_VERSION: { legacy: INVALID_REQUEST, modern: UNSUPPORTED_PROTOCOL_VERSION, status: 400 },
   HEADER_MISMATCH: { legacy: INVALID_REQUEST, modern: HEADER_MISMATCH, status: 400 },
   MISSING_CLIENT_CAPABILITY: { legacy: INVALID_REQUEST, modern: MISSING_CLIENT_CAPABILITY, status: 400 },

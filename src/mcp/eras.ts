@@ -33,6 +33,10 @@ export const MODERN_METHODS = new Set([
   'resources/templates/list',
   'resources/read',
   'completion/complete',
+  // The tasks extension (io.modelcontextprotocol/tasks).
+  'tasks/get',
+  'tasks/update',
+  'tasks/cancel',
 ]);
 
 /** The only methods whose results may be `input_required`. */

@@ -50,6 +50,8 @@ export interface RunOptions {
   timeoutMs?: number;
   /** Spec revision (default 2025-11-25). */
   specVersion?: string;
+  /** The scenarios test an extension (e.g. tasks-*): the suite runs them on their own timeline, so no --spec-version is given. */
+  extension?: boolean;
   /** Per-scenario timeout handed to the suite (--timeout). Default 30 s. */
   scenarioTimeoutMs?: number;
   /** Receives the suite's stdout/stderr as it arrives (e.g. process.stderr.write). */
@@ -255,7 +257,7 @@ export async function runConformanceDetailed(url: string, opts: RunOptions = {})
         }
         const child = await runCli(
           [
-            'server', '--url', url, '--scenario', scenario, '--spec-version', specVersion,
+            'server', '--url', url, '--scenario', scenario, ...(opts.extension ? [] : ['--spec-version', specVersion]),
             '--timeout', scenarioTimeout, '-o', outDir
           ],
           deadline,

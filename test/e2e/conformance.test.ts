@@ -2,7 +2,8 @@
  * The official conformance suite (server mode) through the proxy. 2025-11-25: every scenario
  * that passes against the fixture served directly passes through the proxy. 2026-07-28: the
  * fixture is legacy-only, so every scored modern scenario passes only through the proxy's
- * dual-era front and input_required bridge. Both with a stdio and a Streamable HTTP upstream.
+ * dual-era front and input_required bridge; the tasks-* scenarios pass only through the proxy's
+ * tasks in front of it. Each with a stdio and a Streamable HTTP upstream.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { listServerScenarios, runConformanceDetailed } from '../conformance/run.js';
@@ -41,4 +42,32 @@ describe('conformance suite through the proxy', () => {
       expect(failed).toEqual([]);
     }
   }, 600_000);
+
+  it('passes every tasks-* scenario in front of the legacy-only fixture, which fails them served directly, for stdio and HTTP upstreams', async () => {
+    const fixture = await startHttpFixture('conformance-server');
+    const direct = await runConformanceDetailed(fixture.url, { scenarios: ['tasks-lifecycle'], extension: true, timeoutMs: 120_000 });
+    expect(direct.get('tasks-lifecycle')?.outcome).toBe('fail');
+
+    const viaStdio = await startProxy(['--upstream', commandLine(fixtureArgv('conformance-server'))]);
+    const viaHttp = await startProxy(['--upstream', (await startHttpFixture('conformance-server')).url]);
+    for (const proxy of [viaStdio, viaHttp]) {
+      const detailed = await runConformanceDetailed(proxy.url, { scenarios: TASK_SCENARIOS, extension: true, timeoutMs: 240_000 });
+      const failed = TASK_SCENARIOS.filter((s) => detailed.get(s)?.outcome !== 'pass').map((s) => `${s}: ${detailed.get(s)?.problems.join(' | ') ?? 'not run'}`);
+      expect(failed).toEqual([]);
+    }
+  }, 600_000);
 });
+
+/** The tasks extension's scenarios (io.modelcontextprotocol/tasks), @modelcontextprotocol/conformance 0.2.0-alpha.12. */
+const TASK_SCENARIOS = [
+  'tasks-capability-negotiation',
+  'tasks-lifecycle',
+  'tasks-dispatch-and-envelope',
+  'tasks-request-headers',
+  'tasks-mrtr-input',
+  'tasks-wire-fields',
+  'tasks-request-state-removal',
+  'tasks-required-task-error',
+  'tasks-mrtr-composition',
+  'tasks-status-notifications',
+];

@@ -19,6 +19,7 @@ import type { McpResult } from '../../transformers/contract.js';
 import type { UpstreamPool } from '../../upstream/pool.js';
 import { Completion, type CacheHints } from './complete.js';
 import { InputRounds } from './input-rounds.js';
+import { Tasks, TASKS_EXTENSION, type TasksOptions } from './tasks.js';
 import type { ModernReply } from './reply.js';
 import { ToolHeaders } from './tool-headers.js';
 
@@ -39,6 +40,8 @@ export interface ModernHandlerOptions {
   parkedPerClient: number;
   /** Cache hints per method; `default` for the others. */
   cache: CacheHints;
+  /** The tasks extension, served in front of the upstream (none: not offered). */
+  tasks?: TasksOptions & { answerWithinMs: number };
   /** Handles `subscriptions/listen` (src/fronts/modern/listen.ts). */
   listen?(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<void>;
   log: Logger;
@@ -48,9 +51,11 @@ export class ModernHandler {
   private readonly rounds: InputRounds;
   private readonly toolHeaders: ToolHeaders;
   private readonly completion: Completion;
+  private readonly tasks: Tasks | undefined;
 
   constructor(private readonly opts: ModernHandlerOptions) {
     this.rounds = new InputRounds(opts);
+    this.tasks = opts.tasks && new Tasks(opts.tasks);
     this.completion = new Completion(opts.cache);
     this.toolHeaders = new ToolHeaders({ pool: opts.pool, requestTimeoutMs: opts.requestTimeoutMs, learnt: (result) => opts.filters().learnTools(result) });
   }
@@ -80,7 +85,7 @@ export class ModernHandler {
 
   /** For a retry whose call waits on another reachable replica: that replica (see InputRounds). */
   ownerElsewhere(req: JsonRpcRequest, ctx: ModernContext): { replica: string; url: string } | undefined {
-    return this.rounds.ownerElsewhere(req, ctx);
+    return this.rounds.ownerElsewhere(req, ctx) ?? (req.method.startsWith('tasks/') ? this.tasks?.ownerElsewhere(req, ctx) : undefined);
   }
 
   /** The context of a modern request from `who`; throws the modern rejection (unknown method: 404 on HTTP; bad `_meta`) when it has none. */
@@ -93,7 +98,7 @@ export class ModernHandler {
   async handle(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<void> {
     try {
       if (req.method === 'subscriptions/listen' && this.opts.listen) return await this.opts.listen(req, ctx, reply);
-      const result = req.method === 'server/discover' ? await this.discover(ctx) : await this.forward(req, ctx, reply);
+      const result = req.method === 'server/discover' ? await this.discover(ctx) : TASK_METHODS.has(req.method) ? await this.taskRequest(req, ctx) : await this.forward(req, ctx, reply);
       if ('frame' in result) reply.answer(result.frame);
       else if ('error' in result) reply.answer({ msg: errorResponse(req.id, result.error as JsonRpcResponse['error'] & object) });
       else reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: result.result } });
@@ -105,13 +110,34 @@ export class ModernHandler {
 
   close(): void {
     this.rounds.close();
+    this.tasks?.close();
+  }
+
+  /** tasks/get, tasks/update, tasks/cancel; only for a request that declares the extension. */
+  private async taskRequest(req: JsonRpcRequest, ctx: ModernContext): Promise<{ result: McpResult }> {
+    if (!this.tasks) throw new ProxyError('METHOD_NOT_FOUND', `Method not found: ${req.method} (this proxy does not offer the ${TASKS_EXTENSION} extension)`);
+    if (!Tasks.declared(ctx)) throw missingTasks(`${req.method} is part of the ${TASKS_EXTENSION} extension, which this request does not declare`);
+    if (req.method === 'tasks/get') return { result: this.tasks.get(req, ctx) };
+    if (req.method === 'tasks/update') return { result: await this.tasks.update(req, ctx) };
+    return { result: this.tasks.cancel(req, ctx) };
+  }
+
+  /** How long a tools/call may take before it becomes a task (undefined: it never does); refuses a task-only tool to a client without tasks. */
+  private async answerWithin(req: JsonRpcRequest, ctx: ModernContext): Promise<number | undefined> {
+    if (!this.tasks || req.method !== 'tools/call') return undefined;
+    const support = await this.toolHeaders.taskSupport(req, ctx);
+    const declared = Tasks.declared(ctx);
+    if (support === 'required' && !declared) throw missingTasks(`Tool "${String(req.params?.name)}" runs only as a task, and this request does not declare the ${TASKS_EXTENSION} extension`);
+    if (!declared || support === 'forbidden') return undefined;
+    this.tasks.checkRoom(ctx);
+    return this.opts.tasks!.answerWithinMs;
   }
 
   private async discover(ctx: ModernContext): Promise<{ result: McpResult }> {
     const server = await this.opts.pool.server();
     const negotiation = this.opts.filters().forRequest(ctx.clientCapabilities, server, this.opts.log);
     const { tasks: _legacyTasks, ...capabilities } = (server.capabilities ?? {}) as Record<string, any>;
-    const extensions = { ...capabilities.extensions, ...negotiation.discoverExtensions() };
+    const extensions = { ...capabilities.extensions, ...negotiation.discoverExtensions(), ...(this.tasks ? { [TASKS_EXTENSION]: {} } : {}) };
     const result: McpResult = {
       supportedVersions: SUPPORTED_VERSIONS,
       capabilities: Object.keys(extensions).length ? { ...capabilities, extensions } : capabilities,
@@ -127,12 +153,19 @@ export class ModernHandler {
     if (check && 'error' in check) return { error: check.error };
     const params = (check?.request ?? req).params ?? {};
     const name = targetOf(params);
-    let { call, step } = params.requestState !== undefined ? await this.rounds.resume(req, ctx, reply) : await this.rounds.start(req.method, upstreamParams(params, ctx), ctx, reply);
+    const within = await this.answerWithin(req, ctx);
+    let { call, step } = params.requestState !== undefined ? await this.rounds.resume(req, ctx, reply, within) : await this.rounds.start(req.method, upstreamParams(params, ctx), ctx, reply, within);
     if (step.kind === 'done' && 'failure' in step.outcome && step.outcome.failure.code === 'UPSTREAM_SESSION_EXPIRED' && call.round === 0) {
       // The upstream forgot the pooled session (404) without running the request: once more on a new one.
-      ({ call, step } = await this.rounds.start(req.method, upstreamParams(params, ctx), ctx, reply));
+      ({ call, step } = await this.rounds.start(req.method, upstreamParams(params, ctx), ctx, reply, within));
     }
     if (step.kind === 'input') return { result: this.rounds.park(req, ctx, call, step) };
+    const traceparent = traceContextOf(ctx.passMeta)?.traceparent;
+    if (step.kind === 'running') {
+      this.rounds.release(call);
+      const shape = async (result: McpResult) => (await negotiation.shape(req.method, name, result, check?.scope, traceparent)) ?? result;
+      return { result: this.tasks!.start(call, step.next, ctx, shape) };
+    }
     const { outcome } = step;
     if ('failure' in outcome) throw outcome.failure;
     const res = outcome.response;
@@ -147,10 +180,15 @@ export class ModernHandler {
       const frame = outcome.frame && this.completion.answer(req.id, req.method, outcome.frame, server, afterInput);
       if (frame) return { frame };
     }
-    const traceparent = traceContextOf(ctx.passMeta)?.traceparent;
     const shaped = (await negotiation.shape(req.method, name, res.result ?? {}, check?.scope, traceparent)) ?? res.result ?? {};
     return { result: this.completion.result(req.method, shaped, server, afterInput) };
   }
+}
+
+const TASK_METHODS = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);
+
+function missingTasks(message: string): ProxyError {
+  return new ProxyError('MISSING_CLIENT_CAPABILITY', message, { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } });
 }
 
 /**

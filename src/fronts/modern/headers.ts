@@ -7,7 +7,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import type { JsonRpcRequest } from '../../jsonrpc/message.js';
 
-const NAMED_METHODS: Record<string, 'name' | 'uri'> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' };
+/** The body field Mcp-Name mirrors, by method (the tasks extension adds its methods' task ids). */
+const NAMED_METHODS: Record<string, 'name' | 'uri' | 'taskId'> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri', 'tasks/get': 'taskId', 'tasks/update': 'taskId', 'tasks/cancel': 'taskId' };
 
 /** A header value as the client meant it: the base64 sentinel decoded, others as they are. */
 export function decodeHeaderValue(value: string): string | undefined {

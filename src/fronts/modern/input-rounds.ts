@@ -49,7 +49,9 @@ interface RequestState {
   principal: string;
 }
 
-export type CallRun = { call: BridgedCall; step: CallStep };
+/** A call's next step, or, past the time it had to answer in, the step still to come (it then becomes a task). */
+export type RunStep = CallStep | { kind: 'running'; next: Promise<CallStep> };
+export type CallRun = { call: BridgedCall; step: RunStep };
 
 export class InputRounds {
   /** Calls under way that may ask for input, by their random key (what a requestState names). */
@@ -57,8 +59,8 @@ export class InputRounds {
 
   constructor(private readonly o: InputRoundsOptions) {}
 
-  /** Starts a call upstream; its first step (input to ask for, or the outcome). */
-  async start(method: string, params: Record<string, unknown>, ctx: ModernContext, reply: ModernReply): Promise<CallRun> {
+  /** Starts a call upstream; its first step (input to ask for, or the outcome; or, given `answerWithinMs`, the step still to come). */
+  async start(method: string, params: Record<string, unknown>, ctx: ModernContext, reply: ModernReply, answerWithinMs?: number): Promise<CallRun> {
     const principal = ctx.principal ?? '';
     const client = ctx.client ?? principal;
     // A call that may ask for input gets a session of its own: the upstream's request then belongs to it alone.
@@ -88,7 +90,12 @@ export class InputRounds {
       onExpired: () => this.o.log.info({ method, call: key, inputTimeoutMs: this.o.inputTimeoutMs }, 'a call waiting for client input got no retry in time; cancelled upstream'),
     });
     this.parked.set(key, call);
-    return { call, step: await call.next() };
+    return { call, step: await within(call.next(), answerWithinMs) };
+  }
+
+  /** The call goes on as a task: no requestState resumes it, and it counts no more against its client's parked calls. */
+  release(call: BridgedCall): void {
+    this.parked.delete(call.key);
   }
 
   /** Parks the call and tells the client what it must supply, with the state that resumes it. */
@@ -101,7 +108,7 @@ export class InputRounds {
   }
 
   /** The client's retry with `requestState` and `inputResponses`: the parked call goes on; throws when nothing may resume. */
-  async resume(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<CallRun> {
+  async resume(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply, answerWithinMs?: number): Promise<CallRun> {
     const params = req.params!;
     if (typeof params.requestState !== 'string') throw invalidState('Invalid params: requestState must be the string the server sent');
     const state = this.o.sealer.open<RequestState>('requestState', params.requestState);
@@ -122,7 +129,7 @@ export class InputRounds {
     if (!isObject(responses)) {
       throw invalidState('Invalid params: a retry with requestState needs inputResponses (an object keyed like inputRequests)');
     }
-    return { call, step: await call.resume(responses as Record<string, unknown>, reply.cancellation, logFilter(ctx, reply)) };
+    return { call, step: await within(call.resume(responses as Record<string, unknown>, reply.cancellation, logFilter(ctx, reply)), answerWithinMs) };
   }
 
   /**
@@ -155,6 +162,18 @@ export class InputRounds {
       call.expire();
     }
     await Promise.all(over.map((call) => call.done));
+  }
+}
+
+/** The step, or `running` when it takes longer than `ms` (no limit without `ms`). */
+async function within(next: Promise<CallStep>, ms: number | undefined): Promise<RunStep> {
+  if (ms === undefined) return next;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<RunStep>((resolve) => (timer = setTimeout(() => resolve({ kind: 'running', next }), ms)));
+  try {
+    return await Promise.race([next, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

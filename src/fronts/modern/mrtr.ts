@@ -24,7 +24,8 @@ const INPUT_KEY = /^[A-Za-z0-9_.-]{1,64}$/;
 /** Input requests the upstream sends within this window are asked in one round. */
 const GATHER_MS = 10;
 
-export type CallStep = { kind: 'input'; inputRequests: Record<string, { method: string; params?: Record<string, unknown> }> } | { kind: 'done'; outcome: CallOutcome };
+export type InputRequests = Record<string, { method: string; params?: Record<string, unknown> }>;
+export type CallStep = { kind: 'input'; inputRequests: InputRequests } | { kind: 'done'; outcome: CallOutcome };
 
 export interface CallOptions {
   /** The call's name in the parked map (and in its requestState). */
@@ -116,6 +117,12 @@ export class BridgedCall {
     return this.next();
   }
 
+  /** The call goes on as a task: `cancellation` alone cancels it from now on, and its notifications go to `onNotification`. */
+  adopt(cancellation: Cancellation, onNotification: (n: JsonRpcNotification) => void): void {
+    this.notify = onNotification;
+    this.watch(cancellation);
+  }
+
   /** Ends a parked call that no retry resumed: answers its input requests and cancels it upstream. */
   expire(): void {
     this.parked = false; // at once: nothing counts or resumes it while its session is let go of
@@ -162,7 +169,7 @@ export class BridgedCall {
   /** Asks the waiting client for every pending input; the call waits upstream meanwhile. */
   private flush(): void {
     if (!this.waiter || this.inputs.size === 0 || this.result) return;
-    const inputRequests: Record<string, { method: string; params?: Record<string, unknown> }> = {};
+    const inputRequests: InputRequests = {};
     for (const [key, req] of this.inputs) inputRequests[key] = { method: req.method, params: inputParams(req.params) };
     this.client.hold(this.id);
     this.parked = true;

@@ -16,6 +16,8 @@ const MAX_TOOL_PAGES = 50;
 export class ToolHeaders {
   /** Header name (lower case) → argument, by tool. */
   private readonly byTool = new Map<string, Map<string, string>>();
+  /** A legacy tool's `execution.taskSupport`, by tool (the tasks extension: which calls may become tasks). */
+  private readonly taskSupportByTool = new Map<string, string>();
   /** Whether byTool holds the upstream's whole current tool list, and the listing under way. */
   private listed = false;
   private listing: Promise<void> | undefined;
@@ -32,6 +34,13 @@ export class ToolHeaders {
     return this.byTool.get(req.params.name);
   }
 
+  /** A tools/call's tool's `execution.taskSupport` (`forbidden`, `optional`, `required`; undefined when it says nothing). */
+  async taskSupport(req: JsonRpcRequest, ctx: ModernContext): Promise<string | undefined> {
+    if (typeof req.params?.name !== 'string') return undefined;
+    if (!this.listed) await (this.listing ??= this.listUpstream(ctx).finally(() => (this.listing = undefined)));
+    return this.taskSupportByTool.get(req.params.name);
+  }
+
   /** The upstream's tool list changed: learn it again before the next check (a listing under way does not count). */
   changed(): void {
     this.listed = false;
@@ -46,12 +55,18 @@ export class ToolHeaders {
   learn(result: McpResult | undefined, fresh = false): void {
     const tools = result?.tools;
     if (!Array.isArray(tools)) return;
-    if (fresh) this.byTool.clear();
-    for (const tool of tools as Array<Record<string, unknown>>) {
+    if (fresh) {
+      this.byTool.clear();
+      this.taskSupportByTool.clear();
+    }
+    for (const tool of tools as Array<Record<string, any>>) {
       if (typeof tool?.name !== 'string') continue;
       const headers = paramHeadersOf(tool.inputSchema);
       if (headers) this.byTool.set(tool.name, headers);
       else this.byTool.delete(tool.name);
+      const support = tool.execution?.taskSupport;
+      if (typeof support === 'string') this.taskSupportByTool.set(tool.name, support);
+      else this.taskSupportByTool.delete(tool.name);
     }
   }
 
