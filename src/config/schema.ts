@@ -164,7 +164,7 @@ export const modernSchema = z
     tasks: z
       .object({
         enabled: z.boolean().default(MODERN_DEFAULTS.tasks.enabled).describe('Offer the tasks extension (io.modelcontextprotocol/tasks) to modern clients, for every tool of the upstream.'),
-        answerWithinMs: z.number().int().min(0).default(MODERN_DEFAULTS.tasks.answerWithinMs).describe('A tools/call from a client that declares tasks, still running after this long, is answered with a task; one that finishes or asks for input sooner is answered as usual. Tools whose execution.taskSupport is "forbidden" never become tasks.'),
+        answerWithinMs: z.number().int().min(0).default(MODERN_DEFAULTS.tasks.answerWithinMs).describe('A tools/call from a client that declares tasks, still running after this long, is answered with a task; one that finishes or asks for input sooner is answered as usual. A tool whose execution.taskSupport is "required" is refused to a client that does not declare tasks.'),
         ttlMs: z.number().int().positive().default(MODERN_DEFAULTS.tasks.ttlMs).describe('How long a task is kept from its creation, its result included; a task still running then is cancelled upstream.'),
         pollIntervalMs: z.number().int().positive().default(MODERN_DEFAULTS.tasks.pollIntervalMs).describe('How often clients are asked to poll a task (pollIntervalMs).'),
         perClient: z.number().int().positive().default(MODERN_DEFAULTS.tasks.perClient).describe('Most tasks one client (principal, or address without authentication) has running at once; one more is refused with Retry-After.'),

@@ -77,8 +77,8 @@ export function meta(capabilities: Record<string, unknown> = {}, extra: Record<s
 export function modern(id: number, method: string, params: Record<string, unknown> = {}, capabilities: Record<string, unknown> = {}) {
   const body = { jsonrpc: '2.0', id, method, params: { ...params, _meta: meta(capabilities, (params._meta as Record<string, unknown>) ?? {}) } };
   const headers: Record<string, string> = { 'mcp-protocol-version': MODERN_VERSION, 'mcp-method': method };
-  const name = (params.name ?? params.uri) as string | undefined;
-  if (name !== undefined && ['tools/call', 'prompts/get', 'resources/read'].includes(method)) headers['mcp-name'] = name;
+  const name = (params.name ?? params.uri ?? params.taskId) as string | undefined;
+  if (name !== undefined && ['tools/call', 'prompts/get', 'resources/read', 'tasks/get', 'tasks/update', 'tasks/cancel'].includes(method)) headers['mcp-name'] = name;
   return { body, headers };
 }
 

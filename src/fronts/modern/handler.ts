@@ -128,7 +128,8 @@ export class ModernHandler {
     const support = await this.toolHeaders.taskSupport(req, ctx);
     const declared = Tasks.declared(ctx);
     if (support === 'required' && !declared) throw missingTasks(`Tool "${String(req.params?.name)}" runs only as a task, and this request does not declare the ${TASKS_EXTENSION} extension`);
-    if (!declared || support === 'forbidden') return undefined;
+    // "forbidden" (the SDK's default for every tool) is about the upstream's own legacy tasks; this one is the proxy's.
+    if (!declared) return undefined;
     this.tasks.checkRoom(ctx);
     return this.opts.tasks!.answerWithinMs;
   }

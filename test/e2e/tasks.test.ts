@@ -1,0 +1,123 @@
+/**
+ * The tasks extension in front of @modelcontextprotocol/server-everything, a legacy server with
+ * no tasks of its own, over the proxy's HTTP front: a long call becomes a task that is polled to
+ * its result, cancelled upstream, or asks for input inside the task; and what another principal,
+ * a forged id, a client without the extension or one with too many tasks get.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashToken } from '../../src/fronts/http/auth.js';
+import { modern, rawPost } from '../helpers/raw.js';
+import { EVERYTHING_STDIO, commandLine, eventually, startProxy, stopAll, type Running } from '../helpers/processes.js';
+
+const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} }, elicitation: { form: {} } };
+const token = (who: string) => `${who}-token-0123456789`;
+
+let proxy: Running;
+let nextId = 1;
+
+/** A modern request as `who`; its status and first message. */
+async function send(who: string, method: string, params: Record<string, unknown>, caps: Record<string, unknown> = TASKS) {
+  const m = modern(nextId++, method, params, caps);
+  const reply = await rawPost(proxy.url, m.body, { ...m.headers, authorization: `Bearer ${token(who)}` });
+  return { status: reply.status, ...reply.messages[0] };
+}
+
+/** Polls the task until `done` says so; its last state. */
+async function pollUntil(who: string, taskId: string, done: (task: any) => boolean): Promise<any> {
+  let last: any;
+  await eventually(async () => {
+    last = (await send(who, 'tasks/get', { taskId })).result;
+    return done(last);
+  }, 20_000, `task state (last: ${JSON.stringify(last)?.slice(0, 300)})`);
+  return last;
+}
+
+describe('tasks in front of a legacy server', () => {
+  beforeAll(async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'proxy-tasks-')), 'proxy.yaml');
+    const tokens = ['alice', 'bob'].map((p) => `    - { name: ${p}, sha256: ${hashToken(token(p))} }`).join('\n');
+    // Every call from a client that declares tasks becomes one at once: the test sees each state.
+    writeFileSync(file, `auth:\n  tokens:\n${tokens}\nmodern:\n  tasks:\n    answerWithinMs: 0\n    perClient: 3\n    pollIntervalMs: 200\n`);
+    proxy = await startProxy(['--config', file, '--upstream', commandLine(EVERYTHING_STDIO)]);
+  });
+  afterAll(stopAll);
+
+  it('offers the extension, runs a long call as a task and keeps its result', async () => {
+    const discover = await send('alice', 'server/discover', {});
+    expect(discover.result.capabilities.extensions['io.modelcontextprotocol/tasks']).toEqual({});
+    expect(discover.result.capabilities.tasks).toBeUndefined();
+
+    const created = await send('alice', 'tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 1, steps: 2 } });
+    expect(created.result).toMatchObject({ resultType: 'task', status: 'working', ttlMs: 3_600_000, pollIntervalMs: 200 });
+    expect(created.result.createdAt).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}/);
+    expect(created.result.content).toBeUndefined();
+    const done = await pollUntil('alice', created.result.taskId, (t) => t.status !== 'working');
+    expect(done).toMatchObject({ resultType: 'complete', status: 'completed', taskId: created.result.taskId });
+    expect(done.result.content[0].text).toContain('Long running operation completed');
+    // Kept after it finished.
+    expect((await send('alice', 'tasks/get', { taskId: created.result.taskId })).result.status).toBe('completed');
+  });
+
+  it('cancels a running task upstream', async () => {
+    const created = await send('alice', 'tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 60, steps: 60 } });
+    const ack = await send('alice', 'tasks/cancel', { taskId: created.result.taskId });
+    expect(ack.result).toEqual({ resultType: 'complete' });
+    expect(await pollUntil('alice', created.result.taskId, (t) => t.status !== 'working')).toMatchObject({ status: 'cancelled' });
+    // Cancelling again, or a finished task, is acknowledged and changes nothing.
+    expect((await send('alice', 'tasks/cancel', { taskId: created.result.taskId })).result).toEqual({ resultType: 'complete' });
+  });
+
+  it('asks for input inside the task and finishes with the answer', async () => {
+    const created = await send('alice', 'tools/call', { name: 'trigger-elicitation-request', arguments: {} });
+    expect(created.result.resultType).toBe('task');
+    const asking = await pollUntil('alice', created.result.taskId, (t) => t.status === 'input_required');
+    const [key, request] = Object.entries(asking.inputRequests as Record<string, { method: string; params: Record<string, any> }>)[0];
+    expect(request.method).toBe('elicitation/create');
+    expect(request.params.requestedSchema.properties).toBeDefined();
+    const content = { name: 'Ada', contactInfo: 'ada@example.com', newsletter: true, role: 'Developer', color: 'blue' };
+    const ack = await send('alice', 'tasks/update', { taskId: created.result.taskId, inputResponses: { [key]: { action: 'accept', content }, 'never-asked': { ignored: true } } });
+    expect(ack.result).toEqual({ resultType: 'complete' });
+    const done = await pollUntil('alice', created.result.taskId, (t) => t.status !== 'working' && t.status !== 'input_required');
+    expect(done.status).toBe('completed');
+    expect(JSON.stringify(done.result.content)).toContain('Ada');
+  });
+
+  it('keeps a task to its principal, refuses forged ids, undeclared clients and too many tasks', async () => {
+    const created = await send('alice', 'tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 30, steps: 30 } });
+    const taskId: string = created.result.taskId;
+    // Another principal cannot read, answer or cancel it: to them it does not exist.
+    for (const method of ['tasks/get', 'tasks/cancel']) expect((await send('bob', method, { taskId })).error.code).toBe(-32602);
+    expect((await send('bob', 'tasks/update', { taskId, inputResponses: {} })).error.code).toBe(-32602);
+    expect((await send('alice', 'tasks/get', { taskId })).result.status).toBe('working');
+    // A forged or altered id names nothing.
+    const forged = taskId.slice(0, -4) + (taskId.endsWith('AAAA') ? 'BBBB' : 'AAAA');
+    expect((await send('alice', 'tasks/get', { taskId: forged })).error.code).toBe(-32602);
+    expect((await send('alice', 'tasks/get', { taskId: 'not-a-task' })).error.code).toBe(-32602);
+    // A request that does not declare the extension gets -32021, before any lookup.
+    const undeclared = await send('alice', 'tasks/get', { taskId }, {});
+    expect(undeclared.status).toBe(400);
+    expect(undeclared.error).toMatchObject({ code: -32021, data: { requiredCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } } } });
+    // ...and a call from it is answered as usual, never as a task.
+    expect((await send('alice', 'tools/call', { name: 'echo', arguments: { message: 'plain' } }, {})).result.content[0].text).toContain('plain');
+    // Mcp-Name must mirror the task id.
+    const m = modern(nextId++, 'tasks/get', { taskId }, TASKS);
+    const mismatch = await rawPost(proxy.url, m.body, { ...m.headers, 'mcp-name': 'another-task', authorization: `Bearer ${token('alice')}` });
+    expect(mismatch.status).toBe(400);
+    expect(mismatch.messages[0].error.code).toBe(-32020);
+
+    // perClient is 3: alice has one running; two more fit, the next is refused until one ends.
+    const more = [];
+    for (let i = 0; i < 2; i++) more.push((await send('alice', 'tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 30, steps: 30 } })).result.taskId);
+    const refused = await send('alice', 'tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 30, steps: 30 } });
+    expect(refused.status).toBe(429);
+    expect(refused.error.data.code).toBe('TOO_MANY_TASKS');
+    // Bob's room is his own.
+    expect((await send('bob', 'tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 30, steps: 30 } })).result.resultType).toBe('task');
+    for (const id of [taskId, ...more]) await send('alice', 'tasks/cancel', { taskId: id });
+    await pollUntil('alice', more[1], (t) => t.status === 'cancelled');
+    expect((await send('alice', 'tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 1, steps: 1 } })).result.resultType).toBe('task');
+  });
+});
