@@ -16,7 +16,7 @@ import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { commandLine, eventually, fixtureArgv, logEntries, ROOT, startEverythingHttp, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
-import { INIT, metricValue, modern, rawPost, rawSession, sseMessages } from '../helpers/raw.js';
+import { INIT, metricValue, modern, rawPost, rawSession, read, sseMessages } from '../helpers/raw.js';
 
 const SECRET = 'replica-test-secret-0123456789abcdef';
 const text = (r: unknown) => (r as { content: Array<{ text: string }> }).content[0].text;
@@ -278,6 +278,40 @@ describe.skipIf(!NGINX)('replicas behind nginx, with the repository\'s deploy/ng
       expect(counts).toEqual(['1', '2', '3', '4', '5', '6', '7', '8', '9', '10']);
       await transport.terminateSession();
       await client.close();
+    } finally {
+      await nginx.stop();
+    }
+  }, 60_000);
+
+  it('serves a task from whichever replica a request reaches, and says clearly when the replica holding it is gone', async () => {
+    const upstream = await startHttpFixture('faulty-server');
+    const [a, b] = await startReplicas(upstream.url, ['t1', 't2']);
+    const nginx = await startNginx([a, b]);
+    const caps = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+    let id = 1;
+    const send = async (post: typeof fetch, url: string, method: string, params: Record<string, unknown>) => {
+      const m = modern(id++, method, params, caps);
+      const res = await post(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...m.headers }, body: JSON.stringify(m.body) });
+      return { status: res.status, ...(await read(res)).messages[0] };
+    };
+    const viaNginx = (method: string, params: Record<string, unknown>) => send(nginx.fetch, 'http://localhost/mcp', method, params);
+    try {
+      const created = await viaNginx('tools/call', { name: 'slow_progress', arguments: { steps: 6, delayMs: 250 } });
+      expect(created.result.resultType).toBe('task');
+      const taskId: string = created.result.taskId;
+      let last: any;
+      await eventually(async () => (last = (await viaNginx('tasks/get', { taskId })).result)?.status === 'completed', 20_000, 'the task completes');
+      expect(last.result.content[0].text).toBe('done 6');
+      // nginx spread the polls over both replicas: each answered tasks/get (the other one by forwarding).
+      const polled = (r: Running) => logEntries(r).filter((e) => e.msg === 'request' && e.rpc === 'tasks/get').length;
+      await eventually(() => polled(a) > 0 && polled(b) > 0, 5000, 'both replicas served tasks/get');
+
+      // A task held by a replica that is gone is lost with it, and the answer says so.
+      const held = await send(fetch, a.url, 'tools/call', { name: 'slow_progress', arguments: { steps: 100, delayMs: 200 } });
+      expect(held.result.resultType).toBe('task');
+      expect(await a.stop()).toBe(0);
+      const lost = await send(fetch, b.url, 'tasks/get', { taskId: held.result.taskId });
+      expect(lost.error).toMatchObject({ code: -32602, message: expect.stringMatching(/replica holding it \("t1"\) cannot be reached.*start the call again/) });
     } finally {
       await nginx.stop();
     }

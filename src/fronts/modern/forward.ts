@@ -1,8 +1,9 @@
 /**
- * A modern retry (requestState + inputResponses) that reached a replica other than the one
- * holding the parked call is forwarded there, once: the owner's URL travels sealed in the
- * requestState, so replicas need no list of one another and a balancer needs no stickiness.
- * The owner authenticates the forwarded request itself (the client's headers go along).
+ * A modern retry (requestState + inputResponses), or a request for a task, that reached a replica
+ * other than the one holding the parked call or the task is forwarded there, once: the owner's
+ * URL travels sealed in the requestState or task id, so replicas need no list of one another and
+ * a balancer needs no stickiness. The owner authenticates the forwarded request itself (the
+ * client's headers go along).
  */
 import { pipeline } from 'node:stream/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -20,7 +21,14 @@ const RELAYED_BACK = ['content-type', 'cache-control', 'retry-after', 'www-authe
 /** The owner's own timers decide how long a call may take; undici's 300 s defaults would cut it off. */
 const dispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0, keepAliveTimeout: 10_000 });
 
-export async function forwardToOwner(target: { url: string; replica: string }, id: JsonRpcId, req: FastifyRequest, reply: FastifyReply, self: string, log: Logger): Promise<void> {
+/** Where a request goes: the replica holding its parked call (a retry) or its task. */
+export interface Owner {
+  replica: string;
+  url: string;
+  holds: 'call' | 'task';
+}
+
+export async function forwardToOwner(target: Owner, id: JsonRpcId, req: FastifyRequest, reply: FastifyReply, self: string, log: Logger): Promise<void> {
   const headers: Record<string, string> = { [FORWARDED_HEADER]: self };
   for (const [name, value] of Object.entries(req.headers)) {
     if (typeof value === 'string' && !NOT_FORWARDED.has(name) && !name.startsWith('proxy-')) headers[name] = value;
@@ -37,9 +45,12 @@ export async function forwardToOwner(target: { url: string; replica: string }, i
     await pipeline(res.body, reply.raw);
   } catch (err) {
     if (abort.signal.aborted) return;
-    log.warn({ owner: target.replica, err: (err as Error).message }, 'could not forward a retry to the replica holding its call');
+    log.warn({ owner: target.replica, holds: target.holds, err: (err as Error).message }, `could not forward a request to the replica holding its ${target.holds}`);
     if (reply.raw.headersSent) return void reply.raw.destroy();
-    const error = new ProxyError('INVALID_REQUEST_STATE', `The replica holding this call ("${target.replica}") cannot be reached: send the request again without requestState`);
+    const error =
+      target.holds === 'task'
+        ? new ProxyError('TASK_NOT_FOUND', `Failed to retrieve task: the replica holding it ("${target.replica}") cannot be reached, and the task is lost with it: start the call again`)
+        : new ProxyError('INVALID_REQUEST_STATE', `The replica holding this call ("${target.replica}") cannot be reached: send the request again without requestState`);
     const body = JSON.stringify(errorResponse(id, toJsonRpcError(error, 'modern')));
     reply.raw.writeHead(error.httpStatus, { 'content-type': 'application/json' }).end(body);
   }

@@ -18,6 +18,7 @@ import type { Sealer } from '../../sealing/sealer.js';
 import type { McpResult } from '../../transformers/contract.js';
 import type { UpstreamPool } from '../../upstream/pool.js';
 import { Completion, type CacheHints } from './complete.js';
+import type { Owner } from './forward.js';
 import { InputRounds } from './input-rounds.js';
 import { Tasks, TASKS_EXTENSION, type TasksOptions } from './tasks.js';
 import type { ModernReply } from './reply.js';
@@ -84,7 +85,7 @@ export class ModernHandler {
   }
 
   /** For a retry whose call waits on another reachable replica: that replica (see InputRounds). */
-  ownerElsewhere(req: JsonRpcRequest, ctx: ModernContext): { replica: string; url: string } | undefined {
+  ownerElsewhere(req: JsonRpcRequest, ctx: ModernContext): Owner | undefined {
     return this.rounds.ownerElsewhere(req, ctx) ?? (req.method.startsWith('tasks/') ? this.tasks?.ownerElsewhere(req, ctx) : undefined);
   }
 

@@ -14,6 +14,7 @@ import { INPUT_METHODS, passesLogLevel, type ModernContext } from '../../mcp/era
 import type { Sealer } from '../../sealing/sealer.js';
 import type { McpResult } from '../../transformers/contract.js';
 import { declaresInput, type UpstreamPool } from '../../upstream/pool.js';
+import type { Owner } from './forward.js';
 import { BridgedCall, type CallStep } from './mrtr.js';
 import type { ModernReply } from './reply.js';
 
@@ -136,12 +137,12 @@ export class InputRounds {
    * For a retry whose call waits on another replica that can be reached: that replica. Anything
    * else (no requestState, not valid, this replica's own, no URL) is left to `resume`.
    */
-  ownerElsewhere(req: JsonRpcRequest, ctx: ModernContext): { replica: string; url: string } | undefined {
+  ownerElsewhere(req: JsonRpcRequest, ctx: ModernContext): Owner | undefined {
     const token = req.params?.requestState;
     if (typeof token !== 'string') return undefined;
     const state = this.o.sealer.open<RequestState>('requestState', token);
     if (!state || state.replica === this.o.replicaId || !state.url || state.principal !== (ctx.principal ?? '')) return undefined;
-    return { replica: state.replica, url: state.url };
+    return { replica: state.replica, url: state.url, holds: 'call' };
   }
 
   close(): void {

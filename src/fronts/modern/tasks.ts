@@ -14,6 +14,7 @@ import { isObject, type JsonRpcErrorObject, type JsonRpcRequest } from '../../js
 import type { ModernContext } from '../../mcp/eras.js';
 import type { Sealer } from '../../sealing/sealer.js';
 import type { McpResult } from '../../transformers/contract.js';
+import type { Owner } from './forward.js';
 import type { BridgedCall, CallStep, InputRequests } from './mrtr.js';
 import { Cancellation } from './reply.js';
 
@@ -150,10 +151,10 @@ export class Tasks {
   }
 
   /** For a tasks/* request whose task another reachable replica holds: that replica. */
-  ownerElsewhere(req: JsonRpcRequest, ctx: ModernContext): { replica: string; url: string } | undefined {
+  ownerElsewhere(req: JsonRpcRequest, ctx: ModernContext): Owner | undefined {
     const claims = this.claims(req);
     if (!claims || claims.replica === this.o.replicaId || !claims.url || claims.principal !== (ctx.principal ?? '')) return undefined;
-    return { replica: claims.replica, url: claims.url };
+    return { replica: claims.replica, url: claims.url, holds: 'task' };
   }
 
   close(): void {
