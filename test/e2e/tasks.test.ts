@@ -120,4 +120,19 @@ describe('tasks in front of a legacy server', () => {
     await pollUntil('alice', more[1], (t) => t.status === 'cancelled');
     expect((await send('alice', 'tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 1, steps: 1 } })).result.resultType).toBe('task');
   });
+
+  it('forgets a task ttlMs after its creation, cancelling it upstream if it still runs', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'proxy-tasks-ttl-')), 'proxy.yaml');
+    writeFileSync(file, `auth:\n  tokens:\n    - { name: alice, sha256: ${hashToken(token('alice'))} }\nmodern:\n  tasks:\n    answerWithinMs: 0\n    ttlMs: 1500\n    perClient: 1\n`);
+    const short = await startProxy(['--config', file, '--upstream', commandLine(EVERYTHING_STDIO)]);
+    const post = async (method: string, params: Record<string, unknown>) => {
+      const m = modern(nextId++, method, params, TASKS);
+      return (await rawPost(short.url, m.body, { ...m.headers, authorization: `Bearer ${token('alice')}` })).messages[0];
+    };
+    const created = await post('tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 60, steps: 60 } });
+    expect(created.result.ttlMs).toBe(1500);
+    await eventually(async () => (await post('tasks/get', { taskId: created.result.taskId })).error?.code === -32602, 10_000, 'the task expires');
+    // It no longer counts against the client's one running task.
+    expect((await post('tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 1, steps: 1 } })).result.resultType).toBe('task');
+  });
 });
