@@ -132,7 +132,8 @@ export function toJsonRpcError(err: unknown, era: Era = 'legacy'): JsonRpcErrorO
 }
 
 const RESOURCE_NOT_FOUND = -32002;
-const URL_ELICITATION_REQUIRED = -32042;
+/** The legacy URLElicitationRequiredError (2025-11-25); the 2026-07-28 revision reserves it. */
+export const URL_ELICITATION_REQUIRED = -32042;
 const DEFINED_MODERN = new Set([HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION]);
 
 /**

@@ -10,9 +10,9 @@ import type { Logger } from 'pino';
 import type { Requester } from '../../core/context.js';
 import { targetOf } from '../../mcp/requests.js';
 import type { FilterChain } from '../../core/filters.js';
-import { modernUpstreamError, ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
+import { modernUpstreamError, ProxyError, toJsonRpcError, URL_ELICITATION_REQUIRED } from '../../jsonrpc/errors.js';
 import { errorResponse, type Frame, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
-import { MODERN_METHODS, MODERN_VERSIONS, modernContext, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/eras.js';
+import { INPUT_METHODS, MODERN_METHODS, MODERN_VERSIONS, modernContext, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/eras.js';
 import { traceContextOf } from '../../ops/trace-context.js';
 import type { Sealer } from '../../sealing/sealer.js';
 import type { McpResult } from '../../transformers/contract.js';
@@ -156,7 +156,10 @@ export class ModernHandler {
     const params = (check?.request ?? req).params ?? {};
     const name = targetOf(params);
     const within = await this.answerWithin(req, ctx);
-    let { call, step } = params.requestState !== undefined ? await this.rounds.resume(req, ctx, reply, within) : await this.rounds.start(req.method, upstreamParams(params, ctx), ctx, reply, within);
+    // After a URL round no call waits: accepted, the request goes upstream again.
+    const afterUrl = params.requestState !== undefined ? this.rounds.urlAnswer(req, ctx) : undefined;
+    if (afterUrl === 'declined') return { error: modernUpstreamError({ code: URL_ELICITATION_REQUIRED, message: 'The user did not complete the URL elicitation the server required' }) };
+    let { call, step } = params.requestState !== undefined && !afterUrl ? await this.rounds.resume(req, ctx, reply, within) : await this.rounds.start(req.method, upstreamParams(params, ctx), ctx, reply, within);
     if (step.kind === 'done' && 'failure' in step.outcome && step.outcome.failure.code === 'UPSTREAM_SESSION_EXPIRED' && call.round === 0) {
       // The upstream forgot the pooled session (404) without running the request: once more on a new one.
       ({ call, step } = await this.rounds.start(req.method, upstreamParams(params, ctx), ctx, reply, within));
@@ -171,6 +174,10 @@ export class ModernHandler {
     const { outcome } = step;
     if ('failure' in outcome) throw outcome.failure;
     const res = outcome.response;
+    if (res.error?.code === URL_ELICITATION_REQUIRED && INPUT_METHODS.has(req.method)) {
+      const round = this.rounds.urlRound(req, ctx, res.error.data);
+      if (round) return { result: round };
+    }
     if (res.error) {
       const annotated = negotiation.annotateError(res.error, check?.scope) ?? res.error;
       return { error: modernUpstreamError(annotated) };

@@ -10,12 +10,12 @@ import type { Logger } from 'pino';
 import { canonicalJson } from '../../jsonrpc/canonical.js';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import { isObject, type JsonRpcNotification, type JsonRpcRequest } from '../../jsonrpc/message.js';
-import { INPUT_METHODS, passesLogLevel, type ModernContext } from '../../mcp/eras.js';
+import { declares, INPUT_METHODS, passesLogLevel, type ModernContext } from '../../mcp/eras.js';
 import type { Sealer } from '../../sealing/sealer.js';
 import type { McpResult } from '../../transformers/contract.js';
 import { declaresInput, type UpstreamPool } from '../../upstream/pool.js';
 import type { Owner } from './forward.js';
-import { BridgedCall, type CallStep } from './mrtr.js';
+import { BridgedCall, type CallStep, type InputRequests } from './mrtr.js';
 import type { ModernReply } from './reply.js';
 
 export interface InputRoundsOptions {
@@ -48,7 +48,15 @@ interface RequestState {
   url?: string;
   /** Who got it: nobody else may resume the call. */
   principal: string;
+  /**
+   * After an upstream's -32042 no call waits: the keys of the URL elicitations the client must
+   * accept before the request is sent upstream again.
+   */
+  again?: string[];
 }
+
+/** More URL elicitations than this in one -32042 are not bridged (the error is relayed as it is). */
+const MAX_URL_ELICITATIONS = 16;
 
 /** A call's next step, or, past the time it had to answer in, the step still to come (it then becomes a task). */
 export type RunStep = CallStep | { kind: 'running'; next: Promise<CallStep> };
@@ -108,17 +116,40 @@ export class InputRounds {
     return { resultType: 'input_required', inputRequests: step.inputRequests, requestState };
   }
 
+  /**
+   * An upstream's -32042 (URL elicitation required) as an input round: the client is asked to
+   * open each URL, and its retry that accepts them all sends the request upstream again (see
+   * `urlAnswer`). Undefined when the error carries no URL elicitations to ask for.
+   */
+  urlRound(req: JsonRpcRequest, ctx: ModernContext, data: unknown): McpResult | undefined {
+    const elicitations = (data as { elicitations?: unknown } | undefined)?.elicitations;
+    if (!Array.isArray(elicitations) || elicitations.length === 0 || elicitations.length > MAX_URL_ELICITATIONS) return undefined;
+    const inputRequests: InputRequests = {};
+    for (const [i, e] of elicitations.entries()) {
+      if (!isObject(e) || typeof e.url !== 'string' || typeof e.message !== 'string') return undefined;
+      inputRequests[`url-${i + 1}`] = { method: 'elicitation/create', params: { mode: 'url', url: e.url, message: e.message } };
+    }
+    const needed = { elicitation: { url: {} } };
+    if (!declares(ctx.clientCapabilities, needed)) {
+      throw new ProxyError('MISSING_CLIENT_CAPABILITY', 'The upstream needs the user to open a URL (URL-mode elicitation), which this request\'s client capabilities do not declare', { requiredCapabilities: needed });
+    }
+    const state: RequestState = { call: '', round: 0, ...binding(req), exp: Date.now() + this.o.inputTimeoutMs, replica: this.o.replicaId, principal: ctx.principal ?? '', again: Object.keys(inputRequests) };
+    return { resultType: 'input_required', inputRequests, requestState: this.o.sealer.seal('requestState', state) };
+  }
+
+  /** For a retry after a URL round: `again` when the client accepted every URL, `declined` otherwise; undefined for any other retry. */
+  urlAnswer(req: JsonRpcRequest, ctx: ModernContext): 'again' | 'declined' | undefined {
+    const state = this.openState(req, ctx);
+    if (!state.again) return undefined;
+    const responses = req.params?.inputResponses;
+    const accepted = isObject(responses) && state.again.every((key) => isObject(responses[key]) && responses[key].action === 'accept');
+    return accepted ? 'again' : 'declined';
+  }
+
   /** The client's retry with `requestState` and `inputResponses`: the parked call goes on; throws when nothing may resume. */
   async resume(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply, answerWithinMs?: number): Promise<CallRun> {
     const params = req.params!;
-    if (typeof params.requestState !== 'string') throw invalidState('Invalid params: requestState must be the string the server sent');
-    const state = this.o.sealer.open<RequestState>('requestState', params.requestState);
-    const bound = binding(req);
-    if (!state || state.method !== bound.method || state.digest !== bound.digest) {
-      throw invalidState('requestState is not valid for this request: it was altered, belongs to another request, or was issued by a proxy with another secret');
-    }
-    if (state.principal !== (ctx.principal ?? '')) throw invalidState('requestState was issued to another client identity: send the request again without requestState');
-    if (!(state.exp > Date.now())) throw invalidState('requestState has expired: send the request again without requestState and inputResponses');
+    const state = this.openState(req, ctx);
     if (state.replica !== this.o.replicaId) {
       throw invalidState(`The call this requestState resumes waits on replica "${state.replica}", which this one cannot forward to (set replicas.url on every replica): send the request again without requestState`);
     }
@@ -133,6 +164,20 @@ export class InputRounds {
     return { call, step: await within(call.resume(responses as Record<string, unknown>, reply.cancellation, logFilter(ctx, reply)), answerWithinMs) };
   }
 
+  /** The retry's requestState, checked: its seal, its request, its principal and its time; throws otherwise. */
+  private openState(req: JsonRpcRequest, ctx: ModernContext): RequestState {
+    const token = req.params?.requestState;
+    if (typeof token !== 'string') throw invalidState('Invalid params: requestState must be the string the server sent');
+    const state = this.o.sealer.open<RequestState>('requestState', token);
+    const bound = binding(req);
+    if (!state || state.method !== bound.method || state.digest !== bound.digest) {
+      throw invalidState('requestState is not valid for this request: it was altered, belongs to another request, or was issued by a proxy with another secret');
+    }
+    if (state.principal !== (ctx.principal ?? '')) throw invalidState('requestState was issued to another client identity: send the request again without requestState');
+    if (!(state.exp > Date.now())) throw invalidState('requestState has expired: send the request again without requestState and inputResponses');
+    return state;
+  }
+
   /**
    * For a retry whose call waits on another replica that can be reached: that replica. Anything
    * else (no requestState, not valid, this replica's own, no URL) is left to `resume`.
@@ -141,7 +186,7 @@ export class InputRounds {
     const token = req.params?.requestState;
     if (typeof token !== 'string') return undefined;
     const state = this.o.sealer.open<RequestState>('requestState', token);
-    if (!state || state.replica === this.o.replicaId || !state.url || state.principal !== (ctx.principal ?? '')) return undefined;
+    if (!state || state.again || state.replica === this.o.replicaId || !state.url || state.principal !== (ctx.principal ?? '')) return undefined;
     return { replica: state.replica, url: state.url, holds: 'call' };
   }
 
