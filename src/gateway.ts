@@ -248,6 +248,7 @@ class ProxyGateway implements Gateway {
       maxSessions: config.listen.maxSessions,
       sessionIdleMs: config.timeouts.sessionIdleMs,
       sessionIdleNoStreamMs: config.timeouts.sessionIdleNoStreamMs,
+      resumableStreams: config.listen.resumableStreams,
       sessionMaxAgeMs: config.timeouts.sessionMaxAgeMs,
       openSession: (sink, sessionLog, who) => this.relays.open(sink, sessionLog, who),
       resumeSession: this.sessionsMove

@@ -53,6 +53,7 @@ function compilesAsTrust(entry: string): boolean {
 const CONNECTIONS = { headersTimeoutMs: 10_000, bodyTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000, max: 4096, perAddress: 256 };
 
 const SLOW_READERS = { maxUnreadBytes: 8 * 1024 * 1024, stallMs: 30_000 };
+const RESUMABLE = { windowMs: 30_000, retryMs: 1000, maxBytes: 8 * 1024 * 1024 };
 
 export const listenSchema = z
   .object({
@@ -84,6 +85,15 @@ export const listenSchema = z
       .strict()
       .default(SLOW_READERS)
       .describe('Clients that stop reading: their streams are closed (and their calls cancelled upstream) instead of buffering without bound.'),
+    resumableStreams: z
+      .object({
+        windowMs: z.number().int().min(0).default(RESUMABLE.windowMs).describe('How long the requests of a POST stream whose client went away wait for it to resume the stream (GET with Last-Event-ID) before they are cancelled upstream; 0: not resumable, a closed stream cancels at once.'),
+        retryMs: z.number().int().positive().default(RESUMABLE.retryMs).describe('The reconnection delay (SSE retry) clients are told in the priming event.'),
+        maxBytes: z.number().int().positive().default(RESUMABLE.maxBytes).describe('Most bytes of events kept for one stream; a resume from before the oldest kept event is refused (400).'),
+      })
+      .strict()
+      .default(RESUMABLE)
+      .describe('POST streams of 2025-11-25 clients carry event ids (after a priming event) and can be resumed when the connection drops.'),
     perClient: clientLimitsSchema.default({}),
     connections: z
       .object({

@@ -44,7 +44,8 @@ export async function read(res: Response): Promise<RawReply> {
   const text = await res.text();
   let messages: any[] = [];
   if ((res.headers.get('content-type') ?? '').includes('text/event-stream')) {
-    messages = text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)));
+    // A priming event (an id, no data) carries no message.
+    messages = text.split('\n').filter((l) => l.startsWith('data: ') && l.length > 6).map((l) => JSON.parse(l.slice(6)));
   } else if (text) {
     const v = JSON.parse(text);
     messages = Array.isArray(v) ? v : [v];
@@ -96,7 +97,7 @@ export function sseMessages(res: Response): { messages: any[]; next(match: (m: a
       const lines = buffered.split('\n');
       buffered = lines.pop()!; // a partial line waits for the rest
       for (const line of lines) {
-        if (!line.startsWith('data: ')) continue;
+        if (!line.startsWith('data: ') || line.length === 6) continue; // a priming event carries no message
         const msg = JSON.parse(line.slice(6));
         messages.push(msg);
         for (const w of waiters.filter((w) => w.match(msg))) {

@@ -4,78 +4,22 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
-import type { Logger } from 'pino';
 import type { Wire } from '../../jsonrpc/message.js';
 import { deadlinesOf, type Deadline } from './deadlines.js';
+import { ReaderWatch, type SlowReaderLimits } from './reader-watch.js';
+import type { EventLog } from './resumable.js';
 
-/** What a response stream tolerates from a client that stops reading (listen.slowReaders). */
-export interface SlowReaderLimits {
-  maxUnreadBytes: number;
-  stallMs: number;
-  log: Logger;
-}
-
-/**
- * Keeps a client that does not read from making the proxy buffer without bound: a message is not
- * written while more than `maxUnreadBytes` of the earlier ones still wait for the client (the
- * latest message, of any size, does not count: a reader busy with one large answer is not
- * behind), and a stream whose waiting bytes do not go down for `stallMs` is closed.
- * Closing is the error the client can get: it ends the stream, and the relay then treats the
- * client as gone (its calls are cancelled upstream).
- */
-class ReaderWatch {
-  private timer: NodeJS.Timeout | undefined;
-  private lastUnread = 0;
-  /** Bytes written since the last look: waiting bytes that grew by new messages are not a stall. */
-  private added = 0;
-  /** Bytes of the latest message still unread when it was written. */
-  private latest = 0;
-
-  constructor(private readonly res: ServerResponse, private readonly limits: SlowReaderLimits) {}
-
-  /** The response closed: nothing more to watch. */
-  closed(): void {
-    this.stopWatching();
-  }
-
-  /**
-   * Writes with `send` unless the earlier messages still leave too much unread (then the stream
-   * is closed instead), and watches for progress while the client is behind. A `keepAlive`
-   * write (a ping) is not a message: it joins the latest message's allowance instead of
-   * replacing it, so a ping after a large answer does not make that answer count as behind.
-   */
-  write(send: () => void, keepAlive = false): void {
-    const behind = this.res.writableLength - this.latest;
-    if (behind > this.limits.maxUnreadBytes) return this.cut(`${behind} bytes of earlier messages wait unread (listen.slowReaders.maxUnreadBytes: ${this.limits.maxUnreadBytes})`);
-    const before = this.res.writableLength;
-    send();
-    const written = Math.max(0, this.res.writableLength - before);
-    this.latest = keepAlive ? this.latest + written : written;
-    this.added += written;
-    if (this.timer || this.res.writableLength === 0 || this.res.destroyed) return;
-    this.lastUnread = this.res.writableLength;
-    this.added = 0;
-    this.timer = setInterval(() => {
-      const unread = this.res.writableLength;
-      if (unread === 0 || this.res.destroyed) return this.stopWatching();
-      const read = this.lastUnread + this.added - unread;
-      if (read <= 0) return this.cut(`the client read nothing of ${unread} waiting bytes for ${this.limits.stallMs} ms (listen.slowReaders.stallMs)`);
-      this.lastUnread = unread;
-      this.added = 0;
-    }, this.limits.stallMs);
-    this.timer.unref();
-  }
-
-  private stopWatching(): void {
-    clearInterval(this.timer);
-    this.timer = undefined;
-  }
-
-  private cut(why: string): void {
-    this.stopWatching();
-    this.limits.log.warn({ why }, 'client is not reading its response stream; closing it');
-    this.res.destroy();
-  }
+/** Where a request's answers go: a POST's reply, or what stands in for it while its client is away or back on a GET. */
+export interface ReplyChannel {
+  readonly isOpen: boolean;
+  /** Can it carry notifications and requests besides the responses? */
+  readonly canStream: boolean;
+  /** Sends one message; `last`: no other follows on this channel. */
+  send(json: Wire, last: boolean): void;
+  end(): void;
+  onClose(fn: () => void): void;
+  /** The numbered events of a resumable stream. */
+  readonly events?: EventLog;
 }
 
 /**
@@ -105,7 +49,7 @@ const EVENT_START = Buffer.from('event: message\ndata: ');
 const EVENT_END = Buffer.from('\n\n');
 
 /** One JSON-RPC message as an SSE `message` event, in pieces: an upstream's bytes are written as they are, never copied. */
-function sseEvent(json: Wire): Wire[] {
+export function sseEvent(json: Wire): Wire[] {
   // Multi-line JSON (pretty-printed by an upstream) needs one `data:` field per line.
   if (json.includes('\n')) return [`event: message\ndata: ${json.toString().split(/\r?\n/).join('\ndata: ')}\n\n`];
   return typeof json === 'string' ? [`event: message\ndata: ${json}\n\n`] : [EVENT_START, json, EVENT_END];
@@ -142,6 +86,11 @@ export class SseStream {
     this.write(sseEvent(json));
   }
 
+  /** An event already made (a resumed stream's, with its id). */
+  sendEvent(pieces: Wire[]): void {
+    this.write(pieces);
+  }
+
   /** An SSE comment: keeps proxies from timing the stream out and reveals a dead socket. */
   ping(): void {
     this.write([': ping\n\n'], true);
@@ -168,7 +117,15 @@ export class SseStream {
  */
 export type ReplyMode = 'auto' | 'sse' | 'json';
 
-export class PostReply {
+/** What else a POST reply may be: held until its first message (an initialize reply), or resumable. */
+export interface PostReplyOptions {
+  /** Nothing is written before the first message (an initialize reply, whose session id is known only with the answer). */
+  holdHeaders?: boolean;
+  /** Its stream's events are numbered and logged, after a priming event with this reconnection delay. */
+  resumable?: { events: EventLog; retryMs: number };
+}
+
+export class PostReply implements ReplyChannel {
   private streaming = false;
   private done = false;
   private readonly bodies: Wire[] = [];
@@ -178,10 +135,10 @@ export class PostReply {
   private readonly closers: Array<() => void> = [];
   private readonly reader: ReaderWatch;
 
-  /**
-   * `headers` is read when the headers are written. With `holdHeaders` nothing is written before
-   * the first message (an initialize reply, whose session id is known only with the answer).
-   */
+  readonly events: EventLog | undefined;
+  private readonly retryMs: number;
+
+  /** `headers` is read when the headers are written. */
   constructor(
     private readonly res: ServerResponse,
     private readonly headers: () => Record<string, string>,
@@ -189,12 +146,14 @@ export class PostReply {
     private readonly batch: boolean,
     streamAfterMs: number,
     slowReaders: SlowReaderLimits,
-    holdHeaders = false,
+    options: PostReplyOptions = {},
   ) {
     this.reader = new ReaderWatch(res, slowReaders);
+    this.events = options.resumable?.events;
+    this.retryMs = options.resumable?.retryMs ?? 0;
     // One listener for all that ends with the response (the reader's watch, the timers, onClose).
     res.once('close', () => this.closed());
-    if (holdHeaders) return;
+    if (options.holdHeaders) return;
     if (mode === 'sse' || (mode === 'auto' && batch)) this.startStream();
     else if (mode === 'auto') this.streamAfter = deadlinesOf(streamAfterMs).after(() => this.startStream());
   }
@@ -228,7 +187,8 @@ export class PostReply {
       if (last && !this.batch) return this.finishJson(json, status);
       this.startStream();
     }
-    this.write(sseEvent(json), last); // the last event and the end of the stream in one write
+    const event = sseEvent(json);
+    this.write(this.events ? this.events.record(event) : event, last); // the last event and the end of the stream in one write
   }
 
   end(): void {
@@ -257,6 +217,7 @@ export class PostReply {
     this.streamAfter?.cancel();
     this.streaming = true;
     this.res.writeHead(200, { ...SSE_HEADERS, ...this.headers() });
+    if (this.events) this.res.write(this.events.priming(this.retryMs));
     this.res.flushHeaders();
     // A long call or a listen stream stays open through proxies that time out quiet connections.
     this.timer = setInterval(() => this.ping(), KEEPALIVE_MS);

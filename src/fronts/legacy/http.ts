@@ -18,7 +18,9 @@ import { noteExchange } from '../../ops/access-log.js';
 import type { Metrics } from '../../ops/metrics.js';
 import { sendError } from '../http/errors.js';
 import { limitKey, type ClientLimits } from '../http/limits.js';
-import { PostReply, SseStream, STREAM_AFTER_MS, takeOver, type SlowReaderLimits } from '../http/replies.js';
+import { parseEventId, resumableFor, type ResumeLimits } from '../http/resumable.js';
+import { PostReply, SseStream, STREAM_AFTER_MS, takeOver } from '../http/replies.js';
+import type { SlowReaderLimits } from '../http/reader-watch.js';
 import type { LegacyEndpoint, Post } from '../http/server.js';
 import { evictionCandidate, idleLimit, reapEvery, type IdleTimeouts } from './idle.js';
 import { HttpSession } from './session.js';
@@ -43,6 +45,8 @@ export interface LegacySessionsOptions extends IdleTimeouts {
   tokens: SessionTokens;
   limits: ClientLimits;
   slowReaders: SlowReaderLimits;
+  /** POST streams of 2025-11-25 clients: numbered, and held for their client to resume (windowMs 0: not resumable). */
+  resumableStreams: ResumeLimits;
   log: Logger;
 }
 
@@ -83,7 +87,8 @@ export class LegacySessions implements LegacyEndpoint {
     if (duplicate !== undefined) return void sendError(reply, duplicateId(duplicate), duplicate);
     takeOver(reply);
     const headers = () => ({ 'mcp-session-id': init ? this.track(session) : session.id });
-    const channel = new PostReply(reply.raw, headers, post.mode, post.batch, STREAM_AFTER_MS, this.o.slowReaders, init !== undefined);
+    const resumable = init ? undefined : resumableFor(this.o.resumableStreams, req.headers['mcp-protocol-version']);
+    const channel = new PostReply(reply.raw, headers, post.mode, post.batch, STREAM_AFTER_MS, this.o.slowReaders, { holdHeaders: init !== undefined, resumable });
     session.addExchange(channel, ids, init !== undefined);
     for (const frame of frames) session.relay.fromClient(frame);
   }
@@ -95,9 +100,15 @@ export class LegacySessions implements LegacyEndpoint {
     const session = this.sessionFor(req, reply);
     if (!session) return reply;
     noteExchange(req, undefined, { era: 'legacy', session: session.logId });
-    if (req.headers['last-event-id']) this.o.log.debug({ session: session.logId }, 'client asked to resume a stream; replay is not kept, opening a fresh one');
+    const lastEventId = req.headers['last-event-id'];
+    const from = typeof lastEventId === 'string' ? parseEventId(lastEventId) : undefined;
+    if (from && !session.canResume(from)) {
+      return sendError(reply, new ProxyError('BAD_REQUEST', 'Bad Request: this stream cannot be resumed from that Last-Event-ID: it ended, its requests were given up (listen.resumableStreams.windowMs), or the events after it are no longer kept; send the requests again'));
+    }
     takeOver(reply);
-    session.attachGetStream(new SseStream(reply.raw, { 'mcp-session-id': session.id }, this.o.slowReaders));
+    const stream = new SseStream(reply.raw, { 'mcp-session-id': session.id }, this.o.slowReaders);
+    if (from) session.resume(from, stream);
+    else session.attachGetStream(stream);
     return undefined;
   }
 
@@ -215,7 +226,7 @@ export class LegacySessions implements LegacyEndpoint {
       s.issuedAt = issued * 1000;
       return this.o.tokens.mint({ principal: who.principal, upstream, negotiation }, issued);
     };
-    return new HttpSession(this.o.log, ended, mint, who.principal, id);
+    return new HttpSession(this.o.log, ended, mint, who.principal, id, this.o.resumableStreams.windowMs);
   }
 
   /** The initialize answer goes out: the session has its id now. */

@@ -9,13 +9,21 @@ import type { Logger } from 'pino';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import { isResponse, serialize, type Frame, type JsonRpcId, type Wire } from '../../jsonrpc/message.js';
 import type { ClientSink, RelaySession } from '../../core/relay.js';
-import type { PostReply, SseStream } from '../http/replies.js';
+import type { ReplyChannel, SseStream } from '../http/replies.js';
+import { HeldChannel, ResumedChannel, type EventLog } from '../http/resumable.js';
 
 const BACKLOG_LIMIT = 1000;
 
 interface Exchange {
-  channel: PostReply;
+  channel: ReplyChannel;
   waiting: Set<JsonRpcId>;
+}
+
+/** An exchange whose client lost its stream, waiting (resumeWindowMs) for it to resume. */
+interface Held {
+  exchange: Exchange;
+  events: EventLog;
+  timer: NodeJS.Timeout;
 }
 
 export class HttpSession implements ClientSink {
@@ -37,6 +45,8 @@ export class HttpSession implements ClientSink {
   private ended = false;
   /** The id of the initialize request that opened the session, until it is answered. */
   private initializeId: JsonRpcId | undefined;
+  /** Exchanges held for their client to resume, by their stream's name. */
+  private readonly held = new Map<string, Held>();
 
   /**
    * `identify` issues the session id when the initialize answer is about to go out; a session
@@ -48,6 +58,8 @@ export class HttpSession implements ClientSink {
     private readonly identify: (session: HttpSession) => string,
     readonly principal: string,
     id?: string,
+    /** How long a resumable stream's unanswered requests wait for their client (0: they are given up at once). */
+    private readonly resumeWindowMs = 0,
   ) {
     this.sessionId = id;
   }
@@ -84,18 +96,27 @@ export class HttpSession implements ClientSink {
   }
 
   /** Registers a POST's channel as the place the answers to `ids` go. */
-  addExchange(channel: PostReply, ids: JsonRpcId[], initialize = false): void {
+  addExchange(channel: ReplyChannel, ids: JsonRpcId[], initialize = false): void {
     const exchange: Exchange = { channel, waiting: new Set(ids) };
     for (const id of ids) this.exchanges.set(id, exchange);
     if (initialize) this.initializeId = ids[0];
-    channel.onClose(() => {
-      for (const id of exchange.waiting) {
-        this.exchanges.delete(id);
-        this.relay.abandon(id, 'The client closed the response stream');
-        if (id === this.initializeId) this.closeFailed('The client gave up on initialize');
-      }
-      exchange.waiting.clear();
-    });
+    this.watch(exchange);
+  }
+
+  /** Whether a stream this session holds can be resumed after event `seq` (nothing it sent is lost). */
+  canResume(from: { stream: string; seq: number }): boolean {
+    return this.held.get(from.stream)?.events.after(from.seq) !== undefined;
+  }
+
+  /** Carries a held stream on `stream` (a GET with Last-Event-ID): what the client missed, then the rest. */
+  resume(from: { stream: string; seq: number }, stream: SseStream): void {
+    const held = this.held.get(from.stream)!;
+    clearTimeout(held.timer);
+    this.held.delete(from.stream);
+    for (const event of held.events.after(from.seq)!) stream.sendEvent(event);
+    if (held.exchange.waiting.size === 0) return stream.end();
+    held.exchange.channel = new ResumedChannel(stream, held.events);
+    this.watch(held.exchange);
   }
 
   heartbeat(): void {
@@ -157,6 +178,8 @@ export class HttpSession implements ClientSink {
   end(reason: ProxyError): void {
     if (this.ended) return;
     this.ended = true;
+    for (const held of this.held.values()) clearTimeout(held.timer);
+    this.held.clear();
     for (const exchange of new Set(this.exchanges.values())) {
       exchange.waiting.clear();
       exchange.channel.end();
@@ -164,6 +187,36 @@ export class HttpSession implements ClientSink {
     this.exchanges.clear();
     this.getStream?.end();
     this.onEnd(this, reason);
+  }
+
+  /**
+   * When the exchange's channel closes with requests unanswered: a resumable stream is held for
+   * its client to come back; otherwise, or when it does not come back in time, they are given up
+   * (cancelled upstream).
+   */
+  private watch(exchange: Exchange): void {
+    const channel = exchange.channel;
+    channel.onClose(() => {
+      if (exchange.channel !== channel || exchange.waiting.size === 0) return;
+      if (!channel.events || this.resumeWindowMs === 0 || this.ended) return this.abandon(exchange, 'The client closed the response stream');
+      const events = channel.events;
+      exchange.channel = new HeldChannel(events);
+      const timer = setTimeout(() => {
+        this.held.delete(events.stream);
+        this.abandon(exchange, 'The client did not come back for its response stream (listen.resumableStreams.windowMs)');
+      }, this.resumeWindowMs);
+      timer.unref();
+      this.held.set(events.stream, { exchange, events, timer });
+    });
+  }
+
+  private abandon(exchange: Exchange, why: string): void {
+    for (const id of exchange.waiting) {
+      this.exchanges.delete(id);
+      this.relay.abandon(id, why);
+      if (id === this.initializeId) this.closeFailed('The client gave up on initialize');
+    }
+    exchange.waiting.clear();
   }
 
   private closeFailed(why: string): void {
