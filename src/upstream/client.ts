@@ -111,6 +111,11 @@ export class UpstreamClient {
     return { id, outcome };
   }
 
+  /** Gives the call a new time limit, from now. */
+  retime(id: JsonRpcId, timeoutMs: number): void {
+    this.pending.retime(id, timeoutMs);
+  }
+
   /** Stops the call's timer while the proxy waits for the client (input_required); `resume` restarts it. */
   hold(id: JsonRpcId): void {
     this.pending.hold(id);

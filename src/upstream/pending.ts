@@ -55,6 +55,14 @@ export class PendingCalls<T> {
     return { id: id!, call: entry.call };
   }
 
+  /** Gives a call a new time limit, from now (a call that became a task may run for the task's time). */
+  retime(id: JsonRpcId, timeoutMs: number): void {
+    const entry = this.calls.get(id);
+    if (!entry) return;
+    entry.timeoutMs = timeoutMs;
+    this.arm(id, entry);
+  }
+
   /** Stops a call's timer while the proxy waits for the client (an input round); `resume` restarts it. */
   hold(id: JsonRpcId): void {
     const entry = this.calls.get(id);

@@ -84,8 +84,9 @@ describe('resumable POST streams', () => {
     const first = events(await post(session, call, abort.signal));
     const priming = (await first.next())!;
     expect(priming).toMatchObject({ retry: 250, data: '' });
-    const [stream, zero] = priming.id!.split('-');
-    expect(zero).toBe('0');
+    // The stream's name is base64url (it may hold "-" itself): the number is after the last one.
+    const stream = priming.id!.slice(0, priming.id!.lastIndexOf('-'));
+    expect(priming.id).toBe(`${stream}-0`);
     const progress1 = (await first.next())!;
     expect(progress1.id).toBe(`${stream}-1`);
     expect(JSON.parse(progress1.data)).toMatchObject({ method: 'notifications/progress', params: { progress: 1 } });

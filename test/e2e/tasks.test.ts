@@ -83,6 +83,14 @@ describe('tasks in front of a legacy server', () => {
     const done = await pollUntil('alice', created.result.taskId, (t) => t.status !== 'working' && t.status !== 'input_required');
     expect(done.status).toBe('completed');
     expect(JSON.stringify(done.result.content)).toContain('Ada');
+
+    // Cancelled while it waits for input: the question is withdrawn and the task ends cancelled.
+    const asked = await send('alice', 'tools/call', { name: 'trigger-elicitation-request', arguments: {} });
+    await pollUntil('alice', asked.result.taskId, (t) => t.status === 'input_required');
+    expect((await send('alice', 'tasks/cancel', { taskId: asked.result.taskId })).result).toEqual({ resultType: 'complete' });
+    const cancelled = await pollUntil('alice', asked.result.taskId, (t) => t.status !== 'input_required');
+    expect(cancelled.status).toBe('cancelled');
+    expect(cancelled.inputRequests).toBeUndefined();
   });
 
   it('keeps a task to its principal, refuses forged ids, undeclared clients and too many tasks', async () => {
@@ -114,23 +122,33 @@ describe('tasks in front of a legacy server', () => {
     const refused = await send('alice', 'tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 30, steps: 30 } });
     expect(refused.status).toBe(429);
     expect(refused.error.data.code).toBe('TOO_MANY_TASKS');
-    // Bob's room is his own.
-    expect((await send('bob', 'tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 30, steps: 30 } })).result.resultType).toBe('task');
+    // Bob's room is his own, and calls started at once cannot go past it either.
+    const long = { name: 'trigger-long-running-operation', arguments: { duration: 30, steps: 30 } };
+    const together = await Promise.all([0, 1, 2, 3].map(() => send('bob', 'tools/call', long)));
+    expect(together.filter((r) => r.result?.resultType === 'task').length).toBe(3);
+    expect(together.filter((r) => r.error?.data?.code === 'TOO_MANY_TASKS').length).toBe(1);
+    for (const r of together) if (r.result) await send('bob', 'tasks/cancel', { taskId: r.result.taskId });
     for (const id of [taskId, ...more]) await send('alice', 'tasks/cancel', { taskId: id });
     await pollUntil('alice', more[1], (t) => t.status === 'cancelled');
     expect((await send('alice', 'tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 1, steps: 1 } })).result.resultType).toBe('task');
   });
 
-  it('forgets a task ttlMs after its creation, cancelling it upstream if it still runs', async () => {
+  it('lets a task run past the request timeout, and forgets it ttlMs after its creation, cancelling it upstream if it still runs', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'proxy-tasks-ttl-')), 'proxy.yaml');
-    writeFileSync(file, `auth:\n  tokens:\n    - { name: alice, sha256: ${hashToken(token('alice'))} }\nmodern:\n  tasks:\n    answerWithinMs: 0\n    ttlMs: 1500\n    perClient: 1\n`);
+    writeFileSync(file, `auth:\n  tokens:\n    - { name: alice, sha256: ${hashToken(token('alice'))} }\ntimeouts:\n  requestMs: 1000\nmodern:\n  tasks:\n    answerWithinMs: 0\n    ttlMs: 4000\n    perClient: 1\n`);
     const short = await startProxy(['--config', file, '--upstream', commandLine(EVERYTHING_STDIO)]);
     const post = async (method: string, params: Record<string, unknown>) => {
       const m = modern(nextId++, method, params, TASKS);
       return (await rawPost(short.url, m.body, { ...m.headers, authorization: `Bearer ${token('alice')}` })).messages[0];
     };
+    // A call that says nothing for 2 s would time out as a request (1 s); as a task it has its TTL.
+    const quiet = await post('tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 2, steps: 1 } });
+    let state: any;
+    await eventually(async () => (state = (await post('tasks/get', { taskId: quiet.result.taskId })).result).status !== 'working', 10_000, 'the quiet task ends');
+    expect(state.status).toBe('completed');
+
     const created = await post('tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 60, steps: 60 } });
-    expect(created.result.ttlMs).toBe(1500);
+    expect(created.result.ttlMs).toBe(4000);
     await eventually(async () => (await post('tasks/get', { taskId: created.result.taskId })).error?.code === -32602, 10_000, 'the task expires');
     // It no longer counts against the client's one running task.
     expect((await post('tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 1, steps: 1 } })).result.resultType).toBe('task');

@@ -18,8 +18,10 @@ export interface ReplyChannel {
   send(json: Wire, last: boolean): void;
   end(): void;
   onClose(fn: () => void): void;
-  /** The numbered events of a resumable stream. */
+  /** The numbered events of a resumable stream (once its client has an event id to resume from). */
   readonly events?: EventLog;
+  /** Set while the client is away: only messages about its own requests go to it. */
+  readonly held?: boolean;
 }
 
 /**
@@ -135,7 +137,7 @@ export class PostReply implements ReplyChannel {
   private readonly closers: Array<() => void> = [];
   private readonly reader: ReaderWatch;
 
-  readonly events: EventLog | undefined;
+  private readonly log: EventLog | undefined;
   private readonly retryMs: number;
 
   /** `headers` is read when the headers are written. */
@@ -149,13 +151,18 @@ export class PostReply implements ReplyChannel {
     options: PostReplyOptions = {},
   ) {
     this.reader = new ReaderWatch(res, slowReaders);
-    this.events = options.resumable?.events;
+    this.log = options.resumable?.events;
     this.retryMs = options.resumable?.retryMs ?? 0;
     // One listener for all that ends with the response (the reader's watch, the timers, onClose).
     res.once('close', () => this.closed());
     if (options.holdHeaders) return;
     if (mode === 'sse' || (mode === 'auto' && batch)) this.startStream();
     else if (mode === 'auto') this.streamAfter = deadlinesOf(streamAfterMs).after(() => this.startStream());
+  }
+
+  /** The stream's events, once the priming event gave the client an id to resume from. */
+  get events(): EventLog | undefined {
+    return this.streaming ? this.log : undefined;
   }
 
   /** Can this reply carry notifications and requests besides the responses? */
@@ -188,7 +195,7 @@ export class PostReply implements ReplyChannel {
       this.startStream();
     }
     const event = sseEvent(json);
-    this.write(this.events ? this.events.record(event) : event, last); // the last event and the end of the stream in one write
+    this.write(this.log ? this.log.record(event) : event, last); // the last event and the end of the stream in one write
   }
 
   end(): void {
@@ -217,7 +224,7 @@ export class PostReply implements ReplyChannel {
     this.streamAfter?.cancel();
     this.streaming = true;
     this.res.writeHead(200, { ...SSE_HEADERS, ...this.headers() });
-    if (this.events) this.res.write(this.events.priming(this.retryMs));
+    if (this.log) this.res.write(this.log.priming(this.retryMs));
     this.res.flushHeaders();
     // A long call or a listen stream stays open through proxies that time out quiet connections.
     this.timer = setInterval(() => this.ping(), KEEPALIVE_MS);

@@ -85,6 +85,7 @@ export function parseEventId(id: string): { stream: string; seq: number } | unde
 export class HeldChannel implements ReplyChannel {
   readonly isOpen = true;
   readonly canStream = true;
+  readonly held = true;
 
   constructor(readonly events: EventLog) {}
 

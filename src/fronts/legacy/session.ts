@@ -13,6 +13,8 @@ import type { ReplyChannel, SseStream } from '../http/replies.js';
 import { HeldChannel, ResumedChannel, type EventLog } from '../http/resumable.js';
 
 const BACKLOG_LIMIT = 1000;
+/** Streams one session holds for its client to resume, at most (each keeps up to listen.resumableStreams.maxBytes). */
+const MAX_HELD = 8;
 
 interface Exchange {
   channel: ReplyChannel;
@@ -166,7 +168,7 @@ export class HttpSession implements ClientSink {
     }
     if (this.getStream?.isOpen) return this.getStream.send(json);
     for (const other of this.exchanges.values()) {
-      if (other.channel.canStream && other.channel.isOpen) return other.channel.send(json, false);
+      if (other.channel.canStream && other.channel.isOpen && !other.channel.held) return other.channel.send(json, false);
     }
     if (this.backlog.length >= BACKLOG_LIMIT) {
       this.backlog.shift();
@@ -198,7 +200,7 @@ export class HttpSession implements ClientSink {
     const channel = exchange.channel;
     channel.onClose(() => {
       if (exchange.channel !== channel || exchange.waiting.size === 0) return;
-      if (!channel.events || this.resumeWindowMs === 0 || this.ended) return this.abandon(exchange, 'The client closed the response stream');
+      if (!channel.events || this.resumeWindowMs === 0 || this.ended || this.held.size >= MAX_HELD) return this.abandon(exchange, 'The client closed the response stream');
       const events = channel.events;
       exchange.channel = new HeldChannel(events);
       const timer = setTimeout(() => {

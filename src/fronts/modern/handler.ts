@@ -123,16 +123,19 @@ export class ModernHandler {
     return { result: this.tasks.cancel(req, ctx) };
   }
 
-  /** How long a tools/call may take before it becomes a task (undefined: it never does); refuses a task-only tool to a client without tasks. */
-  private async answerWithin(req: JsonRpcRequest, ctx: ModernContext): Promise<number | undefined> {
+  /**
+   * For a tools/call that may become a task: how long it may take before it does, and the place
+   * reserved for that task (undefined: it never becomes one). Refuses a task-only tool to a client
+   * without tasks, and a task to a client with too many.
+   */
+  private async taskRoom(req: JsonRpcRequest, ctx: ModernContext): Promise<{ ms: number; release(): void } | undefined> {
     if (!this.tasks || req.method !== 'tools/call') return undefined;
     const support = await this.toolHeaders.taskSupport(req, ctx);
     const declared = Tasks.declared(ctx);
     if (support === 'required' && !declared) throw missingTasks(`Tool "${String(req.params?.name)}" runs only as a task, and this request does not declare the ${TASKS_EXTENSION} extension`);
     // "forbidden" (the SDK's default for every tool) is about the upstream's own legacy tasks; this one is the proxy's.
     if (!declared) return undefined;
-    this.tasks.checkRoom(ctx);
-    return this.opts.tasks!.answerWithinMs;
+    return { ms: this.opts.tasks!.answerWithinMs, ...this.tasks.reserve(ctx) };
   }
 
   private async discover(ctx: ModernContext): Promise<{ result: McpResult }> {
@@ -155,42 +158,47 @@ export class ModernHandler {
     if (check && 'error' in check) return { error: check.error };
     const params = (check?.request ?? req).params ?? {};
     const name = targetOf(params);
-    const within = await this.answerWithin(req, ctx);
-    // After a URL round no call waits: accepted, the request goes upstream again.
-    const afterUrl = params.requestState !== undefined ? this.rounds.urlAnswer(req, ctx) : undefined;
-    if (afterUrl === 'declined') return { error: modernUpstreamError({ code: URL_ELICITATION_REQUIRED, message: 'The user did not complete the URL elicitation the server required' }) };
-    let { call, step } = params.requestState !== undefined && !afterUrl ? await this.rounds.resume(req, ctx, reply, within) : await this.rounds.start(req.method, upstreamParams(params, ctx), ctx, reply, within);
-    if (step.kind === 'done' && 'failure' in step.outcome && step.outcome.failure.code === 'UPSTREAM_SESSION_EXPIRED' && call.round === 0) {
-      // The upstream forgot the pooled session (404) without running the request: once more on a new one.
-      ({ call, step } = await this.rounds.start(req.method, upstreamParams(params, ctx), ctx, reply, within));
+    const room = await this.taskRoom(req, ctx);
+    const within = room?.ms;
+    try {
+      // After a URL round no call waits: accepted, the request goes upstream again.
+      const afterUrl = params.requestState !== undefined ? this.rounds.urlAnswer(req, ctx) : undefined;
+      if (afterUrl === 'declined') return { error: modernUpstreamError({ code: URL_ELICITATION_REQUIRED, message: 'The user did not complete the URL elicitation the server required' }) };
+      let { call, step } = params.requestState !== undefined && !afterUrl ? await this.rounds.resume(req, ctx, reply, within) : await this.rounds.start(req.method, upstreamParams(params, ctx), ctx, reply, within);
+      if (step.kind === 'done' && 'failure' in step.outcome && step.outcome.failure.code === 'UPSTREAM_SESSION_EXPIRED' && call.round === 0) {
+        // The upstream forgot the pooled session (404) without running the request: once more on a new one.
+        ({ call, step } = await this.rounds.start(req.method, upstreamParams(params, ctx), ctx, reply, within));
+      }
+      if (step.kind === 'input') return { result: this.rounds.park(req, ctx, call, step) };
+      const traceparent = traceContextOf(ctx.passMeta)?.traceparent;
+      if (step.kind === 'running') {
+        this.rounds.release(call);
+        const shape = async (result: McpResult) => (await negotiation.shape(req.method, name, result, check?.scope, traceparent)) ?? result;
+        return { result: this.tasks!.start(call, step.next, ctx, shape, room!) };
+      }
+      const { outcome } = step;
+      if ('failure' in outcome) throw outcome.failure;
+      const res = outcome.response;
+      if (res.error?.code === URL_ELICITATION_REQUIRED && INPUT_METHODS.has(req.method)) {
+        const round = this.rounds.urlRound(req, ctx, res.error.data);
+        if (round) return { result: round };
+      }
+      if (res.error) {
+        const annotated = negotiation.annotateError(res.error, check?.scope) ?? res.error;
+        return { error: modernUpstreamError(annotated) };
+      }
+      const afterInput = call.round > 0;
+      if (req.method === 'tools/list') this.toolHeaders.learn(res.result);
+      else if (!negotiation.wantsResult(req.method, name, check?.scope)) {
+        // Nothing looks at the result: it is completed on its bytes when it can be.
+        const frame = outcome.frame && this.completion.answer(req.id, req.method, outcome.frame, server, afterInput);
+        if (frame) return { frame };
+      }
+      const shaped = (await negotiation.shape(req.method, name, res.result ?? {}, check?.scope, traceparent)) ?? res.result ?? {};
+      return { result: this.completion.result(req.method, shaped, server, afterInput) };
+    } finally {
+      room?.release(); // a call answered at once gives its place back (a task took it over)
     }
-    if (step.kind === 'input') return { result: this.rounds.park(req, ctx, call, step) };
-    const traceparent = traceContextOf(ctx.passMeta)?.traceparent;
-    if (step.kind === 'running') {
-      this.rounds.release(call);
-      const shape = async (result: McpResult) => (await negotiation.shape(req.method, name, result, check?.scope, traceparent)) ?? result;
-      return { result: this.tasks!.start(call, step.next, ctx, shape) };
-    }
-    const { outcome } = step;
-    if ('failure' in outcome) throw outcome.failure;
-    const res = outcome.response;
-    if (res.error?.code === URL_ELICITATION_REQUIRED && INPUT_METHODS.has(req.method)) {
-      const round = this.rounds.urlRound(req, ctx, res.error.data);
-      if (round) return { result: round };
-    }
-    if (res.error) {
-      const annotated = negotiation.annotateError(res.error, check?.scope) ?? res.error;
-      return { error: modernUpstreamError(annotated) };
-    }
-    const afterInput = call.round > 0;
-    if (req.method === 'tools/list') this.toolHeaders.learn(res.result);
-    else if (!negotiation.wantsResult(req.method, name, check?.scope)) {
-      // Nothing looks at the result: it is completed on its bytes when it can be.
-      const frame = outcome.frame && this.completion.answer(req.id, req.method, outcome.frame, server, afterInput);
-      if (frame) return { frame };
-    }
-    const shaped = (await negotiation.shape(req.method, name, res.result ?? {}, check?.scope, traceparent)) ?? res.result ?? {};
-    return { result: this.completion.result(req.method, shaped, server, afterInput) };
   }
 }
 

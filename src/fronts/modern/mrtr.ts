@@ -117,10 +117,14 @@ export class BridgedCall {
     return this.next();
   }
 
-  /** The call goes on as a task: `cancellation` alone cancels it from now on, and its notifications go to `onNotification`. */
-  adopt(cancellation: Cancellation, onNotification: (n: JsonRpcNotification) => void): void {
+  /**
+   * The call goes on as a task: `cancellation` alone cancels it from now on, its notifications go
+   * to `onNotification`, and it may take `timeoutMs` from now (the task's time, not a request's).
+   */
+  adopt(cancellation: Cancellation, onNotification: (n: JsonRpcNotification) => void, timeoutMs: number): void {
     this.notify = onNotification;
     this.watch(cancellation);
+    if (!this.result) this.client.retime(this.id, timeoutMs);
   }
 
   /** Ends a parked call that no retry resumed: answers its input requests and cancels it upstream. */

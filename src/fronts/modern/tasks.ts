@@ -34,6 +34,9 @@ export interface TasksOptions {
   log: Logger;
 }
 
+/** Finished tasks kept per client, in multiples of the tasks it may have running. */
+const KEPT_PER_RUNNING = 4;
+
 type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
 const TERMINAL = new Set<TaskStatus>(['completed', 'failed', 'cancelled']);
 
@@ -83,6 +86,8 @@ export class Tasks {
   private readonly byKey = new Map<string, Task>();
   /** Each client's tasks, oldest first. */
   private readonly byClient = new Map<string, Set<Task>>();
+  /** Places reserved for calls that may become tasks, by client. */
+  private readonly reserved = new Map<string, number>();
 
   constructor(private readonly o: TasksOptions) {}
 
@@ -91,18 +96,33 @@ export class Tasks {
     return isObject(ctx.clientCapabilities.extensions) && ctx.clientCapabilities.extensions[TASKS_EXTENSION] !== undefined;
   }
 
-  /** Refuses a new task for a client that has `perClient` running. */
-  checkRoom(ctx: ModernContext): void {
-    const mine = this.byClient.get(ctx.client ?? ctx.principal ?? '');
-    let running = 0;
-    for (const task of mine ?? []) if (!task.terminal) running++;
+  /**
+   * A place for a task of this client (a call that may become one): refused when it has
+   * `perClient` running or about to. The place is given back with `release` unless `start`
+   * takes it.
+   */
+  reserve(ctx: ModernContext): { release(): void } {
+    const clientKey = ctx.client ?? ctx.principal ?? '';
+    let running = this.reserved.get(clientKey) ?? 0;
+    for (const task of this.byClient.get(clientKey) ?? []) if (!task.terminal) running++;
     if (running >= this.o.perClient) {
       throw new ProxyError('TOO_MANY_TASKS', `This client has ${running} tasks running, the most it may (modern.tasks.perClient); wait for one to finish or cancel one`);
     }
+    this.reserved.set(clientKey, (this.reserved.get(clientKey) ?? 0) + 1);
+    let held = true;
+    return {
+      release: () => {
+        if (!held) return;
+        held = false;
+        const left = (this.reserved.get(clientKey) ?? 1) - 1;
+        if (left > 0) this.reserved.set(clientKey, left);
+        else this.reserved.delete(clientKey);
+      },
+    };
   }
 
-  /** Makes a call still running into a task; its next step is `pending`. Answers the CreateTaskResult. */
-  start(call: BridgedCall, pending: Promise<CallStep>, ctx: ModernContext, shape: ShapeResult): McpResult {
+  /** Makes a call still running into a task (in the place `room` reserved); its next step is `pending`. Answers the CreateTaskResult. */
+  start(call: BridgedCall, pending: Promise<CallStep>, ctx: ModernContext, shape: ShapeResult, room: { release(): void }): McpResult {
     const principal = ctx.principal ?? '';
     const key = randomUUID();
     const claims: TaskClaims = { k: key, replica: this.o.replicaId, url: this.o.replicaUrl(), principal };
@@ -110,8 +130,14 @@ export class Tasks {
     this.byKey.set(key, task);
     const mine = this.byClient.get(task.clientKey) ?? new Set();
     this.byClient.set(task.clientKey, mine.add(task));
+    room.release(); // the task counts itself from now on
     // The request that started the call is answered now: only the task cancels the call from here on.
-    call.adopt(task.cancellation, () => undefined);
+    call.adopt(task.cancellation, () => undefined, this.o.ttlMs);
+    // A call that ends while it waits for input (cancelled, or no answer in time) has no step
+    // waiting for it: fetch the outcome then.
+    void call.done.then(() => {
+      if (task.status === 'input_required') this.follow(task, call.next());
+    });
     task.timer = setTimeout(() => this.expire(task), this.o.ttlMs);
     task.timer.unref();
     task.shape = shape;
@@ -132,7 +158,7 @@ export class Tasks {
     const task = this.find(req, ctx);
     const responses = req.params?.inputResponses;
     if (!isObject(responses)) throw new ProxyError('INVALID_PARAMS', 'Invalid params: tasks/update needs inputResponses (an object keyed like inputRequests)');
-    if (task.status === 'input_required' && task.inputRequests && Object.keys(task.inputRequests).some((k) => k in responses)) {
+    if (task.status === 'input_required' && task.inputRequests && Object.keys(task.inputRequests).some((k) => Object.hasOwn(responses, k))) {
       task.inputRequests = undefined;
       task.set('working');
       const next = task.call.resume(responses as Record<string, unknown>, task.cancellation, () => undefined);
@@ -208,10 +234,14 @@ export class Tasks {
     task.inputRequests = undefined;
     task.set(status);
     this.o.log.debug({ task: task.key.slice(0, 8), status }, 'task finished');
+    // Finished tasks are kept for their TTL, but not without bound: a client's oldest go first.
+    const mine = [...(this.byClient.get(task.clientKey) ?? [])].filter((t) => t.terminal);
+    for (const old of mine.slice(0, Math.max(0, mine.length - this.o.perClient * KEPT_PER_RUNNING))) this.expire(old);
   }
 
   /** The task's time is up: cancelled if still running, then forgotten. */
   private expire(task: Task): void {
+    clearTimeout(task.timer);
     this.cancelTask(task);
     this.byKey.delete(task.key);
     const mine = this.byClient.get(task.clientKey);
