@@ -7,7 +7,9 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { hashToken } from '../../src/fronts/http/auth.js';
 import { modern, rawPost } from '../helpers/raw.js';
 import { EVERYTHING_STDIO, commandLine, eventually, startProxy, stopAll, type Running } from '../helpers/processes.js';
@@ -91,6 +93,30 @@ describe('tasks in front of a legacy server', () => {
     const cancelled = await pollUntil('alice', asked.result.taskId, (t) => t.status !== 'input_required');
     expect(cancelled.status).toBe('cancelled');
     expect(cancelled.inputRequests).toBeUndefined();
+  });
+
+  it('serves the official v2 client polling, answering and cancelling tasks', async () => {
+    // The v2 client (2.4) sends tasks requests as the extension wants them (_meta, Mcp-Name), but
+    // refuses a tools/call result whose resultType is "task": the call that creates each task is a plain POST.
+    const client = new Client({ name: 'tasks-test', version: '1.0.0' }, { capabilities: TASKS, versionNegotiation: { mode: { pin: '2026-07-28' } } } as ConstructorParameters<typeof Client>[1]);
+    await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url), { requestInit: { headers: { authorization: `Bearer ${token('alice')}` } } }));
+    const any = z.looseObject({});
+    const task = (method: string, params: Record<string, unknown>) => client.request({ method, params }, any) as Promise<any>;
+    try {
+      const asking = await send('alice', 'tools/call', { name: 'trigger-elicitation-request', arguments: {} });
+      let state: any;
+      await eventually(async () => (state = await task('tasks/get', { taskId: asking.result.taskId })).status === 'input_required', 20_000, 'the task asks');
+      const [key] = Object.keys(state.inputRequests);
+      expect(await task('tasks/update', { taskId: asking.result.taskId, inputResponses: { [key]: { action: 'accept', content: { name: 'Grace', contactInfo: 'g@example.com', newsletter: false, role: 'Developer', color: 'red' } } } })).toEqual({}); // the ack (the client drops resultType)
+      await eventually(async () => (state = await task('tasks/get', { taskId: asking.result.taskId })).status === 'completed', 20_000, 'the task completes');
+      expect(JSON.stringify(state.result.content)).toContain('Grace');
+
+      const long = await send('alice', 'tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 60, steps: 60 } });
+      await task('tasks/cancel', { taskId: long.result.taskId });
+      await eventually(async () => (await task('tasks/get', { taskId: long.result.taskId })).status === 'cancelled', 20_000, 'the task is cancelled');
+    } finally {
+      await client.close();
+    }
   });
 
   it('keeps a task to its principal, refuses forged ids, undeclared clients and too many tasks', async () => {
