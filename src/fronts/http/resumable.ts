@@ -48,7 +48,7 @@ export class EventLog {
     const seq = ++this.seq;
     const numbered = [`id: ${this.stream}-${seq}\n`, ...pieces];
     let size = 0;
-    for (const piece of numbered) size += piece.length;
+    for (const piece of numbered) size += typeof piece === 'string' ? Buffer.byteLength(piece) : piece.length;
     this.events.push({ seq, pieces: numbered, bytes: size });
     this.bytes += size;
     while (this.bytes > this.maxBytes && this.events.length > 1) {
