@@ -167,7 +167,7 @@ export const modernSchema = z
         answerWithinMs: z.number().int().min(0).default(MODERN_DEFAULTS.tasks.answerWithinMs).describe('A tools/call from a client that declares tasks, still running after this long, is answered with a task; one that finishes or asks for input sooner is answered as usual. A tool whose execution.taskSupport is "required" is refused to a client that does not declare tasks.'),
         ttlMs: z.number().int().positive().default(MODERN_DEFAULTS.tasks.ttlMs).describe('How long a task is kept from its creation, its result included; a task still running then is cancelled upstream.'),
         pollIntervalMs: z.number().int().positive().default(MODERN_DEFAULTS.tasks.pollIntervalMs).describe('How often clients are asked to poll a task (pollIntervalMs).'),
-        perClient: z.number().int().positive().default(MODERN_DEFAULTS.tasks.perClient).describe('Most tasks one client (principal, or address without authentication) has running at once; one more is refused with Retry-After.'),
+        perClient: z.number().int().positive().default(MODERN_DEFAULTS.tasks.perClient).describe('Most tasks one client (principal, or address without authentication) has running at once; beyond it calls are answered without a task (a task-only tool is refused with Retry-After).'),
       })
       .strict()
       .default(MODERN_DEFAULTS.tasks),

@@ -125,8 +125,8 @@ export class ModernHandler {
 
   /**
    * For a tools/call that may become a task: how long it may take before it does, and the place
-   * reserved for that task (undefined: it never becomes one). Refuses a task-only tool to a client
-   * without tasks, and a task to a client with too many.
+   * reserved for that task (undefined: it never becomes one; a client with too many tasks running
+   * is answered as without tasks). Refuses a task-only tool to a client without tasks or with too many.
    */
   private async taskRoom(req: JsonRpcRequest, ctx: ModernContext): Promise<{ ms: number; release(): void } | undefined> {
     if (!this.tasks || req.method !== 'tools/call') return undefined;
@@ -135,7 +135,10 @@ export class ModernHandler {
     if (support === 'required' && !declared) throw missingTasks(`Tool "${String(req.params?.name)}" runs only as a task, and this request does not declare the ${TASKS_EXTENSION} extension`);
     // "forbidden" (the SDK's default for every tool) is about the upstream's own legacy tasks; this one is the proxy's.
     if (!declared) return undefined;
-    return { ms: this.opts.tasks!.answerWithinMs, ...this.tasks.reserve(ctx) };
+    const room = this.tasks.reserve(ctx);
+    if (room) return { ms: this.opts.tasks!.answerWithinMs, ...room };
+    if (support === 'required') throw new ProxyError('TOO_MANY_TASKS', `Tool "${String(req.params?.name)}" runs only as a task, and this client has as many tasks running as it may (modern.tasks.perClient); wait for one to finish or cancel one`);
+    return undefined;
   }
 
   private async discover(ctx: ModernContext): Promise<{ result: McpResult }> {

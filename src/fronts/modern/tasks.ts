@@ -97,17 +97,15 @@ export class Tasks {
   }
 
   /**
-   * A place for a task of this client (a call that may become one): refused when it has
+   * A place for a task of this client (a call that may become one), or undefined when it has
    * `perClient` running or about to. The place is given back with `release` unless `start`
    * takes it.
    */
-  reserve(ctx: ModernContext): { release(): void } {
+  reserve(ctx: ModernContext): { release(): void } | undefined {
     const clientKey = ctx.client ?? ctx.principal ?? '';
     let running = this.reserved.get(clientKey) ?? 0;
     for (const task of this.byClient.get(clientKey) ?? []) if (!task.terminal) running++;
-    if (running >= this.o.perClient) {
-      throw new ProxyError('TOO_MANY_TASKS', `This client has ${running} tasks running, the most it may (modern.tasks.perClient); wait for one to finish or cancel one`);
-    }
+    if (running >= this.o.perClient) return undefined;
     this.reserved.set(clientKey, (this.reserved.get(clientKey) ?? 0) + 1);
     let held = true;
     return {
