@@ -107,6 +107,21 @@ describe('resumable POST streams', () => {
     expect(again.status).toBe(400);
   });
 
+  it('lets a client come back before its old connection is seen to drop: the old stream is closed, the new one carries on', async () => {
+    const session = await rawSession(proxy.url);
+    const call = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'slow_progress', arguments: { steps: 3, delayMs: 300 }, _meta: { progressToken: 'q' } } };
+    const old = events(await post(session, call));
+    const priming = (await old.next())!;
+    const seen = (await old.next())!; // progress 1; the old connection stays open
+    const resumed = await fetch(proxy.url, { headers: { ...session, accept: 'text/event-stream', 'last-event-id': seen.id! } });
+    expect(resumed.status).toBe(200);
+    const rest = events(resumed);
+    await Promise.all([rest.ended, old.ended]); // the proxy closed the old stream
+    const stream = priming.id!.slice(0, priming.id!.lastIndexOf('-'));
+    expect(rest.seen.map((e) => e.id)).toEqual([2, 3, 4].map((n) => `${stream}-${n}`));
+    expect(JSON.parse(rest.seen.at(-1)!.data)).toMatchObject({ id: 2, result: { content: [{ text: 'done 3' }] } });
+  });
+
   it('cancels the request upstream when its client does not come back within the window', async () => {
     const session = await rawSession(proxy.url);
     const abort = new AbortController();

@@ -22,6 +22,8 @@ export interface ReplyChannel {
   readonly events?: EventLog;
   /** Set while the client is away: only messages about its own requests go to it. */
   readonly held?: boolean;
+  /** Closes the stream from this side (its client came back on another connection); resolves once it is closed. */
+  drop?(): Promise<void>;
 }
 
 /**
@@ -136,6 +138,7 @@ export class PostReply implements ReplyChannel {
   private streamAfter: Deadline | undefined;
   private readonly closers: Array<() => void> = [];
   private readonly reader: ReaderWatch;
+  private hasClosed = false;
 
   private readonly log: EventLog | undefined;
   private readonly retryMs: number;
@@ -212,7 +215,16 @@ export class PostReply implements ReplyChannel {
     this.closers.push(fn);
   }
 
+  drop(): Promise<void> {
+    if (this.hasClosed) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.res.once('close', () => resolve());
+      this.res.destroy();
+    });
+  }
+
   private closed(): void {
+    this.hasClosed = true;
     clearTimeout(this.timer);
     this.streamAfter?.cancel();
     this.reader.closed();

@@ -102,7 +102,7 @@ export class LegacySessions implements LegacyEndpoint {
     noteExchange(req, undefined, { era: 'legacy', session: session.logId });
     const lastEventId = req.headers['last-event-id'];
     const from = typeof lastEventId === 'string' ? parseEventId(lastEventId) : undefined;
-    if (from && !session.canResume(from)) {
+    if (from && !(await session.canResume(from))) {
       return sendError(reply, new ProxyError('BAD_REQUEST', 'Bad Request: this stream cannot be resumed from that Last-Event-ID: it ended, its requests were given up (listen.resumableStreams.windowMs), or the events after it are no longer kept; send the requests again'));
     }
     takeOver(reply);

@@ -105,8 +105,15 @@ export class HttpSession implements ClientSink {
     this.watch(exchange);
   }
 
-  /** Whether a stream this session holds can be resumed after event `seq` (nothing it sent is lost). */
-  canResume(from: { stream: string; seq: number }): boolean {
+  /**
+   * Whether a stream of this session can be resumed after event `seq` (nothing it sent is lost).
+   * A client may come back before this side has seen its old connection drop: the stream it
+   * names, if still open here, is closed (and so held) first.
+   */
+  async canResume(from: { stream: string; seq: number }): Promise<boolean> {
+    if (!this.held.has(from.stream)) {
+      for (const exchange of new Set(this.exchanges.values())) if (exchange.channel.events?.stream === from.stream) await exchange.channel.drop?.();
+    }
     return this.held.get(from.stream)?.events.after(from.seq) !== undefined;
   }
 
