@@ -164,10 +164,10 @@ export class ModernHandler {
     const room = await this.taskRoom(req, ctx);
     const within = room?.ms;
     try {
+      const resumed = params.requestState !== undefined ? await this.rounds.resume(req, ctx, reply, within) : 'again';
+      if (resumed === 'declined') return { error: modernUpstreamError({ code: URL_ELICITATION_REQUIRED, message: 'The user did not complete the URL elicitation the server required' }) };
       // After a URL round no call waits: accepted, the request goes upstream again.
-      const afterUrl = params.requestState !== undefined ? this.rounds.urlAnswer(req, ctx) : undefined;
-      if (afterUrl === 'declined') return { error: modernUpstreamError({ code: URL_ELICITATION_REQUIRED, message: 'The user did not complete the URL elicitation the server required' }) };
-      let { call, step } = params.requestState !== undefined && !afterUrl ? await this.rounds.resume(req, ctx, reply, within) : await this.rounds.start(req.method, upstreamParams(params, ctx), ctx, reply, within);
+      let { call, step } = resumed === 'again' ? await this.rounds.start(req.method, upstreamParams(params, ctx), ctx, reply, within) : resumed;
       if (step.kind === 'done' && 'failure' in step.outcome && step.outcome.failure.code === 'UPSTREAM_SESSION_EXPIRED' && call.round === 0) {
         // The upstream forgot the pooled session (404) without running the request: once more on a new one.
         ({ call, step } = await this.rounds.start(req.method, upstreamParams(params, ctx), ctx, reply, within));

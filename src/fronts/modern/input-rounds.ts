@@ -119,7 +119,7 @@ export class InputRounds {
   /**
    * An upstream's -32042 (URL elicitation required) as an input round: the client is asked to
    * open each URL, and its retry that accepts them all sends the request upstream again (see
-   * `urlAnswer`). Undefined when the error carries no URL elicitations to ask for.
+   * `resume`). Undefined when the error carries no URL elicitations to ask for.
    */
   urlRound(req: JsonRpcRequest, ctx: ModernContext, data: unknown): McpResult | undefined {
     const elicitations = (data as { elicitations?: unknown } | undefined)?.elicitations;
@@ -137,19 +137,18 @@ export class InputRounds {
     return { resultType: 'input_required', inputRequests, requestState: this.o.sealer.seal('requestState', state) };
   }
 
-  /** For a retry after a URL round: `again` when the client accepted every URL, `declined` otherwise; undefined for any other retry. */
-  urlAnswer(req: JsonRpcRequest, ctx: ModernContext): 'again' | 'declined' | undefined {
-    const state = this.openState(req, ctx);
-    if (!state.again) return undefined;
-    const responses = req.params?.inputResponses;
-    const accepted = isObject(responses) && state.again.every((key) => isObject(responses[key]) && responses[key].action === 'accept');
-    return accepted ? 'again' : 'declined';
-  }
-
-  /** The client's retry with `requestState` and `inputResponses`: the parked call goes on; throws when nothing may resume. */
-  async resume(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply, answerWithinMs?: number): Promise<CallRun> {
+  /**
+   * The client's retry with `requestState` and `inputResponses`: the parked call goes on; throws
+   * when nothing may resume. After a URL round no call waits: `again` when the client accepted
+   * every URL (the request is to be sent again), `declined` otherwise.
+   */
+  async resume(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply, answerWithinMs?: number): Promise<CallRun | 'again' | 'declined'> {
     const params = req.params!;
     const state = this.openState(req, ctx);
+    if (state.again) {
+      const responses = params.inputResponses;
+      return isObject(responses) && state.again.every((key) => isObject(responses[key]) && responses[key].action === 'accept') ? 'again' : 'declined';
+    }
     if (state.replica !== this.o.replicaId) {
       throw invalidState(`The call this requestState resumes waits on replica "${state.replica}", which this one cannot forward to (set replicas.url on every replica): send the request again without requestState`);
     }

@@ -52,8 +52,6 @@ interface TaskClaims {
 export type ShapeResult = (result: McpResult) => Promise<McpResult>;
 
 class Task {
-  /** What the finished call's result becomes for the client (the creating request's filters). */
-  shape: ShapeResult = async (r) => r;
   readonly createdAt = new Date().toISOString();
   lastUpdatedAt = this.createdAt;
   status: TaskStatus = 'working';
@@ -70,6 +68,8 @@ class Task {
     readonly principal: string,
     readonly clientKey: string,
     readonly call: BridgedCall,
+    /** What the finished call's result becomes for the client (the creating request's filters). */
+    readonly shape: ShapeResult,
   ) {}
 
   get terminal(): boolean {
@@ -124,7 +124,7 @@ export class Tasks {
     const principal = ctx.principal ?? '';
     const key = randomUUID();
     const claims: TaskClaims = { k: key, replica: this.o.replicaId, url: this.o.replicaUrl(), principal };
-    const task = new Task(this.o.sealer.seal('task', claims), key, principal, ctx.client ?? principal, call);
+    const task = new Task(this.o.sealer.seal('task', claims), key, principal, ctx.client ?? principal, call, shape);
     this.byKey.set(key, task);
     const mine = this.byClient.get(task.clientKey) ?? new Set();
     this.byClient.set(task.clientKey, mine.add(task));
@@ -138,7 +138,6 @@ export class Tasks {
     });
     task.timer = setTimeout(() => this.expire(task), this.o.ttlMs);
     task.timer.unref();
-    task.shape = shape;
     this.follow(task, pending);
     return { resultType: 'task', ...this.describe(task, false) };
   }
