@@ -60,6 +60,8 @@ export interface GatewayDeps {
 /** A readiness answer is reused this long; a probe gets this long to initialize an upstream session. */
 const READY_TTL_MS = 5_000;
 const READY_PROBE_TIMEOUT_MS = 10_000;
+/** How long an HTTP upstream gets to answer server/discover before it counts as legacy. */
+const DISCOVER_TIMEOUT_MS = 5_000;
 
 export interface Gateway {
   /** Starts serving; for HTTP, resolves with the endpoint URL once listening. */
@@ -123,7 +125,7 @@ class ProxyGateway implements Gateway {
     this.replicaId = config.replicas.id ?? `${hostname()}:${process.pid}`;
     this.sessionsMove = this.sealer.shared && spec.kind === 'http';
     this.replica = replicaAddress(config);
-    const connector = (this.connector = new UpstreamConnector({ spec, target: this.target, getFollowsClient: this.sessionsMove, shutdownGraceMs: config.timeouts.shutdownGraceMs, clientInfo: CLIENT_INFO, witness: (usable, cause) => this.readiness.note(usable, cause) }));
+    const connector = (this.connector = new UpstreamConnector({ spec, target: this.target, getFollowsClient: this.sessionsMove, shutdownGraceMs: config.timeouts.shutdownGraceMs, clientInfo: CLIENT_INFO, era: config.upstream.era, discoverTimeoutMs: Math.min(DISCOVER_TIMEOUT_MS, config.timeouts.initializeMs), log, witness: (usable, cause) => this.readiness.note(usable, cause) }));
     this.readiness = new Readiness(() => connector.probe(READY_PROBE_TIMEOUT_MS, log.child({ probe: true })), READY_TTL_MS);
     this.authenticator = createAuthenticator(config.auth);
     this.metrics = new Metrics({ sessions: () => this.legacySessions?.sessionCount ?? (this.stdio ? 1 : 0), upstreamProcesses: () => connector.children.size });
@@ -146,6 +148,7 @@ class ProxyGateway implements Gateway {
       maxProcesses: config.upstream.maxProcesses,
       requestTimeoutMs: config.timeouts.requestMs,
       initializeTimeoutMs: config.timeouts.initializeMs,
+      inputTimeoutMs: config.modern.inputTimeoutMs,
       counters: this.metrics.counters,
       observe: this.observers.upstream,
     });

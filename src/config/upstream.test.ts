@@ -3,11 +3,11 @@ import { describeUpstream, resolveUpstream } from './upstream.js';
 
 describe('resolveUpstream', () => {
   it('splits a command line and appends args; an argv array is taken as is', () => {
-    expect(resolveUpstream({ command: 'node "my server.js" -v', args: ['--x'], env: {}, inheritEnv: false, stateless: false, sessions: 'isolated', maxProcesses: 16, headers: {} }, 'demo.js')).toMatchObject({ kind: 'stdio', command: 'node', args: ['my server.js', '-v', '--x'] });
-    expect(resolveUpstream({ command: ['python3', '-m', 'srv'], args: [], env: {}, inheritEnv: false, stateless: false, sessions: 'isolated', maxProcesses: 16, headers: {} }, 'demo.js')).toMatchObject({ command: 'python3', args: ['-m', 'srv'] });
+    expect(resolveUpstream({ command: 'node "my server.js" -v', args: ['--x'], env: {}, inheritEnv: false, stateless: false, sessions: 'isolated', maxProcesses: 16, headers: {}, era: 'auto' }, 'demo.js')).toMatchObject({ kind: 'stdio', command: 'node', args: ['my server.js', '-v', '--x'] });
+    expect(resolveUpstream({ command: ['python3', '-m', 'srv'], args: [], env: {}, inheritEnv: false, stateless: false, sessions: 'isolated', maxProcesses: 16, headers: {}, era: 'auto' }, 'demo.js')).toMatchObject({ command: 'python3', args: ['-m', 'srv'] });
   });
   it('falls back to the demo server', () => {
-    expect(resolveUpstream({ args: [], env: {}, inheritEnv: false, stateless: false, sessions: 'isolated', maxProcesses: 16, headers: {} }, '/x/demo.js')).toMatchObject({ kind: 'stdio', command: process.execPath, args: ['/x/demo.js'] });
+    expect(resolveUpstream({ args: [], env: {}, inheritEnv: false, stateless: false, sessions: 'isolated', maxProcesses: 16, headers: {}, era: 'auto' }, '/x/demo.js')).toMatchObject({ kind: 'stdio', command: process.execPath, args: ['/x/demo.js'] });
   });
 });
 

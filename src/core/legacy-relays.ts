@@ -10,6 +10,8 @@ import type { Metrics } from '../ops/metrics.js';
 import type { UpstreamObserver } from '../upstream/client.js';
 import type { UpstreamConnector } from '../upstream/connector.js';
 import type { SharedUpstreamSessions } from '../upstream/shared.js';
+import { deferredConnection } from '../upstream/deferred.js';
+import type { Era } from '../upstream/era.js';
 import type { ResumedSession, UpstreamConnection, UpstreamEvents } from '../upstream/types.js';
 import type { Requester } from './context.js';
 import type { BoundFilters, FilterChain, FiltersSnapshot } from './filters.js';
@@ -24,6 +26,8 @@ export interface LegacyRelaysOptions {
   maxProcesses: number;
   requestTimeoutMs: number;
   initializeTimeoutMs: number;
+  /** How long a client gets to answer a modern upstream's input request. */
+  inputTimeoutMs: number;
   counters: Metrics['counters'];
   observe: UpstreamObserver;
 }
@@ -81,10 +85,21 @@ export class LegacyRelays {
   private connect(events: UpstreamEvents, log: Logger, who: Requester, resume?: ResumedSession): UpstreamConnection {
     const { connector, shared } = this.o;
     if (shared) return shared.connect(events, log, who);
-    if (connector.kind !== 'stdio') return connector.connect(events, log, resume);
+    if (connector.kind !== 'stdio') {
+      const era = connector.era.now;
+      if (era) return this.httpSession(era, events, log, resume);
+      // The upstream's era is still being asked: what the client sends waits for the answer.
+      return deferredConnection(connector.era.resolve().then((known) => () => this.httpSession(known, events, log, resume)), (err) => events.onClose(err instanceof ProxyError ? err : new ProxyError('UPSTREAM_START_FAILED', String(err))));
+    }
     const full = this.full();
     if (full) throw new ProxyError(full.code, `${full.message}; try again when a session ends`);
     return this.holdProcess(events, log);
+  }
+
+  /** An HTTP upstream session of its own (legacy), or the bridge to a modern upstream. */
+  private httpSession(era: Era, events: UpstreamEvents, log: Logger, resume?: ResumedSession): UpstreamConnection {
+    const { connector, requestTimeoutMs, inputTimeoutMs } = this.o;
+    return era === 'modern' ? connector.bridge(events, { requestTimeoutMs, inputTimeoutMs, log }) : connector.connect(events, log, resume);
   }
 
   /**

@@ -3,16 +3,21 @@
  * endpoint through one keep-alive dispatcher) and tells what connecting shows about it: an
  * answer means usable, an unreachable endpoint or a failed start means not (readiness), and the
  * last exit the proxy did not ask for is kept for the probes. It also runs the start-up check: one session initialized,
- * then ended.
+ * then ended (a modern upstream: one server/discover); and it knows which era the upstream speaks (era.ts).
  */
 import type { ChildProcess } from 'node:child_process';
 import type { Logger } from 'pino';
 import { Agent } from 'undici';
 import { maskSecrets } from '../ops/mask.js';
 import { UpstreamClient } from './client.js';
+import { UpstreamEra, type EraSetting } from './era.js';
 import { HttpUpstream } from './http.js';
+import { ModernBridge, type ModernBridgeOptions } from './modern-bridge.js';
+import { ModernHttpUpstream } from './modern-http.js';
 import { createStdioUpstream, killGroup } from './stdio.js';
 import type { ResumedSession, UpstreamConnection, UpstreamEvents, UpstreamSpec } from './types.js';
+import { ProxyError, UNSUPPORTED_PROTOCOL_VERSION } from '../jsonrpc/errors.js';
+import { META, MODERN_VERSIONS } from '../mcp/eras.js';
 
 export interface ConnectorOptions {
   spec: UpstreamSpec;
@@ -22,6 +27,11 @@ export interface ConnectorOptions {
   getFollowsClient: boolean;
   shutdownGraceMs: number;
   clientInfo: { name: string; version: string };
+  /** Which era the upstream speaks (upstream.era); `auto` asks an HTTP upstream. */
+  era: EraSetting;
+  /** How long the era question may take before the upstream counts as legacy. */
+  discoverTimeoutMs: number;
+  log: Logger;
   /** What traffic shows: the upstream answered (true), or could not be used (false, why). */
   witness(usable: boolean, cause?: string): void;
 }
@@ -35,7 +45,17 @@ export class UpstreamConnector {
   // would cut off long tool calls and quiet GET streams.
   private readonly dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: null, bodyTimeout: 0, headersTimeout: 0 });
 
-  constructor(private readonly o: ConnectorOptions) {}
+  /** The upstream as a modern client speaks to it (HTTP upstreams). */
+  readonly modern: ModernHttpUpstream | undefined;
+  readonly era: UpstreamEra;
+
+  constructor(private readonly o: ConnectorOptions) {
+    const spec = o.spec;
+    this.modern = spec.kind === 'http' ? new ModernHttpUpstream(spec, this.dispatcher, o.log.child({ upstreamEra: 'modern' })) : undefined;
+    const modern = this.modern;
+    const discover = modern && (() => modern.send({ jsonrpc: '2.0', id: 'mcp-negotiate-proxy-discover', method: 'server/discover', params: { _meta: { [META.protocolVersion]: MODERN_VERSIONS[0], [META.clientCapabilities]: {}, [META.clientInfo]: o.clientInfo } } }, { timeoutMs: o.discoverTimeoutMs }));
+    this.era = new UpstreamEra(o.era, discover, o.log);
+  }
 
   get kind(): UpstreamSpec['kind'] {
     return this.o.spec.kind;
@@ -43,24 +63,9 @@ export class UpstreamConnector {
 
   /** One upstream session (`resume`: go on with one another replica started). */
   connect(events: UpstreamEvents, log: Logger, resume?: ResumedSession): UpstreamConnection {
-    const { witness } = this.o;
     /** Set when the proxy itself ends the session (the client left, the start-up check is done): that exit is no failure. */
     let stopping = false;
-    const watched: UpstreamEvents = {
-      onMessage(frame, relatedId) {
-        witness(true);
-        events.onMessage(frame, relatedId);
-      },
-      onFailure(id, err) {
-        if (err.code === 'UPSTREAM_UNREACHABLE') witness(false, err.message);
-        events.onFailure(id, err);
-      },
-      onClose: (err) => {
-        if (err.code === 'UPSTREAM_START_FAILED') witness(false, err.message);
-        else if (err.code === 'UPSTREAM_CLOSED' && !stopping) this.lastExit = maskSecrets(err.message);
-        events.onClose(err);
-      },
-    };
+    const watched = this.watched(events, () => stopping);
     const spec = this.o.spec;
     const connection = spec.kind === 'http'
       ? new HttpUpstream(spec, watched, log, { dispatcher: this.dispatcher, defaultRetryMs: 1000, maxResumes: 5, resume, getFollowsClient: this.o.getFollowsClient })
@@ -73,11 +78,48 @@ export class UpstreamConnector {
     return connection;
   }
 
-  /** Starts and initializes one upstream session, then ends it; rejects with the cause when that fails. */
+  /** `events`, with what they show noted for readiness and the probes. */
+  private watched(events: UpstreamEvents, stopping = () => false): UpstreamEvents {
+    const { witness } = this.o;
+    return {
+      onMessage(frame, relatedId) {
+        witness(true);
+        events.onMessage(frame, relatedId);
+      },
+      onFailure(id, err) {
+        if (err.code === 'UPSTREAM_UNREACHABLE') witness(false, err.message);
+        events.onFailure(id, err);
+      },
+      onClose: (err) => {
+        if (err.code === 'UPSTREAM_START_FAILED') witness(false, err.message);
+        else if (err.code === 'UPSTREAM_CLOSED' && !stopping()) this.lastExit = maskSecrets(err.message);
+        events.onClose(err);
+      },
+    };
+  }
+
+  /** A legacy client session served by the modern upstream (see ModernBridge). */
+  bridge(events: UpstreamEvents, o: Omit<ModernBridgeOptions, 'upstream' | 'server'>): UpstreamConnection {
+    if (!this.modern) throw new ProxyError('UPSTREAM_PROTOCOL', 'Only a Streamable HTTP upstream can be spoken to in the 2026-07-28 era');
+    return new ModernBridge(this.watched(events), { ...o, upstream: this.modern, server: () => this.era.server() });
+  }
+
+  /**
+   * Starts and initializes one upstream session, then ends it (a modern upstream: asks it
+   * server/discover); rejects with the cause when that fails.
+   */
   async probe(timeoutMs: number, log: Logger): Promise<void> {
+    if ((await this.era.resolve()) === 'modern') {
+      await this.era.server(true);
+      return;
+    }
     const client = new UpstreamClient((events) => this.connect(events, log), { capabilities: {}, clientInfo: this.o.clientInfo, initializeTimeoutMs: timeoutMs, log });
     try {
       await client.ready;
+    } catch (err) {
+      // A server that refuses the legacy handshake for its version may have moved to the modern era.
+      if (err instanceof ProxyError && err.details?.upstreamCode === UNSUPPORTED_PROTOCOL_VERSION) this.era.forget('the upstream refused initialize: unsupported protocol version');
+      throw err;
     } finally {
       await client.close();
     }
@@ -88,6 +130,7 @@ export class UpstreamConnector {
     return {
       kind: this.o.spec.kind,
       target: this.o.target,
+      era: this.era.now ?? 'unknown',
       ...(this.o.spec.kind === 'stdio' ? { processes: this.children.size } : {}),
       ...(this.lastExit ? { lastExit: this.lastExit } : {}),
     };

@@ -6,17 +6,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import type { JsonRpcRequest } from '../../jsonrpc/message.js';
-
-/** The body field Mcp-Name mirrors, by method (the tasks extension adds its methods' task ids). */
-const NAMED_METHODS: Record<string, 'name' | 'uri' | 'taskId'> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri', 'tasks/get': 'taskId', 'tasks/update': 'taskId', 'tasks/cancel': 'taskId' };
-
-/** A header value as the client meant it: the base64 sentinel decoded, others as they are. */
-export function decodeHeaderValue(value: string): string | undefined {
-  if (!value.startsWith('=?base64?') || !value.endsWith('?=')) return value;
-  const encoded = value.slice(9, -2);
-  if (encoded.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(encoded)) return undefined;
-  return Buffer.from(encoded, 'base64').toString('utf8');
-}
+import { decodeHeaderValue, headerText, NAMED_METHODS } from '../../mcp/http-headers.js';
 
 function mismatch(message: string): ProxyError {
   return new ProxyError('HEADER_MISMATCH', `Header mismatch: ${message}`);
@@ -79,11 +69,4 @@ export function paramHeadersOf(inputSchema: unknown): Map<string, string> | unde
     if (typeof name === 'string' && name) (out ??= new Map()).set(`mcp-param-${name.toLowerCase()}`, argument);
   }
   return out;
-}
-
-/** The header text of a mirrored argument; undefined for values a header cannot carry (objects, arrays). */
-function headerText(value: unknown): string | undefined {
-  if (typeof value === 'string') return value;
-  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  return undefined;
 }
