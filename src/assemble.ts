@@ -55,6 +55,7 @@ export function createPool(config: Config, connector: UpstreamConnector, log: Lo
 export function createModernHandler(
   config: Config,
   pool: UpstreamPool,
+  connector: UpstreamConnector,
   filters: () => FilterChain,
   log: Logger,
   replica: { sealer: Sealer; replicaId: string; replicaUrl: () => string | undefined },
@@ -70,6 +71,9 @@ export function createModernHandler(
     cache: config.modern.cache as ModernHandlerOptions['cache'],
     ...(config.modern.tasks.enabled ? { tasks: { ...config.modern.tasks, ...replica, log } } : {}),
     listen: (req, ctx, reply) => hub.listen(req, ctx, reply),
+    era: connector.era,
+    modern: connector.modern,
+    clientInfo: CLIENT_INFO,
     log,
   });
   return { handler, hub };

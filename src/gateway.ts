@@ -135,7 +135,7 @@ class ProxyGateway implements Gateway {
     const sharing = config.upstream.sessions === 'shared' && spec.kind === 'stdio';
     this.pool = config.modern.enabled || sharing ? createPool(config, connector, log, this.observers) : undefined;
     const shared = this.pool && sharing ? new SharedUpstreamSessions(this.pool, config.timeouts.requestMs) : undefined;
-    this.modern = this.pool && config.modern.enabled ? createModernHandler(config, this.pool, () => this.filters, log.child({ era: 'modern' }), { sealer: this.sealer, replicaId: this.replicaId, replicaUrl: () => this.replica.url }) : undefined;
+    this.modern = this.pool && config.modern.enabled ? createModernHandler(config, this.pool, connector, () => this.filters, log.child({ era: 'modern' }), { sealer: this.sealer, replicaId: this.replicaId, replicaUrl: () => this.replica.url }) : undefined;
     this.pool?.onUnrelated((n, principal) => {
       if (n.method === 'notifications/tools/list_changed') this.modern?.handler.toolsChanged();
       this.modern?.hub.publish(n, principal);

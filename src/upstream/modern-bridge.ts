@@ -29,6 +29,8 @@ export interface ModernBridgeOptions {
 
 /** Input rounds one request may take (a server that keeps asking is cut off). */
 export const MAX_INPUT_ROUNDS = 8;
+/** Input requests one round may put to the client at once. */
+export const MAX_INPUT_REQUESTS = 16;
 /** The pause before a round that asks nothing of the client and only hands back the server's state. */
 const STATE_ONLY_PAUSE_MS = 50;
 const INPUT_REQUESTS = new Set(['elicitation/create', 'sampling/createMessage', 'roots/list']);
@@ -134,6 +136,7 @@ export class ModernBridge implements UpstreamConnection {
   /** Puts every input request of a round to the client at once; their answers by key (undefined when the round asks nothing). */
   private async inputFor(requests: unknown, relatedId: JsonRpcId, signal: AbortSignal): Promise<Record<string, unknown> | undefined> {
     if (!isObject(requests) || Object.keys(requests).length === 0) return undefined;
+    if (Object.keys(requests).length > MAX_INPUT_REQUESTS) throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream asked for more than ${MAX_INPUT_REQUESTS} inputs in one round`);
     const entries = Object.entries(requests).map(([key, entry]) => {
       if (!isObject(entry) || typeof entry.method !== 'string' || !INPUT_REQUESTS.has(entry.method)) throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream asked for input "${key}" with a request a client cannot be asked`);
       return [key, entry.method, isObject(entry.params) ? entry.params : {}] as const;

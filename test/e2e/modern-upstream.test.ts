@@ -9,9 +9,9 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NEGOTIATION } from '../helpers/modern-clients.js';
+import { connectModern, NEGOTIATION } from '../helpers/modern-clients.js';
 import { PROXY_MAIN, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
-import { rawPost } from '../helpers/raw.js';
+import { modern, rawPost, sseMessages } from '../helpers/raw.js';
 
 type Front = 'http' | 'stdio';
 
@@ -118,4 +118,71 @@ describe('a 2026-07-28-only server behind the proxy', () => {
       }, 30_000);
     });
   }
+
+  describe('a modern client', () => {
+    it('(v2 SDK, pinned to 2026-07-28) lists and calls tools, and answers input_required rounds the server asks', async () => {
+      const { client, received, close } = await connectModern('http', { url: proxy.url }, { mode: 'pin' });
+      try {
+        const { tools } = await client.listTools();
+        expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(['echo', 'ask_name']));
+        expect(textOf(await client.callTool({ name: 'echo', arguments: { text: 'modern hi' } }))).toBe('modern hi');
+        expect(textOf(await client.callTool({ name: 'ask_name', arguments: {} }))).toBe('Hello, x!');
+        expect(received['elicitation/create']).toHaveLength(1);
+      } finally {
+        await close();
+      }
+    }, 30_000);
+
+    it('(v2 SDK) with format=json gets structuredContent', async () => {
+      const { client, close } = await connectModern('http', { url: proxy.url }, { mode: 'pin', features: ['agent', 'format=json'] });
+      try {
+        const result = await client.callTool({ name: 'weather_json', arguments: { city: 'Oslo' } });
+        expect(result.structuredContent).toMatchObject({ city: 'Oslo', humidity_percent: 72 });
+      } finally {
+        await close();
+      }
+    }, 30_000);
+
+    it("on the wire: discover is the server's plus the proxy's extensions and versions; the server's input_required, requestState and cache hints pass untouched", async () => {
+      const discover = await rawPost(proxy.url, modern(1, 'server/discover').body, modern(1, 'server/discover').headers);
+      const found = discover.messages[0].result;
+      expect(found.supportedVersions).toEqual(expect.arrayContaining(['2026-07-28', '2025-11-25']));
+      expect(found.capabilities.extensions).toHaveProperty([NEGOTIATION]);
+      expect(found.capabilities.tools).toBeDefined();
+      expect(found._meta['io.modelcontextprotocol/serverInfo']).toMatchObject({ name: 'modern-fixture' });
+      const list = await rawPost(proxy.url, modern(2, 'tools/list').body, modern(2, 'tools/list').headers);
+      expect(list.messages[0].result).toMatchObject({ resultType: 'complete', ttlMs: 60_000, cacheScope: 'public' });
+      const caps = { elicitation: { form: {} } };
+      const first = modern(3, 'tools/call', { name: 'ask_twice', arguments: {} }, caps);
+      const round1 = (await rawPost(proxy.url, first.body, first.headers)).messages[0].result;
+      expect(round1).toMatchObject({ resultType: 'input_required', inputRequests: { first: { method: 'elicitation/create' } } });
+      const retry1 = modern(4, 'tools/call', { name: 'ask_twice', arguments: {}, inputResponses: { first: { action: 'accept', content: { name: 'Grace' } } } }, caps);
+      const round2 = (await rawPost(proxy.url, retry1.body, retry1.headers)).messages[0].result;
+      expect(round2).toMatchObject({ resultType: 'input_required', requestState: 'first=Grace' });
+      const retry2 = modern(5, 'tools/call', { name: 'ask_twice', arguments: {}, requestState: round2.requestState, inputResponses: { second: { action: 'accept', content: { name: 'Hopper' } } } }, caps);
+      const done = (await rawPost(proxy.url, retry2.body, retry2.headers)).messages[0].result;
+      expect(textOf(done)).toBe('Grace Hopper');
+    });
+
+    it("relays the server's rejections with their status, and progress on the request's stream", async () => {
+      const unknown = modern(6, 'tools/call', { name: 'ask_name', arguments: {} });
+      const refused = await rawPost(proxy.url, unknown.body, unknown.headers);
+      expect(refused.status).toBe(400);
+      expect(refused.messages[0].error.code).toBe(-32021);
+      const slow = modern(7, 'tools/call', { name: 'slow', arguments: { ms: 50 }, _meta: { progressToken: 'p1' } });
+      const streamed = await rawPost(proxy.url, slow.body, { ...slow.headers, accept: 'application/json, text/event-stream' });
+      expect(streamed.messages.find((m: any) => m.method === 'notifications/progress')?.params).toMatchObject({ progressToken: 'p1', progress: 1 });
+      expect(textOf(streamed.messages.at(-1).result)).toBe('slept 50 ms');
+    });
+
+    it("passes subscriptions/listen through: the server's acknowledgement, tagged with the client's request id", async () => {
+      const listen = modern(8, 'subscriptions/listen', { notifications: { toolsListChanged: true } });
+      const abort = new AbortController();
+      const res = await fetch(proxy.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...listen.headers }, body: JSON.stringify(listen.body), signal: abort.signal });
+      expect(res.headers.get('content-type')).toContain('text/event-stream');
+      const ack = await sseMessages(res).next((m) => m.method === 'notifications/subscriptions/acknowledged');
+      expect(ack.params._meta['io.modelcontextprotocol/subscriptionId']).toBe(8);
+      abort.abort();
+    });
+  });
 });

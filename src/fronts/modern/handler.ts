@@ -22,7 +22,10 @@ import type { Owner } from './forward.js';
 import { InputRounds } from './input-rounds.js';
 import { Tasks, TASKS_EXTENSION, type TasksOptions } from './tasks.js';
 import type { ModernReply } from './reply.js';
-import { ToolHeaders } from './tool-headers.js';
+import { ToolHeaders, type ToolLister } from './tool-headers.js';
+import { modernToolsPage, PassThrough } from './pass-through.js';
+import type { UpstreamEra } from '../../upstream/era.js';
+import type { ModernHttpUpstream } from '../../upstream/modern-http.js';
 
 export interface ModernHandlerOptions {
   pool: UpstreamPool;
@@ -43,6 +46,11 @@ export interface ModernHandlerOptions {
   cache: CacheHints;
   /** The tasks extension, served in front of the upstream (none: not offered). */
   tasks?: TasksOptions & { answerWithinMs: number };
+  /** Which era the upstream speaks, and the upstream as a modern client reaches it (HTTP upstreams). */
+  era: UpstreamEra;
+  modern?: ModernHttpUpstream;
+  /** How the proxy names itself to upstreams. */
+  clientInfo: { name: string; version: string };
   /** Handles `subscriptions/listen` (src/fronts/modern/listen.ts). */
   listen?(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<void>;
   log: Logger;
@@ -53,12 +61,16 @@ export class ModernHandler {
   private readonly toolHeaders: ToolHeaders;
   private readonly completion: Completion;
   private readonly tasks: Tasks | undefined;
+  /** In front of a modern upstream. */
+  private readonly passThrough: PassThrough | undefined;
 
   constructor(private readonly opts: ModernHandlerOptions) {
     this.rounds = new InputRounds(opts);
     this.tasks = opts.tasks && new Tasks(opts.tasks);
     this.completion = new Completion(opts.cache);
-    this.toolHeaders = new ToolHeaders({ pool: opts.pool, requestTimeoutMs: opts.requestTimeoutMs, learnt: (result) => opts.filters().learnTools(result) });
+    this.toolHeaders = new ToolHeaders({ lister: (ctx) => this.toolLister(ctx), learnt: (result) => opts.filters().learnTools(result) });
+    const { modern, era, filters, requestTimeoutMs, log } = opts;
+    this.passThrough = modern && new PassThrough({ upstream: modern, server: () => era.server(), filters, toolHeaders: this.toolHeaders, cache: () => this.completion.cache, requestTimeoutMs, log });
   }
 
   /** New cache hints (a config reload). */
@@ -86,6 +98,7 @@ export class ModernHandler {
 
   /** For a retry whose call waits on another reachable replica: that replica (see InputRounds). */
   ownerElsewhere(req: JsonRpcRequest, ctx: ModernContext): Owner | undefined {
+    if (this.opts.era.now === 'modern') return undefined; // nothing waits on a replica: the upstream holds what a retry needs
     return this.rounds.ownerElsewhere(req, ctx) ?? (req.method.startsWith('tasks/') ? this.tasks?.ownerElsewhere(req, ctx) : undefined);
   }
 
@@ -98,6 +111,7 @@ export class ModernHandler {
   /** Serves one request; every outcome, including the proxy's own failures, ends in `reply.answer`. */
   async handle(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<void> {
     try {
+      if (this.passThrough && (this.opts.era.now ?? (await this.opts.era.resolve())) === 'modern') return await this.passThrough.handle(req, ctx, reply);
       if (req.method === 'subscriptions/listen' && this.opts.listen) return await this.opts.listen(req, ctx, reply);
       const result = req.method === 'server/discover' ? await this.discover(ctx) : TASK_METHODS.has(req.method) ? await this.taskRequest(req, ctx) : await this.forward(req, ctx, reply);
       if ('frame' in result) reply.answer(result.frame);
@@ -139,6 +153,22 @@ export class ModernHandler {
     if (room) return { ms: this.opts.tasks!.answerWithinMs, ...room };
     if (support === 'required') throw new ProxyError('TOO_MANY_TASKS', `Tool "${String(req.params?.name)}" runs only as a task, and this client has as many tasks running as it may (modern.tasks.perClient); wait for one to finish or cancel one`);
     return undefined;
+  }
+
+  /** Lists the upstream's tools for ToolHeaders: as a modern client, or on a pooled session. */
+  private async toolLister(ctx: ModernContext): Promise<ToolLister> {
+    const { modern, era, requestTimeoutMs, clientInfo, pool } = this.opts;
+    if (modern && (await era.resolve()) === 'modern') return { page: (cursor) => modernToolsPage(modern, cursor, requestTimeoutMs, clientInfo), release() {} };
+    const principal = ctx.principal ?? '';
+    const lease = await pool.acquire({ principal, client: ctx.client ?? principal, capabilities: {} });
+    return {
+      async page(cursor) {
+        const done = await lease.client.request('tools/list', cursor === undefined ? {} : { cursor }, {}, requestTimeoutMs).outcome;
+        if ('failure' in done) throw done.failure;
+        return done.response.result;
+      },
+      release: () => lease.release(),
+    };
   }
 
   private async discover(ctx: ModernContext): Promise<{ result: McpResult }> {

@@ -58,7 +58,7 @@ export class ModernHttp implements ModernEndpoint {
       },
       answer: (frame, refusal) => {
         answered = true;
-        if (refusal) headers = { 'retry-after': String(refusal.retryAfter) };
+        if (refusal?.retryAfter) headers = { 'retry-after': String(refusal.retryAfter) };
         // A missing capability found during the call is still a rejection of the request (400).
         const error = 'error' in frame.msg ? frame.msg.error : undefined;
         channel.send(serialize(frame), true, refusal?.httpStatus ?? (error?.code === MISSING_CLIENT_CAPABILITY ? 400 : 200));

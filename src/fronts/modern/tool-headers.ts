@@ -7,8 +7,13 @@
 import type { JsonRpcRequest } from '../../jsonrpc/message.js';
 import type { ModernContext } from '../../mcp/eras.js';
 import type { McpResult } from '../../transformers/contract.js';
-import type { UpstreamPool } from '../../upstream/pool.js';
 import { paramHeadersOf } from './headers.js';
+
+/** The upstream's tool list, page by page, on one upstream session held until `release`. */
+export interface ToolLister {
+  page(cursor: string | undefined): Promise<McpResult | undefined>;
+  release(): void;
+}
 
 /** Pages of the upstream's tools/list read for the header check, at most. */
 const MAX_TOOL_PAGES = 50;
@@ -25,7 +30,7 @@ export class ToolHeaders {
   private generation = 0;
 
   /** `learnt`: every page of the proxy's own listing, for what else the tools tell (the filters' output schemas). */
-  constructor(private readonly o: { pool: UpstreamPool; requestTimeoutMs: number; learnt?: (result: McpResult) => void }) {}
+  constructor(private readonly o: { lister(ctx: ModernContext): Promise<ToolLister>; learnt?: (result: McpResult) => void }) {}
 
   /** Mcp-Param-* header → argument for a tools/call (undefined for other requests, or a tool that mirrors nothing). */
   async of(req: JsonRpcRequest, ctx: ModernContext): Promise<Map<string, string> | undefined> {
@@ -70,18 +75,14 @@ export class ToolHeaders {
     }
   }
 
-  /** Every page of the upstream's tools/list (at most MAX_TOOL_PAGES), on a session of the asking principal. */
+  /** Every page of the upstream's tools/list (at most MAX_TOOL_PAGES), as the asking principal sees it. */
   private async listUpstream(ctx: ModernContext): Promise<void> {
-    const principal = ctx.principal ?? '';
-    const lease = await this.o.pool.acquire({ principal, client: ctx.client ?? principal, capabilities: {} });
+    const lister = await this.o.lister(ctx);
     const generation = this.generation;
     try {
       let cursor: unknown;
       for (let page = 0; page < MAX_TOOL_PAGES; page++) {
-        const { outcome } = lease.client.request('tools/list', cursor === undefined ? {} : { cursor }, {}, this.o.requestTimeoutMs);
-        const done = await outcome;
-        if ('failure' in done) throw done.failure;
-        const result = done.response.result;
+        const result = await lister.page(cursor as string | undefined);
         if (!result) break; // no tools to list: nothing is mirrored
         this.learn(result, page === 0);
         this.o.learnt?.(result);
@@ -90,7 +91,7 @@ export class ToolHeaders {
       }
       this.listed = generation === this.generation;
     } finally {
-      lease.release();
+      lister.release();
     }
   }
 }

@@ -1,0 +1,111 @@
+/**
+ * Modern requests in front of a modern upstream: each goes upstream as it came (its `_meta`
+ * envelope kept, so the server sees the client's capabilities, extensions and variant; the
+ * mirrored headers written again from the body), after the request filters; notifications on
+ * its stream are relayed as they come; `input_required` and other non-final answers pass
+ * untouched (the server's `requestState` is its own, and any replica can carry the retry).
+ * Complete results go through the same result filters as everywhere; cache hints are the
+ * server's, lowered where the proxy's configuration says less.
+ */
+import type { Logger } from 'pino';
+import type { FilterChain } from '../../core/filters.js';
+import { ProxyError } from '../../jsonrpc/errors.js';
+import { errorResponse, isObject, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
+import { CACHEABLE_METHODS, META, MODERN_VERSIONS, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/eras.js';
+import { targetOf } from '../../mcp/requests.js';
+import { traceContextOf } from '../../ops/trace-context.js';
+import type { McpResult } from '../../transformers/contract.js';
+import type { UpstreamServer } from '../../upstream/era.js';
+import type { ModernHttpUpstream } from '../../upstream/modern-http.js';
+import type { CacheHint, CacheHints } from './complete.js';
+import type { ModernReply } from './reply.js';
+import type { ToolHeaders } from './tool-headers.js';
+
+/** A subscriptions/listen stream lasts as long as the client holds it (the longest timer Node keeps). */
+const LISTEN_TIMEOUT_MS = 2 ** 31 - 1;
+
+export interface PassThroughOptions {
+  upstream: ModernHttpUpstream;
+  /** The upstream's discover result. */
+  server(): Promise<UpstreamServer>;
+  filters(): FilterChain;
+  toolHeaders: ToolHeaders;
+  /** The proxy's cache hints (`modern.cache`), read per request (a reload replaces them). */
+  cache(): CacheHints;
+  requestTimeoutMs: number;
+  log: Logger;
+}
+
+export class PassThrough {
+  constructor(private readonly o: PassThroughOptions) {}
+
+  /** Serves one request; rejects with a ProxyError when no answer could be had from the upstream. */
+  async handle(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<void> {
+    const negotiation = this.o.filters().forRequest(ctx.clientCapabilities, await this.o.server(), this.o.log);
+    const own = req.method === 'server/discover' || req.method === 'subscriptions/listen';
+    const check = own ? undefined : negotiation.onRequest(req);
+    if (check && 'error' in check) return reply.answer({ msg: errorResponse(req.id, check.error) });
+    const sent = check?.request ?? req;
+    const abort = new AbortController();
+    reply.cancellation.onCancel(() => abort.abort(new ProxyError('CLIENT_GONE', 'The client closed the request')));
+    const { frame, status } = await this.o.upstream.send(sent, {
+      signal: abort.signal,
+      timeoutMs: req.method === 'subscriptions/listen' ? LISTEN_TIMEOUT_MS : this.o.requestTimeoutMs,
+      paramHeaders: await this.o.toolHeaders.of(sent, ctx),
+      onNotification: (n) => reply.notify(n.msg as never),
+    });
+    const msg = frame.msg as JsonRpcResponse;
+    if (msg.error) {
+      const annotated = negotiation.annotateError(msg.error, check?.scope);
+      return reply.answer(annotated ? { msg: errorResponse(req.id, annotated) } : frame, status >= 400 && status < 500 ? { httpStatus: status } : undefined);
+    }
+    const result = msg.result ?? {};
+    // input_required, a task, the end of a listen stream: the server's own, passed as they are.
+    if (result.resultType !== undefined && result.resultType !== 'complete') return reply.answer(frame);
+    if (req.method === 'tools/list') this.o.toolHeaders.learn(result);
+    const name = targetOf(req.params);
+    const wants = !own && negotiation.wantsResult(req.method, name, check?.scope);
+    const hint = this.hint(req.method, result);
+    if (!wants && !hint && req.method !== 'server/discover') return reply.answer(frame);
+    let shaped = result;
+    if (req.method === 'server/discover') shaped = discovered(result, negotiation.discoverExtensions());
+    else if (wants) shaped = (await negotiation.shape(req.method, name, result, check?.scope, traceContextOf(ctx.passMeta)?.traceparent)) ?? result;
+    reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: { ...shaped, resultType: 'complete', ...(isObject(result._meta) ? { _meta: { ...(shaped._meta as object), ...pick(result._meta, META.serverInfo) } } : {}), ...hint } } });
+  }
+
+  /**
+   * The cache hint to write over the server's: where the proxy's configuration names the method,
+   * the smaller time and the narrower scope; where the server gave none, the proxy's default.
+   * Undefined when the server's stands.
+   */
+  private hint(method: string, result: McpResult): CacheHint | undefined {
+    if (!CACHEABLE_METHODS.has(method)) return undefined;
+    const cache = this.o.cache();
+    const ours = Object.hasOwn(cache, method) ? cache[method] : undefined;
+    const theirs = typeof result.ttlMs === 'number' && (result.cacheScope === 'public' || result.cacheScope === 'private') ? { ttlMs: result.ttlMs, cacheScope: result.cacheScope } : undefined;
+    if (!theirs) return ours ?? cache.default;
+    if (!ours) return undefined;
+    const combined: CacheHint = { ttlMs: Math.min(ours.ttlMs, theirs.ttlMs), cacheScope: ours.cacheScope === 'private' || theirs.cacheScope === 'private' ? 'private' : 'public' };
+    return combined.ttlMs === theirs.ttlMs && combined.cacheScope === theirs.cacheScope ? undefined : combined;
+  }
+}
+
+/** The server's discover result as the proxy's: the versions the proxy serves, the filters' extensions added. */
+function discovered(result: McpResult, extensions: Record<string, unknown>): McpResult {
+  const capabilities = isObject(result.capabilities) ? result.capabilities : {};
+  const all = { ...(isObject(capabilities.extensions) ? capabilities.extensions : {}), ...extensions };
+  return { ...result, supportedVersions: SUPPORTED_VERSIONS, capabilities: Object.keys(all).length ? { ...capabilities, extensions: all } : capabilities };
+}
+
+function pick(from: Record<string, unknown>, key: string): Record<string, unknown> {
+  return key in from ? { [key]: from[key] } : {};
+}
+
+/** One page of the upstream's tools, as the proxy lists them itself (ToolHeaders). */
+export async function modernToolsPage(upstream: ModernHttpUpstream, cursor: string | undefined, timeoutMs: number, clientInfo: unknown): Promise<McpResult | undefined> {
+  const _meta = { [META.protocolVersion]: MODERN_VERSIONS[0], [META.clientCapabilities]: {}, [META.clientInfo]: clientInfo };
+  const { frame } = await upstream.send({ jsonrpc: '2.0', id: 'mcp-negotiate-proxy-tools', method: 'tools/list', params: cursor === undefined ? { _meta } : { cursor, _meta } }, { timeoutMs });
+  const msg = frame.msg as JsonRpcResponse;
+  if (msg.error) throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream refused tools/list: ${msg.error.message}`);
+  return msg.result;
+}

@@ -1,0 +1,45 @@
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { ProxyError } from '../jsonrpc/errors.js';
+import { classifyDiscover, UpstreamEra } from './era.js';
+import type { ModernExchange } from './modern-http.js';
+
+const answer = (status: number, msg: Record<string, unknown>): ModernExchange => ({ status, frame: { msg: { jsonrpc: '2.0', id: 1, ...msg } as never } });
+const DISCOVERED = { result: { supportedVersions: ['2026-07-28'], capabilities: { tools: {} }, instructions: 'hi', resultType: 'complete', _meta: { 'io.modelcontextprotocol/serverInfo': { name: 's', version: '1' } } } };
+const log = pino({ level: 'silent' });
+
+describe('the upstream era', () => {
+  it('is modern for a discover result that lists 2026-07-28, legacy for errors and other versions, unknown for error statuses', () => {
+    expect(classifyDiscover(answer(200, DISCOVERED))).toEqual({ era: 'modern', server: { protocolVersion: '2026-07-28', capabilities: { tools: {} }, instructions: 'hi', serverInfo: { name: 's', version: '1' } } });
+    expect(classifyDiscover(answer(400, { error: { code: -32000, message: 'Bad Request: Server not initialized' } }))).toEqual({ era: 'legacy' });
+    expect(classifyDiscover(answer(200, { error: { code: -32601, message: 'Method not found' } }))).toEqual({ era: 'legacy' });
+    expect(classifyDiscover(answer(200, { result: { supportedVersions: ['2099-01-01'] } }))).toEqual({ era: 'legacy' });
+    for (const status of [401, 403, 500, 503]) expect(classifyDiscover(answer(status, { error: { code: -32603, message: 'x' } }))).toBeUndefined();
+  });
+
+  it('asks once, is kept, asks again once forgotten; an unreachable upstream decides nothing and a silent one is legacy', async () => {
+    let asked = 0;
+    let reply: () => Promise<ModernExchange> = async () => answer(200, DISCOVERED);
+    const era = new UpstreamEra('auto', () => (asked++, reply()), log);
+    expect(era.now).toBeUndefined();
+    expect(await Promise.all([era.resolve(), era.resolve()])).toEqual(['modern', 'modern']);
+    expect(asked).toBe(1);
+    expect(era.now).toBe('modern');
+    reply = () => Promise.reject(new ProxyError('UPSTREAM_UNREACHABLE', 'refused'));
+    era.forget('test');
+    expect(await era.resolve()).toBe('legacy');
+    expect(era.now).toBeUndefined();
+    await expect(era.server()).rejects.toThrow(/refused/);
+    reply = () => Promise.reject(new ProxyError('REQUEST_TIMEOUT', 'slow'));
+    expect(await era.resolve()).toBe('legacy');
+    expect(era.now).toBe('legacy');
+  });
+
+  it('takes a configured era without asking, and never asks a stdio upstream', async () => {
+    expect(new UpstreamEra('legacy', async () => answer(200, DISCOVERED), log).now).toBe('legacy');
+    expect(new UpstreamEra('auto', undefined, log).now).toBe('legacy');
+    const modern = new UpstreamEra('modern', async () => answer(400, { error: { code: -32000, message: 'no' } }), log);
+    expect(modern.now).toBe('modern');
+    await expect(modern.server()).rejects.toThrow(/server\/discover/);
+  });
+});
