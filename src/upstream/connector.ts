@@ -99,9 +99,9 @@ export class UpstreamConnector {
   }
 
   /** A legacy client session served by the modern upstream (see ModernBridge). */
-  bridge(events: UpstreamEvents, o: Omit<ModernBridgeOptions, 'upstream' | 'server'>): UpstreamConnection {
+  bridge(events: UpstreamEvents, o: Omit<ModernBridgeOptions, 'upstream' | 'server' | 'followClient'>): UpstreamConnection {
     if (!this.modern) throw new ProxyError('UPSTREAM_PROTOCOL', 'Only a Streamable HTTP upstream can be spoken to in the 2026-07-28 era');
-    return new ModernBridge(this.watched(events), { ...o, upstream: this.modern, server: () => this.era.server() });
+    return new ModernBridge(this.watched(events), { ...o, upstream: this.modern, server: () => this.era.server(), followClient: this.o.getFollowsClient });
   }
 
   /**

@@ -5,7 +5,8 @@
  * carries the session's client capabilities and info (and log level) in its `_meta`, so the
  * negotiated features ride along. An `input_required` answer becomes the legacy server→client
  * requests it asks for (elicitation, sampling, roots) on the same session; their answers go
- * upstream again with the server's `requestState`, untouched.
+ * upstream again with the server's `requestState`, untouched. Resource subscriptions and list
+ * changes come through one `subscriptions/listen` stream (modern-listen.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -15,6 +16,7 @@ import { LEGACY_VERSIONS, META, MODERN_VERSIONS } from '../mcp/eras.js';
 import type { McpResult } from '../transformers/contract.js';
 import type { UpstreamServer } from './era.js';
 import type { ModernHttpUpstream } from './modern-http.js';
+import { UpstreamListen } from './modern-listen.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
 
 export interface ModernBridgeOptions {
@@ -24,6 +26,8 @@ export interface ModernBridgeOptions {
   requestTimeoutMs: number;
   /** How long the client gets to answer one of the server's input requests. */
   inputTimeoutMs: number;
+  /** Listen for list changes only while the client's GET stream is open (replicas take turns); otherwise from `notifications/initialized` on. */
+  followClient: boolean;
   log: Logger;
 }
 
@@ -50,11 +54,14 @@ export class ModernBridge implements UpstreamConnection {
   /** The server's input requests put to the client, by the ids the proxy gave them. */
   private readonly asked = new Map<string, Asked>();
   private closed = false;
+  private readonly listening: UpstreamListen;
 
   constructor(
     private readonly events: UpstreamEvents,
     private readonly o: ModernBridgeOptions,
-  ) {}
+  ) {
+    this.listening = new UpstreamListen(o.upstream, () => this.envelope({}), (msg) => events.onMessage({ msg }), o.log);
+  }
 
   send(frame: Frame): void {
     if (this.closed) return;
@@ -62,7 +69,8 @@ export class ModernBridge implements UpstreamConnection {
     if (isResponse(msg)) return this.answered(msg);
     if (isNotification(msg)) {
       if (msg.method === 'notifications/cancelled') this.calls.get((msg.params as { requestId?: JsonRpcId } | undefined)?.requestId ?? '')?.abort(new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
-      return; // initialized, roots/list_changed: a stateless server has no session to tell
+      if (msg.method === 'notifications/initialized' && !this.o.followClient) this.listening.listChanges(true);
+      return; // roots/list_changed: a stateless server has no session to tell
     }
     const req = msg as JsonRpcRequest;
     if (req.method === 'initialize') return void this.initialize(req);
@@ -72,13 +80,16 @@ export class ModernBridge implements UpstreamConnection {
       return this.reply(req.id, {});
     }
     if (req.method === 'resources/subscribe' || req.method === 'resources/unsubscribe') {
-      return this.error(req.id, { code: -32601, message: `Method not found: ${req.method} (the upstream speaks 2026-07-28, where subscriptions go through subscriptions/listen, which this proxy does not bridge to legacy sessions)` });
+      if (typeof req.params?.uri !== 'string') return this.error(req.id, { code: -32602, message: `Invalid params: ${req.method} needs params.uri` });
+      this.listening.resource(req.params.uri, req.method === 'resources/subscribe');
+      return this.reply(req.id, {});
     }
     void this.call(req);
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    this.listening.close();
     const gone = new ProxyError('UPSTREAM_CLOSED', 'The session has ended');
     for (const call of this.calls.values()) call.abort(gone);
     for (const ask of this.asked.values()) ask.reject(gone);
@@ -90,6 +101,16 @@ export class ModernBridge implements UpstreamConnection {
     return {};
   }
 
+  listen(on: boolean): void {
+    if (this.o.followClient) this.listening.listChanges(on);
+  }
+
+  /** The `_meta` of an upstream request: the request's own, then the session's protocol keys. */
+  private envelope(meta: unknown): Record<string, unknown> {
+    const { capabilities, info, logLevel } = this.client;
+    return { ...(isObject(meta) ? meta : {}), [META.protocolVersion]: MODERN_VERSIONS[0], [META.clientCapabilities]: capabilities, ...(info !== undefined ? { [META.clientInfo]: info } : {}), ...(logLevel ? { [META.logLevel]: logLevel } : {}) };
+  }
+
   /** Answers initialize from the upstream's discover result, in the client's version when it is a legacy one the proxy knows. */
   private async initialize(req: JsonRpcRequest): Promise<void> {
     const params = req.params ?? {};
@@ -98,7 +119,7 @@ export class ModernBridge implements UpstreamConnection {
       const server = await this.o.server();
       const requested = params.protocolVersion;
       const protocolVersion = typeof requested === 'string' && LEGACY_VERSIONS.includes(requested) ? requested : LEGACY_VERSIONS[LEGACY_VERSIONS.length - 1];
-      this.reply(req.id, { ...server, protocolVersion, capabilities: legacyCapabilities(server.capabilities) });
+      this.reply(req.id, { ...server, protocolVersion });
     } catch (err) {
       this.events.onFailure(req.id, asProxyError(err));
     }
@@ -109,7 +130,7 @@ export class ModernBridge implements UpstreamConnection {
     const abort = new AbortController();
     this.calls.set(req.id, abort);
     const { _meta: meta, ...rest } = req.params ?? {};
-    const envelope = { ...(isObject(meta) ? meta : {}), [META.protocolVersion]: MODERN_VERSIONS[0], [META.clientCapabilities]: this.client.capabilities, ...(this.client.info !== undefined ? { [META.clientInfo]: this.client.info } : {}), ...(this.client.logLevel ? { [META.logLevel]: this.client.logLevel } : {}) };
+    const envelope = this.envelope(meta);
     let params: Record<string, unknown> = { ...rest, _meta: envelope };
     try {
       for (let round = 0; ; round++) {
@@ -200,19 +221,6 @@ function legacyResult(result: McpResult): McpResult {
     const { [META.serverInfo]: _info, ...meta } = out._meta;
     if (Object.keys(meta).length) out._meta = meta;
     else delete out._meta;
-  }
-  return out;
-}
-
-/** The upstream's capabilities without what a legacy session cannot get through this bridge (subscriptions, list changes). */
-function legacyCapabilities(capabilities: unknown): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(isObject(capabilities) ? capabilities : {})) {
-    if (!isObject(value)) out[name] = value;
-    else {
-      const { listChanged: _l, subscribe: _s, ...kept } = value;
-      out[name] = kept;
-    }
   }
   return out;
 }

@@ -3,7 +3,10 @@
  * that passes against the fixture served directly passes through the proxy. 2026-07-28: the
  * fixture is legacy-only, so every scored modern scenario passes only through the proxy's
  * dual-era front and input_required bridge; the tasks-* scenarios pass only through the proxy's
- * tasks in front of it. Each with a stdio and a Streamable HTTP upstream.
+ * tasks in front of it. Each with a stdio and a Streamable HTTP upstream. In front of a
+ * 2026-07-28-only server (test/fixtures/modern-conformance-server.ts, HTTP): the scored modern
+ * scenarios pass through the proxy as they pass directly, and the 2025-11-25 scenarios (legacy
+ * clients, bridged) pass as they pass against the legacy fixture.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { listServerScenarios, runConformanceDetailed } from '../conformance/run.js';
@@ -62,6 +65,32 @@ describe('conformance suite through the proxy', () => {
       const failed = TASK_SCENARIOS.filter((s) => detailed.get(s)?.outcome !== 'pass').map((s) => `${s}: ${detailed.get(s)?.problems.join(' | ') ?? 'not run'}`);
       expect(failed).toEqual([]);
     }
+  }, 600_000);
+
+  it('in front of a 2026-07-28-only server: every scored 2026-07-28 scenario passes through the proxy as it passes directly', async () => {
+    const { scored } = await listServerScenarios('2026-07-28');
+    const fixture = await startHttpFixture('modern-conformance-server');
+    const proxy = await startProxy(['--upstream', fixture.url]);
+    const outcomesOf = async (url: string) => {
+      const detailed = await runConformanceDetailed(url, { specVersion: '2026-07-28', timeoutMs: 240_000 });
+      for (const s of scored.filter((s) => detailed.get(s)?.outcome !== 'pass')) {
+        const again = await runConformanceDetailed(url, { scenarios: [s], specVersion: '2026-07-28', timeoutMs: 120_000 }); // wall-clock probes, as above
+        if (again.get(s)) detailed.set(s, again.get(s)!);
+      }
+      return Object.fromEntries(scored.map((s) => [s, detailed.get(s)?.outcome ?? 'not run']));
+    };
+    const direct = await outcomesOf(fixture.url);
+    expect(Object.values(direct).filter((o) => o === 'pass').length).toBe(scored.length);
+    expect(await outcomesOf(proxy.url)).toEqual(direct);
+  }, 600_000);
+
+  it('in front of a 2026-07-28-only server: legacy clients (2025-11-25 scenarios) pass what they pass against the legacy fixture directly', async () => {
+    const legacy = await outcomes((await startHttpFixture('conformance-server')).url);
+    const proxy = await startProxy(['--upstream', (await startHttpFixture('modern-conformance-server')).url]);
+    const passed = Object.keys(legacy).filter((s) => legacy[s] === 'pass').sort();
+    expect(passed.length).toBeGreaterThanOrEqual(30);
+    const got = await outcomes(proxy.url);
+    expect(Object.fromEntries(passed.map((s) => [s, got[s]]))).toEqual(Object.fromEntries(passed.map((s) => [s, 'pass'])));
   }, 600_000);
 });
 

@@ -7,7 +7,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, ResourceUpdatedNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectModern, NEGOTIATION } from '../helpers/modern-clients.js';
 import { PROXY_MAIN, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
@@ -101,6 +101,29 @@ describe('a 2026-07-28-only server behind the proxy', () => {
           const twice = await client.callTool({ name: 'ask_twice', arguments: {} });
           expect(textOf(twice)).toBe('Ada Ada');
           expect(asked).toHaveLength(3);
+        } finally {
+          await close();
+        }
+      }, 30_000);
+
+      it('hears resource updates it subscribed to, and list changes, through the upstream listen stream', async () => {
+        const { client, close } = await legacyClient(front, { proxyUrl: proxy.url, upstreamUrl: upstream.url });
+        try {
+          expect(client.getServerCapabilities()?.resources).toMatchObject({ subscribe: true });
+          const updated = new Promise((resolve) => client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => resolve(n.params.uri)));
+          const changed = new Promise((resolve) => client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve(true)));
+          await client.subscribeResource({ uri: 'test://watched' });
+          // The listen stream opens after the answer: touch until the update comes through.
+          const touching = setInterval(() => void client.callTool({ name: 'touch', arguments: {} }).catch(() => undefined), 200);
+          const listChanging = setInterval(() => void client.callTool({ name: 'change_tools', arguments: {} }).catch(() => undefined), 200);
+          try {
+            expect(await updated).toBe('test://watched');
+            expect(await changed).toBe(true);
+          } finally {
+            clearInterval(touching);
+            clearInterval(listChanging);
+          }
+          await client.unsubscribeResource({ uri: 'test://watched' });
         } finally {
           await close();
         }
