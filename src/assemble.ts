@@ -13,6 +13,8 @@ import { PROXY_VERSION } from './ops/version.js';
 import type { Sealer } from './sealing/sealer.js';
 import type { UpstreamConnector } from './upstream/connector.js';
 import { UpstreamPool } from './upstream/pool.js';
+import { modernToolLister, pooledToolLister, ToolHeaders } from './upstream/tool-headers.js';
+import type { McpResult } from './transformers/contract.js';
 
 /** How the proxy names itself to upstreams. */
 export const CLIENT_INFO = { name: 'mcp-negotiate-proxy', version: PROXY_VERSION };
@@ -51,11 +53,21 @@ export function createPool(config: Config, connector: UpstreamConnector, log: Lo
   });
 }
 
+/** The upstream's tools' Mcp-Param-* headers: listed as a modern client, or on a pooled session of a legacy upstream. */
+export function createToolHeaders(config: Config, connector: UpstreamConnector, pool: UpstreamPool | undefined, learnt: (result: McpResult) => void): ToolHeaders {
+  const timeoutMs = config.timeouts.requestMs;
+  return new ToolHeaders({
+    learnt,
+    lister: async (who) => (!pool || (connector.era.now ?? (await connector.era.resolve())) === 'modern' ? modernToolLister(connector.modern, timeoutMs, CLIENT_INFO) : pooledToolLister(pool, who, timeoutMs)),
+  });
+}
+
 /** The modern-era handler over the pool, with its listen hub. */
 export function createModernHandler(
   config: Config,
   pool: UpstreamPool,
   connector: UpstreamConnector,
+  toolHeaders: ToolHeaders,
   filters: () => FilterChain,
   log: Logger,
   replica: { sealer: Sealer; replicaId: string; replicaUrl: () => string | undefined },
@@ -73,7 +85,7 @@ export function createModernHandler(
     listen: (req, ctx, reply) => hub.listen(req, ctx, reply),
     era: connector.era,
     modern: connector.modern,
-    clientInfo: CLIENT_INFO,
+    toolHeaders,
     log,
   });
   return { handler, hub };

@@ -36,7 +36,7 @@ import type { CompiledRule } from './rules/compile.js';
 import { Sealer } from './sealing/sealer.js';
 import { UpstreamConnector } from './upstream/connector.js';
 import type { UpstreamPool } from './upstream/pool.js';
-import { CLIENT_INFO, createModernHandler, createPool, replicaAddress } from './assemble.js';
+import { CLIENT_INFO, createModernHandler, createPool, createToolHeaders, replicaAddress } from './assemble.js';
 import { SharedUpstreamSessions } from './upstream/shared.js';
 
 export interface GatewayDeps {
@@ -135,9 +135,10 @@ class ProxyGateway implements Gateway {
     const sharing = config.upstream.sessions === 'shared' && spec.kind === 'stdio';
     this.pool = config.modern.enabled || sharing ? createPool(config, connector, log, this.observers) : undefined;
     const shared = this.pool && sharing ? new SharedUpstreamSessions(this.pool, config.timeouts.requestMs) : undefined;
-    this.modern = this.pool && config.modern.enabled ? createModernHandler(config, this.pool, connector, () => this.filters, log.child({ era: 'modern' }), { sealer: this.sealer, replicaId: this.replicaId, replicaUrl: () => this.replica.url }) : undefined;
+    const toolHeaders = createToolHeaders(config, connector, this.pool, (result) => this.filters.learnTools(result));
+    this.modern = this.pool && config.modern.enabled ? createModernHandler(config, this.pool, connector, toolHeaders, () => this.filters, log.child({ era: 'modern' }), { sealer: this.sealer, replicaId: this.replicaId, replicaUrl: () => this.replica.url }) : undefined;
     this.pool?.onUnrelated((n, principal) => {
-      if (n.method === 'notifications/tools/list_changed') this.modern?.handler.toolsChanged();
+      if (n.method === 'notifications/tools/list_changed') toolHeaders.changed();
       this.modern?.hub.publish(n, principal);
       shared?.publish(n, principal);
     });
@@ -149,6 +150,7 @@ class ProxyGateway implements Gateway {
       requestTimeoutMs: config.timeouts.requestMs,
       initializeTimeoutMs: config.timeouts.initializeMs,
       inputTimeoutMs: config.modern.inputTimeoutMs,
+      toolHeaders,
       counters: this.metrics.counters,
       observe: this.observers.upstream,
     });

@@ -39,11 +39,10 @@ export const upstreamSchema = z
       .default(16)
       .describe('Most stdio upstream processes for legacy sessions (one each). An initialize beyond it ends the least recently used idle session (nothing in flight, no open stream; its client gets 404 and starts again) to make room, and gets 503 with Retry-After only when every session is busy. Modern requests use modern.pool.maxSessions more.'),
     headers: headerMap.default({}),
-    era: z.enum(['auto', 'legacy', 'modern']).default('auto').describe('Protocol era of an HTTP upstream: auto asks server/discover at start (2026-07-28 servers answer it; others are initialized as before); legacy or modern skips asking. A stdio upstream is spoken to as legacy. See docs/eras.md.'),
+    era: z.enum(['auto', 'legacy', 'modern']).default('auto').describe('Protocol era of the upstream. auto: an HTTP upstream is asked server/discover first (2026-07-28 servers answer it; others are initialized as before); a stdio upstream is legacy until it refuses initialize as a 2026-07-28 server does. legacy or modern: taken as said. See docs/eras.md.'),
   })
   .strict()
   .refine((u) => !(u.url && u.command), { message: 'set either `url` or `command`, not both' })
-  .refine((u) => u.era !== 'modern' || !!u.url, { message: '`era: modern` needs an HTTP upstream (`url`): a 2026-07-28 stdio upstream is not supported yet' })
   .describe('The server behind the proxy. With neither `url` nor `command`, the built-in demo server runs.');
 
 export const timeoutsSchema = z

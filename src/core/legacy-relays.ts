@@ -2,7 +2,8 @@
  * The upstream side of legacy sessions: each client session's relay, connected to an upstream
  * session of its own (a stdio process, capped by upstream.maxProcesses; or an HTTP session, also
  * one another replica started), or to sessions borrowed from the pool (upstream.sessions:
- * shared), with the filter chain bound to it.
+ * shared), or, in front of a 2026-07-28 upstream, to the bridge that serves it statelessly; with
+ * the filter chain bound to it.
  */
 import type { Logger } from 'pino';
 import { ProxyError } from '../jsonrpc/errors.js';
@@ -11,7 +12,9 @@ import type { UpstreamObserver } from '../upstream/client.js';
 import type { UpstreamConnector } from '../upstream/connector.js';
 import type { SharedUpstreamSessions } from '../upstream/shared.js';
 import { deferredConnection } from '../upstream/deferred.js';
+import { withModernFallback } from '../upstream/era-fallback.js';
 import type { Era } from '../upstream/era.js';
+import type { ToolHeaders } from '../upstream/tool-headers.js';
 import type { ResumedSession, UpstreamConnection, UpstreamEvents } from '../upstream/types.js';
 import type { Requester } from './context.js';
 import type { BoundFilters, FilterChain, FiltersSnapshot } from './filters.js';
@@ -28,6 +31,8 @@ export interface LegacyRelaysOptions {
   initializeTimeoutMs: number;
   /** How long a client gets to answer a modern upstream's input request. */
   inputTimeoutMs: number;
+  /** A modern upstream's tools' Mcp-Param-* headers. */
+  toolHeaders: ToolHeaders;
   counters: Metrics['counters'];
   observe: UpstreamObserver;
 }
@@ -53,8 +58,8 @@ export class LegacyRelays {
 
   /** Why a new session could not have an upstream now (every stdio process allowed is taken), or undefined when it could. */
   full(): ProxyError | undefined {
-    const { connector, shared, maxProcesses: max } = this.o;
-    if (shared || connector.kind !== 'stdio') return undefined;
+    const max = this.o.maxProcesses;
+    if (!this.ownProcesses()) return undefined;
     if (this.processes >= max) return new ProxyError('TOO_MANY_SESSIONS', `All ${max} upstream processes for sessions are in use (upstream.maxProcesses)`);
     // A process being stopped takes up to 2 × timeouts.shutdownGraceMs; churn must not pile them up.
     if (this.exiting >= max) return new ProxyError('TOO_MANY_SESSIONS', `${max} upstream processes for sessions are still exiting (upstream.maxProcesses); try again shortly`);
@@ -63,8 +68,13 @@ export class LegacyRelays {
 
   /** Whether ending one idle session would make room: its process joins those still exiting, which are capped too. */
   evictionHelps(): boolean {
-    const { connector, shared, maxProcesses } = this.o;
-    return shared !== undefined || connector.kind !== 'stdio' || this.exiting + 1 < maxProcesses;
+    return !this.ownProcesses() || this.exiting + 1 < this.o.maxProcesses;
+  }
+
+  /** Whether each session holds a stdio process of its own (isolated sessions of a legacy stdio upstream). */
+  private ownProcesses(): boolean {
+    const { connector, shared } = this.o;
+    return !shared && connector.kind === 'stdio' && connector.era.now !== 'modern';
   }
 
   private relay(sink: ClientSink, log: Logger, who: Requester, filters: BoundFilters, resume?: ResumedSession): RelaySession {
@@ -83,23 +93,37 @@ export class LegacyRelays {
   }
 
   private connect(events: UpstreamEvents, log: Logger, who: Requester, resume?: ResumedSession): UpstreamConnection {
+    const era = this.o.connector.era.now;
+    if (era) return this.connectIn(era, events, log, who, resume);
+    // The upstream's era is still being asked: what the client sends waits for the answer.
+    const known = this.o.connector.era.resolve().then((found) => () => this.connectIn(found, events, log, who, resume));
+    return deferredConnection(known, (err) => events.onClose(err instanceof ProxyError ? err : new ProxyError('UPSTREAM_START_FAILED', String(err))));
+  }
+
+  /** The bridge to a modern upstream, or a session of a legacy one that moves to the bridge if the upstream turns out modern. */
+  private connectIn(era: Era, events: UpstreamEvents, log: Logger, who: Requester, resume?: ResumedSession): UpstreamConnection {
+    const { connector, requestTimeoutMs, inputTimeoutMs, toolHeaders } = this.o;
+    const bridge = (ev: UpstreamEvents) =>
+      connector.bridge(ev, {
+        requestTimeoutMs,
+        inputTimeoutMs,
+        paramHeaders: (req) => toolHeaders.of(req, who),
+        toolsSeen: (result) => (result ? toolHeaders.learn(result) : toolHeaders.changed()),
+        log,
+      });
+    if (era === 'modern') return bridge(events);
+    if (!connector.era.found || resume) return this.legacySession(events, log, who, resume);
+    return withModernFallback(events, (ev) => this.legacySession(ev, log, who), bridge, () => connector.era.refusedLegacy());
+  }
+
+  /** A shared session, or one of its own (an HTTP session, or a stdio process while any is free). */
+  private legacySession(events: UpstreamEvents, log: Logger, who: Requester, resume?: ResumedSession): UpstreamConnection {
     const { connector, shared } = this.o;
     if (shared) return shared.connect(events, log, who);
-    if (connector.kind !== 'stdio') {
-      const era = connector.era.now;
-      if (era) return this.httpSession(era, events, log, resume);
-      // The upstream's era is still being asked: what the client sends waits for the answer.
-      return deferredConnection(connector.era.resolve().then((known) => () => this.httpSession(known, events, log, resume)), (err) => events.onClose(err instanceof ProxyError ? err : new ProxyError('UPSTREAM_START_FAILED', String(err))));
-    }
+    if (connector.kind !== 'stdio') return connector.connect(events, log, resume);
     const full = this.full();
     if (full) throw new ProxyError(full.code, `${full.message}; try again when a session ends`);
     return this.holdProcess(events, log);
-  }
-
-  /** An HTTP upstream session of its own (legacy), or the bridge to a modern upstream. */
-  private httpSession(era: Era, events: UpstreamEvents, log: Logger, resume?: ResumedSession): UpstreamConnection {
-    const { connector, requestTimeoutMs, inputTimeoutMs } = this.o;
-    return era === 'modern' ? connector.bridge(events, { requestTimeoutMs, inputTimeoutMs, log }) : connector.connect(events, log, resume);
   }
 
   /**

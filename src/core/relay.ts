@@ -105,6 +105,7 @@ export class RelaySession {
         if (!this.ended && this.opts.counters) this.opts.counters.upstreamClosed++;
         this.finish(err);
       },
+      onWaiting: (id, waiting) => (waiting ? this.pending.hold(id) : this.pending.resume(id)),
     });
   }
 

@@ -78,6 +78,11 @@ export function eraOf(frames: ReadonlyArray<{ msg: unknown }>, hints: EraHints =
   return frames.length === 1 && msg !== undefined && typeof msg.method === 'string' && msg.method !== 'initialize' && isModernMessage(msg) ? 'modern' : 'legacy';
 }
 
+/** The protocol's own `_meta` keys of a modern request (what the proxy sends when it speaks for a client, or for itself). */
+export function modernEnvelope(capabilities: Record<string, unknown>, clientInfo?: unknown, logLevel?: string): Record<string, unknown> {
+  return { [META.protocolVersion]: MODERN_VERSIONS[0], [META.clientCapabilities]: capabilities, ...(clientInfo !== undefined ? { [META.clientInfo]: clientInfo } : {}), ...(logLevel ? { [META.logLevel]: logLevel } : {}) };
+}
+
 export interface ModernContext {
   protocolVersion: string;
   /** Who sent the request, as the front authenticated it ('' without authentication). */

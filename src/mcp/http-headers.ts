@@ -52,3 +52,15 @@ export function modernRequestHeaders(req: JsonRpcRequest, paramHeaders?: Map<str
   }
   return headers;
 }
+
+/** Header name (lower case) → argument, from a tool's input schema properties marked `x-mcp-header`. */
+export function paramHeadersOf(inputSchema: unknown): Map<string, string> | undefined {
+  const props = (inputSchema as { properties?: Record<string, Record<string, unknown>> } | undefined)?.properties;
+  if (typeof props !== 'object' || props === null) return undefined;
+  let out: Map<string, string> | undefined;
+  for (const [argument, schema] of Object.entries(props)) {
+    const name = schema?.['x-mcp-header'];
+    if (typeof name === 'string' && name) (out ??= new Map()).set(`mcp-param-${name.toLowerCase()}`, argument);
+  }
+  return out;
+}

@@ -14,7 +14,7 @@ const TAG_BYTES = 16;
 /** Tokens travel in headers: anything longer was not written by a sealer. */
 const MAX_TOKEN_CHARS = 8192;
 
-export type SealPurpose = 'session' | 'requestState' | 'task';
+export type SealPurpose = 'session' | 'requestState' | 'task' | 'upstreamState';
 
 interface SealKey {
   id: string;
@@ -35,7 +35,7 @@ function nextIv(): Buffer {
   return ivPool.subarray(ivOffset - IV_BYTES, ivOffset);
 }
 
-const AAD: Record<SealPurpose, Buffer> = { session: Buffer.from('session'), requestState: Buffer.from('requestState'), task: Buffer.from('task') };
+const AAD: Record<SealPurpose, Buffer> = { session: Buffer.from('session'), requestState: Buffer.from('requestState'), task: Buffer.from('task'), upstreamState: Buffer.from('upstreamState') };
 
 export class Sealer {
   private readonly keys: SealKey[];

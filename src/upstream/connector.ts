@@ -13,11 +13,12 @@ import { UpstreamClient } from './client.js';
 import { UpstreamEra, type EraSetting } from './era.js';
 import { HttpUpstream } from './http.js';
 import { ModernBridge, type ModernBridgeOptions } from './modern-bridge.js';
-import { ModernHttpUpstream } from './modern-http.js';
+import { ModernHttpUpstream, type ModernUpstream } from './modern-http.js';
+import { ModernStdioUpstream } from './modern-stdio.js';
 import { createStdioUpstream, killGroup } from './stdio.js';
 import type { ResumedSession, UpstreamConnection, UpstreamEvents, UpstreamSpec } from './types.js';
 import { ProxyError, UNSUPPORTED_PROTOCOL_VERSION } from '../jsonrpc/errors.js';
-import { META, MODERN_VERSIONS } from '../mcp/eras.js';
+import { modernEnvelope } from '../mcp/eras.js';
 
 export interface ConnectorOptions {
   spec: UpstreamSpec;
@@ -45,16 +46,16 @@ export class UpstreamConnector {
   // would cut off long tool calls and quiet GET streams.
   private readonly dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: null, bodyTimeout: 0, headersTimeout: 0 });
 
-  /** The upstream as a modern client speaks to it (HTTP upstreams). */
-  readonly modern: ModernHttpUpstream | undefined;
+  /** The upstream as a modern client speaks to it: one request per POST, or one shared stdio process. */
+  readonly modern: ModernUpstream;
   readonly era: UpstreamEra;
 
   constructor(private readonly o: ConnectorOptions) {
     const spec = o.spec;
-    this.modern = spec.kind === 'http' ? new ModernHttpUpstream(spec, this.dispatcher, o.log.child({ upstreamEra: 'modern' })) : undefined;
-    const modern = this.modern;
-    const discover = modern && (() => modern.send({ jsonrpc: '2.0', id: 'mcp-negotiate-proxy-discover', method: 'server/discover', params: { _meta: { [META.protocolVersion]: MODERN_VERSIONS[0], [META.clientCapabilities]: {}, [META.clientInfo]: o.clientInfo } } }, { timeoutMs: o.discoverTimeoutMs }));
-    this.era = new UpstreamEra(o.era, discover, o.log);
+    const log = o.log.child({ upstreamEra: 'modern' });
+    const modern = (this.modern = this.witnessed(spec.kind === 'http' ? new ModernHttpUpstream(spec, this.dispatcher, log) : new ModernStdioUpstream((events) => this.connect(events, log), log)));
+    const discover = () => modern.send({ jsonrpc: '2.0', id: 'mcp-negotiate-proxy-discover', method: 'server/discover', params: { _meta: modernEnvelope({}, o.clientInfo) } }, { timeoutMs: o.discoverTimeoutMs });
+    this.era = new UpstreamEra(o.era, discover, spec.kind === 'http', o.log);
   }
 
   get kind(): UpstreamSpec['kind'] {
@@ -78,6 +79,22 @@ export class UpstreamConnector {
     return connection;
   }
 
+  /** Modern requests, with what they show noted for readiness: an answer, or an upstream that could not be reached. */
+  private witnessed(upstream: ModernUpstream): ModernUpstream {
+    const { witness } = this.o;
+    return {
+      send: (req, o) =>
+        upstream.send(req, o).then(
+          (answer) => (witness(true), answer),
+          (err: unknown) => {
+            if (err instanceof ProxyError && err.code === 'UPSTREAM_UNREACHABLE') witness(false, err.message);
+            throw err;
+          },
+        ),
+      close: async () => upstream.close?.(),
+    };
+  }
+
   /** `events`, with what they show noted for readiness and the probes. */
   private watched(events: UpstreamEvents, stopping = () => false): UpstreamEvents {
     const { witness } = this.o;
@@ -99,9 +116,8 @@ export class UpstreamConnector {
   }
 
   /** A legacy client session served by the modern upstream (see ModernBridge). */
-  bridge(events: UpstreamEvents, o: Omit<ModernBridgeOptions, 'upstream' | 'server' | 'followClient'>): UpstreamConnection {
-    if (!this.modern) throw new ProxyError('UPSTREAM_PROTOCOL', 'Only a Streamable HTTP upstream can be spoken to in the 2026-07-28 era');
-    return new ModernBridge(this.watched(events), { ...o, upstream: this.modern, server: () => this.era.server(), followClient: this.o.getFollowsClient });
+  bridge(events: UpstreamEvents, o: Omit<ModernBridgeOptions, 'upstream' | 'server'>): UpstreamConnection {
+    return new ModernBridge(events, { ...o, upstream: this.modern, server: () => this.era.server() });
   }
 
   /**
@@ -109,17 +125,19 @@ export class UpstreamConnector {
    * server/discover); rejects with the cause when that fails.
    */
   async probe(timeoutMs: number, log: Logger): Promise<void> {
-    if ((await this.era.resolve()) === 'modern') {
-      await this.era.server(true);
-      return;
-    }
+    const known = this.era.now;
+    if (known === 'modern') return void (await this.era.server(true));
+    // Not known yet: asking is the probe (a modern answer is fresh).
+    if (known === undefined && (await this.era.resolve()) === 'modern') return void (await this.era.server());
     const client = new UpstreamClient((events) => this.connect(events, log), { capabilities: {}, clientInfo: this.o.clientInfo, initializeTimeoutMs: timeoutMs, log });
     try {
       await client.ready;
     } catch (err) {
-      // A server that refuses the legacy handshake for its version may have moved to the modern era.
-      if (err instanceof ProxyError && err.details?.upstreamCode === UNSUPPORTED_PROTOCOL_VERSION) this.era.forget('the upstream refused initialize: unsupported protocol version');
-      throw err;
+      // Only a 2026-07-28 server refuses the legacy handshake for its version: speak to it in that era.
+      if (!(err instanceof ProxyError && err.details?.upstreamCode === UNSUPPORTED_PROTOCOL_VERSION)) throw err;
+      this.era.refusedLegacy();
+      if ((await this.era.resolve()) !== 'modern') throw err;
+      await this.era.server(true);
     } finally {
       await client.close();
     }
@@ -142,6 +160,7 @@ export class UpstreamConnector {
   }
 
   async close(): Promise<void> {
+    await this.modern.close?.();
     await this.dispatcher.close().catch(() => undefined);
   }
 }

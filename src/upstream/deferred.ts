@@ -15,11 +15,11 @@ export function deferredConnection(ready: Promise<() => UpstreamConnection>, fai
       if (closed) return;
       try {
         inner = make();
+        for (const frame of queue.splice(0)) inner.send(frame);
+        if (listening !== undefined) inner.listen?.(listening);
       } catch (err) {
-        return fail(err);
+        fail(err); // no upstream for the session: it ends, and what it waited for is answered
       }
-      for (const frame of queue.splice(0)) inner.send(frame);
-      if (listening !== undefined) inner.listen?.(listening);
     },
     (err) => {
       if (!closed) fail(err);

@@ -14,31 +14,50 @@ describe('the upstream era', () => {
     expect(classifyDiscover(answer(400, { error: { code: -32000, message: 'Bad Request: Server not initialized' } }))).toEqual({ era: 'legacy' });
     expect(classifyDiscover(answer(200, { error: { code: -32601, message: 'Method not found' } }))).toEqual({ era: 'legacy' });
     expect(classifyDiscover(answer(200, { result: { supportedVersions: ['2099-01-01'] } }))).toEqual({ era: 'legacy' });
-    for (const status of [401, 403, 500, 503]) expect(classifyDiscover(answer(status, { error: { code: -32603, message: 'x' } }))).toBeUndefined();
+    for (const status of [401, 403, 408, 429, 500, 503]) expect(classifyDiscover(answer(status, { error: { code: -32603, message: 'x' } }))).toBeUndefined();
   });
 
   it('asks once, is kept, asks again once forgotten; an unreachable upstream decides nothing and a silent one is legacy', async () => {
     let asked = 0;
     let reply: () => Promise<ModernExchange> = async () => answer(200, DISCOVERED);
-    const era = new UpstreamEra('auto', () => (asked++, reply()), log);
+    const era = new UpstreamEra('auto', () => (asked++, reply()), true, log);
     expect(era.now).toBeUndefined();
     expect(await Promise.all([era.resolve(), era.resolve()])).toEqual(['modern', 'modern']);
     expect(asked).toBe(1);
     expect(era.now).toBe('modern');
     reply = () => Promise.reject(new ProxyError('UPSTREAM_UNREACHABLE', 'refused'));
-    era.forget('test');
+    era.refusedLegacy();
     expect(await era.resolve()).toBe('legacy');
     expect(era.now).toBeUndefined();
     await expect(era.server()).rejects.toThrow(/refused/);
-    reply = () => Promise.reject(new ProxyError('REQUEST_TIMEOUT', 'slow'));
+    // Within 30 s of a failed question, new uses do not each ask again.
+    const before = asked;
     expect(await era.resolve()).toBe('legacy');
-    expect(era.now).toBe('legacy');
+    expect(asked).toBe(before);
+    const silent = new UpstreamEra('auto', () => Promise.reject(new ProxyError('REQUEST_TIMEOUT', 'slow')), true, log);
+    expect(await silent.resolve()).toBe('legacy');
+    expect(silent.now).toBe('legacy');
   });
 
-  it('takes a configured era without asking, and never asks a stdio upstream', async () => {
-    expect(new UpstreamEra('legacy', async () => answer(200, DISCOVERED), log).now).toBe('legacy');
-    expect(new UpstreamEra('auto', undefined, log).now).toBe('legacy');
-    const modern = new UpstreamEra('modern', async () => answer(400, { error: { code: -32000, message: 'no' } }), log);
+  it('keeps a known modern upstream modern when a later question times out or gets an error status', async () => {
+    let reply: () => Promise<ModernExchange> = async () => answer(200, DISCOVERED);
+    const era = new UpstreamEra('auto', () => reply(), true, log);
+    expect(await era.resolve()).toBe('modern');
+    reply = () => Promise.reject(new ProxyError('REQUEST_TIMEOUT', 'slow'));
+    await expect(era.server(true)).rejects.toThrow(/slow/);
+    reply = async () => answer(429, { error: { code: -32000, message: 'busy' } });
+    await expect(era.server(true)).rejects.toThrow(/429/);
+    expect(era.now).toBe('modern');
+  });
+
+  it('takes a configured era without asking; a stdio upstream is legacy until it refuses the legacy handshake', async () => {
+    expect(new UpstreamEra('legacy', async () => answer(200, DISCOVERED), true, log).now).toBe('legacy');
+    const stdio = new UpstreamEra('auto', async () => answer(200, DISCOVERED), false, log);
+    expect(stdio.now).toBe('legacy');
+    stdio.refusedLegacy();
+    expect(stdio.now).toBe('modern');
+    expect(await stdio.server()).toMatchObject({ serverInfo: { name: 's' } });
+    const modern = new UpstreamEra('modern', async () => answer(400, { error: { code: -32000, message: 'no' } }), true, log);
     expect(modern.now).toBe('modern');
     await expect(modern.server()).rejects.toThrow(/server\/discover/);
   });

@@ -8,68 +8,69 @@
  * upstream again with the server's `requestState`, untouched. Resource subscriptions and list
  * changes come through one `subscriptions/listen` stream (modern-listen.ts).
  */
-import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ProxyError } from '../jsonrpc/errors.js';
-import { isNotification, isObject, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
-import { LEGACY_VERSIONS, META, MODERN_VERSIONS } from '../mcp/eras.js';
+import { INVALID_PARAMS, isNotification, isObject, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
+import { INPUT_METHODS, LEGACY_VERSIONS, META, modernEnvelope } from '../mcp/eras.js';
+import { ClientQuestions, ClientRefused } from './client-questions.js';
 import type { McpResult } from '../transformers/contract.js';
 import type { UpstreamServer } from './era.js';
-import type { ModernHttpUpstream } from './modern-http.js';
+import type { ModernUpstream } from './modern-http.js';
 import { UpstreamListen } from './modern-listen.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
 
 export interface ModernBridgeOptions {
-  upstream: ModernHttpUpstream;
+  upstream: ModernUpstream;
   /** The upstream's discover result. */
   server(): Promise<UpstreamServer>;
+  /** The Mcp-Param-* headers of a tools/call (header, lower case → argument). */
+  paramHeaders(req: JsonRpcRequest): Promise<Map<string, string> | undefined>;
+  /** A tools/list result passed through, or a tool list change heard: what the tool headers learn. */
+  toolsSeen(result?: McpResult): void;
   requestTimeoutMs: number;
   /** How long the client gets to answer one of the server's input requests. */
   inputTimeoutMs: number;
-  /** Listen for list changes only while the client's GET stream is open (replicas take turns); otherwise from `notifications/initialized` on. */
-  followClient: boolean;
   log: Logger;
 }
 
 /** Input rounds one request may take (a server that keeps asking is cut off). */
 export const MAX_INPUT_ROUNDS = 8;
-/** Input requests one round may put to the client at once. */
-export const MAX_INPUT_REQUESTS = 16;
 /** The pause before a round that asks nothing of the client and only hands back the server's state. */
 const STATE_ONLY_PAUSE_MS = 50;
-const INPUT_REQUESTS = new Set(['elicitation/create', 'sampling/createMessage', 'roots/list']);
 /** What a modern result carries that a legacy client has no use for. */
 const MODERN_ONLY = ['resultType', 'ttlMs', 'cacheScope'];
-
-interface Asked {
-  resolve(result: Record<string, unknown>): void;
-  reject(err: unknown): void;
-}
 
 export class ModernBridge implements UpstreamConnection {
   /** The client's capabilities, info and log level from its initialize: the `_meta` of every upstream request. */
   private client: { capabilities: Record<string, unknown>; info?: unknown; logLevel?: string } = { capabilities: {} };
   /** The client's requests under way upstream, by its ids. */
   private readonly calls = new Map<JsonRpcId, AbortController>();
-  /** The server's input requests put to the client, by the ids the proxy gave them. */
-  private readonly asked = new Map<string, Asked>();
-  private closed = false;
+  private readonly questions: ClientQuestions;
   private readonly listening: UpstreamListen;
+  private closed = false;
 
   constructor(
     private readonly events: UpstreamEvents,
     private readonly o: ModernBridgeOptions,
   ) {
-    this.listening = new UpstreamListen(o.upstream, () => this.envelope({}), (msg) => events.onMessage({ msg }), o.log);
+    this.questions = new ClientQuestions((frame, relatedId) => events.onMessage(frame, relatedId), o.inputTimeoutMs);
+    this.listening = new UpstreamListen(o.upstream, () => this.envelope({}), (msg) => {
+      if (msg.method === 'notifications/tools/list_changed') o.toolsSeen();
+      events.onMessage({ msg });
+    }, o.log);
   }
 
   send(frame: Frame): void {
     if (this.closed) return;
     const msg = frame.msg;
-    if (isResponse(msg)) return this.answered(msg);
+    if (isResponse(msg)) {
+      if (!this.questions.answered(msg)) this.o.log.debug({ id: msg.id }, 'dropped a client response nobody waits for');
+      return;
+    }
     if (isNotification(msg)) {
       if (msg.method === 'notifications/cancelled') this.calls.get((msg.params as { requestId?: JsonRpcId } | undefined)?.requestId ?? '')?.abort(new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
-      if (msg.method === 'notifications/initialized' && !this.o.followClient) this.listening.listChanges(true);
+      // A bridged session never moves to another replica: it listens from its start, as a session that stays does.
+      if (msg.method === 'notifications/initialized') this.listening.listChanges(true);
       return; // roots/list_changed: a stateless server has no session to tell
     }
     const req = msg as JsonRpcRequest;
@@ -79,11 +80,7 @@ export class ModernBridge implements UpstreamConnection {
       this.client.logLevel = typeof req.params?.level === 'string' ? req.params.level : undefined;
       return this.reply(req.id, {});
     }
-    if (req.method === 'resources/subscribe' || req.method === 'resources/unsubscribe') {
-      if (typeof req.params?.uri !== 'string') return this.error(req.id, { code: -32602, message: `Invalid params: ${req.method} needs params.uri` });
-      this.listening.resource(req.params.uri, req.method === 'resources/subscribe');
-      return this.reply(req.id, {});
-    }
+    if (req.method === 'resources/subscribe' || req.method === 'resources/unsubscribe') return this.subscription(req);
     void this.call(req);
   }
 
@@ -92,23 +89,21 @@ export class ModernBridge implements UpstreamConnection {
     this.listening.close();
     const gone = new ProxyError('UPSTREAM_CLOSED', 'The session has ended');
     for (const call of this.calls.values()) call.abort(gone);
-    for (const ask of this.asked.values()) ask.reject(gone);
+    this.questions.close(gone);
     this.calls.clear();
-    this.asked.clear();
   }
 
   session(): { id?: string; protocolVersion?: string } {
     return {};
   }
 
-  listen(on: boolean): void {
-    if (this.o.followClient) this.listening.listChanges(on);
-  }
-
-  /** The `_meta` of an upstream request: the request's own, then the session's protocol keys. */
+  /**
+   * The `_meta` of an upstream request: the request's own, then the session's protocol keys. A
+   * legacy server sends log messages until the client sets a level, so a modern one is asked for all of them until then.
+   */
   private envelope(meta: unknown): Record<string, unknown> {
     const { capabilities, info, logLevel } = this.client;
-    return { ...(isObject(meta) ? meta : {}), [META.protocolVersion]: MODERN_VERSIONS[0], [META.clientCapabilities]: capabilities, ...(info !== undefined ? { [META.clientInfo]: info } : {}), ...(logLevel ? { [META.logLevel]: logLevel } : {}) };
+    return { ...(isObject(meta) ? meta : {}), ...modernEnvelope(capabilities, info, logLevel ?? 'debug') };
   }
 
   /** Answers initialize from the upstream's discover result, in the client's version when it is a legacy one the proxy knows. */
@@ -125,6 +120,14 @@ export class ModernBridge implements UpstreamConnection {
     }
   }
 
+  private subscription(req: JsonRpcRequest): void {
+    const uri = req.params?.uri;
+    if (typeof uri !== 'string') return this.error(req.id, { code: INVALID_PARAMS, message: `Invalid params: ${req.method} needs params.uri` });
+    const refused = this.listening.resource(uri, req.method === 'resources/subscribe');
+    if (refused) return this.error(req.id, { code: INVALID_PARAMS, message: refused });
+    this.reply(req.id, {});
+  }
+
   /** One client request: sent upstream, its input rounds put to the client, its answer relayed. */
   private async call(req: JsonRpcRequest): Promise<void> {
     const abort = new AbortController();
@@ -133,16 +136,21 @@ export class ModernBridge implements UpstreamConnection {
     const envelope = this.envelope(meta);
     let params: Record<string, unknown> = { ...rest, _meta: envelope };
     try {
+      const paramHeaders = await this.o.paramHeaders(req);
       for (let round = 0; ; round++) {
         const id = round === 0 ? req.id : `${String(req.id)}#${round}`;
-        const { frame } = await this.o.upstream.send({ jsonrpc: '2.0', id, method: req.method, params }, { signal: abort.signal, timeoutMs: this.o.requestTimeoutMs, onNotification: (n) => this.events.onMessage(n, req.id) });
+        const sent = { jsonrpc: '2.0' as const, id, method: req.method, params };
+        const { frame } = await this.o.upstream.send(sent, { signal: abort.signal, timeoutMs: this.o.requestTimeoutMs, paramHeaders, onNotification: (n) => this.events.onMessage(n, req.id) });
         const msg = frame.msg as JsonRpcResponse;
         if (msg.error) return this.error(req.id, msg.error);
         const result = msg.result ?? {};
-        if (result.resultType !== 'input_required') return this.reply(req.id, legacyResult(result));
+        if (result.resultType === undefined || result.resultType === 'complete') {
+          if (req.method === 'tools/list') this.o.toolsSeen(result);
+          return this.reply(req.id, legacyResult(result));
+        }
+        if (result.resultType !== 'input_required' || !INPUT_METHODS.has(req.method)) throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream answered ${req.method} with resultType "${String(result.resultType)}", which a legacy client cannot take`);
         if (round + 1 >= MAX_INPUT_ROUNDS) throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream asked for input more than ${MAX_INPUT_ROUNDS} times for one request`);
         const inputResponses = await this.inputFor(result.inputRequests, req.id, abort.signal);
-        if (!inputResponses) await pause(STATE_ONLY_PAUSE_MS, abort.signal);
         params = { ...rest, _meta: envelope, ...(inputResponses ? { inputResponses } : {}), ...(result.requestState !== undefined ? { requestState: result.requestState } : {}) };
       }
     } catch (err) {
@@ -150,47 +158,22 @@ export class ModernBridge implements UpstreamConnection {
       if (err instanceof ClientRefused) return this.error(req.id, err.error);
       this.events.onFailure(req.id, asProxyError(err));
     } finally {
-      this.calls.delete(req.id);
+      if (this.calls.get(req.id) === abort) this.calls.delete(req.id); // a new request may reuse a cancelled one's id
     }
   }
 
-  /** Puts every input request of a round to the client at once; their answers by key (undefined when the round asks nothing). */
+  /** A round's answers (undefined when it asks nothing, after a short pause); the call's time limit stops meanwhile. */
   private async inputFor(requests: unknown, relatedId: JsonRpcId, signal: AbortSignal): Promise<Record<string, unknown> | undefined> {
-    if (!isObject(requests) || Object.keys(requests).length === 0) return undefined;
-    if (Object.keys(requests).length > MAX_INPUT_REQUESTS) throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream asked for more than ${MAX_INPUT_REQUESTS} inputs in one round`);
-    const entries = Object.entries(requests).map(([key, entry]) => {
-      if (!isObject(entry) || typeof entry.method !== 'string' || !INPUT_REQUESTS.has(entry.method)) throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream asked for input "${key}" with a request a client cannot be asked`);
-      return [key, entry.method, isObject(entry.params) ? entry.params : {}] as const;
-    });
-    const answers = await Promise.all(entries.map(([key, method, params]) => this.ask(method, withElicitationId(method, params), relatedId, signal).then((result) => [key, result] as const)));
-    return Object.fromEntries(answers);
-  }
-
-  /** One server→client request on the session, on the stream of the request it belongs to. */
-  private ask(method: string, params: Record<string, unknown>, relatedId: JsonRpcId, signal: AbortSignal): Promise<Record<string, unknown>> {
-    const id = `mcp-negotiate-proxy-input-${randomUUID()}`;
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => done(new ProxyError('INPUT_TIMEOUT', `The client did not answer ${method} within ${this.o.inputTimeoutMs} ms`)), this.o.inputTimeoutMs);
-      const onAbort = () => done(signal.reason);
-      const done = (err?: unknown, result?: Record<string, unknown>) => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
-        this.asked.delete(id);
-        if (err !== undefined) reject(err);
-        else resolve(result ?? {});
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.asked.set(id, { resolve: (result) => done(undefined, result), reject: done });
-      this.events.onMessage({ msg: { jsonrpc: '2.0', id, method, params } }, relatedId);
-    });
-  }
-
-  /** The client's answer to one of the server's input requests. */
-  private answered(msg: JsonRpcResponse): void {
-    const ask = typeof msg.id === 'string' ? this.asked.get(msg.id) : undefined;
-    if (!ask) return this.o.log.debug({ id: msg.id }, 'dropped a client response nobody waits for');
-    if (msg.error) ask.reject(new ClientRefused({ code: msg.error.code, message: `The client refused the server's input request: ${msg.error.message}` }));
-    else ask.resolve(msg.result ?? {});
+    if (!isObject(requests) || Object.keys(requests).length === 0) {
+      await pause(STATE_ONLY_PAUSE_MS, signal);
+      return undefined;
+    }
+    this.events.onWaiting?.(relatedId, true);
+    try {
+      return await this.questions.round(requests, this.client.capabilities, relatedId, signal);
+    } finally {
+      this.events.onWaiting?.(relatedId, false);
+    }
   }
 
   private reply(id: JsonRpcId, result: McpResult): void {
@@ -199,13 +182,6 @@ export class ModernBridge implements UpstreamConnection {
 
   private error(id: JsonRpcId, error: JsonRpcErrorObject): void {
     this.events.onMessage({ msg: { jsonrpc: '2.0', id, error } }, id);
-  }
-}
-
-/** The client answered an input request with an error: the request it belongs to gets that error. */
-class ClientRefused extends Error {
-  constructor(readonly error: JsonRpcErrorObject) {
-    super(error.message);
   }
 }
 
@@ -223,11 +199,6 @@ function legacyResult(result: McpResult): McpResult {
     else delete out._meta;
   }
   return out;
-}
-
-/** A legacy URL-mode elicitation needs an id of its own; the modern one has none. */
-function withElicitationId(method: string, params: Record<string, unknown>): Record<string, unknown> {
-  return method === 'elicitation/create' && params.mode === 'url' && params.elicitationId === undefined ? { ...params, elicitationId: randomUUID() } : params;
 }
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {

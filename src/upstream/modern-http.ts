@@ -14,6 +14,8 @@ import { readEvents } from './http-streams.js';
 import type { HttpUpstreamSpec } from './types.js';
 
 const ACCEPT = 'application/json, text/event-stream';
+/** The time limit of a request that lasts as long as it is wanted (a listen stream): the longest timer Node keeps. */
+export const NO_TIMEOUT_MS = 2 ** 31 - 1;
 
 export interface ModernExchange {
   /** The response, with the upstream's bytes. */
@@ -25,6 +27,7 @@ export interface ModernExchange {
 export interface ModernSendOptions {
   /** Aborts the request (the client left, or cancelled): the POST is closed, which cancels it upstream. */
   signal?: AbortSignal;
+  /** No answer within this time (progress restarts it) → REQUEST_TIMEOUT, and the request is cancelled upstream. */
   timeoutMs: number;
   /** The tool's Mcp-Param-* headers (header, lower case → argument), for a tools/call. */
   paramHeaders?: Map<string, string>;
@@ -32,14 +35,21 @@ export interface ModernSendOptions {
   onNotification?(frame: Frame): void;
 }
 
-export class ModernHttpUpstream {
+/** Where modern requests go: a Streamable HTTP endpoint, or a stdio process (modern-stdio.ts). */
+export interface ModernUpstream {
+  /** Sends one request and resolves with its answer; rejects with a ProxyError when none can be had (or with the abort when `signal` ends it). */
+  send(req: JsonRpcRequest, o: ModernSendOptions): Promise<ModernExchange>;
+  /** Lets go of what it holds (a process). */
+  close?(): Promise<void>;
+}
+
+export class ModernHttpUpstream implements ModernUpstream {
   constructor(
     private readonly spec: HttpUpstreamSpec,
     private readonly dispatcher: Dispatcher,
     private readonly log: Logger,
   ) {}
 
-  /** Sends one request and resolves with its answer; rejects with a ProxyError when none can be had (or with the abort when `signal` ends it). */
   async send(req: JsonRpcRequest, o: ModernSendOptions): Promise<ModernExchange> {
     let body: string;
     try {
@@ -61,7 +71,7 @@ export class ModernHttpUpstream {
       });
       responded = true;
       const type = String(res.headers['content-type'] ?? '');
-      const frame = type.startsWith('text/event-stream') ? await this.readStream(res.body, req, o, done) : type.startsWith('application/json') ? answerIn(Buffer.from(await res.body.arrayBuffer()), req) : undefined;
+      const frame = type.startsWith('text/event-stream') ? await this.readStream(res.body, req, o, done, () => timer.refresh()) : type.startsWith('application/json') ? answerIn(Buffer.from(await res.body.arrayBuffer()), req) : undefined;
       if (!type.startsWith('text/event-stream') && !type.startsWith('application/json')) await res.body.dump();
       if (frame) return { frame, status: res.statusCode };
       throw new ProxyError('UPSTREAM_PROTOCOL', res.statusCode >= 400 ? `The upstream answered HTTP ${res.statusCode}` : 'The upstream ended the response without answering', { status: res.statusCode });
@@ -77,8 +87,8 @@ export class ModernHttpUpstream {
     }
   }
 
-  /** Reads the request's stream until its answer (then lets go of the stream); notifications go to `onNotification` meanwhile. */
-  private async readStream(body: AsyncIterable<Buffer>, req: JsonRpcRequest, o: ModernSendOptions, done: AbortController): Promise<Frame | undefined> {
+  /** Reads the request's stream until its answer (then lets go of the stream); notifications go to `onNotification` meanwhile, and progress restarts the time limit. */
+  private async readStream(body: AsyncIterable<Buffer>, req: JsonRpcRequest, o: ModernSendOptions, done: AbortController, progressed: () => void): Promise<Frame | undefined> {
     let answer: Frame | undefined;
     const stop = new Error('answered');
     try {
@@ -91,7 +101,9 @@ export class ModernHttpUpstream {
           answer = msg.id === null ? { msg: { ...msg, id: req.id } } : parsed.frames[0];
           throw stop;
         }
-        if (isNotification(msg)) o.onNotification?.(parsed.frames[0]);
+        if (!isNotification(msg)) return;
+        if (msg.method === 'notifications/progress') progressed();
+        o.onNotification?.(parsed.frames[0]);
       });
     } catch (err) {
       if (err !== stop) throw err;

@@ -3,18 +3,18 @@
  * `subscriptions/listen` stream, asking for the resources the client subscribed to and, while it
  * listens, for list changes. The stream is opened again whenever that changes (and, after a
  * pause that grows, when it ends or breaks while still wanted); its notifications reach the
- * client without the stream's subscriptionId.
+ * client without the stream's subscriptionId. What changes while the stream opens again is not heard.
  */
 import type { Logger } from 'pino';
 import { ProxyError } from '../jsonrpc/errors.js';
 import { isObject, type JsonRpcNotification } from '../jsonrpc/message.js';
 import { META } from '../mcp/eras.js';
-import type { ModernHttpUpstream } from './modern-http.js';
+import { NO_TIMEOUT_MS, type ModernUpstream } from './modern-http.js';
 
-/** A listen stream lasts as long as it is wanted (the longest timer Node keeps). */
-const FOREVER_MS = 2 ** 31 - 1;
 const RETRY_MS = 1_000;
 const MAX_RETRY_MS = 30_000;
+/** Resources one session may subscribe to (each change opens the stream again with the whole list). */
+export const MAX_SUBSCRIPTIONS = 100;
 
 export class UpstreamListen {
   private readonly uris = new Set<string>();
@@ -23,11 +23,14 @@ export class UpstreamListen {
   private retryMs = RETRY_MS;
   private retry: NodeJS.Timeout | undefined;
   private opened = 0;
+  private openedAt = 0;
+  /** An opening is due (changes made together open the stream once). */
+  private due = false;
   private closed = false;
 
   /** `envelope`: the `_meta` of the session's requests, as it is now. */
   constructor(
-    private readonly upstream: ModernHttpUpstream,
+    private readonly upstream: ModernUpstream,
     private readonly envelope: () => Record<string, unknown>,
     private readonly deliver: (n: JsonRpcNotification) => void,
     private readonly log: Logger,
@@ -37,15 +40,27 @@ export class UpstreamListen {
   listChanges(on: boolean): void {
     if (this.lists === on) return;
     this.lists = on;
-    this.open();
+    this.reopen();
   }
 
-  /** Subscribe to `uri` (true) or unsubscribe. */
-  resource(uri: string, on: boolean): void {
-    if (on === this.uris.has(uri)) return;
+  /** Subscribe to `uri` (true) or unsubscribe; why not, when the session has as many subscriptions as it may. */
+  resource(uri: string, on: boolean): string | undefined {
+    if (on === this.uris.has(uri)) return undefined;
+    if (on && this.uris.size >= MAX_SUBSCRIPTIONS) return `A session may subscribe to at most ${MAX_SUBSCRIPTIONS} resources; unsubscribe from some first`;
     if (on) this.uris.add(uri);
     else this.uris.delete(uri);
-    this.open();
+    this.reopen();
+    return undefined;
+  }
+
+  /** Opens the stream again once the changes made in this turn are all in. */
+  private reopen(): void {
+    if (this.due) return;
+    this.due = true;
+    queueMicrotask(() => {
+      this.due = false;
+      this.open();
+    });
   }
 
   close(): void {
@@ -66,8 +81,9 @@ export class UpstreamListen {
     const stream = (this.stream = new AbortController());
     const notifications = { ...(this.lists ? { toolsListChanged: true, promptsListChanged: true, resourcesListChanged: true } : {}), ...(this.uris.size ? { resourceSubscriptions: [...this.uris] } : {}) };
     const id = `mcp-negotiate-proxy-listen-${++this.opened}`;
+    this.openedAt = Date.now();
     this.upstream
-      .send({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { notifications, _meta: this.envelope() } }, { signal: stream.signal, timeoutMs: FOREVER_MS, onNotification: (frame) => this.heard(frame.msg as JsonRpcNotification) })
+      .send({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { notifications, _meta: this.envelope() } }, { signal: stream.signal, timeoutMs: NO_TIMEOUT_MS, onNotification: (frame) => this.heard(frame.msg as JsonRpcNotification) })
       .then(
         () => this.ended(stream, 'the upstream ended it'),
         (err: Error) => this.ended(stream, err.message),
@@ -75,10 +91,7 @@ export class UpstreamListen {
   }
 
   private heard(n: JsonRpcNotification): void {
-    if (n.method === 'notifications/subscriptions/acknowledged') {
-      this.retryMs = RETRY_MS; // it works again
-      return;
-    }
+    if (n.method === 'notifications/subscriptions/acknowledged') return;
     const meta = n.params?._meta;
     if (!isObject(meta) || !(META.subscriptionId in meta)) return this.deliver(n);
     const { [META.subscriptionId]: _id, ...rest } = meta;
@@ -86,10 +99,11 @@ export class UpstreamListen {
     this.deliver({ ...n, params: Object.keys(rest).length ? { ...params, _meta: rest } : params });
   }
 
-  /** A stream that ended while still wanted is opened again after a pause (1 s, doubling up to 30 s). */
+  /** A stream that ended while still wanted is opened again after a pause (1 s, doubling up to 30 s; back to 1 s after a stream that lasted). */
   private ended(stream: AbortController, why: string): void {
     if (this.stream !== stream || stream.signal.aborted) return;
     this.stream = undefined;
+    if (Date.now() - this.openedAt > MAX_RETRY_MS) this.retryMs = RETRY_MS;
     this.log.debug({ why, retryMs: this.retryMs }, 'upstream listen stream ended; opening it again');
     this.retry = setTimeout(() => this.open(), this.retryMs);
     this.retryMs = Math.min(this.retryMs * 2, MAX_RETRY_MS);

@@ -19,6 +19,11 @@ export interface UpstreamEvents {
   onFailure(id: JsonRpcId, err: ProxyError): void;
   /** The upstream session is gone for good (exit, crash, expiry); called at most once. */
   onClose(err: ProxyError): void;
+  /**
+   * Request `id` waits for the client (true: its time limit stops; false: it starts again), while
+   * the connection puts the upstream's questions to the client itself (a modern upstream's input rounds).
+   */
+  onWaiting?(id: JsonRpcId, waiting: boolean): void;
 }
 
 export interface UpstreamConnection {

@@ -4,7 +4,7 @@
  * fixture is legacy-only, so every scored modern scenario passes only through the proxy's
  * dual-era front and input_required bridge; the tasks-* scenarios pass only through the proxy's
  * tasks in front of it. Each with a stdio and a Streamable HTTP upstream. In front of a
- * 2026-07-28-only server (test/fixtures/modern-conformance-server.ts, HTTP): the scored modern
+ * 2026-07-28-only server (test/fixtures/modern-conformance-server.ts, stdio and HTTP): the scored modern
  * scenarios pass through the proxy as they pass directly, and the 2025-11-25 scenarios (legacy
  * clients, bridged) pass as they pass against the legacy fixture.
  */
@@ -67,10 +67,9 @@ describe('conformance suite through the proxy', () => {
     }
   }, 600_000);
 
-  it('in front of a 2026-07-28-only server: every scored 2026-07-28 scenario passes through the proxy as it passes directly', async () => {
+  it('in front of a 2026-07-28-only server: every scored 2026-07-28 scenario passes through the proxy as it passes directly, for stdio and HTTP upstreams', async () => {
     const { scored } = await listServerScenarios('2026-07-28');
     const fixture = await startHttpFixture('modern-conformance-server');
-    const proxy = await startProxy(['--upstream', fixture.url]);
     const outcomesOf = async (url: string) => {
       const detailed = await runConformanceDetailed(url, { specVersion: '2026-07-28', timeoutMs: 240_000 });
       for (const s of scored.filter((s) => detailed.get(s)?.outcome !== 'pass')) {
@@ -81,16 +80,20 @@ describe('conformance suite through the proxy', () => {
     };
     const direct = await outcomesOf(fixture.url);
     expect(Object.values(direct).filter((o) => o === 'pass').length).toBe(scored.length);
-    expect(await outcomesOf(proxy.url)).toEqual(direct);
+    for (const upstream of [fixture.url, commandLine(fixtureArgv('modern-conformance-server'))]) {
+      const proxy = await startProxy(['--upstream', upstream]);
+      expect(await outcomesOf(proxy.url)).toEqual(direct);
+    }
   }, 600_000);
 
-  it('in front of a 2026-07-28-only server: legacy clients (2025-11-25 scenarios) pass what they pass against the legacy fixture directly', async () => {
+  it('in front of a 2026-07-28-only server: legacy clients (2025-11-25 scenarios) pass what they pass against the legacy fixture directly, for stdio and HTTP upstreams', async () => {
     const legacy = await outcomes((await startHttpFixture('conformance-server')).url);
-    const proxy = await startProxy(['--upstream', (await startHttpFixture('modern-conformance-server')).url]);
     const passed = Object.keys(legacy).filter((s) => legacy[s] === 'pass').sort();
     expect(passed.length).toBeGreaterThanOrEqual(30);
-    const got = await outcomes(proxy.url);
-    expect(Object.fromEntries(passed.map((s) => [s, got[s]]))).toEqual(Object.fromEntries(passed.map((s) => [s, 'pass'])));
+    for (const upstream of [(await startHttpFixture('modern-conformance-server')).url, commandLine(fixtureArgv('modern-conformance-server'))]) {
+      const got = await outcomes((await startProxy(['--upstream', upstream])).url);
+      expect(Object.fromEntries(passed.map((s) => [s, got[s]]))).toEqual(Object.fromEntries(passed.map((s) => [s, 'pass'])));
+    }
   }, 600_000);
 });
 

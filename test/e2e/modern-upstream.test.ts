@@ -1,8 +1,8 @@
 /**
  * A 2026-07-28-only server behind the proxy (the v2 SDK with `legacy: 'reject'`,
  * test/fixtures/modern-server.ts): the proxy finds its era, is ready, and serves legacy (v1 SDK)
- * and modern (v2 SDK) clients in front of it, with negotiation, input rounds both ways and
- * cancellation.
+ * and modern (v2 SDK) clients in front of it, over HTTP and stdio: negotiation, input rounds
+ * both ways, sealed requestState, progress, rejections and listen streams.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -10,13 +10,13 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ElicitRequestSchema, ResourceUpdatedNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectModern, NEGOTIATION } from '../helpers/modern-clients.js';
-import { PROXY_MAIN, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { commandLine, eventually, fixtureArgv, PROXY_MAIN, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
 import { modern, rawPost, sseMessages } from '../helpers/raw.js';
 
 type Front = 'http' | 'stdio';
 
 /** A v1 client through the proxy; `features`: content-negotiation tags; `elicit`: answers elicitation with this name. */
-async function legacyClient(front: Front, target: { proxyUrl?: string; upstreamUrl: string }, o: { features?: string[]; elicit?: string } = {}): Promise<{ client: Client; asked: unknown[]; close(): Promise<void> }> {
+async function legacyClient(front: Front, target: { proxyUrl: string; upstreamArg: string }, o: { features?: string[]; elicit?: string } = {}): Promise<{ client: Client; asked: unknown[]; close(): Promise<void> }> {
   const capabilities: Record<string, unknown> = {};
   if (o.elicit !== undefined) capabilities.elicitation = { form: {} };
   if (o.features) capabilities.extensions = { [NEGOTIATION]: { version: '1.0', features: o.features } };
@@ -30,20 +30,23 @@ async function legacyClient(front: Front, target: { proxyUrl?: string; upstreamU
   }
   const transport = front === 'http'
     ? new StreamableHTTPClientTransport(new URL(target.proxyUrl!))
-    : new StdioClientTransport({ command: process.execPath, args: [PROXY_MAIN, '--stdio', '--upstream', target.upstreamUrl, '--log-level', 'warn'], env: { ...process.env } as Record<string, string>, stderr: 'pipe' });
+    : new StdioClientTransport({ command: process.execPath, args: [PROXY_MAIN, '--stdio', '--upstream', target.upstreamArg, '--log-level', 'warn'], env: { ...process.env } as Record<string, string>, stderr: 'pipe' });
   await client.connect(transport);
   return { client, asked, close: () => client.close() };
 }
 
 const textOf = (result: any): string => result.content.map((c: { text?: string }) => c.text ?? '').join('');
 
-describe('a 2026-07-28-only server behind the proxy', () => {
-  let upstream: Running;
+for (const kind of ['http', 'stdio'] as const) describe(`a 2026-07-28-only server behind the proxy (${kind} upstream)`, () => {
+  let upstream: Running | undefined;
   let proxy: Running;
+  let target: { proxyUrl: string; upstreamArg: string };
 
   beforeAll(async () => {
-    upstream = await startHttpFixture('modern-server');
-    proxy = await startProxy(['--upstream', upstream.url]);
+    if (kind === 'http') upstream = await startHttpFixture('modern-server');
+    const upstreamArg = upstream?.url ?? commandLine(fixtureArgv('modern-server'));
+    proxy = await startProxy(['--upstream', upstreamArg]);
+    target = { proxyUrl: proxy.url, upstreamArg };
   }, 60_000);
 
   afterAll(async () => {
@@ -52,20 +55,20 @@ describe('a 2026-07-28-only server behind the proxy', () => {
     await stopAll();
   });
 
-  it('refuses legacy initialize directly, and the proxy is ready in front of it, naming the era', async () => {
-    const direct = await rawPost(upstream.url, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }, { accept: 'application/json, text/event-stream' });
-    expect(direct.status).toBe(400);
-    expect(direct.messages[0].error.code).toBe(-32022);
-    const ready = await fetch(new URL('/readyz', proxy.url));
-    expect(ready.status).toBe(200);
-    const health = await (await fetch(new URL('/healthz', proxy.url))).json();
-    expect(JSON.stringify(health)).toContain('"era":"modern"');
-  });
+  it('is ready in front of it, naming the era (an HTTP upstream is asked server/discover; a stdio one is found when it refuses initialize)', async () => {
+    if (upstream) {
+      const direct = await rawPost(upstream.url, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }, { accept: 'application/json, text/event-stream' });
+      expect(direct.status).toBe(400);
+      expect(direct.messages[0].error.code).toBe(-32022);
+    }
+    await eventually(async () => JSON.stringify(await (await fetch(new URL('/healthz', proxy.url))).json()).includes('"era":"modern"'), 20_000, 'era modern in /healthz');
+    expect((await fetch(new URL('/readyz', proxy.url))).status).toBe(200);
+  }, 30_000);
 
   for (const front of ['http', 'stdio'] as const) {
     describe(`a v1 client (${front} front)`, () => {
       it('lists and calls tools; the result carries nothing of the modern era', async () => {
-        const { client, close } = await legacyClient(front, { proxyUrl: proxy.url, upstreamUrl: upstream.url });
+        const { client, close } = await legacyClient(front, target);
         try {
           expect(client.getServerVersion()).toMatchObject({ name: 'modern-fixture' });
           expect(client.getInstructions()).toBe('A 2026-07-28-only fixture.');
@@ -82,7 +85,7 @@ describe('a 2026-07-28-only server behind the proxy', () => {
       }, 30_000);
 
       it('with format=json gets structuredContent from a JSON-text result', async () => {
-        const { client, close } = await legacyClient(front, { proxyUrl: proxy.url, upstreamUrl: upstream.url }, { features: ['agent', 'format=json'] });
+        const { client, close } = await legacyClient(front, target, { features: ['agent', 'format=json'] });
         try {
           const result = await client.callTool({ name: 'weather_json', arguments: { city: 'Oslo' } });
           expect(result.structuredContent).toMatchObject({ city: 'Oslo', temperature_c: 8 });
@@ -92,7 +95,7 @@ describe('a 2026-07-28-only server behind the proxy', () => {
       }, 30_000);
 
       it("answers the server's input_required rounds as elicitation/create, the second with the server's requestState", async () => {
-        const { client, asked, close } = await legacyClient(front, { proxyUrl: proxy.url, upstreamUrl: upstream.url }, { elicit: 'Ada' });
+        const { client, asked, close } = await legacyClient(front, target, { elicit: 'Ada' });
         try {
           const hello = await client.callTool({ name: 'ask_name', arguments: {} });
           expect(textOf(hello)).toBe('Hello, Ada!');
@@ -106,8 +109,9 @@ describe('a 2026-07-28-only server behind the proxy', () => {
         }
       }, 30_000);
 
-      it('hears resource updates it subscribed to, and list changes, through the upstream listen stream', async () => {
-        const { client, close } = await legacyClient(front, { proxyUrl: proxy.url, upstreamUrl: upstream.url });
+      // The v2 SDK's stdio server announces no changes (it has no event bus).
+      it.runIf(kind === 'http')('hears resource updates it subscribed to, and list changes, through the upstream listen stream', async () => {
+        const { client, close } = await legacyClient(front, target);
         try {
           expect(client.getServerCapabilities()?.resources).toMatchObject({ subscribe: true });
           const updated = new Promise((resolve) => client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => resolve(n.params.uri)));
@@ -130,7 +134,7 @@ describe('a 2026-07-28-only server behind the proxy', () => {
       }, 30_000);
 
       it("without elicitation gets the server's refusal as an error", async () => {
-        const { client, close } = await legacyClient(front, { proxyUrl: proxy.url, upstreamUrl: upstream.url });
+        const { client, close } = await legacyClient(front, target);
         try {
           await expect(client.callTool({ name: 'ask_name', arguments: {} })).rejects.toThrow(/-32021|capabilit/i);
           // The session goes on.
@@ -181,7 +185,13 @@ describe('a 2026-07-28-only server behind the proxy', () => {
       expect(round1).toMatchObject({ resultType: 'input_required', inputRequests: { first: { method: 'elicitation/create' } } });
       const retry1 = modern(4, 'tools/call', { name: 'ask_twice', arguments: {}, inputResponses: { first: { action: 'accept', content: { name: 'Grace' } } } }, caps);
       const round2 = (await rawPost(proxy.url, retry1.body, retry1.headers)).messages[0].result;
-      expect(round2).toMatchObject({ resultType: 'input_required', requestState: 'first=Grace' });
+      // The server's requestState reaches the client sealed with the principal it was given to.
+      expect(round2).toMatchObject({ resultType: 'input_required', inputRequests: { second: { method: 'elicitation/create' } } });
+      expect(typeof round2.requestState).toBe('string');
+      expect(round2.requestState).not.toContain('Grace');
+      const tampered = modern(9, 'tools/call', { name: 'ask_twice', arguments: {}, requestState: `${round2.requestState.slice(0, -4)}AAAA`, inputResponses: { second: { action: 'accept', content: { name: 'Hopper' } } } }, caps);
+      const refused = await rawPost(proxy.url, tampered.body, tampered.headers);
+      expect(refused.messages[0].error).toMatchObject({ code: -32602, data: { code: 'INVALID_REQUEST_STATE' } });
       const retry2 = modern(5, 'tools/call', { name: 'ask_twice', arguments: {}, requestState: round2.requestState, inputResponses: { second: { action: 'accept', content: { name: 'Hopper' } } } }, caps);
       const done = (await rawPost(proxy.url, retry2.body, retry2.headers)).messages[0].result;
       expect(textOf(done)).toBe('Grace Hopper');

@@ -1,10 +1,11 @@
 /**
  * The modern (2026-07-28) request handler, shared by the HTTP and stdio fronts: one stateless
- * request in, one answer out. It serves `server/discover` from the upstream's initialize result,
- * forwards the rest through a pooled upstream session (ids remapped, the protocol's own `_meta`
- * stripped), bridges input requests through `input_required` rounds, and hands results through
- * the same variant and content-negotiation filters as legacy sessions, then adds what the
- * revision requires (`resultType`, cache hints, serverInfo).
+ * request in, one answer out. In front of a legacy upstream it serves `server/discover` from the
+ * upstream's initialize result, forwards the rest through a pooled upstream session (ids
+ * remapped, the protocol's own `_meta` stripped), bridges input requests through
+ * `input_required` rounds, and hands results through the same variant and content-negotiation
+ * filters as legacy sessions, then adds what the revision requires (`resultType`, cache hints,
+ * serverInfo). In front of a 2026-07-28 upstream it passes requests through (pass-through.ts).
  */
 import type { Logger } from 'pino';
 import type { Requester } from '../../core/context.js';
@@ -22,10 +23,10 @@ import type { Owner } from './forward.js';
 import { InputRounds } from './input-rounds.js';
 import { Tasks, TASKS_EXTENSION, type TasksOptions } from './tasks.js';
 import type { ModernReply } from './reply.js';
-import { ToolHeaders, type ToolLister } from './tool-headers.js';
-import { modernToolsPage, PassThrough } from './pass-through.js';
+import type { ToolHeaders } from '../../upstream/tool-headers.js';
+import { PassThrough } from './pass-through.js';
 import type { UpstreamEra } from '../../upstream/era.js';
-import type { ModernHttpUpstream } from '../../upstream/modern-http.js';
+import type { ModernUpstream } from '../../upstream/modern-http.js';
 
 export interface ModernHandlerOptions {
   pool: UpstreamPool;
@@ -46,11 +47,11 @@ export interface ModernHandlerOptions {
   cache: CacheHints;
   /** The tasks extension, served in front of the upstream (none: not offered). */
   tasks?: TasksOptions & { answerWithinMs: number };
-  /** Which era the upstream speaks, and the upstream as a modern client reaches it (HTTP upstreams). */
+  /** Which era the upstream speaks, and the upstream as a modern client reaches it. */
   era: UpstreamEra;
-  modern?: ModernHttpUpstream;
-  /** How the proxy names itself to upstreams. */
-  clientInfo: { name: string; version: string };
+  modern: ModernUpstream;
+  /** The upstream's tools' Mcp-Param-* headers (shared with legacy sessions over a modern upstream). */
+  toolHeaders: ToolHeaders;
   /** Handles `subscriptions/listen` (src/fronts/modern/listen.ts). */
   listen?(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<void>;
   log: Logger;
@@ -58,19 +59,17 @@ export interface ModernHandlerOptions {
 
 export class ModernHandler {
   private readonly rounds: InputRounds;
-  private readonly toolHeaders: ToolHeaders;
   private readonly completion: Completion;
   private readonly tasks: Tasks | undefined;
   /** In front of a modern upstream. */
-  private readonly passThrough: PassThrough | undefined;
+  private readonly passThrough: PassThrough;
 
   constructor(private readonly opts: ModernHandlerOptions) {
     this.rounds = new InputRounds(opts);
     this.tasks = opts.tasks && new Tasks(opts.tasks);
     this.completion = new Completion(opts.cache);
-    this.toolHeaders = new ToolHeaders({ lister: (ctx) => this.toolLister(ctx), learnt: (result) => opts.filters().learnTools(result) });
-    const { modern, era, filters, requestTimeoutMs, log } = opts;
-    this.passThrough = modern && new PassThrough({ upstream: modern, server: () => era.server(), filters, toolHeaders: this.toolHeaders, cache: () => this.completion.cache, requestTimeoutMs, log });
+    const { modern, era, filters, requestTimeoutMs, toolHeaders, sealer, log } = opts;
+    this.passThrough = new PassThrough({ upstream: modern, server: () => era.server(), filters, toolHeaders, sealer, cache: () => this.completion.cache, requestTimeoutMs, log });
   }
 
   /** New cache hints (a config reload). */
@@ -88,12 +87,7 @@ export class ModernHandler {
 
   /** Mcp-Param-* header → argument for a tools/call (see ToolHeaders). */
   paramHeaders(req: JsonRpcRequest, ctx: ModernContext): Promise<Map<string, string> | undefined> {
-    return this.toolHeaders.of(req, ctx);
-  }
-
-  /** The upstream's tool list changed. */
-  toolsChanged(): void {
-    this.toolHeaders.changed();
+    return this.opts.toolHeaders.of(req, ctx);
   }
 
   /** For a retry whose call waits on another reachable replica: that replica (see InputRounds). */
@@ -111,7 +105,7 @@ export class ModernHandler {
   /** Serves one request; every outcome, including the proxy's own failures, ends in `reply.answer`. */
   async handle(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<void> {
     try {
-      if (this.passThrough && (this.opts.era.now ?? (await this.opts.era.resolve())) === 'modern') return await this.passThrough.handle(req, ctx, reply);
+      if ((this.opts.era.now ?? (await this.opts.era.resolve())) === 'modern') return await this.passThrough.handle(req, ctx, reply);
       if (req.method === 'subscriptions/listen' && this.opts.listen) return await this.opts.listen(req, ctx, reply);
       const result = req.method === 'server/discover' ? await this.discover(ctx) : TASK_METHODS.has(req.method) ? await this.taskRequest(req, ctx) : await this.forward(req, ctx, reply);
       if ('frame' in result) reply.answer(result.frame);
@@ -144,7 +138,7 @@ export class ModernHandler {
    */
   private async taskRoom(req: JsonRpcRequest, ctx: ModernContext): Promise<{ ms: number; release(): void } | undefined> {
     if (!this.tasks || req.method !== 'tools/call') return undefined;
-    const support = await this.toolHeaders.taskSupport(req, ctx);
+    const support = await this.opts.toolHeaders.taskSupport(req, ctx);
     const declared = Tasks.declared(ctx);
     if (support === 'required' && !declared) throw missingTasks(`Tool "${String(req.params?.name)}" runs only as a task, and this request does not declare the ${TASKS_EXTENSION} extension`);
     // "forbidden" (the SDK's default for every tool) is about the upstream's own legacy tasks; this one is the proxy's.
@@ -153,22 +147,6 @@ export class ModernHandler {
     if (room) return { ms: this.opts.tasks!.answerWithinMs, ...room };
     if (support === 'required') throw new ProxyError('TOO_MANY_TASKS', `Tool "${String(req.params?.name)}" runs only as a task, and this client has as many tasks running as it may (modern.tasks.perClient); wait for one to finish or cancel one`);
     return undefined;
-  }
-
-  /** Lists the upstream's tools for ToolHeaders: as a modern client, or on a pooled session. */
-  private async toolLister(ctx: ModernContext): Promise<ToolLister> {
-    const { modern, era, requestTimeoutMs, clientInfo, pool } = this.opts;
-    if (modern && (await era.resolve()) === 'modern') return { page: (cursor) => modernToolsPage(modern, cursor, requestTimeoutMs, clientInfo), release() {} };
-    const principal = ctx.principal ?? '';
-    const lease = await pool.acquire({ principal, client: ctx.client ?? principal, capabilities: {} });
-    return {
-      async page(cursor) {
-        const done = await lease.client.request('tools/list', cursor === undefined ? {} : { cursor }, {}, requestTimeoutMs).outcome;
-        if ('failure' in done) throw done.failure;
-        return done.response.result;
-      },
-      release: () => lease.release(),
-    };
   }
 
   private async discover(ctx: ModernContext): Promise<{ result: McpResult }> {
@@ -221,7 +199,7 @@ export class ModernHandler {
         return { error: modernUpstreamError(annotated) };
       }
       const afterInput = call.round > 0;
-      if (req.method === 'tools/list') this.toolHeaders.learn(res.result);
+      if (req.method === 'tools/list') this.opts.toolHeaders.learn(res.result);
       else if (!negotiation.wantsResult(req.method, name, check?.scope)) {
         // Nothing looks at the result: it is completed on its bytes when it can be.
         const frame = outcome.frame && this.completion.answer(req.id, req.method, outcome.frame, server, afterInput);

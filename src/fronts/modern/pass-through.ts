@@ -3,33 +3,35 @@
  * envelope kept, so the server sees the client's capabilities, extensions and variant; the
  * mirrored headers written again from the body), after the request filters; notifications on
  * its stream are relayed as they come; `input_required` and other non-final answers pass
- * untouched (the server's `requestState` is its own, and any replica can carry the retry).
+ * untouched, but for the server's `requestState`, which is sealed with the principal it was
+ * given to (the server sees only the proxy's credentials); any replica can carry the retry.
  * Complete results go through the same result filters as everywhere; cache hints are the
  * server's, lowered where the proxy's configuration says less.
  */
 import type { Logger } from 'pino';
 import type { FilterChain } from '../../core/filters.js';
 import { ProxyError } from '../../jsonrpc/errors.js';
-import { errorResponse, isObject, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
-import { CACHEABLE_METHODS, META, MODERN_VERSIONS, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/eras.js';
+import { errorResponse, isObject, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
+import type { Sealer } from '../../sealing/sealer.js';
+import { CACHEABLE_METHODS, META, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/eras.js';
 import { targetOf } from '../../mcp/requests.js';
 import { traceContextOf } from '../../ops/trace-context.js';
 import type { McpResult } from '../../transformers/contract.js';
 import type { UpstreamServer } from '../../upstream/era.js';
-import type { ModernHttpUpstream } from '../../upstream/modern-http.js';
+import { NO_TIMEOUT_MS, type ModernUpstream } from '../../upstream/modern-http.js';
 import type { CacheHint, CacheHints } from './complete.js';
 import type { ModernReply } from './reply.js';
-import type { ToolHeaders } from './tool-headers.js';
+import type { ToolHeaders } from '../../upstream/tool-headers.js';
 
-/** A subscriptions/listen stream lasts as long as the client holds it (the longest timer Node keeps). */
-const LISTEN_TIMEOUT_MS = 2 ** 31 - 1;
 
 export interface PassThroughOptions {
-  upstream: ModernHttpUpstream;
+  upstream: ModernUpstream;
   /** The upstream's discover result. */
   server(): Promise<UpstreamServer>;
   filters(): FilterChain;
   toolHeaders: ToolHeaders;
+  /** Seals the server's requestState with the principal it was given to. */
+  sealer: Sealer;
   /** The proxy's cache hints (`modern.cache`), read per request (a reload replaces them). */
   cache(): CacheHints;
   requestTimeoutMs: number;
@@ -45,28 +47,35 @@ export class PassThrough {
     const own = req.method === 'server/discover' || req.method === 'subscriptions/listen';
     const check = own ? undefined : negotiation.onRequest(req);
     if (check && 'error' in check) return reply.answer({ msg: errorResponse(req.id, check.error) });
-    const sent = check?.request ?? req;
+    const sent = this.unsealState(check?.request ?? req, ctx);
     const abort = new AbortController();
     reply.cancellation.onCancel(() => abort.abort(new ProxyError('CLIENT_GONE', 'The client closed the request')));
     const { frame, status } = await this.o.upstream.send(sent, {
       signal: abort.signal,
-      timeoutMs: req.method === 'subscriptions/listen' ? LISTEN_TIMEOUT_MS : this.o.requestTimeoutMs,
+      timeoutMs: req.method === 'subscriptions/listen' ? NO_TIMEOUT_MS : this.o.requestTimeoutMs,
       paramHeaders: await this.o.toolHeaders.of(sent, ctx),
-      onNotification: (n) => reply.notify(n.msg as never),
+      onNotification: (n) => {
+        const note = n.msg as JsonRpcNotification;
+        if (note.method === 'notifications/tools/list_changed') this.o.toolHeaders.changed();
+        reply.notify(note);
+      },
     });
+    // The upstream refused the proxy's own credentials (upstream.headers): nothing the client can fix.
+    if (status === 401 || status === 403) throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream refused the proxy's credentials (HTTP ${status}); check upstream.headers`);
     const msg = frame.msg as JsonRpcResponse;
     if (msg.error) {
       const annotated = negotiation.annotateError(msg.error, check?.scope);
       return reply.answer(annotated ? { msg: errorResponse(req.id, annotated) } : frame, status >= 400 && status < 500 ? { httpStatus: status } : undefined);
     }
     const result = msg.result ?? {};
+    if (result.resultType === 'input_required' && result.requestState !== undefined) return reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: { ...result, requestState: this.sealState(result.requestState, ctx) } } });
     // input_required, a task, the end of a listen stream: the server's own, passed as they are.
     if (result.resultType !== undefined && result.resultType !== 'complete') return reply.answer(frame);
     if (req.method === 'tools/list') this.o.toolHeaders.learn(result);
     const name = targetOf(req.params);
     const wants = !own && negotiation.wantsResult(req.method, name, check?.scope);
-    const hint = this.hint(req.method, result);
-    if (!wants && !hint && req.method !== 'server/discover') return reply.answer(frame);
+    const hint = this.hint(req.method, result, wants);
+    if (!wants && !hint && !own && result.resultType !== undefined) return reply.answer(frame);
     let shaped = result;
     if (req.method === 'server/discover') shaped = discovered(result, negotiation.discoverExtensions());
     else if (wants) shaped = (await negotiation.shape(req.method, name, result, check?.scope, traceContextOf(ctx.passMeta)?.traceparent)) ?? result;
@@ -74,19 +83,36 @@ export class PassThrough {
   }
 
   /**
-   * The cache hint to write over the server's: where the proxy's configuration names the method,
-   * the smaller time and the narrower scope; where the server gave none, the proxy's default.
-   * Undefined when the server's stands.
+   * The server's requestState, sealed with the principal it was given to: the server sees only
+   * the proxy's credentials, so it cannot tell one principal's retry from another's.
    */
-  private hint(method: string, result: McpResult): CacheHint | undefined {
+  private sealState(state: unknown, ctx: ModernContext): string {
+    return this.o.sealer.seal('upstreamState', { p: ctx.principal ?? '', s: state });
+  }
+
+  /** The request with the server's own requestState back in it; refuses a state that is not the proxy's or was given to another principal. */
+  private unsealState(req: JsonRpcRequest, ctx: ModernContext): JsonRpcRequest {
+    const state = req.params?.requestState;
+    if (state === undefined) return req;
+    const opened = typeof state === 'string' ? this.o.sealer.open<{ p: string; s: unknown }>('upstreamState', state) : undefined;
+    if (!opened || opened.p !== (ctx.principal ?? '')) throw new ProxyError('INVALID_REQUEST_STATE', 'Invalid params: requestState was not issued by this proxy for this client (or was altered)');
+    return { ...req, params: { ...req.params, requestState: opened.s } };
+  }
+
+  /**
+   * The cache hint to write over the server's: where the proxy's configuration names the method,
+   * the smaller time; the narrower scope, and `private` for a result the proxy reshaped (it is
+   * this client's); where the server gave none, the proxy's default. Undefined when the server's stands.
+   */
+  private hint(method: string, result: McpResult, reshaped: boolean): CacheHint | undefined {
     if (!CACHEABLE_METHODS.has(method)) return undefined;
     const cache = this.o.cache();
     const ours = Object.hasOwn(cache, method) ? cache[method] : undefined;
     const theirs = typeof result.ttlMs === 'number' && (result.cacheScope === 'public' || result.cacheScope === 'private') ? { ttlMs: result.ttlMs, cacheScope: result.cacheScope } : undefined;
     if (!theirs) return ours ?? cache.default;
-    if (!ours) return undefined;
-    const combined: CacheHint = { ttlMs: Math.min(ours.ttlMs, theirs.ttlMs), cacheScope: ours.cacheScope === 'private' || theirs.cacheScope === 'private' ? 'private' : 'public' };
-    return combined.ttlMs === theirs.ttlMs && combined.cacheScope === theirs.cacheScope ? undefined : combined;
+    const ttlMs = Math.min(ours?.ttlMs ?? theirs.ttlMs, theirs.ttlMs);
+    const cacheScope = reshaped || ours?.cacheScope === 'private' || theirs.cacheScope === 'private' ? 'private' : 'public';
+    return ttlMs === theirs.ttlMs && cacheScope === theirs.cacheScope ? undefined : { ttlMs, cacheScope };
   }
 }
 
@@ -99,13 +125,4 @@ function discovered(result: McpResult, extensions: Record<string, unknown>): Mcp
 
 function pick(from: Record<string, unknown>, key: string): Record<string, unknown> {
   return key in from ? { [key]: from[key] } : {};
-}
-
-/** One page of the upstream's tools, as the proxy lists them itself (ToolHeaders). */
-export async function modernToolsPage(upstream: ModernHttpUpstream, cursor: string | undefined, timeoutMs: number, clientInfo: unknown): Promise<McpResult | undefined> {
-  const _meta = { [META.protocolVersion]: MODERN_VERSIONS[0], [META.clientCapabilities]: {}, [META.clientInfo]: clientInfo };
-  const { frame } = await upstream.send({ jsonrpc: '2.0', id: 'mcp-negotiate-proxy-tools', method: 'tools/list', params: cursor === undefined ? { _meta } : { cursor, _meta } }, { timeoutMs });
-  const msg = frame.msg as JsonRpcResponse;
-  if (msg.error) throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream refused tools/list: ${msg.error.message}`);
-  return msg.result;
 }

@@ -1,13 +1,23 @@
 /**
  * Which tool arguments are mirrored into `Mcp-Param-*` headers (`x-mcp-header` in a tool's input
- * schema), as the HTTP front checks them. The proxy lists the upstream's tools itself when
+ * schema), as the HTTP front checks them and as the proxy writes them for a 2026-07-28
+ * upstream. The proxy lists the upstream's tools itself when
  * nothing has yet (and again after `list_changed`), so the check never depends on a client having
  * asked for tools/list; a listing that fails refuses the call (the header would go unchecked).
  */
-import type { JsonRpcRequest } from '../../jsonrpc/message.js';
-import type { ModernContext } from '../../mcp/eras.js';
-import type { McpResult } from '../../transformers/contract.js';
-import { paramHeadersOf } from './headers.js';
+import { ProxyError } from '../jsonrpc/errors.js';
+import type { JsonRpcRequest, JsonRpcResponse } from '../jsonrpc/message.js';
+import { modernEnvelope } from '../mcp/eras.js';
+import { paramHeadersOf } from '../mcp/http-headers.js';
+import type { McpResult } from '../transformers/contract.js';
+import type { ModernUpstream } from './modern-http.js';
+import type { UpstreamPool } from './pool.js';
+
+/** Who asks: the upstream's tools are listed as that principal sees them. */
+export interface ToolAsker {
+  principal?: string;
+  client?: string;
+}
 
 /** The upstream's tool list, page by page, on one upstream session held until `release`. */
 export interface ToolLister {
@@ -30,19 +40,19 @@ export class ToolHeaders {
   private generation = 0;
 
   /** `learnt`: every page of the proxy's own listing, for what else the tools tell (the filters' output schemas). */
-  constructor(private readonly o: { lister(ctx: ModernContext): Promise<ToolLister>; learnt?: (result: McpResult) => void }) {}
+  constructor(private readonly o: { lister(who: ToolAsker): Promise<ToolLister>; learnt?: (result: McpResult) => void }) {}
 
   /** Mcp-Param-* header → argument for a tools/call (undefined for other requests, or a tool that mirrors nothing). */
-  async of(req: JsonRpcRequest, ctx: ModernContext): Promise<Map<string, string> | undefined> {
+  async of(req: JsonRpcRequest, who: ToolAsker): Promise<Map<string, string> | undefined> {
     if (req.method !== 'tools/call' || typeof req.params?.name !== 'string') return undefined;
-    if (!this.listed) await (this.listing ??= this.listUpstream(ctx).finally(() => (this.listing = undefined)));
+    if (!this.listed) await (this.listing ??= this.listUpstream(who).finally(() => (this.listing = undefined)));
     return this.byTool.get(req.params.name);
   }
 
   /** A tools/call's tool's `execution.taskSupport` (`forbidden`, `optional`, `required`; undefined when it says nothing). */
-  async taskSupport(req: JsonRpcRequest, ctx: ModernContext): Promise<string | undefined> {
+  async taskSupport(req: JsonRpcRequest, who: ToolAsker): Promise<string | undefined> {
     if (typeof req.params?.name !== 'string') return undefined;
-    if (!this.listed) await (this.listing ??= this.listUpstream(ctx).finally(() => (this.listing = undefined)));
+    if (!this.listed) await (this.listing ??= this.listUpstream(who).finally(() => (this.listing = undefined)));
     return this.taskSupportByTool.get(req.params.name);
   }
 
@@ -76,8 +86,8 @@ export class ToolHeaders {
   }
 
   /** Every page of the upstream's tools/list (at most MAX_TOOL_PAGES), as the asking principal sees it. */
-  private async listUpstream(ctx: ModernContext): Promise<void> {
-    const lister = await this.o.lister(ctx);
+  private async listUpstream(who: ToolAsker): Promise<void> {
+    const lister = await this.o.lister(who);
     const generation = this.generation;
     try {
       let cursor: unknown;
@@ -94,4 +104,32 @@ export class ToolHeaders {
       lister.release();
     }
   }
+}
+
+/** Lists a modern upstream's tools as the proxy itself (no session to hold). */
+export function modernToolLister(upstream: ModernUpstream, timeoutMs: number, clientInfo: unknown): ToolLister {
+  return {
+    async page(cursor) {
+      const _meta = modernEnvelope({}, clientInfo);
+      const { frame } = await upstream.send({ jsonrpc: '2.0', id: 'mcp-negotiate-proxy-tools', method: 'tools/list', params: cursor === undefined ? { _meta } : { cursor, _meta } }, { timeoutMs });
+      const msg = frame.msg as JsonRpcResponse;
+      if (msg.error) throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream refused tools/list: ${msg.error.message}`);
+      return msg.result;
+    },
+    release() {},
+  };
+}
+
+/** Lists a legacy upstream's tools on a pooled session of the asking principal. */
+export async function pooledToolLister(pool: UpstreamPool, who: ToolAsker, timeoutMs: number): Promise<ToolLister> {
+  const principal = who.principal ?? '';
+  const lease = await pool.acquire({ principal, client: who.client ?? principal, capabilities: {} });
+  return {
+    async page(cursor) {
+      const done = await lease.client.request('tools/list', cursor === undefined ? {} : { cursor }, {}, timeoutMs).outcome;
+      if ('failure' in done) throw done.failure;
+      return done.response.result;
+    },
+    release: () => lease.release(),
+  };
 }

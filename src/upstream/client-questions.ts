@@ -1,0 +1,104 @@
+/**
+ * A modern upstream's `input_required` round as a legacy client is asked it: each input request
+ * becomes a server→client request on the stream of the call it belongs to, all at once, under
+ * ids the proxy picks. The round ends with every answer, or with the first failure (a refusal, a
+ * timeout, a capability the client did not declare), and then the questions still open are
+ * withdrawn with `notifications/cancelled`, as they are when the call itself ends.
+ */
+import { randomUUID } from 'node:crypto';
+import { ProxyError } from '../jsonrpc/errors.js';
+import { INTERNAL_ERROR, isObject, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcResponse } from '../jsonrpc/message.js';
+import { capabilityFor, declares } from '../mcp/eras.js';
+
+/** Input requests one round may put to the client at once. */
+export const MAX_INPUT_REQUESTS = 16;
+const INPUT_REQUESTS = new Set(['elicitation/create', 'sampling/createMessage', 'roots/list']);
+
+interface Asked {
+  resolve(result: Record<string, unknown>): void;
+  reject(err: unknown): void;
+}
+
+/** The client answered a question with an error: the call it belongs to fails with it (as an internal error: the client's code means nothing for the call). */
+export class ClientRefused extends Error {
+  readonly error: JsonRpcErrorObject;
+  constructor(method: string, refusal: JsonRpcErrorObject) {
+    super(refusal.message);
+    this.error = { code: INTERNAL_ERROR, message: `The client refused the server's ${method}: ${refusal.message}`, data: { clientCode: refusal.code } };
+  }
+}
+
+export class ClientQuestions {
+  /** Questions put to the client and not yet answered, by the ids the proxy gave them. */
+  private readonly asked = new Map<string, Asked & { method: string }>();
+
+  /** `deliver`: a message to the client, on the stream of request `relatedId`. */
+  constructor(
+    private readonly deliver: (frame: Frame, relatedId: JsonRpcId) => void,
+    private readonly timeoutMs: number,
+  ) {}
+
+  /** Puts a round's input requests to a client with `capabilities`; resolves with the answers by key. */
+  async round(requests: Record<string, unknown>, capabilities: Record<string, unknown>, relatedId: JsonRpcId, signal: AbortSignal): Promise<Record<string, unknown>> {
+    const keys = Object.keys(requests);
+    if (keys.length > MAX_INPUT_REQUESTS) throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream asked for more than ${MAX_INPUT_REQUESTS} inputs in one round`);
+    const questions = keys.map((key) => {
+      const entry = requests[key];
+      if (!isObject(entry) || typeof entry.method !== 'string' || !INPUT_REQUESTS.has(entry.method)) throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream asked for input "${key}" with a request a client cannot be asked`);
+      const params = isObject(entry.params) ? entry.params : {};
+      const needed = capabilityFor(entry.method, params)!;
+      if (!declares(capabilities, needed)) throw new ProxyError('MISSING_CLIENT_CAPABILITY', `The server needs ${entry.method} (${JSON.stringify(needed)}), which this client did not declare at initialize`, { requiredCapabilities: needed });
+      return { key, method: entry.method, params: withElicitationId(entry.method, params) };
+    });
+    const round = new AbortController();
+    const both = AbortSignal.any([signal, round.signal]);
+    try {
+      const answers = await Promise.all(questions.map(async (q) => [q.key, await this.ask(q.method, q.params, relatedId, both)] as const));
+      return Object.fromEntries(answers);
+    } catch (err) {
+      round.abort(err); // the other questions of the round are no longer needed
+      throw err;
+    }
+  }
+
+  /** The client's answer to one of the questions. */
+  answered(msg: JsonRpcResponse): boolean {
+    const asked = typeof msg.id === 'string' ? this.asked.get(msg.id) : undefined;
+    if (!asked) return false;
+    if (msg.error) asked.reject(new ClientRefused(asked.method, msg.error));
+    else asked.resolve(msg.result ?? {});
+    return true;
+  }
+
+  /** The session ended: every question fails with `err` (its call is gone too). */
+  close(err: ProxyError): void {
+    for (const asked of [...this.asked.values()]) asked.reject(err);
+  }
+
+  private ask(method: string, params: Record<string, unknown>, relatedId: JsonRpcId, signal: AbortSignal): Promise<Record<string, unknown>> {
+    const id = `mcp-negotiate-proxy-input-${randomUUID()}`;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => fail(new ProxyError('INPUT_TIMEOUT', `The client did not answer ${method} within ${this.timeoutMs} ms (modern.inputTimeoutMs)`), true), this.timeoutMs);
+      const onAbort = () => fail(signal.reason, true);
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        this.asked.delete(id);
+      };
+      const fail = (err: unknown, withdraw = false) => {
+        done();
+        if (withdraw) this.deliver({ msg: { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'The server no longer needs the answer' } } }, relatedId);
+        reject(err);
+      };
+      if (signal.aborted) return reject(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.asked.set(id, { method, resolve: (result) => (done(), resolve(result)), reject: (err) => fail(err) });
+      this.deliver({ msg: { jsonrpc: '2.0', id, method, params } }, relatedId);
+    });
+  }
+}
+
+/** A legacy URL-mode elicitation needs an id of its own; the modern one has none. */
+function withElicitationId(method: string, params: Record<string, unknown>): Record<string, unknown> {
+  return method === 'elicitation/create' && params.mode === 'url' && params.elicitationId === undefined ? { ...params, elicitationId: randomUUID() } : params;
+}
