@@ -76,6 +76,8 @@ for (const kind of ['http', 'stdio'] as const) describe(`a 2026-07-28-only serve
           expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(['echo', 'weather_json', 'ask_name']));
           const result = await client.callTool({ name: 'echo', arguments: { text: 'hi' } });
           expect(textOf(result)).toBe('hi');
+          // The proxy writes the Mcp-Param-* header the tool asks for; without it the server refuses the call.
+          expect(textOf(await client.callTool({ name: 'in_region', arguments: { region: 'eu west ü' } }))).toBe('region eu west ü');
           expect(result).not.toHaveProperty('resultType');
           expect(result).not.toHaveProperty('ttlMs');
           expect(JSON.stringify(result)).not.toContain('io.modelcontextprotocol/serverInfo');
@@ -153,6 +155,7 @@ for (const kind of ['http', 'stdio'] as const) describe(`a 2026-07-28-only serve
         const { tools } = await client.listTools();
         expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(['echo', 'ask_name']));
         expect(textOf(await client.callTool({ name: 'echo', arguments: { text: 'modern hi' } }))).toBe('modern hi');
+        expect(textOf(await client.callTool({ name: 'in_region', arguments: { region: 'eu' } }))).toBe('region eu');
         expect(textOf(await client.callTool({ name: 'ask_name', arguments: {} }))).toBe('Hello, x!');
         expect(received['elicitation/create']).toHaveLength(1);
       } finally {
