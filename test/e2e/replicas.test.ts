@@ -211,6 +211,27 @@ describe('modern input rounds across replicas', () => {
   }, 60_000);
 });
 
+describe('modern rounds in front of a 2026-07-28 server, across replicas', () => {
+  afterAll(stopAll);
+
+  it("carries the server's sealed requestState from one replica to the next, and a replica with another secret refuses it", async () => {
+    const upstream = await startHttpFixture('modern-server');
+    const [a, b] = await startReplicas(upstream.url, ['alpha', 'beta']);
+    const other = await startProxy(['--upstream', upstream.url], { MCP_PROXY_SECRET: 'another-secret-entirely-0123456789ab' });
+    const caps = { elicitation: { form: {} } };
+    const first = modern(1, 'tools/call', { name: 'ask_twice', arguments: {} }, caps);
+    const round1 = (await rawPost(a.url, first.body, first.headers)).messages[0].result;
+    const retry1 = modern(2, 'tools/call', { name: 'ask_twice', arguments: {}, inputResponses: { first: { action: 'accept', content: { name: 'Ada' } } } }, caps);
+    const round2 = (await rawPost(b.url, retry1.body, retry1.headers)).messages[0].result;
+    expect([round1.resultType, round2.resultType]).toEqual(['input_required', 'input_required']);
+    const retry2 = (state: string) => modern(3, 'tools/call', { name: 'ask_twice', arguments: {}, requestState: state, inputResponses: { second: { action: 'accept', content: { name: 'Lovelace' } } } }, caps);
+    const refused = await rawPost(other.url, retry2(round2.requestState).body, retry2(round2.requestState).headers);
+    expect(refused.messages[0].error).toMatchObject({ code: -32602, data: { code: 'INVALID_REQUEST_STATE' } });
+    const done = (await rawPost(a.url, retry2(round2.requestState).body, retry2(round2.requestState).headers)).messages[0].result;
+    expect(text(done)).toBe('Ada Lovelace');
+  }, 60_000);
+});
+
 /** nginx from the system (Debian's package installs it in /usr/sbin), or undefined. */
 function findNginx(): string | undefined {
   for (const candidate of ['nginx', '/usr/sbin/nginx']) {
