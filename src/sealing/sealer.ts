@@ -13,6 +13,8 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 /** Tokens travel in headers: anything longer was not written by a sealer. */
 const MAX_TOKEN_CHARS = 8192;
+/** A 2026-07-28 server's own requestState rides in a request's body, not a header: it may be larger. */
+const MAX_TOKEN_CHARS_BY_PURPOSE: Partial<Record<SealPurpose, number>> = { upstreamState: 1024 * 1024 };
 
 export type SealPurpose = 'session' | 'requestState' | 'task' | 'upstreamState';
 
@@ -63,7 +65,7 @@ export class Sealer {
 
   /** The payload, or undefined for anything this sealer did not write for `purpose` (forged, altered, unknown key). */
   open<T extends object>(purpose: SealPurpose, token: string): T | undefined {
-    if (typeof token !== 'string' || token.length > MAX_TOKEN_CHARS) return undefined;
+    if (typeof token !== 'string' || token.length > (MAX_TOKEN_CHARS_BY_PURPOSE[purpose] ?? MAX_TOKEN_CHARS)) return undefined;
     const dot = token.indexOf('.');
     const entry = dot > 0 ? this.keys.find((k) => k.id === token.slice(0, dot)) : undefined;
     if (!entry) return undefined;

@@ -78,6 +78,7 @@ export class ClientQuestions {
   private ask(method: string, params: Record<string, unknown>, relatedId: JsonRpcId, signal: AbortSignal): Promise<Record<string, unknown>> {
     const id = `mcp-negotiate-proxy-input-${randomUUID()}`;
     return new Promise((resolve, reject) => {
+      if (signal.aborted) return reject(signal.reason);
       const timer = setTimeout(() => fail(new ProxyError('INPUT_TIMEOUT', `The client did not answer ${method} within ${this.timeoutMs} ms (modern.inputTimeoutMs)`), true), this.timeoutMs);
       const onAbort = () => fail(signal.reason, true);
       const done = () => {
@@ -90,7 +91,6 @@ export class ClientQuestions {
         if (withdraw) this.deliver({ msg: { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'The server no longer needs the answer' } } }, relatedId);
         reject(err);
       };
-      if (signal.aborted) return reject(signal.reason);
       signal.addEventListener('abort', onAbort, { once: true });
       this.asked.set(id, { method, resolve: (result) => (done(), resolve(result)), reject: (err) => fail(err) });
       this.deliver({ msg: { jsonrpc: '2.0', id, method, params } }, relatedId);

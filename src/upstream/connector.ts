@@ -92,6 +92,7 @@ export class UpstreamConnector {
           },
         ),
       close: async () => upstream.close?.(),
+      mirrorsHeaders: upstream.mirrorsHeaders,
     };
   }
 

@@ -3,7 +3,8 @@
  * the client's `initialize` goes to a legacy connection, and when the upstream refuses it as only
  * a 2026-07-28 server does (UnsupportedProtocolVersion), the session moves to the modern bridge
  * with that same `initialize`: the legacy connection is closed, and nothing it says afterwards
- * reaches the session.
+ * reaches the session. What the client sends before its `initialize` is answered waits for that
+ * answer, then goes to whichever connection serves the session.
  */
 import { UNSUPPORTED_PROTOCOL_VERSION } from '../jsonrpc/errors.js';
 import { isRequest, isResponse, type Frame } from '../jsonrpc/message.js';
@@ -15,12 +16,14 @@ export function withModernFallback(
   connectModern: (events: UpstreamEvents) => UpstreamConnection,
   refused: () => void,
 ): UpstreamConnection {
-  /** The client's initialize, until the upstream answered it. */
+  /** The client's initialize, until the upstream answered it; what the client sent meanwhile waits for that answer. */
   let initialize: Frame | undefined;
+  const held: Frame[] = [];
   let moved = false;
+  let closed = false;
   const legacyEvents: UpstreamEvents = {
     onMessage(frame, relatedId) {
-      if (moved) return;
+      if (moved || closed) return;
       const msg = frame.msg;
       if (initialize && isResponse(msg) && msg.id === (initialize.msg as { id: unknown }).id) {
         const asked = initialize;
@@ -30,15 +33,23 @@ export function withModernFallback(
           refused();
           void legacy.close();
           inner = connectModern(events);
-          return inner.send(asked);
-        }
+          inner.send(asked);
+        } else events.onMessage(frame, relatedId);
+        for (const later of held.splice(0)) inner.send(later);
+        return;
       }
       events.onMessage(frame, relatedId);
     },
     onFailure(id, err) {
-      if (!moved) events.onFailure(id, err);
+      if (moved) return;
+      events.onFailure(id, err);
+      if (initialize && id === (initialize.msg as { id: unknown }).id) {
+        initialize = undefined; // no answer came: what waited goes on as before
+        for (const later of held.splice(0)) inner.send(later);
+      }
     },
     onClose(err) {
+      held.length = 0;
       if (!moved) events.onClose(err);
     },
   };
@@ -46,10 +57,15 @@ export function withModernFallback(
   let inner = legacy;
   return {
     send(frame) {
-      if (!moved && isRequest(frame.msg) && frame.msg.method === 'initialize') initialize = frame;
+      if (moved) return inner.send(frame);
+      if (initialize) return void held.push(frame);
+      if (isRequest(frame.msg) && frame.msg.method === 'initialize') initialize = frame;
       inner.send(frame);
     },
-    close: () => inner.close(),
+    close: () => {
+      closed = true;
+      return inner.close();
+    },
     detach: legacy.detach && (() => (inner.detach ? inner.detach() : void inner.close())),
     session: () => inner.session?.() ?? {},
     listen: (on) => inner.listen?.(on),

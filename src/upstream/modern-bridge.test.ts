@@ -20,6 +20,7 @@ function bridged(capabilities: Record<string, unknown> = { elicitation: {} }) {
   const failures: Array<{ id: JsonRpcId; err: ProxyError }> = [];
   const waiting: Array<[JsonRpcId, boolean]> = [];
   const upstream = {
+    mirrorsHeaders: true,
     send: (req: JsonRpcRequest, o: ModernSendOptions) =>
       new Promise<ModernExchange>((resolve, reject) => {
         o.signal?.addEventListener('abort', () => reject(o.signal!.reason), { once: true });

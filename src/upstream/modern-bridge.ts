@@ -136,7 +136,7 @@ export class ModernBridge implements UpstreamConnection {
     const envelope = this.envelope(meta);
     let params: Record<string, unknown> = { ...rest, _meta: envelope };
     try {
-      const paramHeaders = await this.o.paramHeaders(req);
+      const paramHeaders = this.o.upstream.mirrorsHeaders ? await this.o.paramHeaders(req) : undefined;
       for (let round = 0; ; round++) {
         const id = round === 0 ? req.id : `${String(req.id)}#${round}`;
         const sent = { jsonrpc: '2.0' as const, id, method: req.method, params };
@@ -203,7 +203,8 @@ function legacyResult(result: McpResult): McpResult {
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
+    const onAbort = () => (clearTimeout(timer), reject(signal.reason));
+    const timer = setTimeout(() => (signal.removeEventListener('abort', onAbort), resolve()), ms);
+    signal.addEventListener('abort', onAbort, { once: true });
   });
 }

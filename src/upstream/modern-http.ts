@@ -41,9 +41,12 @@ export interface ModernUpstream {
   send(req: JsonRpcRequest, o: ModernSendOptions): Promise<ModernExchange>;
   /** Lets go of what it holds (a process). */
   close?(): Promise<void>;
+  /** Whether requests carry headers that mirror their body (Streamable HTTP), which need the tools' Mcp-Param-* names. */
+  readonly mirrorsHeaders: boolean;
 }
 
 export class ModernHttpUpstream implements ModernUpstream {
+  readonly mirrorsHeaders = true;
   constructor(
     private readonly spec: HttpUpstreamSpec,
     private readonly dispatcher: Dispatcher,

@@ -4,7 +4,8 @@
  * Request ids and progress tokens are the proxy's own on the pipe, so clients cannot collide;
  * answers, progress and a listen stream's notifications are mapped back to the request they
  * belong to. A log message names no request over stdio: it goes to the only call under way
- * (listen streams aside), and is dropped when several are. Cancelling sends `notifications/cancelled`.
+ * (listen streams aside) when that call asked for log messages, and is dropped otherwise, as is
+ * any other notification that names no request (the process serves every client). Cancelling sends `notifications/cancelled`.
  */
 import type { Logger } from 'pino';
 import { ProxyError } from '../jsonrpc/errors.js';
@@ -23,7 +24,9 @@ interface Waiter {
 }
 
 export class ModernStdioUpstream implements ModernUpstream {
+  readonly mirrorsHeaders = false;
   private connection: UpstreamConnection | undefined;
+  private closed = false;
   /** Requests under way, by the proxy's id on the pipe (also their progress token there). */
   private readonly waiting = new Map<string, Waiter>();
   private next = 0;
@@ -56,12 +59,18 @@ export class ModernStdioUpstream implements ModernUpstream {
       };
       o.signal?.addEventListener('abort', onAbort, { once: true });
       this.waiting.set(id, { req, o, settle, progressed: () => timer.refresh() });
-      this.process().send({ msg: { jsonrpc: '2.0', id, method: req.method, ...(params ? { params } : {}) } });
+      try {
+        if (this.closed) throw new ProxyError('UPSTREAM_CLOSED', 'The proxy is shutting down');
+        this.process().send({ msg: { jsonrpc: '2.0', id, method: req.method, ...(params ? { params } : {}) } });
+      } catch (err) {
+        settle(err);
+      }
     });
   }
 
   /** Ends the process; what waits gets UPSTREAM_CLOSED. */
   async close(): Promise<void> {
+    this.closed = true;
     const connection = this.connection;
     this.connection = undefined;
     this.failAll(new ProxyError('UPSTREAM_CLOSED', 'The proxy is shutting down'));
@@ -69,14 +78,17 @@ export class ModernStdioUpstream implements ModernUpstream {
   }
 
   private process(): UpstreamConnection {
-    return (this.connection ??= this.connect({
+    if (this.connection) return this.connection;
+    const connection: UpstreamConnection = this.connect({
       onMessage: (frame) => this.heard(frame),
       onFailure: (id, err) => this.waiting.get(String(id))?.settle(err),
       onClose: (err) => {
+        if (this.connection !== connection) return; // one the proxy let go of already
         this.connection = undefined;
         this.failAll(err);
       },
-    }));
+    });
+    return (this.connection = connection);
   }
 
   private failAll(err: ProxyError): void {
@@ -118,10 +130,12 @@ export class ModernStdioUpstream implements ModernUpstream {
     const meta = isObject(params._meta) ? params._meta : {};
     const token = params.progressToken;
     const stream = meta[META.subscriptionId];
-    const owner = token !== undefined ? this.waiting.get(String(token)) : stream !== undefined ? this.waiting.get(String(stream)) : this.onlyCall();
-    if (!owner) return this.log.debug({ method: n.method }, 'dropped an upstream notification that names no request under way');
+    const owner = token !== undefined ? this.waiting.get(String(token)) : stream !== undefined ? this.waiting.get(String(stream)) : n.method === 'notifications/message' ? this.onlyCall() : undefined;
+    const original = (owner?.req.params?._meta as Record<string, unknown> | undefined)?.progressToken;
+    // Progress for a request that asked for none, or a log message for one that set no level, is not its.
+    const wanted = token !== undefined ? original !== undefined : stream !== undefined || (owner?.req.params?._meta as Record<string, unknown> | undefined)?.[META.logLevel] !== undefined;
+    if (!owner || !wanted) return this.log.debug({ method: n.method }, 'dropped an upstream notification that names no request under way');
     if (n.method === 'notifications/progress') owner.progressed();
-    const original = (owner.req.params?._meta as Record<string, unknown> | undefined)?.progressToken;
     const mapped: JsonRpcNotification =
       token !== undefined ? { ...n, params: { ...params, progressToken: original as JsonRpcId } }
       : stream !== undefined ? { ...n, params: { ...params, _meta: { ...meta, [META.subscriptionId]: owner.req.id } } }

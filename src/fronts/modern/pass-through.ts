@@ -53,7 +53,7 @@ export class PassThrough {
     const { frame, status } = await this.o.upstream.send(sent, {
       signal: abort.signal,
       timeoutMs: req.method === 'subscriptions/listen' ? NO_TIMEOUT_MS : this.o.requestTimeoutMs,
-      paramHeaders: await this.o.toolHeaders.of(sent, ctx),
+      paramHeaders: this.o.upstream.mirrorsHeaders ? await this.o.toolHeaders.of(sent, ctx) : undefined,
       onNotification: (n) => {
         const note = n.msg as JsonRpcNotification;
         if (note.method === 'notifications/tools/list_changed') this.o.toolHeaders.changed();
@@ -109,7 +109,7 @@ export class PassThrough {
     const cache = this.o.cache();
     const ours = Object.hasOwn(cache, method) ? cache[method] : undefined;
     const theirs = typeof result.ttlMs === 'number' && (result.cacheScope === 'public' || result.cacheScope === 'private') ? { ttlMs: result.ttlMs, cacheScope: result.cacheScope } : undefined;
-    if (!theirs) return ours ?? cache.default;
+    if (!theirs) return reshaped ? { ...(ours ?? cache.default), cacheScope: 'private' } : (ours ?? cache.default);
     const ttlMs = Math.min(ours?.ttlMs ?? theirs.ttlMs, theirs.ttlMs);
     const cacheScope = reshaped || ours?.cacheScope === 'private' || theirs.cacheScope === 'private' ? 'private' : 'public';
     return ttlMs === theirs.ttlMs && cacheScope === theirs.cacheScope ? undefined : { ttlMs, cacheScope };
