@@ -4,13 +4,15 @@
  * as a modern stateless request, in alternating batches on warm connections; the proxy
  * process's own CPU time (from /proc, children excluded) is divided by the calls. Then one MRTR
  * round (a call that needs input, input_required, the retry, the result) against a plain call
- * on the same proxy in front of the conformance fixture.
+ * on the same proxy in front of the conformance fixture. Last, in front of a 2026-07-28-only
+ * server (test/fixtures/modern-server.ts, HTTP): a modern call sent to it directly, passed
+ * through the proxy, and a legacy session's call bridged by the proxy, with each process's CPU.
  *
  * Knobs (env): BENCH_ERA_CALLS (per era, default 4000), BENCH_ERA_ROUNDS (default 8),
  * BENCH_MRTR_CALLS (default 300), BENCH_PROFILE_DIR (profile the era comparison's proxy there).
  */
 import { Agent, request } from 'undici';
-import { CLK_TCK, commandLine, cpuTimes, LEAN_MAIN, ROOT, startProxy, stopAll } from './lib/procs.js';
+import { CLK_TCK, commandLine, cpuTimes, LEAN_MAIN, ROOT, startModernHttp, startProxy, stopAll } from './lib/procs.js';
 import { smoke } from './lib/settings.js';
 
 const CALLS = Number(process.env.BENCH_ERA_CALLS ?? smoke(4000, 20));
@@ -109,8 +111,55 @@ async function mrtr(): Promise<string[]> {
   ];
 }
 
+/** Alternating batches of each kind, sent `IN_FLIGHT` at a time: wall ms per call, and CPU ms per call of each process in `pids`. */
+async function costs(pids: Record<string, number>, kinds: Record<string, Send>, calls: number, rounds: number): Promise<Record<string, { wall: number; cpu: Record<string, number> }>> {
+  const out: Record<string, { wall: number; cpu: Record<string, number> }> = {};
+  const ms = (pid: number) => ((cpuTimes(pid)[0] + cpuTimes(pid)[1]) * 1000) / CLK_TCK;
+  for (let r = 0; r < rounds; r++) {
+    for (const [name, send] of Object.entries(kinds)) {
+      const n = Math.ceil(calls / rounds);
+      const before = Object.fromEntries(Object.entries(pids).map(([p, pid]) => [p, ms(pid)]));
+      const start = performance.now();
+      let next = 0;
+      await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
+        while (next < n) await send(next++);
+      }));
+      const row = (out[name] ??= { wall: 0, cpu: {} });
+      row.wall += (performance.now() - start) / n / rounds;
+      for (const [p, pid] of Object.entries(pids)) row.cpu[p] = (row.cpu[p] ?? 0) + (ms(pid) - before[p]) / n / rounds;
+    }
+  }
+  return out;
+}
+
+async function modernUpstream(): Promise<string[]> {
+  const upstream = await startModernHttp();
+  const proxy = await startProxy(upstream.url);
+  const legacyHeaders = await legacySession(proxy.url);
+  const call = (id: number) => ({ name: 'echo', arguments: { text: `hello ${id}` } });
+  const modern = (url: string): Send => (id) => post(url, { jsonrpc: '2.0', id, method: 'tools/call', params: { ...call(id), _meta: modernMeta() } }, modernHeaders('tools/call', 'echo'));
+  const kinds: Record<string, Send> = {
+    direct: modern(upstream.url),
+    passed: modern(proxy.url),
+    bridged: (id) => post(proxy.url, { jsonrpc: '2.0', id, method: 'tools/call', params: call(id) }, legacyHeaders),
+  };
+  const pids = { proxy: proxy.proc.pid!, upstream: upstream.proc.pid! };
+  await costs(pids, kinds, smoke(600, 6), 1); // warm-up
+  const c = await costs(pids, kinds, smoke(CALLS / 2, 20), ROUNDS);
+  await proxy.stop();
+  await upstream.stop();
+  const row = (label: string, k: string) => `| ${label} | ${c[k].wall.toFixed(3)} ms | ${(c[k].wall / c.direct.wall).toFixed(2)}× | ${k === 'direct' ? '—' : `${c[k].cpu.proxy.toFixed(3)} ms`} | ${c[k].cpu.upstream.toFixed(3)} ms |`;
+  return [
+    `| tools/call in front of a 2026-07-28-only server (v2 SDK, HTTP), ${IN_FLIGHT} in flight | wall per call | × direct | proxy CPU per call | server CPU per call |`,
+    `|---|---:|---:|---:|---:|`,
+    row('modern client, directly', 'direct'),
+    row('modern client, passed through the proxy', 'passed'),
+    row('legacy session, bridged by the proxy', 'bridged'),
+  ];
+}
+
 try {
-  const lines = ['## Protocol eras', '', ...(await eras()), '', ...(await mrtr()), ''];
+  const lines = ['## Protocol eras', '', ...(await eras()), '', ...(await mrtr()), '', ...(await modernUpstream()), ''];
   process.stdout.write(lines.join('\n') + '\n');
 } finally {
   await stopAll();

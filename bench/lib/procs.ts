@@ -140,6 +140,11 @@ export function startFaultyHttp(): Promise<Running> {
   return startAndWait([process.execPath, '--import', 'tsx', FAULTY_MAIN, '--http', '--port', '0'], {}, 'stdout', /LISTENING (http:\S+)/, 'faulty-server');
 }
 
+/** The 2026-07-28-only fixture (v2 SDK, `legacy: 'reject'`) over Streamable HTTP. */
+export function startModernHttp(): Promise<Running> {
+  return startAndWait([process.execPath, '--import', 'tsx', `${ROOT}test/fixtures/modern-server.ts`, '--http', '--port', '0'], {}, 'stdout', /LISTENING (http:\S+)/, 'modern-server');
+}
+
 /** server-everything's Streamable HTTP transport (it logs every request on stdout: drained). */
 export async function startEverythingHttp(): Promise<Running> {
   const port = await freePort();

@@ -35,32 +35,51 @@ export function headerText(value: unknown): string | undefined {
   return undefined;
 }
 
+/** A tool's Mcp-Param-* headers: header name (lower case) → the path of the argument it mirrors (top-level, or nested through `properties`). */
+export type ParamHeaders = Map<string, string[]>;
+
+/** The argument at `path` in a call's arguments; undefined when any step is missing. */
+export function argumentAt(args: unknown, path: string[]): unknown {
+  let value = args;
+  for (const key of path) {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+    value = (value as Record<string, unknown>)[key];
+  }
+  return value;
+}
+
 /**
  * The headers a modern request carries to a Streamable HTTP server, from its body
- * (`paramHeaders`: the tool's Mcp-Param-* header, lower case, → argument).
+ * (`paramHeaders`: the tool's, for a tools/call).
  */
-export function modernRequestHeaders(req: JsonRpcRequest, paramHeaders?: Map<string, string>): Record<string, string> {
+export function modernRequestHeaders(req: JsonRpcRequest, paramHeaders?: ParamHeaders): Record<string, string> {
   const meta = req.params?._meta as Record<string, unknown> | undefined;
   const headers: Record<string, string> = { 'mcp-protocol-version': String(meta?.[META.protocolVersion]), 'mcp-method': req.method };
   const field = NAMED_METHODS[req.method];
   const name = field ? req.params?.[field] : undefined;
   if (typeof name === 'string') headers['mcp-name'] = encodeHeaderValue(name);
-  const args = (req.params?.arguments ?? {}) as Record<string, unknown>;
-  for (const [header, argument] of paramHeaders ?? []) {
-    const text = headerText(args[argument]);
+  for (const [header, path] of paramHeaders ?? []) {
+    const text = headerText(argumentAt(req.params?.arguments, path));
     if (text !== undefined) headers[header] = encodeHeaderValue(text);
   }
   return headers;
 }
 
-/** Header name (lower case) → argument, from a tool's input schema properties marked `x-mcp-header`. */
-export function paramHeadersOf(inputSchema: unknown): Map<string, string> | undefined {
-  const props = (inputSchema as { properties?: Record<string, Record<string, unknown>> } | undefined)?.properties;
-  if (typeof props !== 'object' || props === null) return undefined;
-  let out: Map<string, string> | undefined;
-  for (const [argument, schema] of Object.entries(props)) {
-    const name = schema?.['x-mcp-header'];
-    if (typeof name === 'string' && name) (out ??= new Map()).set(`mcp-param-${name.toLowerCase()}`, argument);
-  }
+/** Deepest `properties` nesting read for `x-mcp-header` (schemas are the upstream's, so untrusted). */
+const MAX_SCHEMA_DEPTH = 16;
+
+/** A tool's Mcp-Param-* headers, from the properties of its input schema marked `x-mcp-header`, reached through `properties` only. */
+export function paramHeadersOf(inputSchema: unknown): ParamHeaders | undefined {
+  let out: ParamHeaders | undefined;
+  const visit = (schema: unknown, path: string[]) => {
+    const props = (schema as { properties?: unknown } | undefined)?.properties;
+    if (typeof props !== 'object' || props === null || path.length >= MAX_SCHEMA_DEPTH) return;
+    for (const [key, child] of Object.entries(props as Record<string, Record<string, unknown>>)) {
+      const name = child?.['x-mcp-header'];
+      if (typeof name === 'string' && name) (out ??= new Map()).set(`mcp-param-${name.toLowerCase()}`, [...path, key]);
+      visit(child, [...path, key]);
+    }
+  };
+  visit(inputSchema, []);
   return out;
 }

@@ -30,7 +30,7 @@ function bridged(capabilities: Record<string, unknown> = { elicitation: {} }) {
   };
   const bridge = new ModernBridge(
     { onMessage: (frame: Frame, relatedId?: JsonRpcId) => toClient.push({ msg: frame.msg, relatedId }), onFailure: (id, err) => failures.push({ id, err }), onClose: () => undefined, onWaiting: (id, on) => waiting.push([id, on]) },
-    { upstream, server: async () => ({ capabilities: { tools: {} }, serverInfo: { name: 'up', version: '1' } }), paramHeaders: async (req) => (req.method === 'tools/call' ? new Map([['mcp-param-region', 'region']]) : undefined), toolsSeen: () => undefined, requestTimeoutMs: 5000, inputTimeoutMs: 5000, log: pino({ level: 'silent' }) },
+    { upstream, server: async () => ({ capabilities: { tools: {} }, serverInfo: { name: 'up', version: '1' } }), paramHeaders: async (req) => (req.method === 'tools/call' ? new Map([['mcp-param-region', ['region']]]) : undefined), toolsSeen: () => undefined, requestTimeoutMs: 5000, inputTimeoutMs: 5000, log: pino({ level: 'silent' }) },
   );
   const next = async (count: number) => {
     while (sent.length < count) await new Promise<void>((resolve) => arrived.push(resolve));
@@ -52,7 +52,7 @@ describe('the legacy-session bridge to a modern upstream', () => {
     bridge.send(call(1, 'lookup', { region: 'eu' }));
     const up = await next(1);
     expect(up.req.params?._meta).toMatchObject({ 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} }, 'io.modelcontextprotocol/clientInfo': { name: 'c' } });
-    expect(up.o.paramHeaders).toEqual(new Map([['mcp-param-region', 'region']]));
+    expect(up.o.paramHeaders).toEqual(new Map([['mcp-param-region', ['region']]]));
     up.answer({ content: [], resultType: 'complete', ttlMs: 5, cacheScope: 'public', _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'up' } } });
     await settled();
     expect(toClient.at(-1)!.msg).toEqual({ jsonrpc: '2.0', id: 1, result: { content: [] } });

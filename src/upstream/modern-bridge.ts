@@ -13,6 +13,7 @@ import { ProxyError } from '../jsonrpc/errors.js';
 import { INVALID_PARAMS, isNotification, isObject, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
 import { INPUT_METHODS, LEGACY_VERSIONS, META, modernEnvelope } from '../mcp/eras.js';
 import { ClientQuestions, ClientRefused } from './client-questions.js';
+import type { ParamHeaders } from '../mcp/http-headers.js';
 import type { McpResult } from '../transformers/contract.js';
 import type { UpstreamServer } from './era.js';
 import type { ModernUpstream } from './modern-http.js';
@@ -24,7 +25,7 @@ export interface ModernBridgeOptions {
   /** The upstream's discover result. */
   server(): Promise<UpstreamServer>;
   /** The Mcp-Param-* headers of a tools/call (header, lower case → argument). */
-  paramHeaders(req: JsonRpcRequest): Promise<Map<string, string> | undefined>;
+  paramHeaders(req: JsonRpcRequest): Promise<ParamHeaders | undefined>;
   /** A tools/list result passed through, or a tool list change heard: what the tool headers learn. */
   toolsSeen(result?: McpResult): void;
   requestTimeoutMs: number;

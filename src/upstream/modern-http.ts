@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { request, type Dispatcher } from 'undici';
 import { ProxyError } from '../jsonrpc/errors.js';
 import { isNotification, isResponse, parseUpstream, type Frame, type JsonRpcRequest } from '../jsonrpc/message.js';
-import { modernRequestHeaders } from '../mcp/http-headers.js';
+import { modernRequestHeaders, type ParamHeaders } from '../mcp/http-headers.js';
 import { traceContextOf } from '../ops/trace-context.js';
 import { readEvents } from './http-streams.js';
 import type { HttpUpstreamSpec } from './types.js';
@@ -30,7 +30,7 @@ export interface ModernSendOptions {
   /** No answer within this time (progress restarts it) → REQUEST_TIMEOUT, and the request is cancelled upstream. */
   timeoutMs: number;
   /** The tool's Mcp-Param-* headers (header, lower case → argument), for a tools/call. */
-  paramHeaders?: Map<string, string>;
+  paramHeaders?: ParamHeaders;
   /** A notification on the request's stream (progress, a log message). */
   onNotification?(frame: Frame): void;
 }

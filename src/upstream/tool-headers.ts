@@ -8,7 +8,7 @@
 import { ProxyError } from '../jsonrpc/errors.js';
 import type { JsonRpcRequest, JsonRpcResponse } from '../jsonrpc/message.js';
 import { modernEnvelope } from '../mcp/eras.js';
-import { paramHeadersOf } from '../mcp/http-headers.js';
+import { paramHeadersOf, type ParamHeaders } from '../mcp/http-headers.js';
 import type { McpResult } from '../transformers/contract.js';
 import type { ModernUpstream } from './modern-http.js';
 import type { UpstreamPool } from './pool.js';
@@ -30,7 +30,7 @@ const MAX_TOOL_PAGES = 50;
 
 export class ToolHeaders {
   /** Header name (lower case) → argument, by tool. */
-  private readonly byTool = new Map<string, Map<string, string>>();
+  private readonly byTool = new Map<string, ParamHeaders>();
   /** A legacy tool's `execution.taskSupport`, by tool (the tasks extension: which calls may become tasks). */
   private readonly taskSupportByTool = new Map<string, string>();
   /** Whether byTool holds the upstream's whole current tool list, and the listing under way. */
@@ -43,7 +43,7 @@ export class ToolHeaders {
   constructor(private readonly o: { lister(who: ToolAsker): Promise<ToolLister>; learnt?: (result: McpResult) => void }) {}
 
   /** Mcp-Param-* header → argument for a tools/call (undefined for other requests, or a tool that mirrors nothing). */
-  async of(req: JsonRpcRequest, who: ToolAsker): Promise<Map<string, string> | undefined> {
+  async of(req: JsonRpcRequest, who: ToolAsker): Promise<ParamHeaders | undefined> {
     if (req.method !== 'tools/call' || typeof req.params?.name !== 'string') return undefined;
     if (!this.listed) await (this.listing ??= this.listUpstream(who).finally(() => (this.listing = undefined)));
     return this.byTool.get(req.params.name);

@@ -78,6 +78,7 @@ for (const kind of ['http', 'stdio'] as const) describe(`a 2026-07-28-only serve
           expect(textOf(result)).toBe('hi');
           // The proxy writes the Mcp-Param-* header the tool asks for; without it the server refuses the call.
           expect(textOf(await client.callTool({ name: 'in_region', arguments: { region: 'eu west ü' } }))).toBe('region eu west ü');
+          expect(textOf(await client.callTool({ name: 'in_place', arguments: { place: { region: 'north' } } }))).toBe('place north');
           expect(result).not.toHaveProperty('resultType');
           expect(result).not.toHaveProperty('ttlMs');
           expect(JSON.stringify(result)).not.toContain('io.modelcontextprotocol/serverInfo');
@@ -156,6 +157,7 @@ for (const kind of ['http', 'stdio'] as const) describe(`a 2026-07-28-only serve
         expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(['echo', 'ask_name']));
         expect(textOf(await client.callTool({ name: 'echo', arguments: { text: 'modern hi' } }))).toBe('modern hi');
         expect(textOf(await client.callTool({ name: 'in_region', arguments: { region: 'eu' } }))).toBe('region eu');
+        expect(textOf(await client.callTool({ name: 'in_place', arguments: { place: { region: 'south' } } }))).toBe('place south');
         expect(textOf(await client.callTool({ name: 'ask_name', arguments: {} }))).toBe('Hello, x!');
         expect(received['elicitation/create']).toHaveLength(1);
       } finally {

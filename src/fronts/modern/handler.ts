@@ -24,6 +24,7 @@ import { InputRounds } from './input-rounds.js';
 import { Tasks, TASKS_EXTENSION, type TasksOptions } from './tasks.js';
 import type { ModernReply } from './reply.js';
 import type { ToolHeaders } from '../../upstream/tool-headers.js';
+import type { ParamHeaders } from '../../mcp/http-headers.js';
 import { PassThrough } from './pass-through.js';
 import type { UpstreamEra } from '../../upstream/era.js';
 import type { ModernUpstream } from '../../upstream/modern-http.js';
@@ -86,7 +87,7 @@ export class ModernHandler {
   }
 
   /** Mcp-Param-* header → argument for a tools/call (see ToolHeaders). */
-  paramHeaders(req: JsonRpcRequest, ctx: ModernContext): Promise<Map<string, string> | undefined> {
+  paramHeaders(req: JsonRpcRequest, ctx: ModernContext): Promise<ParamHeaders | undefined> {
     return this.opts.toolHeaders.of(req, ctx);
   }
 

@@ -6,7 +6,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import type { JsonRpcRequest } from '../../jsonrpc/message.js';
-import { decodeHeaderValue, headerText, NAMED_METHODS } from '../../mcp/http-headers.js';
+import { argumentAt, decodeHeaderValue, headerText, NAMED_METHODS, type ParamHeaders } from '../../mcp/http-headers.js';
 
 function mismatch(message: string): ProxyError {
   return new ProxyError('HEADER_MISMATCH', `Header mismatch: ${message}`);
@@ -37,16 +37,15 @@ export function checkModernHeaders(headers: IncomingHttpHeaders, req: JsonRpcReq
 }
 
 /**
- * Checks each Mcp-Param-* header whose argument the tool names through `x-mcp-header`
- * (`paramHeaders`: header name, lower case, → argument). A header carries a string, a number or a
- * boolean as text; an argument of any other type cannot be mirrored, so it never matches.
- * Unrecognized Mcp-Param-* headers are allowed.
+ * Checks each Mcp-Param-* header whose argument the tool names through `x-mcp-header`. A header
+ * carries a string, a number or a boolean as text; an argument of any other type cannot be
+ * mirrored, so it never matches. Unrecognized Mcp-Param-* headers are allowed.
  */
-export function checkParamHeaders(headers: IncomingHttpHeaders, req: JsonRpcRequest, paramHeaders: Map<string, string> | undefined): void {
+export function checkParamHeaders(headers: IncomingHttpHeaders, req: JsonRpcRequest, paramHeaders: ParamHeaders | undefined): void {
   if (!paramHeaders?.size || req.method !== 'tools/call') return;
-  const args = (req.params?.arguments ?? {}) as Record<string, unknown>;
-  for (const [header, argument] of paramHeaders) {
-    const value = args[argument];
+  for (const [header, path] of paramHeaders) {
+    const argument = path.join('.');
+    const value = argumentAt(req.params?.arguments, path);
     const raw = single(headers, header);
     if (value === undefined || value === null) {
       if (raw !== undefined) throw mismatch(`${header} is set but argument "${argument}" is absent`);
