@@ -165,6 +165,16 @@ for (const kind of ['http', 'stdio'] as const) describe(`a 2026-07-28-only serve
       }
     }, 30_000);
 
+    it('(v2 SDK) on a fresh proxy\'s stdio front, its first requests racing the start-up check, lists and calls tools', async () => {
+      const { client, close } = await connectModern('stdio', { upstreamArg: target.upstreamArg }, { mode: 'pin' });
+      try {
+        expect((await client.listTools()).tools.map((t) => t.name)).toContain('echo');
+        expect(textOf(await client.callTool({ name: 'echo', arguments: { text: 'first' } }))).toBe('first');
+      } finally {
+        await close();
+      }
+    }, 30_000);
+
     it('(v2 SDK) with format=json gets structuredContent', async () => {
       const { client, close } = await connectModern('http', { url: proxy.url }, { mode: 'pin', features: ['agent', 'format=json'] });
       try {

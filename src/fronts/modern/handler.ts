@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import type { Requester } from '../../core/context.js';
 import { targetOf } from '../../mcp/requests.js';
 import type { FilterChain } from '../../core/filters.js';
-import { modernUpstreamError, ProxyError, toJsonRpcError, URL_ELICITATION_REQUIRED } from '../../jsonrpc/errors.js';
+import { modernUpstreamError, ProxyError, toJsonRpcError, UNSUPPORTED_PROTOCOL_VERSION, URL_ELICITATION_REQUIRED } from '../../jsonrpc/errors.js';
 import { errorResponse, type Frame, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
 import { INPUT_METHODS, MODERN_METHODS, MODERN_VERSIONS, modernContext, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/eras.js';
 import { traceContextOf } from '../../ops/trace-context.js';
@@ -104,7 +104,7 @@ export class ModernHandler {
   }
 
   /** Serves one request; every outcome, including the proxy's own failures, ends in `reply.answer`. */
-  async handle(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<void> {
+  async handle(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply, again = false): Promise<void> {
     try {
       if ((this.opts.era.now ?? (await this.opts.era.resolve())) === 'modern') return await this.passThrough.handle(req, ctx, reply);
       if (req.method === 'subscriptions/listen' && this.opts.listen) return await this.opts.listen(req, ctx, reply);
@@ -113,6 +113,11 @@ export class ModernHandler {
       else if ('error' in result) reply.answer({ msg: errorResponse(req.id, result.error as JsonRpcResponse['error'] & object) });
       else reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: result.result } });
     } catch (err) {
+      // The pooled session's initialize was refused as only a 2026-07-28 server does: the upstream is modern after all.
+      if (!again && this.opts.era.found && err instanceof ProxyError && err.details?.upstreamCode === UNSUPPORTED_PROTOCOL_VERSION) {
+        this.opts.era.refusedLegacy();
+        return this.handle(req, ctx, reply, true);
+      }
       if (!(err instanceof ProxyError)) this.opts.log.error({ err: (err as Error)?.message, method: req.method }, 'modern request failed');
       reply.answer({ msg: errorResponse(req.id, toJsonRpcError(err, 'modern')) }, err instanceof ProxyError && err.retryAfter ? err : undefined);
     }
