@@ -17,6 +17,8 @@ describe('parseCli', () => {
     const r = parseCli(['--upstream', 'node server.js', '--port', '9000', '--stdio', '--request-timeout', '500'], {});
     expect(r.command).toBe('serve');
     expect(r.overrides).toMatchObject({ upstream: { command: 'node server.js' }, listen: { transport: 'stdio', port: 9000 }, timeouts: { requestMs: 500 } });
+    expect(parseCli(['--upstream-era', 'modern'], {}).overrides).toMatchObject({ upstream: { era: 'modern' } });
+    expect(parseCli([], { MCP_PROXY_UPSTREAM_ERA: 'legacy' }).overrides).toMatchObject({ upstream: { era: 'legacy' } });
   });
 
   it('passes --env NAME=VALUE and --env NAME (the proxy\'s own value) to a stdio upstream, and refuses what it cannot pass', () => {

@@ -9,7 +9,7 @@ import { closest } from './suggest.js';
 export const HELP = `mcp-negotiate-proxy: a negotiating reverse proxy in front of an existing MCP server
 
 Legacy clients (initialize, protocol up to 2025-11-25) and modern clients (2026-07-28,
-stateless) use the same endpoint; the server behind the proxy only needs to speak legacy MCP.
+stateless) use the same endpoint, in front of a server that speaks either era.
 
 Usage:
   mcp-negotiate-proxy [options]                 serve (HTTP on 127.0.0.1:8080/mcp by default)
@@ -27,6 +27,9 @@ Options:
   --upstream <cmd|url>     the server behind the proxy: a command line that starts a stdio server
                            ("node server.js --flag"), or a Streamable HTTP URL (http://host:port/mcp).
                            Default: the built-in demo server.          env: MCP_PROXY_UPSTREAM
+  --upstream-era <era>     auto (default: an HTTP server is asked server/discover; a stdio one is
+                           legacy until it refuses initialize as a 2026-07-28 server does),
+                           legacy or modern                            env: MCP_PROXY_UPSTREAM_ERA
   --stdio                  be a stdio server (for clients that spawn the proxy) instead of
                            listening on HTTP                           env: MCP_PROXY_STDIO=1
   --host <addr>            interface to bind (default 127.0.0.1)       env: MCP_PROXY_HOST
@@ -83,6 +86,7 @@ const OPTIONS = {
   config: { type: 'string' },
   env: { type: 'string', multiple: true },
   'request-timeout': { type: 'string' },
+  'upstream-era': { type: 'string' },
   'log-level': { type: 'string' },
   'log-format': { type: 'string' },
   features: { type: 'string' },
@@ -98,7 +102,7 @@ const DEFAULT_FAIL_FAST_TIMEOUT_MS = 30_000;
 
 type Flag = keyof typeof OPTIONS;
 /** Serving's options; `validate` takes the same, so that it checks the very start a command line would make. */
-const SERVE_FLAGS: Flag[] = ['upstream', 'stdio', 'host', 'allow-unauthenticated', 'port', 'config', 'env', 'fail-fast', 'fail-fast-timeout', 'request-timeout', 'log-level', 'log-format', 'help', 'version'];
+const SERVE_FLAGS: Flag[] = ['upstream', 'upstream-era', 'stdio', 'host', 'allow-unauthenticated', 'port', 'config', 'env', 'fail-fast', 'fail-fast-timeout', 'request-timeout', 'log-level', 'log-format', 'help', 'version'];
 /** The options each command takes (help and version take them all). */
 const FLAGS_OF: Record<Exclude<CliCommand, 'help' | 'version'>, Flag[]> = {
   serve: SERVE_FLAGS,
@@ -148,6 +152,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
     upstream: {
       ...(upstream === undefined ? {} : /^https?:\/\//i.test(upstream) ? { url: upstream } : { command: upstream }),
       env: values.env && upstreamEnv(values.env, env),
+      era: pick(values['upstream-era'], 'MCP_PROXY_UPSTREAM_ERA'),
     },
     listen: {
       transport: stdio ? 'stdio' : undefined,
