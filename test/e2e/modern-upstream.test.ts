@@ -223,6 +223,16 @@ for (const kind of ['http', 'stdio'] as const) describe(`a 2026-07-28-only serve
       expect(textOf(streamed.messages.at(-1).result)).toBe('slept 50 ms');
     });
 
+    it('passes methods outside the revision to the server, which answers them (here: -32601 with 404)', async () => {
+      for (const [id, method] of [[10, 'ping'], [11, 'x-example/extension-method']] as const) {
+        const r = modern(id, method);
+        const answer = await rawPost(proxy.url, r.body, r.headers);
+        expect(answer.status).toBe(404);
+        expect(answer.messages[0]).toMatchObject({ id, error: { code: -32601 } });
+        expect(answer.messages[0].error.data?.code).toBeUndefined(); // the server's answer, not the proxy's
+      }
+    });
+
     it("passes subscriptions/listen through: the server's acknowledgement, tagged with the client's request id", async () => {
       const listen = modern(8, 'subscriptions/listen', { notifications: { toolsListChanged: true } });
       const abort = new AbortController();

@@ -99,7 +99,8 @@ export class ModernHandler {
 
   /** The context of a modern request from `who`; throws the modern rejection (unknown method: 404 on HTTP; bad `_meta`) when it has none. */
   requestContext(req: JsonRpcRequest, who: Requester): ModernContext {
-    if (!MODERN_METHODS.has(req.method)) throw new ProxyError('METHOD_NOT_FOUND', `Method not found: ${req.method} is not part of protocol version ${MODERN_VERSIONS[0]}`);
+    // A 2026-07-28 upstream answers for the methods it knows (an extension's own ones too).
+    if (!MODERN_METHODS.has(req.method) && this.opts.era.now !== 'modern') throw new ProxyError('METHOD_NOT_FOUND', `Method not found: ${req.method} is not part of protocol version ${MODERN_VERSIONS[0]}`);
     return { ...modernContext(req), ...who };
   }
 

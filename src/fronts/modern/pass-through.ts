@@ -11,7 +11,7 @@
 import type { Logger } from 'pino';
 import type { FilterChain } from '../../core/filters.js';
 import { ProxyError } from '../../jsonrpc/errors.js';
-import { errorResponse, isObject, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
+import { errorResponse, isObject, METHOD_NOT_FOUND, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
 import type { Sealer } from '../../sealing/sealer.js';
 import { CACHEABLE_METHODS, META, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/eras.js';
 import { targetOf } from '../../mcp/requests.js';
@@ -65,7 +65,9 @@ export class PassThrough {
     const msg = frame.msg as JsonRpcResponse;
     if (msg.error) {
       const annotated = negotiation.annotateError(msg.error, check?.scope);
-      return reply.answer(annotated ? { msg: errorResponse(req.id, annotated) } : frame, status >= 400 && status < 500 ? { httpStatus: status } : undefined);
+      // The server's status; over stdio there is none, and an unknown method is still a 404 on HTTP.
+      const httpStatus = status >= 400 && status < 500 ? status : msg.error.code === METHOD_NOT_FOUND ? 404 : undefined;
+      return reply.answer(annotated ? { msg: errorResponse(req.id, annotated) } : frame, httpStatus ? { httpStatus } : undefined);
     }
     const result = msg.result ?? {};
     if (result.resultType === 'input_required' && result.requestState !== undefined) return reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: { ...result, requestState: this.sealState(result.requestState, ctx) } } });
