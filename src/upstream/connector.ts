@@ -10,14 +10,14 @@ import type { Logger } from 'pino';
 import { Agent } from 'undici';
 import { maskSecrets } from '../ops/mask.js';
 import { UpstreamClient } from './client.js';
-import { UpstreamEra, type EraSetting } from './era.js';
+import { refusedAsModern, UpstreamEra, type EraSetting } from './era.js';
 import { HttpUpstream } from './http.js';
 import { ModernBridge, type ModernBridgeOptions } from './modern-bridge.js';
 import { ModernHttpUpstream, type ModernUpstream } from './modern-http.js';
 import { ModernStdioUpstream } from './modern-stdio.js';
 import { createStdioUpstream, killGroup } from './stdio.js';
 import type { ResumedSession, UpstreamConnection, UpstreamEvents, UpstreamSpec } from './types.js';
-import { ProxyError, UNSUPPORTED_PROTOCOL_VERSION } from '../jsonrpc/errors.js';
+import { ProxyError } from '../jsonrpc/errors.js';
 import { modernEnvelope } from '../mcp/eras.js';
 
 export interface ConnectorOptions {
@@ -135,7 +135,7 @@ export class UpstreamConnector {
       await client.ready;
     } catch (err) {
       // Only a 2026-07-28 server refuses the legacy handshake for its version: speak to it in that era.
-      if (!(err instanceof ProxyError && err.details?.upstreamCode === UNSUPPORTED_PROTOCOL_VERSION)) throw err;
+      if (!refusedAsModern(err)) throw err;
       this.era.refusedLegacy();
       if ((await this.era.resolve()) !== 'modern') throw err;
       await this.era.server(true);

@@ -9,7 +9,7 @@
  * known, the era is kept until something shows it changed.
  */
 import type { Logger } from 'pino';
-import { ProxyError } from '../jsonrpc/errors.js';
+import { ProxyError, UNSUPPORTED_PROTOCOL_VERSION } from '../jsonrpc/errors.js';
 import { isObject } from '../jsonrpc/message.js';
 import { META, MODERN_VERSIONS } from '../mcp/eras.js';
 import type { McpResult } from '../transformers/contract.js';
@@ -21,6 +21,11 @@ export type EraSetting = Era | 'auto';
 
 /** What the upstream said about itself, in the shape of an initialize result (capabilities, serverInfo, instructions). */
 export type UpstreamServer = McpResult;
+
+/** Whether a failure is the upstream refusing the legacy handshake as only a 2026-07-28 server does (UnsupportedProtocolVersion). */
+export function refusedAsModern(err: unknown): boolean {
+  return err instanceof ProxyError && err.details?.upstreamCode === UNSUPPORTED_PROTOCOL_VERSION;
+}
 
 /** What a discover exchange shows: modern (with the server), legacy, or nothing (an error status of the server itself). */
 export function classifyDiscover(answer: ModernExchange): { era: 'modern'; server: UpstreamServer } | { era: 'legacy' } | undefined {

@@ -17,6 +17,7 @@ import type { ParamHeaders } from '../mcp/http-headers.js';
 import type { McpResult } from '../transformers/contract.js';
 import type { UpstreamServer } from './era.js';
 import type { ModernUpstream } from './modern-http.js';
+import { sleep } from './http-streams.js';
 import { UpstreamListen } from './modern-listen.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
 
@@ -166,7 +167,8 @@ export class ModernBridge implements UpstreamConnection {
   /** A round's answers (undefined when it asks nothing, after a short pause); the call's time limit stops meanwhile. */
   private async inputFor(requests: unknown, relatedId: JsonRpcId, signal: AbortSignal): Promise<Record<string, unknown> | undefined> {
     if (!isObject(requests) || Object.keys(requests).length === 0) {
-      await pause(STATE_ONLY_PAUSE_MS, signal);
+      await sleep(STATE_ONLY_PAUSE_MS, signal);
+      if (signal.aborted) throw signal.reason;
       return undefined;
     }
     this.events.onWaiting?.(relatedId, true);
@@ -200,12 +202,4 @@ function legacyResult(result: McpResult): McpResult {
     else delete out._meta;
   }
   return out;
-}
-
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onAbort = () => (clearTimeout(timer), reject(signal.reason));
-    const timer = setTimeout(() => (signal.removeEventListener('abort', onAbort), resolve()), ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }

@@ -12,23 +12,26 @@ import { ProxyError } from '../jsonrpc/errors.js';
 import { isNotification, isObject, isRequest, isResponse, type Frame, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
 import { META } from '../mcp/eras.js';
 import type { ModernExchange, ModernSendOptions, ModernUpstream } from './modern-http.js';
+import { PendingCalls } from './pending.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
 
 interface Waiter {
   /** The request as the caller sent it (its id and progress token are given back). */
   req: JsonRpcRequest;
   o: ModernSendOptions;
-  settle(err: unknown, answer?: ModernExchange): void;
-  /** Progress came: the time limit starts again. */
-  progressed(): void;
+  resolve(answer: ModernExchange): void;
+  reject(err: unknown): void;
+  /** Stops listening to the caller's signal. */
+  done(): void;
 }
 
 export class ModernStdioUpstream implements ModernUpstream {
   readonly mirrorsHeaders = false;
   private connection: UpstreamConnection | undefined;
   private closed = false;
-  /** Requests under way, by the proxy's id on the pipe (also their progress token there). */
-  private readonly waiting = new Map<string, Waiter>();
+  /** Calls under way, and listen streams apart (a log message goes to the only call), by the proxy's id on the pipe (also their progress token there). */
+  private readonly calls = new PendingCalls<Waiter>((id, w, ms) => this.timedOut(String(id), w, ms));
+  private readonly streams = new PendingCalls<Waiter>((id, w, ms) => this.timedOut(String(id), w, ms));
   private next = 0;
 
   constructor(
@@ -39,31 +42,25 @@ export class ModernStdioUpstream implements ModernUpstream {
   send(req: JsonRpcRequest, o: ModernSendOptions): Promise<ModernExchange> {
     const id = `mcp-negotiate-proxy-${++this.next}`;
     const meta = isObject(req.params?._meta) ? req.params._meta : undefined;
-    const params = meta && meta.progressToken !== undefined ? { ...req.params, _meta: { ...meta, progressToken: id } } : req.params;
+    const token = meta?.progressToken !== undefined ? id : undefined;
+    const params = token ? { ...req.params, _meta: { ...meta, progressToken: token } } : req.params;
+    const pending = req.method === 'subscriptions/listen' ? this.streams : this.calls;
     return new Promise((resolve, reject) => {
       if (o.signal?.aborted) return reject(o.signal.reason);
-      const timer = setTimeout(() => {
-        settle(new ProxyError('REQUEST_TIMEOUT', `The upstream did not answer ${req.method} within ${o.timeoutMs} ms`, { timeoutMs: o.timeoutMs }));
-        this.cancel(id, `Request timed out after ${o.timeoutMs} ms`);
-      }, o.timeoutMs);
       const onAbort = () => {
-        settle(o.signal!.reason);
+        if (!pending.settle(id)) return;
+        waiter.done();
+        reject(o.signal!.reason);
         this.cancel(id, 'The client cancelled the request');
       };
-      const settle = (err: unknown, answer?: ModernExchange) => {
-        if (!this.waiting.delete(id)) return;
-        clearTimeout(timer);
-        o.signal?.removeEventListener('abort', onAbort);
-        if (answer) resolve(answer);
-        else reject(err);
-      };
+      const waiter: Waiter = { req, o, resolve, reject, done: () => o.signal?.removeEventListener('abort', onAbort) };
       o.signal?.addEventListener('abort', onAbort, { once: true });
-      this.waiting.set(id, { req, o, settle, progressed: () => timer.refresh() });
+      pending.add(id, waiter, o.timeoutMs, token);
       try {
         if (this.closed) throw new ProxyError('UPSTREAM_CLOSED', 'The proxy is shutting down');
         this.process().send({ msg: { jsonrpc: '2.0', id, method: req.method, ...(params ? { params } : {}) } });
       } catch (err) {
-        settle(err);
+        if (pending.settle(id)) (waiter.done(), reject(err));
       }
     });
   }
@@ -81,7 +78,7 @@ export class ModernStdioUpstream implements ModernUpstream {
     if (this.connection) return this.connection;
     const connection: UpstreamConnection = this.connect({
       onMessage: (frame) => this.heard(frame),
-      onFailure: (id, err) => this.waiting.get(String(id))?.settle(err),
+      onFailure: (id, err) => this.settle(String(id))?.reject(err),
       onClose: (err) => {
         if (this.connection !== connection) return; // one the proxy let go of already
         this.connection = undefined;
@@ -91,8 +88,24 @@ export class ModernStdioUpstream implements ModernUpstream {
     return (this.connection = connection);
   }
 
+  /** Stops waiting for `id`; its waiter, or undefined. */
+  private settle(id: string): Waiter | undefined {
+    const waiter = this.calls.settle(id) ?? this.streams.settle(id);
+    waiter?.done();
+    return waiter;
+  }
+
+  private timedOut(id: string, waiter: Waiter, ms: number): void {
+    waiter.done();
+    waiter.reject(new ProxyError('REQUEST_TIMEOUT', `The upstream did not answer ${waiter.req.method} within ${ms} ms`, { timeoutMs: ms }));
+    this.cancel(id, `Request timed out after ${ms} ms`);
+  }
+
   private failAll(err: ProxyError): void {
-    for (const waiter of [...this.waiting.values()]) waiter.settle(err);
+    for (const [, waiter] of [...this.calls.settleAll(), ...this.streams.settleAll()]) {
+      waiter.done();
+      waiter.reject(err);
+    }
   }
 
   private cancel(id: string, reason: string): void {
@@ -102,9 +115,9 @@ export class ModernStdioUpstream implements ModernUpstream {
   private heard(frame: Frame): void {
     const msg = frame.msg;
     if (isResponse(msg)) {
-      const waiter = msg.id === null ? undefined : this.waiting.get(String(msg.id));
+      const waiter = msg.id === null ? undefined : this.settle(String(msg.id));
       if (!waiter) return this.log.debug({ id: msg.id }, 'dropped an upstream response nobody waits for');
-      return waiter.settle(undefined, { frame: { msg: { ...msg, id: waiter.req.id } }, status: 200 });
+      return waiter.resolve({ frame: { msg: { ...msg, id: waiter.req.id } }, status: 200 });
     }
     if (isRequest(msg)) {
       // A 2026-07-28 server asks for input through input_required, never with a request of its own.
@@ -113,33 +126,34 @@ export class ModernStdioUpstream implements ModernUpstream {
     if (isNotification(msg)) this.route(msg);
   }
 
-  /** The one request under way, listen streams aside (they never carry log messages); undefined when there are several. */
-  private onlyCall(): Waiter | undefined {
-    let only: Waiter | undefined;
-    for (const waiter of this.waiting.values()) {
-      if (waiter.req.method === 'subscriptions/listen') continue;
-      if (only) return undefined;
-      only = waiter;
-    }
-    return only;
-  }
-
-  /** A notification to the request it belongs to: by progress token, by listen stream, or the only one under way. */
+  /** A notification to the request it belongs to: by progress token (which restarts its time limit), by listen stream, or a log message to the only call under way that asked for them. */
   private route(n: JsonRpcNotification): void {
     const params = n.params ?? {};
     const meta = isObject(params._meta) ? params._meta : {};
     const token = params.progressToken;
     const stream = meta[META.subscriptionId];
-    const owner = token !== undefined ? this.waiting.get(String(token)) : stream !== undefined ? this.waiting.get(String(stream)) : n.method === 'notifications/message' ? this.onlyCall() : undefined;
-    const original = (owner?.req.params?._meta as Record<string, unknown> | undefined)?.progressToken;
-    // Progress for a request that asked for none, or a log message for one that set no level, is not its.
-    const wanted = token !== undefined ? original !== undefined : stream !== undefined || (owner?.req.params?._meta as Record<string, unknown> | undefined)?.[META.logLevel] !== undefined;
-    if (!owner || !wanted) return this.log.debug({ method: n.method }, 'dropped an upstream notification that names no request under way');
-    if (n.method === 'notifications/progress') owner.progressed();
-    const mapped: JsonRpcNotification =
-      token !== undefined ? { ...n, params: { ...params, progressToken: original as JsonRpcId } }
-      : stream !== undefined ? { ...n, params: { ...params, _meta: { ...meta, [META.subscriptionId]: owner.req.id } } }
-      : n;
-    owner.o.onNotification?.({ msg: mapped });
+    if (token !== undefined) {
+      const owner = (this.calls.progressed(token as string) ?? this.streams.progressed(token as string))?.call;
+      return owner ? this.deliver(owner, { ...n, params: { ...params, progressToken: progressTokenOf(owner) as JsonRpcId } }) : this.dropped(n);
+    }
+    if (stream !== undefined) {
+      const owner = this.streams.get(String(stream));
+      return owner ? this.deliver(owner, { ...n, params: { ...params, _meta: { ...meta, [META.subscriptionId]: owner.req.id } } }) : this.dropped(n);
+    }
+    const only = n.method === 'notifications/message' ? this.calls.only() : undefined;
+    const wanted = (only?.req.params?._meta as Record<string, unknown> | undefined)?.[META.logLevel] !== undefined;
+    return only && wanted ? this.deliver(only, n) : this.dropped(n);
   }
+
+  private deliver(owner: Waiter, n: JsonRpcNotification): void {
+    owner.o.onNotification?.({ msg: n });
+  }
+
+  private dropped(n: JsonRpcNotification): void {
+    this.log.debug({ method: n.method }, 'dropped an upstream notification that names no request under way');
+  }
+}
+
+function progressTokenOf(waiter: Waiter): unknown {
+  return (waiter.req.params?._meta as Record<string, unknown> | undefined)?.progressToken;
 }

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import type { Requester } from '../../core/context.js';
 import { targetOf } from '../../mcp/requests.js';
 import type { FilterChain } from '../../core/filters.js';
-import { modernUpstreamError, ProxyError, toJsonRpcError, UNSUPPORTED_PROTOCOL_VERSION, URL_ELICITATION_REQUIRED } from '../../jsonrpc/errors.js';
+import { modernUpstreamError, ProxyError, toJsonRpcError, URL_ELICITATION_REQUIRED } from '../../jsonrpc/errors.js';
 import { errorResponse, type Frame, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
 import { INPUT_METHODS, MODERN_METHODS, MODERN_VERSIONS, modernContext, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/eras.js';
 import { traceContextOf } from '../../ops/trace-context.js';
@@ -26,7 +26,7 @@ import type { ModernReply } from './reply.js';
 import type { ToolHeaders } from '../../upstream/tool-headers.js';
 import type { ParamHeaders } from '../../mcp/http-headers.js';
 import { PassThrough } from './pass-through.js';
-import type { UpstreamEra } from '../../upstream/era.js';
+import { refusedAsModern, type UpstreamEra } from '../../upstream/era.js';
 import type { ModernUpstream } from '../../upstream/modern-http.js';
 
 export interface ModernHandlerOptions {
@@ -115,7 +115,7 @@ export class ModernHandler {
       else reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: result.result } });
     } catch (err) {
       // The pooled session's initialize was refused as only a 2026-07-28 server does: the upstream is modern after all.
-      if (!again && this.opts.era.found && err instanceof ProxyError && err.details?.upstreamCode === UNSUPPORTED_PROTOCOL_VERSION) {
+      if (!again && this.opts.era.found && refusedAsModern(err)) {
         this.opts.era.refusedLegacy();
         return this.handle(req, ctx, reply, true);
       }
