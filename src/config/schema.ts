@@ -8,6 +8,9 @@ import { serverVariantsSchema } from '../extensions/server-variants/variants.js'
 import { ruleSchema } from '../rules/compile.js';
 import { DEFAULT_CLIENT_SESSIONS, listenSchema } from './schema-listen.js';
 
+/** Well above what real results nest (JSON Schemas, documents: a few dozen), well below what overflows the stack when written again (thousands). */
+export const UPSTREAM_MAX_JSON_DEPTH = 256;
+
 const headerMap = z.record(z.string(), z.string()).describe('HTTP headers sent to an HTTP upstream; values may use ${ENV_VAR}.');
 
 export const upstreamSchema = z
@@ -39,6 +42,15 @@ export const upstreamSchema = z
       .default(16)
       .describe('Most stdio upstream processes for legacy sessions (one each). An initialize beyond it ends the least recently used idle session (nothing in flight, no open stream; its client gets 404 and starts again) to make room, and gets 503 with Retry-After only when every session is busy. Modern requests use modern.pool.maxSessions more.'),
     headers: headerMap.default({}),
+    maxJsonDepth: z
+      .number()
+      .int()
+      .min(16)
+      .max(1000)
+      .default(UPSTREAM_MAX_JSON_DEPTH)
+      .describe(
+        "Deepest nesting of arrays and objects in a message from the server. A deeper one is not taken as a message: an answer becomes an error for the request it answers (the server's output cannot crash the proxy when it is written again); anything else is dropped and logged. Real results nest a few dozen levels at most.",
+      ),
     era: z.enum(['auto', 'legacy', 'modern']).default('auto').describe('Protocol era of the upstream. auto: an HTTP upstream is asked server/discover first (2026-07-28 servers answer it; others are initialized as before); a stdio upstream is legacy until it refuses initialize as a 2026-07-28 server does. legacy or modern: taken as said. See docs/eras.md.'),
   })
   .strict()

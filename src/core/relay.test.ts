@@ -7,6 +7,7 @@
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ProxyError } from '../jsonrpc/errors.js';
+import { UndecodableResult } from '../jsonrpc/envelope.js';
 import { parseUpstream, type Frame, type JsonRpcId } from '../jsonrpc/message.js';
 import type { UpstreamConnection, UpstreamEvents } from '../upstream/types.js';
 import { RelaySession, type ClientSink, type ResultShaper } from './relay.js';
@@ -167,10 +168,10 @@ describe('RelaySession', () => {
     const { upstream, sink, session } = relay();
     const asked = session.ask('tools/list', {});
     const id = (upstream.sent[0].msg as { id: JsonRpcId }).id;
-    const parsed = parseUpstream(Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"tools":nope}}`));
+    const parsed = parseUpstream(Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"tools":nope}}`), 256);
     expect(parsed.ok).toBe(true);
     if (parsed.ok) upstream.events.onMessage(parsed.frames[0]);
-    await expect(asked).rejects.toThrow(SyntaxError);
+    await expect(asked).rejects.toThrow(UndecodableResult);
     session.fromClient(request(1));
     upstream.reply(1, { content: [] });
     expect(sink.delivered.map((d) => d.msg.id)).toEqual([1]);

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { hasMember, lazyFrame, responseId, undecodedResult } from './envelope.js';
-import type { JsonRpcResponse } from './message.js';
+import { lazyFrame, responseId, UndecodableResult, undecodedResult, withId } from './envelope.js';
+import { parseUpstream, type JsonRpcResponse } from './message.js';
 
-const lazyResponse = (bytes: Buffer) => lazyFrame(bytes)?.msg as JsonRpcResponse | undefined;
-import { parseUpstream } from './message.js';
+const DEPTH = 256;
+const lazyResponse = (bytes: Buffer) => lazyFrame(bytes, DEPTH)?.msg as JsonRpcResponse | undefined;
 
 const b = (text: string) => Buffer.from(text);
 
@@ -62,7 +62,7 @@ describe('lazyResponse', () => {
   });
 
   it('gives its result bytes while undecoded, and not after', () => {
-    const frame = lazyFrame(b('{"jsonrpc":"2.0","id":4,"result":{"a":[1]} }'))!;
+    const frame = lazyFrame(b('{"jsonrpc":"2.0","id":4,"result":{"a":[1]} }'), DEPTH)!;
     expect(String(undecodedResult(frame))).toBe('{"a":[1]}');
     void (frame.msg as JsonRpcResponse).result;
     expect(undecodedResult(frame)).toBeUndefined();
@@ -72,30 +72,57 @@ describe('lazyResponse', () => {
   it('fails when a result whose brackets balance is not JSON is decoded', () => {
     const msg = lazyResponse(b('{"jsonrpc":"2.0","id":1,"result":{"a":nope}}'))!;
     expect(msg.id).toBe(1);
-    expect(() => msg.result).toThrow(SyntaxError);
+    expect(() => msg.result).toThrow(UndecodableResult);
+    expect(() => msg.result).toThrow("The upstream's answer is not valid JSON");
+  });
+
+  it('takes a result nesting up to the limit (the envelope counts as a level), and leaves a deeper one to the decoder', () => {
+    const nested = (levels: number) => b(`{"jsonrpc":"2.0","id":1,"result":{"a":${'['.repeat(levels)}${']'.repeat(levels)}}}`);
+    expect(lazyFrame(nested(DEPTH - 2), DEPTH)).toBeDefined();
+    expect(lazyFrame(nested(DEPTH - 1), DEPTH)).toBeUndefined();
   });
 });
 
 describe('parseUpstream', () => {
   it('keeps the bytes as the frame text, lazy for answers and decoded otherwise', () => {
     const answer = b('{"jsonrpc":"2.0","id":1,"result":{"ok":true}}');
-    const parsed = parseUpstream(answer);
+    const parsed = parseUpstream(answer, DEPTH);
     expect(parsed.ok && parsed.frames[0].raw).toBe(answer);
     const request = b('{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"maxTokens":5}}');
-    const other = parseUpstream(request);
+    const other = parseUpstream(request, DEPTH);
     expect(other.ok && other.frames[0]).toEqual({ msg: JSON.parse(request.toString()), raw: request });
-    expect(parseUpstream(b('not json')).ok).toBe(false);
+    expect(parseUpstream(b('not json'), DEPTH).ok).toBe(false);
+  });
+
+  it('refuses a message nesting deeper than the limit, naming the request an answer was for', () => {
+    const deep = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
+    // 8,000 levels would overflow the stack where the message is written again; the parser itself does not recurse.
+    const cases: Array<[string, string | number | undefined]> = [
+      [`{"jsonrpc":"2.0","id":1,"result":{"a":${deep(8000)}}}`, 1],
+      [`{"jsonrpc":"2.0","id":"x","error":{"code":1,"message":"m","data":${deep(300)}}}`, 'x'],
+      [`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1,"x":${deep(8000)}}}`, undefined],
+      [`{"jsonrpc":"2.0","id":5,"method":"sampling/createMessage","params":{"x":${deep(300)}}}`, undefined],
+      [`[{"jsonrpc":"2.0","id":6,"result":{"x":${deep(300)}}}]`, undefined],
+    ];
+    for (const [text, answerTo] of cases) {
+      const parsed = parseUpstream(b(text), DEPTH);
+      expect(parsed.ok, text.slice(0, 60)).toBe(false);
+      if (!parsed.ok) {
+        expect(parsed.answerTo).toBe(answerTo);
+        expect(parsed.error.error?.message).toContain('upstream.maxJsonDepth');
+      }
+    }
+    expect(parseUpstream(b(`{"jsonrpc":"2.0","method":"m","params":{"x":${deep(DEPTH - 2)}}}`), DEPTH).ok).toBe(true);
   });
 });
 
-describe('hasMember', () => {
-  const names = [Buffer.from('_meta'), Buffer.from('ttlMs')];
-  it('looks at the top-level members only', () => {
-    expect(hasMember(b('{"content":[{"_meta":{}}],"x":"\\"_meta\\":1"}'), names)).toBe(false);
-    expect(hasMember(b('{}'), names)).toBe(false);
-    expect(hasMember(b('{ "a" : 1 , "b" : true, "c":null, "d":{"ttlMs":1} }'), names)).toBe(false);
-    expect(hasMember(b('{"a":1,"_meta":{}}'), names)).toBe(true);
-    expect(hasMember(b('{ "ttlMs" : 0 }'), names)).toBe(true);
-    expect(hasMember(b('{"a":[1,2],"b":{"c":[]},"_meta":1}'), names)).toBe(true);
+describe('withId', () => {
+  it('gives an undecoded answer another id without decoding it, and a decoded one too', () => {
+    const frame = lazyFrame(b('{"id":"p-7","jsonrpc":"2.0","result":{"a":nope}}'), DEPTH)!;
+    const renamed = withId(frame, 3);
+    expect(String(renamed.raw)).toBe('{"jsonrpc":"2.0","id":3,"result":{"a":nope}}');
+    expect(String(undecodedResult(renamed))).toBe('{"a":nope}');
+    expect(() => (renamed.msg as JsonRpcResponse).result).toThrow(UndecodableResult);
+    expect(withId({ msg: { jsonrpc: '2.0', id: 1, error: { code: 1, message: 'm' } } }, 'x')).toEqual({ msg: { jsonrpc: '2.0', id: 'x', error: { code: 1, message: 'm' } } });
   });
 });

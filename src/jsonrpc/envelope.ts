@@ -19,12 +19,21 @@ const JSONRPC_2 = Buffer.from('"2.0"');
 
 /**
  * A success response `{"jsonrpc":"2.0","id":…,"result":{…}}` (members in any order, no others)
- * as a frame whose result is decoded on first use; undefined for anything else, which the caller
- * decodes. A result whose inner syntax is broken passes here and fails when decoded.
+ * nesting at most `maxDepth` levels, as a frame whose result is decoded on first use; undefined
+ * for anything else, which the caller decodes. A result whose inner syntax is broken passes here
+ * and fails when decoded (UndecodableResult).
  */
-export function lazyFrame(bytes: Buffer): Frame | undefined {
-  const envelope = readEnvelope(bytes);
+export function lazyFrame(bytes: Buffer, maxDepth: number): Frame | undefined {
+  const envelope = readEnvelope(bytes, maxDepth);
   return envelope && { msg: lazyAnswer(envelope.id, bytes), raw: bytes, result: { start: envelope.resultStart, end: envelope.resultEnd } };
+}
+
+/** A lazily read answer whose result turned out not to be JSON, when something decoded it. */
+export class UndecodableResult extends Error {
+  constructor(cause: string) {
+    super(`The upstream's answer is not valid JSON (${cause})`);
+    this.name = 'UndecodableResult';
+  }
 }
 
 /**
@@ -37,7 +46,12 @@ export function lazyAnswer(id: JsonRpcId, bytes: Buffer): JsonRpcResponse {
     jsonrpc: '2.0',
     id,
     get result() {
-      const result = (JSON.parse(bytes.toString('utf8')) as JsonRpcResponse).result;
+      let result: JsonRpcResponse['result'];
+      try {
+        result = (JSON.parse(bytes.toString('utf8')) as JsonRpcResponse).result;
+      } catch (err) {
+        throw new UndecodableResult((err as Error).message);
+      }
       Object.defineProperty(this, 'result', { value: result, enumerable: true, configurable: true, writable: true });
       return result;
     },
@@ -50,12 +64,23 @@ export function undecodedResult(frame: Frame): Buffer | undefined {
   return frame.raw?.subarray(frame.result.start, frame.result.end);
 }
 
-/** The id of a success response, read from its envelope (linear in its bytes; strings are skipped with native scans). */
-export function responseId(b: Buffer): JsonRpcId | undefined {
-  return readEnvelope(b)?.id;
+/** The same answer under another id (the proxy's own on a shared pipe, back to the caller's); one still undecoded stays so. */
+export function withId(frame: Frame, id: JsonRpcId): Frame {
+  const result = undecodedResult(frame);
+  if (!result) return { msg: { ...(frame.msg as JsonRpcResponse), id } };
+  const head = Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`);
+  const bytes = Buffer.concat([head, result, CLOSE]);
+  return { msg: lazyAnswer(id, bytes), raw: bytes, result: { start: head.length, end: head.length + result.length } };
 }
 
-function readEnvelope(b: Buffer): { id: JsonRpcId; resultStart: number; resultEnd: number } | undefined {
+const CLOSE = Buffer.from('}');
+
+/** The id of a success response, read from its envelope (linear in its bytes; strings are skipped with native scans). */
+export function responseId(b: Buffer): JsonRpcId | undefined {
+  return readEnvelope(b, Infinity)?.id;
+}
+
+function readEnvelope(b: Buffer, maxDepth: number): { id: JsonRpcId; resultStart: number; resultEnd: number } | undefined {
   let i = skipSpace(b, 0);
   if (b[i] !== OPEN_OBJECT) return undefined;
   let id: JsonRpcId | undefined;
@@ -82,7 +107,7 @@ function readEnvelope(b: Buffer): { id: JsonRpcId; resultStart: number; resultEn
       i = end;
     } else if (key === RESULT && resultStart < 0 && b[i] === OPEN_OBJECT) {
       resultStart = i;
-      i = resultEnd = compositeEnd(b, i);
+      i = resultEnd = compositeEnd(b, i, maxDepth - 1); // the envelope is the first level
       if (i < 0) return undefined;
     } else return undefined;
     i = skipSpace(b, i);
@@ -93,40 +118,6 @@ function readEnvelope(b: Buffer): { id: JsonRpcId; resultStart: number; resultEn
     if (b[i] !== CLOSE_OBJECT || skipSpace(b, i + 1) !== b.length) return undefined;
     return version && resultStart >= 0 && id !== undefined ? { id, resultStart, resultEnd } : undefined;
   }
-}
-
-/**
- * Whether an undecoded result (see undecodedResult) has a member named by one of `names` (each
- * a key's bytes between its quotes). Walks its members only, skipping each value in linear time.
- */
-export function hasMember(b: Buffer, names: Buffer[]): boolean {
-  let i = skipSpace(b, 1);
-  while (b[i] === QUOTE) {
-    const keyEnd = stringEnd(b, i);
-    if (keyEnd < 0) return true; // not a result readEnvelope passed: say yes, and the caller decodes it
-    for (const name of names) if (name.length === keyEnd - i - 2 && b.compare(name, 0, name.length, i + 1, keyEnd - 1) === 0) return true;
-    i = valueEnd(b, skipSpace(b, skipSpace(b, keyEnd) + 1));
-    if (i < 0) return true;
-    i = skipSpace(b, i);
-    if (b[i] === COMMA) i = skipSpace(b, i + 1);
-  }
-  return false;
-}
-
-/** Whether the object whose bytes are `b` has no members. */
-export function isEmptyObject(b: Buffer): boolean {
-  return b[skipSpace(b, 1)] === CLOSE_OBJECT;
-}
-
-/** The index after the value that starts at `i`, or -1. */
-function valueEnd(b: Buffer, i: number): number {
-  const c = b[i];
-  if (c === QUOTE) return stringEnd(b, i);
-  if (c === OPEN_OBJECT || c === OPEN_ARRAY) return compositeEnd(b, i);
-  // A number or a literal: up to the next separator.
-  let k = i;
-  while (k < b.length && b[k] !== COMMA && b[k] !== CLOSE_OBJECT && b[k] !== 0x20 && b[k] !== 0x0a && b[k] !== 0x0d && b[k] !== 0x09) k++;
-  return k > i ? k : -1;
 }
 
 const JSONRPC = 1;
@@ -191,8 +182,8 @@ function stringEnd(b: Buffer, start: number): number {
   }
 }
 
-/** The index after the object or array that opens at `start`, or -1 when its brackets do not balance. */
-function compositeEnd(b: Buffer, start: number): number {
+/** The index after the object or array that opens at `start`, or -1 when its brackets do not balance or nest deeper than `maxDepth`. */
+function compositeEnd(b: Buffer, start: number, maxDepth: number): number {
   const closers: number[] = [];
   for (let i = start; i < b.length; i++) {
     const c = b[i];
@@ -200,8 +191,10 @@ function compositeEnd(b: Buffer, start: number): number {
       const end = stringEnd(b, i);
       if (end < 0) return -1;
       i = end - 1;
-    } else if (c === OPEN_OBJECT) closers.push(CLOSE_OBJECT);
-    else if (c === OPEN_ARRAY) closers.push(CLOSE_ARRAY);
+    } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+      if (closers.length >= maxDepth) return -1;
+      closers.push(c === OPEN_OBJECT ? CLOSE_OBJECT : CLOSE_ARRAY);
+    }
     else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
       if (closers.pop() !== c) return -1;
       if (closers.length === 0) return i + 1;

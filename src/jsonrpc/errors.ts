@@ -4,7 +4,8 @@
  * and is relayed as it came to legacy clients; for modern clients `modernUpstreamError` only
  * renames the codes the 2026-07-28 revision forbids.
  */
-import { INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, isObject, METHOD_NOT_FOUND, type JsonRpcErrorObject } from './message.js';
+import { UndecodableResult } from './envelope.js';
+import { INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, isObject, METHOD_NOT_FOUND, type JsonRpcErrorObject, type ParseOutcome } from './message.js';
 
 /** -32000 and -32001 are the codes the official SDKs use for these two situations (legacy era). */
 export const CONNECTION_CLOSED = -32000;
@@ -121,8 +122,15 @@ export class ProxyError extends Error {
   }
 }
 
+/** The failure of the request an upstream's unusable payload answered (parseUpstream's `answerTo`). */
+export function unusableAnswer(parsed: ParseOutcome & { ok: false }): ProxyError {
+  return new ProxyError('UPSTREAM_PROTOCOL', parsed.error.error?.message ?? "The upstream's answer could not be read");
+}
+
 /** The wire form of any error; `data.code` carries the stable string code for proxy errors. */
 export function toJsonRpcError(err: unknown, era: Era = 'legacy'): JsonRpcErrorObject {
+  // The upstream's bytes, not the proxy, were at fault.
+  if (err instanceof UndecodableResult) return toJsonRpcError(new ProxyError('UPSTREAM_PROTOCOL', err.message), era);
   if (err instanceof ProxyError) {
     const wire = WIRE[err.code];
     if (wire.specified) return err.details ? { code: wire[era], message: err.message, data: err.details } : { code: wire[era], message: err.message };

@@ -7,7 +7,7 @@
  */
 import type { Logger } from 'pino';
 import { request, type Dispatcher } from 'undici';
-import { ProxyError } from '../jsonrpc/errors.js';
+import { ProxyError, unusableAnswer } from '../jsonrpc/errors.js';
 import { isNotification, isRequest, isResponse, parsePayload, parseUpstream, type Frame, type JsonRpcId, type Wire } from '../jsonrpc/message.js';
 import { traceContextOf } from '../ops/trace-context.js';
 import { encodeForUpstream } from './encode.js';
@@ -139,9 +139,20 @@ export class HttpUpstream implements UpstreamConnection {
 
   /** Delivers the JSON-RPC messages of a JSON body or an event's data. */
   private deliverBytes(bytes: Buffer, relatedId: JsonRpcId | undefined, what: string): void {
-    const parsed = parseUpstream(bytes);
-    if (!parsed.ok) return void this.log.warn({ [what]: bytes.toString('utf8', 0, 200) }, `upstream sent ${what === 'data' ? 'an SSE event' : 'a body'} that is not JSON-RPC; skipped`);
-    for (const frame of parsed.frames) this.deliver(frame, relatedId);
+    const parsed = parseUpstream(bytes, this.spec.maxJsonDepth);
+    if (!parsed.ok) {
+      this.log.warn({ [what]: bytes.toString('utf8', 0, 200), why: parsed.error.error?.message }, `upstream sent ${what === 'data' ? 'an SSE event' : 'a body'} that is not JSON-RPC; skipped`);
+      if (parsed.answerTo !== undefined) this.failed([parsed.answerTo], unusableAnswer(parsed));
+      return;
+    }
+    for (const frame of parsed.frames) {
+      // Whatever fails while one message is handled costs that message, not the stream it came on.
+      try {
+        this.deliver(frame, relatedId);
+      } catch (err) {
+        this.log.error({ err: (err as Error)?.message, [what]: bytes.toString('utf8', 0, 200) }, 'an upstream message could not be handled; dropped');
+      }
+    }
   }
 
   /** Reads an SSE body to its end, delivering each message; notes where a resume would start. */

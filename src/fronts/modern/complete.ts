@@ -1,10 +1,12 @@
 /**
  * What the revision adds to every complete result: `resultType`, the server's info in `_meta`,
  * and cache hints on cacheable methods. A result nothing reshapes is completed on its bytes (the
- * members written before its closing brace) and never decoded; one that already has any of those
- * members is decoded and merged, as a reshaped one is.
+ * members written before its closing brace) and never decoded, once a strict scan proved them
+ * one JSON object without any of those members in any spelling; any other result is decoded and
+ * merged, as a reshaped one is (and one that is not JSON fails there, as the upstream's fault).
  */
-import { hasMember, isEmptyObject, lazyAnswer, undecodedResult } from '../../jsonrpc/envelope.js';
+import { lazyAnswer, undecodedResult } from '../../jsonrpc/envelope.js';
+import { strictObjectKeys } from '../../jsonrpc/strict-json.js';
 import type { Frame, JsonRpcId } from '../../jsonrpc/message.js';
 import { CACHEABLE_METHODS, META } from '../../mcp/eras.js';
 import type { McpResult } from '../../transformers/contract.js';
@@ -18,7 +20,7 @@ export interface CacheHint {
 export type CacheHints = Record<string, CacheHint> & { default: CacheHint };
 
 const NEVER_CACHE: CacheHint = { ttlMs: 0, cacheScope: 'private' };
-const ADDED = ['resultType', '_meta', 'ttlMs', 'cacheScope'].map((name) => Buffer.from(name));
+const ADDED = new Set(['resultType', '_meta', 'ttlMs', 'cacheScope']);
 const CLOSE = Buffer.from('}}');
 
 export class Completion {
@@ -41,9 +43,11 @@ export class Completion {
   /** The whole answer to request `id`, completed on the bytes of the upstream's undecoded result; undefined when it must be decoded. */
   answer(id: JsonRpcId, method: string, upstream: Frame, server: McpResult, afterInput = false): Frame | undefined {
     const result = undecodedResult(upstream);
-    if (!result || hasMember(result, ADDED)) return undefined;
+    // The depth was bounded when the answer was read (upstream.maxJsonDepth); here only validity and members matter.
+    const keys = result && strictObjectKeys(result, Infinity);
+    if (!keys || keys.some((key) => ADDED.has(key))) return undefined;
     const hint = this.hint(method, afterInput);
-    const added = `${isEmptyObject(result) ? '' : ','}"resultType":"complete","_meta":{${this.serverInfo(server)}}${hint ? `,"ttlMs":${hint.ttlMs},"cacheScope":"${hint.cacheScope}"` : ''}`;
+    const added = `${keys.length === 0 ? '' : ','}"resultType":"complete","_meta":{${this.serverInfo(server)}}${hint ? `,"ttlMs":${hint.ttlMs},"cacheScope":"${hint.cacheScope}"` : ''}`;
     const bytes = Buffer.concat([Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`), result.subarray(0, result.length - 1), Buffer.from(added), CLOSE]);
     return { msg: lazyAnswer(id, bytes), raw: bytes };
   }

@@ -87,8 +87,15 @@ export class ModernHandler {
   }
 
   /** Mcp-Param-* header → argument for a tools/call (see ToolHeaders). */
-  paramHeaders(req: JsonRpcRequest, ctx: ModernContext): Promise<ParamHeaders | undefined> {
-    return this.opts.toolHeaders.of(req, ctx);
+  async paramHeaders(req: JsonRpcRequest, ctx: ModernContext): Promise<ParamHeaders | undefined> {
+    try {
+      return await this.opts.toolHeaders.of(req, ctx);
+    } catch (err) {
+      // The listing's pooled session was refused as only a 2026-07-28 server does (a stdio upstream before its era is found): list again in that era.
+      if (!this.opts.era.found || !refusedAsModern(err)) throw err;
+      this.opts.era.refusedLegacy();
+      return this.opts.toolHeaders.of(req, ctx);
+    }
   }
 
   /** For a retry whose call waits on another reachable replica: that replica (see InputRounds). */
