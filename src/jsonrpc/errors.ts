@@ -4,7 +4,6 @@
  * and is relayed as it came to legacy clients; for modern clients `modernUpstreamError` only
  * renames the codes the 2026-07-28 revision forbids.
  */
-import { UndecodableResult } from './envelope.js';
 import { INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, isObject, METHOD_NOT_FOUND, type JsonRpcErrorObject, type ParseOutcome } from './message.js';
 
 /** -32000 and -32001 are the codes the official SDKs use for these two situations (legacy era). */
@@ -129,8 +128,6 @@ export function unusableAnswer(parsed: ParseOutcome & { ok: false }): ProxyError
 
 /** The wire form of any error; `data.code` carries the stable string code for proxy errors. */
 export function toJsonRpcError(err: unknown, era: Era = 'legacy'): JsonRpcErrorObject {
-  // The upstream's bytes, not the proxy, were at fault.
-  if (err instanceof UndecodableResult) return toJsonRpcError(new ProxyError('UPSTREAM_PROTOCOL', err.message), era);
   if (err instanceof ProxyError) {
     const wire = WIRE[err.code];
     if (wire.specified) return err.details ? { code: wire[era], message: err.message, data: err.details } : { code: wire[era], message: err.message };

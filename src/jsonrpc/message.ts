@@ -2,7 +2,8 @@
  * JSON-RPC 2.0 message shapes, guards and parsing. A parsed message keeps the exact text it
  * arrived as (`raw`), so an untouched message is relayed byte for byte.
  */
-import { lazyFrame } from './envelope.js';
+import { isUtf8 } from 'node:buffer';
+import { readAnswer, type ResultSpan } from './envelope.js';
 export type JsonRpcId = string | number;
 
 export interface JsonRpcRequest {
@@ -41,8 +42,8 @@ export type Wire = string | Buffer;
 export interface Frame {
   msg: JsonRpcMessage;
   raw?: Wire;
-  /** Where an undecoded answer's result lies in `raw` (see envelope.ts). */
-  result?: { start: number; end: number };
+  /** Where an undecoded answer's result lies in `raw`, and its members (see envelope.ts). */
+  result?: ResultSpan;
 }
 
 export const PARSE_ERROR = -32700;
@@ -119,15 +120,16 @@ export function parsePayload(text: string, client?: ClientPayloadLimits): ParseO
 }
 
 /**
- * Parses an upstream's payload from its bytes, which the frames keep as their text: an answer is
- * read without decoding its result (envelope.ts), anything else is decoded as usual. A payload
- * nesting deeper than `maxDepth` (upstream.maxJsonDepth) is not a message: serializing it again
- * would overflow the stack wherever the proxy does so. When it answers a request, `answerTo`
- * names that request.
+ * Parses an upstream's payload from its bytes, which the frames keep as their text when it is
+ * UTF-8: an answer is read without decoding its result (envelope.ts), anything else is decoded
+ * as usual. A payload nesting deeper than `maxDepth` (upstream.maxJsonDepth) is not a message:
+ * writing it again would overflow the stack wherever the proxy does so. An answer that is not
+ * usable (too deep, its result not JSON) names its request in `answerTo`.
  */
 export function parseUpstream(bytes: Buffer, maxDepth: number): ParseOutcome {
-  const lazy = lazyFrame(bytes, maxDepth);
-  if (lazy) return { ok: true, frames: [lazy], batch: false };
+  const answer = readAnswer(bytes, maxDepth);
+  if (answer && 'frame' in answer) return { ok: true, frames: [answer.frame], batch: false };
+  if (answer) return { ok: false, error: errorResponse(null, { code: INVALID_REQUEST, message: answer.why }), answerTo: answer.unusable };
   const parsed = parsePayload(bytes.toString('utf8'));
   if (!parsed.ok) return parsed;
   if (parsed.frames.some((f) => nestsDeeperThan(f.msg, maxDepth))) {
@@ -135,7 +137,8 @@ export function parseUpstream(bytes: Buffer, maxDepth: number): ParseOutcome {
     const msg = parsed.frames[0].msg;
     return !parsed.batch && isResponse(msg) && msg.id !== null ? { ok: false, error, answerTo: msg.id } : { ok: false, error };
   }
-  if (!parsed.batch) parsed.frames[0].raw = bytes;
+  // Bytes that are not UTF-8 are written anew from what they decoded to (replacement characters).
+  if (!parsed.batch && isUtf8(bytes)) parsed.frames[0].raw = bytes;
   return parsed;
 }
 

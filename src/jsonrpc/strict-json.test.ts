@@ -1,9 +1,19 @@
 import { isUtf8 } from 'node:buffer';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { strictObjectKeys } from './strict-json.js';
+import { INVALID, scanValue, skipSpace, TOO_DEEP } from './strict-json.js';
 
 const b = (text: string) => Buffer.from(text);
+
+/** The members of `bytes` when they are one JSON object (whitespace around it allowed) nesting at most `depth` levels; undefined otherwise. */
+function strictObjectKeys(bytes: Buffer, depth: number): string[] | undefined {
+  if (!isUtf8(bytes)) return undefined;
+  const start = skipSpace(bytes, 0);
+  if (bytes[start] !== 0x7b) return undefined;
+  const members: string[] = [];
+  const end = scanValue(bytes, start, depth, members);
+  return end >= 0 && skipSpace(bytes, end) === bytes.length ? members : undefined;
+}
 const keys = (text: string, depth = 64) => strictObjectKeys(b(text), depth);
 
 describe('strictObjectKeys', () => {
@@ -16,7 +26,7 @@ describe('strictObjectKeys', () => {
     expect(keys('{"a":1,"a":2}')).toEqual(['a', 'a']);
   });
 
-  it('refuses what only lenient readers take', () => {
+  it('refuses what only lenient readers take, and never reads past the end', () => {
     for (const text of [
       '{"a":1,}', // trailing comma
       '{"a":[1,]}',
@@ -48,16 +58,24 @@ describe('strictObjectKeys', () => {
       '[1]', // not an object
       '"x"',
       '{"a":1} {"b":2}',
+      '{"a":"\\',
+      '{"a":"\\u00',
+      '{"a":-',
+      '{"a":1e',
+      '{"a":t',
+      '{"a"',
+      '{',
       '',
     ]) expect(keys(text), JSON.stringify(text)).toBeUndefined();
-    expect(strictObjectKeys(Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xc3, 0x28, 0x22, 0x7d]), 64)).toBeUndefined(); // invalid UTF-8
-    expect(strictObjectKeys(Buffer.from([0x7b, 0x22, 0xed, 0xa0, 0x80, 0x22, 0x3a, 0x31, 0x7d]), 64)).toBeUndefined(); // a surrogate written as UTF-8
   });
 
   it('bounds nesting without recursion', () => {
     const nested = (levels: number) => `{"a":${'['.repeat(levels)}${']'.repeat(levels)}}`;
     expect(keys(nested(63), 64)).toEqual(['a']);
     expect(keys(nested(64), 64)).toBeUndefined();
+    expect(scanValue(b(nested(64)), 0, 64)).toBe(TOO_DEEP);
+    expect(scanValue(b('{"a":1,}'), 0, 64)).toBe(INVALID);
+    expect(scanValue(b('[1,2] tail'), 0, 64)).toBe(5); // one value; what follows is the caller's
     expect(strictObjectKeys(b(nested(200_000)), Infinity)).toEqual(['a']);
   });
 

@@ -55,15 +55,12 @@ describe('Completion', () => {
       '{"\\u0072esultType":"input_required"}',
       '{"content":[],"\\u005fmeta":{"io.modelcontextprotocol/serverInfo":{"name":"EVIL"}}}',
       '{"contents":[],"\\u0074tlMs":86400000,"\\u0063acheScope":"public"}',
-      '{"content":[],}',
-      '{"content":[NaN]}',
-      '{"content":[] /* c */}',
-      "{'content':[]}",
-      '{"content":[nope]}',
-      '{"content" []}',
-      '{"content":["a\tb"]}',
     ]) {
       expect(completion.answer(1, 'resources/read', upstream(`{"jsonrpc":"2.0","id":9,"result":${result}}`), server), result).toBeUndefined();
+    }
+    // What is not JSON never becomes a frame to splice into: it fails its request where it is read.
+    for (const result of ['{"content":[],}', '{"content":[NaN]}', '{"content":[] /* c */}', "{'content':[]}", '{"content":[nope]}', '{"content" []}', '{"content":["a\tb"]}']) {
+      expect(parseUpstream(Buffer.from(`{"jsonrpc":"2.0","id":9,"result":${result}}`), 256), result).toMatchObject({ ok: false, answerTo: 9 });
     }
     const invalidUtf8 = Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":9,"result":{"content":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}}')]);
     const parsed = parseUpstream(invalidUtf8, 256);

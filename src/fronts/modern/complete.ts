@@ -1,12 +1,11 @@
 /**
  * What the revision adds to every complete result: `resultType`, the server's info in `_meta`,
  * and cache hints on cacheable methods. A result nothing reshapes is completed on its bytes (the
- * members written before its closing brace) and never decoded, once a strict scan proved them
- * one JSON object without any of those members in any spelling; any other result is decoded and
- * merged, as a reshaped one is (and one that is not JSON fails there, as the upstream's fault).
+ * members written before its closing brace) and never decoded: a strict scan proved them one
+ * JSON object when they were read (envelope.ts), and none of those members is there in any
+ * spelling. Any other result is decoded and merged, as a reshaped one is.
  */
 import { lazyAnswer, undecodedResult } from '../../jsonrpc/envelope.js';
-import { strictObjectKeys } from '../../jsonrpc/strict-json.js';
 import type { Frame, JsonRpcId } from '../../jsonrpc/message.js';
 import { CACHEABLE_METHODS, META } from '../../mcp/eras.js';
 import type { McpResult } from '../../transformers/contract.js';
@@ -42,9 +41,9 @@ export class Completion {
 
   /** The whole answer to request `id`, completed on the bytes of the upstream's undecoded result; undefined when it must be decoded. */
   answer(id: JsonRpcId, method: string, upstream: Frame, server: McpResult, afterInput = false): Frame | undefined {
+    // An undecoded result was proven one JSON object when it was read; its members are known as they read.
     const result = undecodedResult(upstream);
-    // The depth was bounded when the answer was read (upstream.maxJsonDepth); here only validity and members matter.
-    const keys = result && strictObjectKeys(result, Infinity);
+    const keys = result && upstream.result!.members;
     if (!keys || keys.some((key) => ADDED.has(key))) return undefined;
     const hint = this.hint(method, afterInput);
     const added = `${keys.length === 0 ? '' : ','}"resultType":"complete","_meta":{${this.serverInfo(server)}}${hint ? `,"ttlMs":${hint.ttlMs},"cacheScope":"${hint.cacheScope}"` : ''}`;
