@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectModern, type ModernConnected } from '../helpers/modern-clients.js';
 import { commandLine, eventually, fixtureArgv, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
-import { modern, rawPost } from '../helpers/raw.js';
+import { modern, rawPost, sseMessages } from '../helpers/raw.js';
 
 const SECRET = 'input-rounds-test-secret-0123456789abcdef';
 const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} }, elicitation: { form: {} }, sampling: {}, roots: {} };
@@ -82,6 +82,31 @@ describe.each(['http', 'stdio'] as const)('modern input rounds with a secret set
     expect((await send('tasks/update', { taskId: created.taskId, inputResponses: { [key]: { action: 'accept', content: { name: 'Grace' } } } })).result).toEqual({ resultType: 'complete' });
     await eventually(async () => (state = (await send('tasks/get', { taskId: created.taskId })).result).status === 'completed', CALL_MS, 'the task completes');
     expect(JSON.parse(text(state.result))).toEqual([{ action: 'accept', content: { name: 'Grace' } }]);
+  });
+
+  it('tells a listener of a task each status change, its state inlined as tasks/get shows it', async () => {
+    const created = (await send('tools/call', { name: 'ask_apart', arguments: { kinds: ['elicit'] } })).result;
+    expect(created.resultType).toBe('task');
+    const listen = modern(nextId++, 'subscriptions/listen', { notifications: { taskIds: [created.taskId] } }, TASKS);
+    const abort = new AbortController();
+    const res = await fetch(proxy.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...listen.headers }, body: JSON.stringify(listen.body), signal: abort.signal });
+    try {
+      const stream = sseMessages(res);
+      const ack = await stream.next((m) => m.method === 'notifications/subscriptions/acknowledged');
+      expect(ack.params.notifications).toEqual({ taskIds: [created.taskId] });
+      const status = (s: string) => stream.next((m) => m.method === 'notifications/tasks' && m.params.status === s);
+      const asking = await status('input_required');
+      const [key] = Object.keys(asking.params.inputRequests);
+      expect(asking.params).toMatchObject({ taskId: created.taskId, _meta: { 'io.modelcontextprotocol/subscriptionId': listen.body.id } });
+      await send('tasks/update', { taskId: created.taskId, inputResponses: { [key]: { action: 'accept', content: { name: 'Lin' } } } });
+      const done = await status('completed');
+      expect(JSON.parse(text(done.params.result))).toEqual([{ action: 'accept', content: { name: 'Lin' } }]);
+      const { _meta: _m, ...shown } = done.params;
+      expect(shown).toEqual(await send('tasks/get', { taskId: created.taskId }).then((r) => (({ resultType: _r, ...t }) => t)(r.result)));
+      expect(stream.messages.filter((m) => m.method === 'notifications/tasks').map((m) => m.params.status)).toEqual(expect.arrayContaining(['input_required', 'working', 'completed']));
+    } finally {
+      abort.abort();
+    }
   });
 
   it('tells a listener what the server sends apart from any call', async () => {

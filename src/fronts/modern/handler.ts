@@ -20,6 +20,7 @@ import type { McpResult } from '../../transformers/contract.js';
 import type { UpstreamPool } from '../../upstream/pool.js';
 import { Completion, type CacheHints } from './complete.js';
 import type { Owner } from './forward.js';
+import type { TaskWatch } from './listen.js';
 import { InputRounds } from './input-rounds.js';
 import { Tasks, TASKS_EXTENSION, type TasksOptions } from './tasks.js';
 import type { ModernReply } from './reply.js';
@@ -53,8 +54,8 @@ export interface ModernHandlerOptions {
   modern: ModernUpstream;
   /** The upstream's tools' Mcp-Param-* headers (shared with legacy sessions over a modern upstream). */
   toolHeaders: ToolHeaders;
-  /** Handles `subscriptions/listen` (src/fronts/modern/listen.ts). */
-  listen?(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<void>;
+  /** Handles `subscriptions/listen` (src/fronts/modern/listen.ts); `tasks`: where task status is followed. */
+  listen?(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply, tasks?: TaskWatch): Promise<void>;
   log: Logger;
 }
 
@@ -108,7 +109,7 @@ export class ModernHandler {
   async handle(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply, again = false): Promise<void> {
     try {
       if ((this.opts.era.now ?? (await this.opts.era.resolve())) === 'modern') return await this.passThrough.handle(req, ctx, reply);
-      if (req.method === 'subscriptions/listen' && this.opts.listen) return await this.opts.listen(req, ctx, reply);
+      if (req.method === 'subscriptions/listen' && this.opts.listen) return await this.opts.listen(req, ctx, reply, this.tasks);
       const result = req.method === 'server/discover' ? await this.discover(ctx) : TASK_METHODS.has(req.method) ? await this.taskRequest(req, ctx) : await this.forward(req, ctx, reply);
       if ('frame' in result) reply.answer(result.frame);
       else if ('error' in result) reply.answer({ msg: errorResponse(req.id, result.error as JsonRpcResponse['error'] & object) });
