@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { hashToken } from '../../src/fronts/http/auth.js';
 import { modern, rawPost, sseMessages } from '../helpers/raw.js';
-import { EVERYTHING_STDIO, commandLine, eventually, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { EVERYTHING_STDIO, commandLine, eventually, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
 
 const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} }, elicitation: { form: {} } };
 const token = (who: string) => `${who}-token-0123456789`;
@@ -226,5 +226,40 @@ describe('tasks in front of a legacy server', () => {
     await eventually(async () => (await post('tasks/get', { taskId: created.result.taskId })).error?.code === -32602, 10_000, 'the task expires');
     // It no longer counts against the client's one running task.
     expect((await post('tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 1, steps: 1 } })).result.resultType).toBe('task');
+  });
+});
+
+describe("a 2026-07-28 server's own tasks behind the proxy", () => {
+  beforeAll(async () => {
+    const upstream = await startHttpFixture('modern-tasks-server');
+    const file = join(mkdtempSync(join(tmpdir(), 'proxy-modern-tasks-')), 'proxy.yaml');
+    const tokens = ['alice', 'bob'].map((p) => `    - { name: ${p}, sha256: ${hashToken(token(p))} }`).join('\n');
+    writeFileSync(file, `auth:\n  tokens:\n${tokens}\n`);
+    proxy = await startProxy(['--config', file, '--upstream', upstream.url]);
+  });
+  afterAll(stopAll);
+
+  it("keeps each task to the principal it was given to, and tells a listener of its own tasks only", async () => {
+    const slow = { name: 'slow', arguments: { ms: 1500 } };
+    const created = await send('alice', 'tools/call', slow);
+    expect(created.result).toMatchObject({ resultType: 'task', status: 'working' });
+    const mine: string = created.result.taskId;
+    const theirs: string = (await send('bob', 'tools/call', slow)).result.taskId;
+    // The server's own ids never reach a client: each is sealed with its principal.
+    expect(mine).not.toMatch(/^[0-9a-f-]{36}$/);
+    expect((await send('alice', 'tasks/get', { taskId: mine })).result).toMatchObject({ resultType: 'complete', taskId: mine, status: 'working' });
+    for (const method of ['tasks/get', 'tasks/cancel']) expect((await send('alice', method, { taskId: theirs })).error.code).toBe(-32602);
+
+    const alice = await listen('alice', [mine, theirs]);
+    try {
+      const ack = await alice.stream.next((m) => m.method === 'notifications/subscriptions/acknowledged');
+      expect(ack.params.notifications).toEqual({ taskIds: [mine] });
+      const done = await alice.stream.next((m) => m.method === 'notifications/tasks' && m.params.status === 'completed');
+      expect(done.params).toMatchObject({ taskId: mine, result: { content: [{ text: 'slept 1500 ms' }] }, _meta: { 'io.modelcontextprotocol/subscriptionId': alice.id } });
+      await pollUntil('bob', theirs, (t) => t.status === 'completed');
+      expect(alice.stream.messages.filter((m) => m.method === 'notifications/tasks').map((m) => m.params.taskId)).toEqual([mine]);
+    } finally {
+      alice.close();
+    }
   });
 });
