@@ -92,9 +92,10 @@ export class ModernHandler {
     return this.opts.toolHeaders.of(req, ctx);
   }
 
-  /** For a retry whose call waits on another reachable replica: that replica (see InputRounds). */
+  /** For a retry whose call waits on another reachable replica, or a request for tasks it holds: that replica (see InputRounds, Tasks). */
   ownerElsewhere(req: JsonRpcRequest, ctx: ModernContext): Owner | undefined {
     if (this.opts.era.now === 'modern') return undefined; // nothing waits on a replica: the upstream holds what a retry needs
+    if (req.method === 'subscriptions/listen') return this.listenOwner(req, ctx);
     return this.rounds.ownerElsewhere(req, ctx) ?? (req.method.startsWith('tasks/') ? this.tasks?.ownerElsewhere(req, ctx) : undefined);
   }
 
@@ -103,6 +104,17 @@ export class ModernHandler {
     // A 2026-07-28 upstream answers for the methods it knows (an extension's own ones too).
     if (!MODERN_METHODS.has(req.method) && this.opts.era.now !== 'modern') throw new ProxyError('METHOD_NOT_FOUND', `Method not found: ${req.method} is not part of protocol version ${MODERN_VERSIONS[0]}`);
     return { ...modernContext(req), ...who };
+  }
+
+  /**
+   * A listen request naming tasks that one other reachable replica holds, all of them: its stream
+   * is served there (any replica serves the upstream's notifications alike).
+   */
+  private listenOwner(req: JsonRpcRequest, ctx: ModernContext): Owner | undefined {
+    const taskIds = (req.params?.notifications as { taskIds?: unknown } | undefined)?.taskIds;
+    if (!this.tasks || !Array.isArray(taskIds) || taskIds.length === 0) return undefined;
+    const owners = taskIds.map((id) => this.tasks!.ownerOf(id, ctx));
+    return owners.every((o) => o !== undefined && o.replica === owners[0]!.replica) ? owners[0] : undefined;
   }
 
   /** Serves one request; every outcome, including the proxy's own failures, ends in `reply.answer`. */

@@ -203,7 +203,12 @@ export class Tasks {
 
   /** For a tasks/* request whose task another reachable replica holds: that replica. */
   ownerElsewhere(req: JsonRpcRequest, ctx: ModernContext): Owner | undefined {
-    const claims = this.claims(req);
+    return this.ownerOf(req.params?.taskId, ctx);
+  }
+
+  /** The other reachable replica that holds the task `taskId` names, for the principal it was given to. */
+  ownerOf(taskId: unknown, ctx: ModernContext): Owner | undefined {
+    const claims = typeof taskId === 'string' ? this.o.sealer.open<TaskClaims>('task', taskId) : undefined;
     if (!claims || claims.replica === this.o.replicaId || !claims.url || claims.principal !== (ctx.principal ?? '')) return undefined;
     return { replica: claims.replica, url: claims.url, holds: 'task' };
   }
