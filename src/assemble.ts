@@ -82,7 +82,7 @@ export function createModernHandler(
     ...replica,
     cache: config.modern.cache as ModernHandlerOptions['cache'],
     ...(config.modern.tasks.enabled ? { tasks: { ...config.modern.tasks, ...replica, log } } : {}),
-    listen: (req, ctx, reply) => hub.listen(req, ctx, reply),
+    listen: (req, ctx, reply, tasks) => hub.listen(req, ctx, reply, tasks),
     era: connector.era,
     modern: connector.modern,
     toolHeaders,

@@ -20,6 +20,7 @@ import type { McpResult } from '../../transformers/contract.js';
 import type { UpstreamPool } from '../../upstream/pool.js';
 import { Completion, type CacheHints } from './complete.js';
 import type { Owner } from './forward.js';
+import type { TaskWatch } from './listen.js';
 import { InputRounds } from './input-rounds.js';
 import { Tasks, TASKS_EXTENSION, type TasksOptions } from './tasks.js';
 import type { ModernReply } from './reply.js';
@@ -53,8 +54,8 @@ export interface ModernHandlerOptions {
   modern: ModernUpstream;
   /** The upstream's tools' Mcp-Param-* headers (shared with legacy sessions over a modern upstream). */
   toolHeaders: ToolHeaders;
-  /** Handles `subscriptions/listen` (src/fronts/modern/listen.ts). */
-  listen?(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<void>;
+  /** Handles `subscriptions/listen` (src/fronts/modern/listen.ts); `tasks`: where task status is followed. */
+  listen?(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply, tasks?: TaskWatch): Promise<void>;
   log: Logger;
 }
 
@@ -98,9 +99,10 @@ export class ModernHandler {
     }
   }
 
-  /** For a retry whose call waits on another reachable replica: that replica (see InputRounds). */
+  /** For a retry whose call waits on another reachable replica, or a request for tasks it holds: that replica (see InputRounds, Tasks). */
   ownerElsewhere(req: JsonRpcRequest, ctx: ModernContext): Owner | undefined {
     if (this.opts.era.now === 'modern') return undefined; // nothing waits on a replica: the upstream holds what a retry needs
+    if (req.method === 'subscriptions/listen') return this.listenOwner(req, ctx);
     return this.rounds.ownerElsewhere(req, ctx) ?? (req.method.startsWith('tasks/') ? this.tasks?.ownerElsewhere(req, ctx) : undefined);
   }
 
@@ -111,11 +113,22 @@ export class ModernHandler {
     return { ...modernContext(req), ...who };
   }
 
+  /**
+   * A listen request naming tasks that one other reachable replica holds, all of them: its stream
+   * is served there (any replica serves the upstream's notifications alike).
+   */
+  private listenOwner(req: JsonRpcRequest, ctx: ModernContext): Owner | undefined {
+    const taskIds = (req.params?.notifications as { taskIds?: unknown } | undefined)?.taskIds;
+    if (!this.tasks || !Array.isArray(taskIds) || taskIds.length === 0) return undefined;
+    const owners = taskIds.map((id) => this.tasks!.ownerOf(id, ctx));
+    return owners.every((o) => o !== undefined && o.replica === owners[0]!.replica) ? owners[0] : undefined;
+  }
+
   /** Serves one request; every outcome, including the proxy's own failures, ends in `reply.answer`. */
   async handle(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply, again = false): Promise<void> {
     try {
       if ((this.opts.era.now ?? (await this.opts.era.resolve())) === 'modern') return await this.passThrough.handle(req, ctx, reply);
-      if (req.method === 'subscriptions/listen' && this.opts.listen) return await this.opts.listen(req, ctx, reply);
+      if (req.method === 'subscriptions/listen' && this.opts.listen) return await this.opts.listen(req, ctx, reply, this.tasks);
       const result = req.method === 'server/discover' ? await this.discover(ctx) : TASK_METHODS.has(req.method) ? await this.taskRequest(req, ctx) : await this.forward(req, ctx, reply);
       if ('frame' in result) reply.answer(result.frame);
       else if ('error' in result) reply.answer({ msg: errorResponse(req.id, result.error as JsonRpcResponse['error'] & object) });

@@ -61,6 +61,8 @@ class Task {
   cancelRequested = false;
   readonly cancellation = new Cancellation();
   timer: NodeJS.Timeout | undefined;
+  /** Hears each status change (status notifications to listeners). */
+  onChange: ((task: Task) => void) | undefined;
 
   constructor(
     readonly id: string,
@@ -79,6 +81,7 @@ class Task {
   set(status: TaskStatus): void {
     this.status = status;
     this.lastUpdatedAt = new Date().toISOString();
+    this.onChange?.(this);
   }
 }
 
@@ -88,6 +91,8 @@ export class Tasks {
   private readonly byClient = new Map<string, Set<Task>>();
   /** Places reserved for calls that may become tasks, by client. */
   private readonly reserved = new Map<string, number>();
+  /** Who hears each task's status changes (subscriptions/listen), by task key. */
+  private readonly watchers = new Map<string, Set<(task: McpResult) => void>>();
 
   constructor(private readonly o: TasksOptions) {}
 
@@ -125,6 +130,7 @@ export class Tasks {
     const key = randomUUID();
     const claims: TaskClaims = { k: key, replica: this.o.replicaId, url: this.o.replicaUrl(), principal };
     const task = new Task(this.o.sealer.seal('task', claims), key, principal, ctx.client ?? principal, call, shape);
+    task.onChange = (t) => this.changed(t);
     this.byKey.set(key, task);
     const mine = this.byClient.get(task.clientKey) ?? new Set();
     this.byClient.set(task.clientKey, mine.add(task));
@@ -173,9 +179,36 @@ export class Tasks {
     return { resultType: 'complete' };
   }
 
+  /**
+   * For `subscriptions/listen`: follows the task `taskId` names, when it is this principal's and
+   * held here (undefined otherwise). `hear` gets the task as tasks/get shows it on each status
+   * change; `now` is how it shows now.
+   */
+  watch(taskId: string, ctx: ModernContext, hear: (task: McpResult) => void): { now: McpResult; stop(): void } | undefined {
+    const claims = this.o.sealer.open<TaskClaims>('task', taskId);
+    const task = claims && claims.principal === (ctx.principal ?? '') ? this.byKey.get(claims.k) : undefined;
+    if (!task) return undefined;
+    const now = this.describe(task, true);
+    if (task.terminal) return { now, stop: () => undefined }; // nothing changes any more
+    const heard = this.watchers.get(task.key) ?? new Set();
+    this.watchers.set(task.key, heard.add(hear));
+    return {
+      now,
+      stop: () => {
+        heard.delete(hear);
+        if (heard.size === 0 && this.watchers.get(task.key) === heard) this.watchers.delete(task.key);
+      },
+    };
+  }
+
   /** For a tasks/* request whose task another reachable replica holds: that replica. */
   ownerElsewhere(req: JsonRpcRequest, ctx: ModernContext): Owner | undefined {
-    const claims = this.claims(req);
+    return this.ownerOf(req.params?.taskId, ctx);
+  }
+
+  /** The other reachable replica that holds the task `taskId` names, for the principal it was given to. */
+  ownerOf(taskId: unknown, ctx: ModernContext): Owner | undefined {
+    const claims = typeof taskId === 'string' ? this.o.sealer.open<TaskClaims>('task', taskId) : undefined;
     if (!claims || claims.replica === this.o.replicaId || !claims.url || claims.principal !== (ctx.principal ?? '')) return undefined;
     return { replica: claims.replica, url: claims.url, holds: 'task' };
   }
@@ -192,6 +225,15 @@ export class Tasks {
     task.cancelRequested = true;
     if (task.call.awaitingInput) task.call.expire();
     else task.cancellation.cancel();
+  }
+
+  /** Tells the task's watchers its new status; a finished task has no more to tell. */
+  private changed(task: Task): void {
+    const heard = this.watchers.get(task.key);
+    if (!heard) return;
+    if (task.terminal) this.watchers.delete(task.key);
+    const detailed = this.describe(task, true);
+    for (const hear of [...heard]) hear(detailed);
   }
 
   private follow(task: Task, pending: Promise<CallStep>): void {
