@@ -80,7 +80,6 @@ class Task {
   cancelRequested = false;
   /** It ran past maxRunMs and was stopped. */
   overran = false;
-  readonly cancellation = new Cancellation();
   /** When the task is forgotten (ttlMs), and when it may run no longer (maxRunMs). */
   timer: NodeJS.Timeout | undefined;
   runTimer: NodeJS.Timeout | undefined;
@@ -92,8 +91,11 @@ class Task {
     readonly key: string,
     readonly principal: string,
     readonly clientKey: string,
-    /** The call while it runs, and what its result becomes for the client (the creating request's filters); let go of once it ends. */
-    public run: { call: BridgedCall; shape: ShapeResult } | undefined,
+    /**
+     * While it runs: the call, what its result becomes for the client (the creating request's
+     * filters), and what cancels it (its listeners hold the call). Let go of once it ends.
+     */
+    public run: { call: BridgedCall; shape: ShapeResult; cancellation: Cancellation } | undefined,
     /** It holds an upstream session alone while it runs. */
     readonly exclusive: boolean,
   ) {}
@@ -165,29 +167,36 @@ export class Tasks {
     const principal = ctx.principal ?? '';
     const key = randomUUID();
     const claims: TaskClaims = { k: key, replica: this.o.replicaId, url: this.o.replicaUrl(), principal };
-    const task = new Task(this.o.sealer.seal('task', claims), key, principal, ctx.client ?? principal, { call, shape }, room.exclusive);
+    const task = new Task(this.o.sealer.seal('task', claims), key, principal, ctx.client ?? principal, { call, shape, cancellation: new Cancellation() }, room.exclusive);
     this.byKey.set(key, task);
     const mine = this.byClient.get(task.clientKey) ?? new Set();
     this.byClient.set(task.clientKey, mine.add(task));
     room.release(); // the task counts itself from now on
     if (task.exclusive) this.exclusiveInUse++;
     // The request that started the call is answered now: only the task cancels the call from here on.
-    call.adopt(task.cancellation, () => undefined, this.o.ttlMs);
+    call.adopt(task.run!.cancellation, () => undefined, this.o.ttlMs);
     // A call that ends while it waits for input (cancelled, or no answer in time) has no step
     // waiting for it: fetch the outcome then.
     void call.done.then(() => {
       if (task.status === 'input_required') this.follow(task, call.next());
     });
-    task.timer = setTimeout(() => this.expire(task), this.o.ttlMs);
-    task.timer.unref();
-    // Progress restarts the call's own time limit (ttlMs); this one it cannot. Past ttlMs the task is forgotten anyway.
-    const runMs = this.o.maxRunMs;
-    if (runMs < this.o.ttlMs) {
-      task.runTimer = setTimeout(() => this.overrun(task, runMs), runMs);
-      task.runTimer.unref();
-    }
+    this.schedule(task);
     this.follow(task, pending);
     return { resultType: 'task', ...this.describe(task, false) };
+  }
+
+  /**
+   * The task's timers: forgotten after ttlMs, stopped after maxRunMs (progress restarts the
+   * call's own time limit; this one it cannot). Made here, not in `start`: a closure there would
+   * keep the call (and its result) alive for as long as the task is kept.
+   */
+  private schedule(task: Task): void {
+    task.timer = setTimeout(() => this.expire(task), this.o.ttlMs);
+    task.timer.unref();
+    const runMs = this.o.maxRunMs;
+    if (runMs >= this.o.ttlMs) return; // forgotten by then anyway
+    task.runTimer = setTimeout(() => this.overrun(task, runMs), runMs);
+    task.runTimer.unref();
   }
 
   /** `tasks/get`: the task's state, with its result, error or input requests. */
@@ -206,7 +215,7 @@ export class Tasks {
     if (task.status === 'input_required' && task.inputRequests && Object.keys(task.inputRequests).some((k) => Object.hasOwn(responses, k))) {
       task.inputRequests = undefined;
       task.set('working');
-      const next = task.run!.call.resume(responses as Record<string, unknown>, task.cancellation, () => undefined);
+      const next = task.run!.call.resume(responses as Record<string, unknown>, task.run!.cancellation, () => undefined);
       this.follow(task, next);
       // A partial answer is asked again at once (see BridgedCall.resume): let it show before the ack.
       await Promise.race([next, new Promise((resolve) => setImmediate(resolve))]);
@@ -240,7 +249,7 @@ export class Tasks {
     if (task.terminal || task.cancelRequested || !task.run) return;
     task.cancelRequested = true;
     if (task.run.call.awaitingInput) task.run.call.expire();
-    else task.cancellation.cancel();
+    else task.run.cancellation.cancel();
   }
 
   /** The task ran for maxRunMs: stopped upstream; it fails with TASK_TIMEOUT. */
