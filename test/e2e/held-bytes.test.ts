@@ -10,12 +10,11 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { modernFrom, postAndDrop, postFrom, sessionFrom } from '../helpers/from-address.js';
+import { modernFrom, postAndDrop, postFrom, sessionFrom, TASKS, tasksFrom } from '../helpers/from-address.js';
 import { commandLine, eventually, fixtureArgv, startProxy, stopAll, type Running } from '../helpers/processes.js';
 import { metricValue } from '../helpers/raw.js';
 
 const MiB = 1024 * 1024;
-const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
 const dir = mkdtempSync(join(tmpdir(), 'proxy-held-'));
 let nextId = 1;
 
@@ -28,20 +27,6 @@ function config(name: string, yaml: string): string {
 const held = (proxy: Running, kind: string) => metricValue(proxy.url, `mcp_proxy_held_bytes{kind="${kind}"}`);
 const dropped = (proxy: Running, kind: string) => metricValue(proxy.url, `mcp_proxy_held_dropped_total{kind="${kind}"}`);
 
-/**
- * `n` tasks of the client at `from`, each answering `bytes` of text after a moment, never
- * fetched. A call answered at once (the client has as many tasks running as it may) is made again.
- */
-async function makeTasks(proxy: Running, from: string, n: number, bytes: number): Promise<string[]> {
-  const ids: string[] = [];
-  for (let tries = 0; ids.length < n && tries < n * 20; tries++) {
-    const r = await modernFrom(from, proxy.url, nextId++, 'tools/call', { name: 'slow_progress', arguments: { steps: 1, delayMs: 100, resultBytes: bytes } }, TASKS);
-    expect(r.status, JSON.stringify(r.msg).slice(0, 300)).toBe(200);
-    if (r.msg.result.resultType === 'task') ids.push(r.msg.result.taskId);
-  }
-  return ids;
-}
-
 describe('tasks whose client is away', () => {
   let proxy: Running;
   beforeAll(async () => {
@@ -51,7 +36,7 @@ describe('tasks whose client is away', () => {
 
   it("keeps a client's newest results within its 32 MiB share; an older one's tasks/get says it was dropped", async () => {
     const from = '127.0.0.2';
-    const ids = await makeTasks(proxy, from, 40, 2 * MiB);
+    const { ids } = await tasksFrom(from, proxy.url, 40, 2 * MiB);
     expect(ids).toHaveLength(40);
     const states: any[] = [];
     // Every task has finished (none is working) before their states are read.
@@ -71,7 +56,7 @@ describe('tasks whose client is away', () => {
     expect(await held(proxy, 'task_result')).toBeLessThanOrEqual(32 * MiB);
     expect(await held(proxy, 'task_result')).toBeGreaterThan(30 * MiB);
     // Another client's share is its own.
-    const other = await makeTasks(proxy, '127.0.0.3', 1, 1000);
+    const { ids: other } = await tasksFrom('127.0.0.3', proxy.url, 1, 1000);
     await eventually(async () => (await modernFrom('127.0.0.3', proxy.url, nextId++, 'tasks/get', { taskId: other[0] }, TASKS)).msg.result?.status === 'completed', 20_000, "the other client's task completes");
   }, 60_000);
 

@@ -30,6 +30,27 @@ export async function modernFrom(from: string, url: string, id: number, method: 
   return { status: reply.status, bytes: Buffer.byteLength(reply.text), msg: reply.messages[0] };
 }
 
+/**
+ * `n` tasks of the client at `from` (which declares the tasks extension), each answering `bytes`
+ * of text after 100 ms, never fetched; `calls`: the tools/call requests it took (a call answered
+ * at once, because the client had as many tasks running as it may, is made again).
+ */
+export async function tasksFrom(from: string, url: string, n: number, bytes: number): Promise<{ ids: string[]; calls: number }> {
+  const ids: string[] = [];
+  let calls = 0;
+  while (ids.length < n && calls < n * 20) {
+    calls++;
+    const r = await modernFrom(from, url, nextId++, 'tools/call', { name: 'slow_progress', arguments: { steps: 1, delayMs: 100, resultBytes: bytes } }, TASKS);
+    if (r.status !== 200 || !r.msg.result) throw new Error(`tools/call failed: ${r.status} ${JSON.stringify(r.msg).slice(0, 300)}`);
+    if (r.msg.result.resultType === 'task') ids.push(r.msg.result.taskId);
+  }
+  return { ids, calls };
+}
+
+/** Capabilities that declare the tasks extension. */
+export const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+let nextId = 1_000_000;
+
 /** A legacy (2025-11-25) session of the client at `from`; the headers for its later requests. */
 export async function sessionFrom(from: string, url: string): Promise<Record<string, string>> {
   const init = await postFrom(from, url, INIT);
