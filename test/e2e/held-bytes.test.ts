@@ -51,7 +51,7 @@ describe('tasks whose client is away', () => {
     const gone = states.filter((s) => s.result?.status === 'failed');
     expect(gone.length).toBeGreaterThan(0);
     expect(gone[0].result.error).toMatchObject({ code: -32603, data: { code: 'HELD_BYTES_EXCEEDED' } });
-    expect(gone[0].result.statusMessage).toMatch(/dropped before it was fetched.*listen\.heldBytes/);
+    expect(gone[0].result.statusMessage).toMatch(/result is no longer kept.*listen\.heldBytes/);
     expect(gone[0].result.result).toBeUndefined();
     expect(await held(proxy, 'task_result')).toBeLessThanOrEqual(32 * MiB);
     expect(await held(proxy, 'task_result')).toBeGreaterThan(30 * MiB);

@@ -320,8 +320,8 @@ export class Tasks {
 
   /** The budget needs the room of this finished task's result: it goes, and tasks/get says so. */
   private dropResult(task: Task): void {
-    this.o.log.info({ task: task.key.slice(0, 8) }, "a finished task's result was dropped unread: its client held more than listen.heldBytes allows");
-    const message = "The task finished, but its result was dropped before it was fetched: the client held more unfetched results than the proxy keeps for it (listen.heldBytes); run the call again, and fetch results sooner";
+    this.o.log.info({ task: task.key.slice(0, 8) }, "a finished task's result was dropped: its client held more than listen.heldBytes allows");
+    const message = 'The task finished, but its result is no longer kept: its client held more than the proxy keeps for a client that is away (listen.heldBytes), and older results go first; fetch results sooner, or run the call again';
     task.result = undefined;
     task.error = toJsonRpcError(new ProxyError('HELD_BYTES_EXCEEDED', message), 'modern');
     task.held = undefined;
