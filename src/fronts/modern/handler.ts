@@ -9,6 +9,7 @@
  */
 import type { Logger } from 'pino';
 import type { Requester } from '../../core/context.js';
+import type { HeldBytes } from '../../core/held-bytes.js';
 import { targetOf } from '../../mcp/requests.js';
 import type { FilterChain } from '../../core/filters.js';
 import { modernUpstreamError, ProxyError, toJsonRpcError, URL_ELICITATION_REQUIRED } from '../../jsonrpc/errors.js';
@@ -22,7 +23,7 @@ import { Completion, type CacheHints } from './complete.js';
 import type { Owner } from './forward.js';
 import type { TaskWatch } from './listen.js';
 import { InputRounds } from './input-rounds.js';
-import { Tasks, TASKS_EXTENSION, type TasksOptions } from './tasks.js';
+import { Tasks, TASKS_EXTENSION, type TaskRoom, type TasksOptions } from './tasks.js';
 import type { ModernReply } from './reply.js';
 import type { ToolHeaders } from '../../upstream/tool-headers.js';
 import type { ParamHeaders } from '../../mcp/http-headers.js';
@@ -45,6 +46,10 @@ export interface ModernHandlerOptions {
   replicaUrl(): string | undefined;
   /** Most calls of one client parked waiting for its input at once. */
   parkedPerClient: number;
+  /** Where what is held for absent clients is counted (listen.heldBytes). */
+  held: HeldBytes;
+  /** Most bytes of input requests put to the client in one round. */
+  maxInputRequestBytes: number;
   /** Cache hints per method; `default` for the others. */
   cache: CacheHints;
   /** The tasks extension, served in front of the upstream (none: not offered). */
@@ -163,7 +168,7 @@ export class ModernHandler {
    * reserved for that task (undefined: it never becomes one; a client with too many tasks running
    * is answered as without tasks). Refuses a task-only tool to a client without tasks or with too many.
    */
-  private async taskRoom(req: JsonRpcRequest, ctx: ModernContext): Promise<{ ms: number; release(): void } | undefined> {
+  private async taskRoom(req: JsonRpcRequest, ctx: ModernContext): Promise<(TaskRoom & { ms: number }) | undefined> {
     if (!this.tasks || req.method !== 'tools/call') return undefined;
     const support = await this.opts.toolHeaders.taskSupport(req, ctx);
     const declared = Tasks.declared(ctx);
@@ -172,7 +177,8 @@ export class ModernHandler {
     if (!declared) return undefined;
     const room = this.tasks.reserve(ctx);
     if (room) return { ms: this.opts.tasks!.answerWithinMs, ...room };
-    if (support === 'required') throw new ProxyError('TOO_MANY_TASKS', `Tool "${String(req.params?.name)}" runs only as a task, and this client has as many tasks running as it may (modern.tasks.perClient); wait for one to finish or cancel one`);
+    this.opts.log.debug({ tool: req.params?.name }, 'no room for another task of this client: the call is answered without one');
+    if (support === 'required') throw new ProxyError('TOO_MANY_TASKS', `Tool "${String(req.params?.name)}" runs only as a task, and this client has as many tasks running as it may (modern.tasks.perClient; tasks that may ask for input also share modern.pool sessions); wait for one to finish or cancel one`);
     return undefined;
   }
 
