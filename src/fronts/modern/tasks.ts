@@ -173,7 +173,6 @@ export class Tasks {
     const key = randomUUID();
     const claims: TaskClaims = { k: key, replica: this.o.replicaId, url: this.o.replicaUrl(), principal };
     const task = new Task(this.o.sealer.seal('task', claims), key, principal, ctx.client ?? principal, { call, shape, cancellation: new Cancellation() }, room.exclusive);
-    task.onChange = (t) => this.changed(t);
     this.byKey.set(key, task);
     const mine = this.byClient.get(task.clientKey) ?? new Set();
     this.byClient.set(task.clientKey, mine.add(task));
@@ -192,11 +191,12 @@ export class Tasks {
   }
 
   /**
-   * The task's timers: forgotten after ttlMs, stopped after maxRunMs (progress restarts the
-   * call's own time limit; this one it cannot). Made here, not in `start`: a closure there would
-   * keep the call (and its result) alive for as long as the task is kept.
+   * The task's timers (forgotten after ttlMs, stopped after maxRunMs: progress restarts the
+   * call's own time limit, this one it cannot) and its listeners' hook. Made here, not in `start`:
+   * a closure there would keep the call (and its result) alive for as long as the task is kept.
    */
   private schedule(task: Task): void {
+    task.onChange = (t) => this.changed(t);
     task.timer = setTimeout(() => this.expire(task), this.o.ttlMs);
     task.timer.unref();
     const runMs = this.o.maxRunMs;
