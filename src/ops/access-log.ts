@@ -37,8 +37,16 @@ class Exchange implements ExchangeNote {
 /** Also told of every finished request: its JSON-RPC method, era, HTTP status and duration (for /metrics). */
 export type RequestObserver = (method: string | undefined, era: string | undefined, status: number, seconds: number) => void;
 
-/** `logged` tells the requests that get a line (those to the MCP endpoint). */
-export function registerAccessLog(app: FastifyInstance, logged: (req: FastifyRequest) => boolean, log: Logger, observe?: RequestObserver): void {
+export interface AccessLogOptions {
+  /** Which requests get a line (those to the MCP endpoint). */
+  logged(req: FastifyRequest): boolean;
+  /** The client's address, as the limits count it. */
+  address(req: FastifyRequest): string;
+  log: Logger;
+  observe?: RequestObserver;
+}
+
+export function registerAccessLog(app: FastifyInstance, { logged, address, log, observe }: AccessLogOptions): void {
   app.decorateRequest('exchange', null);
   app.decorateRequest('span', null);
   // The line's fields are plain values, never headers: the redaction the logger may carry (its
@@ -71,7 +79,7 @@ export function registerAccessLog(app: FastifyInstance, logged: (req: FastifyReq
           ms: Math.round(seconds * 10_000) / 10,
           bytesIn: Number(req.headers['content-length'] ?? 0),
           bytesOut: socket.bytesWritten - writtenBefore,
-          address: req.ip,
+          address: address(req),
           aborted: res.writableFinished ? undefined : true,
         },
         'request',

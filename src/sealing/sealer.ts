@@ -16,7 +16,7 @@ const MAX_TOKEN_CHARS = 8192;
 /** A 2026-07-28 server's own requestState rides in a request's body, not a header: it may be larger. */
 const MAX_TOKEN_CHARS_BY_PURPOSE: Partial<Record<SealPurpose, number>> = { upstreamState: 1024 * 1024 };
 
-export type SealPurpose = 'session' | 'requestState' | 'task' | 'upstreamState';
+export type SealPurpose = 'session' | 'requestState' | 'task' | 'upstreamState' | 'clientAddress';
 
 interface SealKey {
   id: string;
@@ -37,7 +37,7 @@ function nextIv(): Buffer {
   return ivPool.subarray(ivOffset - IV_BYTES, ivOffset);
 }
 
-const AAD: Record<SealPurpose, Buffer> = { session: Buffer.from('session'), requestState: Buffer.from('requestState'), task: Buffer.from('task'), upstreamState: Buffer.from('upstreamState') };
+const AAD: Record<SealPurpose, Buffer> = { session: Buffer.from('session'), requestState: Buffer.from('requestState'), task: Buffer.from('task'), upstreamState: Buffer.from('upstreamState'), clientAddress: Buffer.from('clientAddress') };
 
 export class Sealer {
   private readonly keys: SealKey[];
