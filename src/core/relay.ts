@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
 import { errorResponse, INVALID_PARAMS, isNotification, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
 import { targetOf } from '../mcp/requests.js';
-import { refusedElicitation, refusedUrlElicitations } from '../mcp/url-elicitation.js';
+import { refusedElicitation, refusedUrlElicitations, refusedUrlError } from '../mcp/url-elicitation.js';
 import type { Metrics } from '../ops/metrics.js';
 import { traceContextOf } from '../ops/trace-context.js';
 import { failureOutcome, type UpstreamObserver } from '../upstream/client.js';
@@ -236,7 +236,7 @@ export class RelaySession {
     const unsafe = refusedUrlElicitations(msg.error);
     if (unsafe) {
       this.opts.log.warn({ method: p.method, reason: unsafe }, "refused an upstream's -32042 answer");
-      throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream asked for ${unsafe}; the proxy refused it`);
+      throw refusedUrlError(unsafe);
     }
     const error = msg.error && this.opts.shaper?.annotateError?.(msg.error, p.scope);
     if (error) return this.sink.deliver({ msg: { ...msg, error } }, id);

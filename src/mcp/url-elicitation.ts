@@ -7,7 +7,7 @@
  * and a `-32042` error's `elicitations`.
  */
 import { isObject, type JsonRpcErrorObject } from '../jsonrpc/message.js';
-import { URL_ELICITATION_REQUIRED } from '../jsonrpc/errors.js';
+import { ProxyError, URL_ELICITATION_REQUIRED } from '../jsonrpc/errors.js';
 
 /** The schemes a URL elicitation may use. */
 export const ELICITATION_URL_SCHEMES: readonly string[] = ['https:', 'http:'];
@@ -36,6 +36,11 @@ export function refusedUrlElicitations(error: JsonRpcErrorObject | undefined): s
     if (refused) return refused;
   }
   return undefined;
+}
+
+/** What the call gets when its upstream asked for a URL no client may be given (`reason`, from the checks above). */
+export function refusedUrlError(reason: string): ProxyError {
+  return new ProxyError('UPSTREAM_PROTOCOL', `The upstream asked for ${reason}; the proxy refused it`);
 }
 
 function refusedUrl(url: unknown): string | undefined {

@@ -15,7 +15,7 @@ import { errorResponse, isObject, METHOD_NOT_FOUND, type JsonRpcNotification, ty
 import { TokenTooLarge, type Sealer } from '../../sealing/sealer.js';
 import { CACHEABLE_METHODS, META, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/eras.js';
 import { targetOf } from '../../mcp/requests.js';
-import { refusedInputRequests, refusedUrlElicitations } from '../../mcp/url-elicitation.js';
+import { refusedInputRequests, refusedUrlElicitations, refusedUrlError } from '../../mcp/url-elicitation.js';
 import { traceContextOf } from '../../ops/trace-context.js';
 import type { McpResult } from '../../transformers/contract.js';
 import type { UpstreamServer } from '../../upstream/era.js';
@@ -67,7 +67,7 @@ export class PassThrough {
     const unsafe = msg.error ? refusedUrlElicitations(msg.error) : refusedInputRequests(msg.result?.resultType === 'input_required' ? msg.result.inputRequests : undefined);
     if (unsafe) {
       this.o.log.warn({ method: req.method, reason: unsafe }, 'refused an upstream answer that asks the client to open a URL');
-      throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream asked for ${unsafe}; the proxy refused it`);
+      throw refusedUrlError(unsafe);
     }
     if (msg.error) {
       const annotated = negotiation.annotateError(msg.error, check?.scope);
