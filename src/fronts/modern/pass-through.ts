@@ -64,7 +64,8 @@ export class PassThrough {
     // The upstream refused the proxy's own credentials (upstream.headers): nothing the client can fix.
     if (status === 401 || status === 403) throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream refused the proxy's credentials (HTTP ${status}); check upstream.headers`);
     const msg = frame.msg as JsonRpcResponse;
-    const unsafe = msg.error ? refusedUrlElicitations(msg.error) : refusedInputRequests(msg.result?.resultType === 'input_required' ? msg.result.inputRequests : undefined);
+    // Input requests ride in an input_required round, and in a task's status (tasks/get) too.
+    const unsafe = msg.error ? refusedUrlElicitations(msg.error) : refusedInputRequests(msg.result?.inputRequests);
     if (unsafe) {
       this.o.log.warn({ method: req.method, reason: unsafe }, 'refused an upstream answer that asks the client to open a URL');
       throw refusedUrlError(unsafe);
