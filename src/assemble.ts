@@ -6,6 +6,7 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
 import type { FilterChain } from './core/filters.js';
+import type { HeldBytes } from './core/held-bytes.js';
 import { ModernHandler, type ModernHandlerOptions } from './fronts/modern/handler.js';
 import { ListenHub } from './fronts/modern/listen.js';
 import type { Observers } from './ops/observers.js';
@@ -34,15 +35,32 @@ export function replicaAddress(config: Config): { url: string | undefined; liste
   return address;
 }
 
-/** The pool of proxy-initialized upstream sessions (modern requests, and legacy sessions with `upstream.sessions: shared`). */
-export function createPool(config: Config, connector: UpstreamConnector, log: Logger, observers: Observers): UpstreamPool {
+/** How the pool's sessions are shared: per client, and among calls that hold one alone (they may ask for input). */
+function poolShares(config: Config): { maxSessions: number; perClient: number; maxExclusive: number } {
   const { maxSessions, perClient } = config.modern.pool;
-  return new UpstreamPool({
-    connect: (events, poolLog) => connector.connect(events, poolLog),
+  return {
     maxSessions,
     perClient: perClient ?? Math.max(1, Math.floor(maxSessions / 4)),
     // A quarter of the sessions is kept for calls that cannot ask for input.
     maxExclusive: Math.max(1, maxSessions - Math.ceil(maxSessions / 4)),
+  };
+}
+
+/**
+ * Sessions held alone by running tasks, which outlive their request (and their client may leave):
+ * a client's tasks leave it one of its sessions for calls it waits on, and tasks in all leave
+ * half of the exclusive sessions to calls whose client waits for them.
+ */
+export function taskSessionShares(config: Config): { perClient: number; total: number } {
+  const { perClient, maxExclusive } = poolShares(config);
+  return { perClient: Math.max(1, perClient - 1), total: Math.max(1, Math.floor(maxExclusive / 2)) };
+}
+
+/** The pool of proxy-initialized upstream sessions (modern requests, and legacy sessions with `upstream.sessions: shared`). */
+export function createPool(config: Config, connector: UpstreamConnector, log: Logger, observers: Observers): UpstreamPool {
+  return new UpstreamPool({
+    connect: (events, poolLog) => connector.connect(events, poolLog),
+    ...poolShares(config),
     sharePrincipals: config.upstream.stateless,
     idleMs: config.modern.pool.idleMs,
     warmSpare: config.modern.pool.warmSpare && connector.kind === 'stdio',
@@ -71,6 +89,7 @@ export function createModernHandler(
   filters: () => FilterChain,
   log: Logger,
   replica: { sealer: Sealer; replicaId: string; replicaUrl: () => string | undefined },
+  held: HeldBytes,
 ): { handler: ModernHandler; hub: ListenHub } {
   const hub = new ListenHub(pool, filters, log, config.timeouts.requestMs);
   const handler = new ModernHandler({
@@ -79,10 +98,12 @@ export function createModernHandler(
     requestTimeoutMs: config.timeouts.requestMs,
     inputTimeoutMs: config.modern.inputTimeoutMs,
     parkedPerClient: config.modern.parkedPerClient,
+    held,
+    maxInputRequestBytes: config.modern.maxInputRequestBytes,
     ...replica,
     cache: config.modern.cache as ModernHandlerOptions['cache'],
-    ...(config.modern.tasks.enabled ? { tasks: { ...config.modern.tasks, ...replica, log } } : {}),
-    listen: (req, ctx, reply) => hub.listen(req, ctx, reply),
+    ...(config.modern.tasks.enabled ? { tasks: { ...config.modern.tasks, ...replica, exclusive: taskSessionShares(config), held, log } } : {}),
+    listen: (req, ctx, reply, tasks) => hub.listen(req, ctx, reply, tasks),
     era: connector.era,
     modern: connector.modern,
     toolHeaders,

@@ -11,6 +11,7 @@ import { diffConfig } from './config/reload.js';
 import type { Config } from './config/schema.js';
 import { describeUpstream, resolveUpstream } from './config/upstream.js';
 import { builtinChain, type FilterChain, type FiltersSnapshot } from './core/filters.js';
+import { HELD_KINDS, HeldBytes } from './core/held-bytes.js';
 import { LegacyRelays } from './core/legacy-relays.js';
 import type { Filter } from './extensions/contract.js';
 import type { OutputSchemas } from './extensions/content-negotiation/filter.js';
@@ -99,6 +100,8 @@ class ProxyGateway implements Gateway {
   private readonly metrics: Metrics;
   private readonly tracing: Tracing | undefined;
   private readonly observers: Observers;
+  /** What is held for absent clients, counted per client and in total (listen.heldBytes). */
+  private readonly held: HeldBytes;
   /** The filters both eras run through, as the config says now: a reload builds them again (open legacy sessions keep theirs). */
   private filters: FilterChain;
   /** Output schemas modern requests learnt from tools/list: kept across reloads (they describe the upstream, not the config). */
@@ -128,7 +131,12 @@ class ProxyGateway implements Gateway {
     const connector = (this.connector = new UpstreamConnector({ spec, target: this.target, getFollowsClient: this.sessionsMove, shutdownGraceMs: config.timeouts.shutdownGraceMs, clientInfo: CLIENT_INFO, era: config.upstream.era, discoverTimeoutMs: Math.min(DISCOVER_TIMEOUT_MS, config.timeouts.initializeMs), log, witness: (usable, cause) => this.readiness.note(usable, cause) }));
     this.readiness = new Readiness(() => connector.probe(READY_PROBE_TIMEOUT_MS, log.child({ probe: true })), READY_TTL_MS);
     this.authenticator = createAuthenticator(config.auth);
-    this.metrics = new Metrics({ sessions: () => this.legacySessions?.sessionCount ?? (this.stdio ? 1 : 0), upstreamProcesses: () => connector.children.size });
+    const held = (this.held = new HeldBytes(config.listen.heldBytes));
+    this.metrics = new Metrics({
+      sessions: () => this.legacySessions?.sessionCount ?? (this.stdio ? 1 : 0),
+      upstreamProcesses: () => connector.children.size,
+      held: () => HELD_KINDS.map((kind) => ({ kind, bytes: held.bytesOf(kind), dropped: held.dropped.get(kind)! })),
+    });
     this.tracing = Tracing.create(config.tracing, PROXY_VERSION);
     this.observers = new Observers(this.metrics, this.tracing);
     this.filters = this.buildFilters(deps.rules ?? [], config);
@@ -136,7 +144,7 @@ class ProxyGateway implements Gateway {
     this.pool = config.modern.enabled || sharing ? createPool(config, connector, log, this.observers) : undefined;
     const shared = this.pool && sharing ? new SharedUpstreamSessions(this.pool, config.timeouts.requestMs) : undefined;
     const toolHeaders = createToolHeaders(config, connector, this.pool, (result) => this.filters.learnTools(result));
-    this.modern = this.pool && config.modern.enabled ? createModernHandler(config, this.pool, connector, toolHeaders, () => this.filters, log.child({ era: 'modern' }), { sealer: this.sealer, replicaId: this.replicaId, replicaUrl: () => this.replica.url }) : undefined;
+    this.modern = this.pool && config.modern.enabled ? createModernHandler(config, this.pool, connector, toolHeaders, () => this.filters, log.child({ era: 'modern' }), { sealer: this.sealer, replicaId: this.replicaId, replicaUrl: () => this.replica.url }, held) : undefined;
     this.pool?.onUnrelated((n, principal) => {
       if (n.method === 'notifications/tools/list_changed') toolHeaders.changed();
       this.modern?.hub.publish(n, principal);
@@ -254,6 +262,7 @@ class ProxyGateway implements Gateway {
       sessionIdleMs: config.timeouts.sessionIdleMs,
       sessionIdleNoStreamMs: config.timeouts.sessionIdleNoStreamMs,
       resumableStreams: config.listen.resumableStreams,
+      held: this.held,
       sessionMaxAgeMs: config.timeouts.sessionMaxAgeMs,
       openSession: (sink, sessionLog, who) => this.relays.open(sink, sessionLog, who),
       resumeSession: this.sessionsMove

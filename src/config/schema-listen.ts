@@ -54,6 +54,7 @@ const CONNECTIONS = { headersTimeoutMs: 10_000, bodyTimeoutMs: 30_000, keepAlive
 
 const SLOW_READERS = { maxUnreadBytes: 8 * 1024 * 1024, stallMs: 30_000 };
 const RESUMABLE = { windowMs: 30_000, retryMs: 1000, maxBytes: 8 * 1024 * 1024 };
+const HELD_BYTES = { perClient: 32 * 1024 * 1024, total: 512 * 1024 * 1024 };
 
 export const listenSchema = z
   .object({
@@ -89,11 +90,19 @@ export const listenSchema = z
       .object({
         windowMs: z.number().int().min(0).default(RESUMABLE.windowMs).describe('How long the requests of a POST stream whose client went away wait for it to resume the stream (GET with Last-Event-ID) before they are cancelled upstream; 0: not resumable, a closed stream cancels at once.'),
         retryMs: z.number().int().positive().default(RESUMABLE.retryMs).describe('The reconnection delay (SSE retry) clients are told in the priming event.'),
-        maxBytes: z.number().int().positive().default(RESUMABLE.maxBytes).describe('Most bytes of events kept for one stream; a resume from before the oldest kept event is refused (400).'),
+        maxBytes: z.number().int().positive().default(RESUMABLE.maxBytes).describe('Most bytes of events kept for one stream (a single larger event is not kept); a resume from before the oldest kept event is refused (400).'),
       })
       .strict()
       .default(RESUMABLE)
       .describe('POST streams of 2025-11-25 clients carry event ids (after a priming event) and can be resumed when the connection drops.'),
+    heldBytes: z
+      .object({
+        perClient: z.number().int().positive().default(HELD_BYTES.perClient).describe('Most bytes held for one client (principal, or address without authentication) while it is away: finished task results not fetched yet, resumable streams waiting for their client, modern calls waiting for its input. Past it, its oldest held item is let go (a task result is dropped, a stream or call is given up and cancelled upstream).'),
+        total: z.number().int().positive().default(HELD_BYTES.total).describe('Most bytes held for all clients together; past it, the oldest held item of any client is let go.'),
+      })
+      .strict()
+      .default(HELD_BYTES)
+      .describe('The memory budget for what the proxy keeps for clients that are not there to take it; applies whatever the bind and authentication.'),
     perClient: clientLimitsSchema.default({}),
     connections: z
       .object({

@@ -8,6 +8,9 @@ import { serverVariantsSchema } from '../extensions/server-variants/variants.js'
 import { ruleSchema } from '../rules/compile.js';
 import { DEFAULT_CLIENT_SESSIONS, listenSchema } from './schema-listen.js';
 
+/** Well above what real results nest (JSON Schemas, documents: a few dozen), well below what overflows the stack when written again (thousands). */
+export const UPSTREAM_MAX_JSON_DEPTH = 256;
+
 const headerMap = z.record(z.string(), z.string()).describe('HTTP headers sent to an HTTP upstream; values may use ${ENV_VAR}.');
 
 export const upstreamSchema = z
@@ -39,6 +42,15 @@ export const upstreamSchema = z
       .default(16)
       .describe('Most stdio upstream processes for legacy sessions (one each). An initialize beyond it ends the least recently used idle session (nothing in flight, no open stream; its client gets 404 and starts again) to make room, and gets 503 with Retry-After only when every session is busy. Modern requests use modern.pool.maxSessions more.'),
     headers: headerMap.default({}),
+    maxJsonDepth: z
+      .number()
+      .int()
+      .min(16)
+      .max(1000)
+      .default(UPSTREAM_MAX_JSON_DEPTH)
+      .describe(
+        "Deepest nesting of arrays and objects in a message from the server. A deeper one is not taken as a message: an answer becomes an error for the request it answers (the server's output cannot crash the proxy when it is written again); anything else is dropped and logged. Real results nest a few dozen levels at most.",
+      ),
     era: z.enum(['auto', 'legacy', 'modern']).default('auto').describe('Protocol era of the upstream. auto: an HTTP upstream is asked server/discover first (2026-07-28 servers answer it; others are initialized as before); a stdio upstream is legacy until it refuses initialize as a 2026-07-28 server does. legacy or modern: taken as said. See docs/eras.md.'),
   })
   .strict()
@@ -120,9 +132,10 @@ const MODERN_DEFAULTS = {
   enabled: true,
   inputTimeoutMs: 5 * 60_000,
   parkedPerClient: 4,
+  maxInputRequestBytes: 1024 * 1024,
   pool: { maxSessions: 16, idleMs: 5 * 60_000, warmSpare: true },
   cache: { default: { ttlMs: 0, cacheScope: 'private' as const } },
-  tasks: { enabled: true, answerWithinMs: 500, ttlMs: 60 * 60_000, pollIntervalMs: 1000, perClient: 8 },
+  tasks: { enabled: true, answerWithinMs: 500, ttlMs: 60 * 60_000, maxRunMs: 15 * 60_000, pollIntervalMs: 1000, perClient: 8 },
 };
 
 export const modernSchema = z
@@ -140,6 +153,12 @@ export const modernSchema = z
       .positive()
       .default(MODERN_DEFAULTS.parkedPerClient)
       .describe('Most calls of one client (principal, or address without authentication) waiting for its input at once; when a new call may ask for input beyond it, the oldest waiting call is given up (cancelled upstream; its requestState resumes nothing).'),
+    maxInputRequestBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(MODERN_DEFAULTS.maxInputRequestBytes)
+      .describe("Most bytes of input requests (the upstream's elicitation, sampling and roots requests during a call) put to a modern client in one round; a task repeats them on every tasks/get until answered. A larger round is not put to the client: the upstream's requests are answered with an error saying so, and the call goes on."),
     pool: z
       .object({
         maxSessions: z.number().int().positive().default(MODERN_DEFAULTS.pool.maxSessions).describe('Most upstream sessions (stdio: processes) serving modern requests; a call that may ask for input holds one alone.'),
@@ -167,6 +186,12 @@ export const modernSchema = z
         enabled: z.boolean().default(MODERN_DEFAULTS.tasks.enabled).describe('Offer the tasks extension (io.modelcontextprotocol/tasks) to modern clients, for every tool of the upstream.'),
         answerWithinMs: z.number().int().min(0).default(MODERN_DEFAULTS.tasks.answerWithinMs).describe('A tools/call from a client that declares tasks, still running after this long, is answered with a task; one that finishes or asks for input sooner is answered as usual. A tool whose execution.taskSupport is "required" is refused to a client that does not declare tasks.'),
         ttlMs: z.number().int().positive().default(MODERN_DEFAULTS.tasks.ttlMs).describe('How long a task is kept from its creation, its result included; a task still running then is cancelled upstream.'),
+        maxRunMs: z
+          .number()
+          .int()
+          .positive()
+          .default(MODERN_DEFAULTS.tasks.maxRunMs)
+          .describe('Longest a task may run (progress does not extend it); past it the call is cancelled upstream and the task fails with TASK_TIMEOUT, its place and upstream session freed. Shorter than ttlMs, so that a task that ran its full time still has its result kept for a while; a task is never kept past ttlMs either way.'),
         pollIntervalMs: z.number().int().positive().default(MODERN_DEFAULTS.tasks.pollIntervalMs).describe('How often clients are asked to poll a task (pollIntervalMs).'),
         perClient: z.number().int().positive().default(MODERN_DEFAULTS.tasks.perClient).describe('Most tasks one client (principal, or address without authentication) has running at once; beyond it calls are answered without a task (a task-only tool is refused with Retry-After).'),
       })

@@ -7,13 +7,14 @@ import type { UpstreamSpec } from '../upstream/types.js';
 
 /** Throws a ConfigError for a command line that cannot be split into a program and its arguments. */
 export function resolveUpstream(config: UpstreamConfig, demoEntry: string): UpstreamSpec {
-  if (config.url) return { kind: 'http', url: config.url, headers: config.headers };
+  const { maxJsonDepth } = config;
+  if (config.url) return { kind: 'http', url: config.url, headers: config.headers, maxJsonDepth };
   if (config.command) {
     const argv = typeof config.command === 'string' ? commandArgv(config.command) : config.command;
     if (argv.length === 0) throw new ConfigError(['upstream.command: names no program (it is only whitespace)']);
-    return { kind: 'stdio', command: argv[0], args: [...argv.slice(1), ...config.args], env: config.env, inheritEnv: config.inheritEnv, cwd: config.cwd };
+    return { kind: 'stdio', command: argv[0], args: [...argv.slice(1), ...config.args], env: config.env, inheritEnv: config.inheritEnv, cwd: config.cwd, maxJsonDepth };
   }
-  return { kind: 'stdio', command: process.execPath, args: [demoEntry], env: config.env };
+  return { kind: 'stdio', command: process.execPath, args: [demoEntry], env: config.env, maxJsonDepth };
 }
 
 function commandArgv(line: string): string[] {

@@ -120,7 +120,7 @@ export class LegacyRelays {
   private legacySession(events: UpstreamEvents, log: Logger, who: Requester, resume?: ResumedSession): UpstreamConnection {
     const { connector, shared } = this.o;
     if (shared) return shared.connect(events, log, who);
-    if (connector.kind !== 'stdio') return connector.connect(events, log, resume);
+    if (connector.kind !== 'stdio') return connector.connect(events, log, { resume });
     const full = this.full();
     if (full) throw new ProxyError(full.code, `${full.message}; try again when a session ends`);
     return this.holdProcess(events, log);

@@ -6,7 +6,7 @@
  */
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { ProxyError } from '../jsonrpc/errors.js';
+import { ProxyError, unusableAnswer } from '../jsonrpc/errors.js';
 import { parseUpstream, type Frame, type JsonRpcId } from '../jsonrpc/message.js';
 import type { UpstreamConnection, UpstreamEvents } from '../upstream/types.js';
 import { RelaySession, type ClientSink, type ResultShaper } from './relay.js';
@@ -163,14 +163,15 @@ describe('RelaySession', () => {
     expect(sink.delivered.map((d) => d.msg.result ?? d.msg.error.code)).toEqual([{ shaped: 'now' }, { shaped: 'later' }, -32603]);
   });
 
-  it("rejects its own request when the upstream's answer does not decode, and keeps serving", async () => {
+  it("rejects its own request when the upstream's answer is not JSON, and keeps serving", async () => {
     const { upstream, sink, session } = relay();
     const asked = session.ask('tools/list', {});
     const id = (upstream.sent[0].msg as { id: JsonRpcId }).id;
-    const parsed = parseUpstream(Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"tools":nope}}`));
-    expect(parsed.ok).toBe(true);
-    if (parsed.ok) upstream.events.onMessage(parsed.frames[0]);
-    await expect(asked).rejects.toThrow(SyntaxError);
+    // As a transport does with what it reads: an unusable answer fails the request it names.
+    const parsed = parseUpstream(Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"tools":nope}}`), 256);
+    expect(!parsed.ok && parsed.answerTo).toBe(id);
+    if (!parsed.ok) upstream.events.onFailure(id, unusableAnswer(parsed));
+    await expect(asked).rejects.toThrow(/not valid JSON/);
     session.fromClient(request(1));
     upstream.reply(1, { content: [] });
     expect(sink.delivered.map((d) => d.msg.id)).toEqual([1]);

@@ -4,7 +4,7 @@
  * and is relayed as it came to legacy clients; for modern clients `modernUpstreamError` only
  * renames the codes the 2026-07-28 revision forbids.
  */
-import { INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, isObject, METHOD_NOT_FOUND, type JsonRpcErrorObject } from './message.js';
+import { INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, isObject, METHOD_NOT_FOUND, type JsonRpcErrorObject, type ParseOutcome } from './message.js';
 
 /** -32000 and -32001 are the codes the official SDKs use for these two situations (legacy era). */
 export const CONNECTION_CLOSED = -32000;
@@ -52,9 +52,13 @@ export type ProxyErrorCode =
   | 'METHOD_NOT_FOUND'
   | 'INVALID_REQUEST_STATE'
   | 'INPUT_TIMEOUT'
-  // The tasks extension: a task id that names no task of this client; a client with too many tasks running.
+  // The tasks extension: a task id that names no task of this client; a client with too many tasks running;
+  // a task that ran past modern.tasks.maxRunMs.
   | 'TASK_NOT_FOUND'
-  | 'TOO_MANY_TASKS';
+  | 'TOO_MANY_TASKS'
+  | 'TASK_TIMEOUT'
+  // What the proxy held for an absent client (a task's result, a call waiting for its input) was let go (listen.heldBytes).
+  | 'HELD_BYTES_EXCEEDED';
 
 interface WireForm {
   legacy: number;
@@ -76,7 +80,7 @@ const sameCode = (code: number, status: number): WireForm => ({ legacy: code, mo
 
 // Typed as every code's form: a code without its wire form does not compile.
 const WIRE: Record<ProxyErrorCode, WireForm> = {
-  ...each(noAnswer(), 'UPSTREAM_CLOSED', 'UPSTREAM_START_FAILED', 'UPSTREAM_SESSION_EXPIRED', 'UPSTREAM_UNREACHABLE', 'CLIENT_GONE', 'SESSION_IDLE'),
+  ...each(noAnswer(), 'UPSTREAM_CLOSED', 'UPSTREAM_START_FAILED', 'UPSTREAM_SESSION_EXPIRED', 'UPSTREAM_UNREACHABLE', 'CLIENT_GONE', 'SESSION_IDLE', 'HELD_BYTES_EXCEEDED'),
   ...each(noAnswer(503, 5), 'SHUTTING_DOWN', 'AUTH_UNAVAILABLE', 'TOO_MANY_SESSIONS', 'TOO_MANY_CONNECTIONS'),
   UPSTREAM_BUSY: noAnswer(503, 2),
   RATE_LIMITED: noAnswer(429, 1),
@@ -87,7 +91,7 @@ const WIRE: Record<ProxyErrorCode, WireForm> = {
   FORBIDDEN: sameCode(INVALID_REQUEST, 403), UNAUTHORIZED: sameCode(INVALID_REQUEST, 401),
   // -32001: what the SDKs answer for an unknown session.
   ...each({ legacy: REQUEST_TIMEOUT, modern: INVALID_REQUEST, status: 404 }, 'SESSION_NOT_FOUND', 'SESSION_EXPIRED'),
-  ...each({ legacy: REQUEST_TIMEOUT, modern: INTERNAL_ERROR, status: 200 }, 'REQUEST_TIMEOUT', 'INPUT_TIMEOUT'),
+  ...each({ legacy: REQUEST_TIMEOUT, modern: INTERNAL_ERROR, status: 200 }, 'REQUEST_TIMEOUT', 'INPUT_TIMEOUT', 'TASK_TIMEOUT'),
   INVALID_PARAMS: { ...sameCode(INVALID_PARAMS, 400), specified: true },
   ...each(sameCode(INVALID_PARAMS, 400), 'INVALID_META', 'INVALID_REQUEST_STATE', 'TASK_NOT_FOUND'),
   UNSUPPORTED_PROTOCOL_VERSION: { legacy: INVALID_REQUEST, modern: UNSUPPORTED_PROTOCOL_VERSION, status: 400 },
@@ -119,6 +123,11 @@ export class ProxyError extends Error {
   get retryAfter(): number | undefined {
     return WIRE[this.code].retryAfter;
   }
+}
+
+/** The failure of the request an upstream's unusable payload answered (parseUpstream's `answerTo`). */
+export function unusableAnswer(parsed: ParseOutcome & { ok: false }): ProxyError {
+  return new ProxyError('UPSTREAM_PROTOCOL', parsed.error.error?.message ?? "The upstream's answer could not be read");
 }
 
 /** The wire form of any error; `data.code` carries the stable string code for proxy errors. */

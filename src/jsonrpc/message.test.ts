@@ -53,7 +53,7 @@ describe('nestsDeeperThan', () => {
   it('refuses deep client documents before anything serializes them, without recursion', () => {
     const deep = '['.repeat(1_000_000) + ']'.repeat(1_000_000);
     const out = parsePayload(`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":${deep}}}`, { maxBatch: 10, maxDepth: 64 });
-    expect(out).toMatchObject({ ok: false, error: { id: null, error: { code: -32600, message: expect.stringContaining('64 levels') } } });
+    expect(out).toMatchObject({ ok: false, error: { id: 1, error: { code: -32600, message: expect.stringContaining('64 levels') } } });
     expect(parsePayload(`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":"${'['.repeat(200_000)}"}}`, { maxBatch: 10, maxDepth: 64 }).ok).toBe(true);
   });
 });

@@ -2,7 +2,8 @@
  * JSON-RPC 2.0 message shapes, guards and parsing. A parsed message keeps the exact text it
  * arrived as (`raw`), so an untouched message is relayed byte for byte.
  */
-import { lazyFrame } from './envelope.js';
+import { isUtf8 } from 'node:buffer';
+import { readAnswer, type ResultSpan } from './envelope.js';
 export type JsonRpcId = string | number;
 
 export interface JsonRpcRequest {
@@ -41,8 +42,8 @@ export type Wire = string | Buffer;
 export interface Frame {
   msg: JsonRpcMessage;
   raw?: Wire;
-  /** Where an undecoded answer's result lies in `raw` (see envelope.ts). */
-  result?: { start: number; end: number };
+  /** Where an undecoded answer's result lies in `raw`, and its members (see envelope.ts). */
+  result?: ResultSpan;
 }
 
 export const PARSE_ERROR = -32700;
@@ -70,7 +71,11 @@ export function errorResponse(id: JsonRpcId | null, error: JsonRpcErrorObject): 
   return { jsonrpc: '2.0', id, error };
 }
 
-export type ParseOutcome = { ok: true; frames: Frame[]; batch: boolean } | { ok: false; error: JsonRpcResponse };
+/**
+ * A payload read, or why not. `answerTo`: the payload was an upstream's answer to that request,
+ * unusable as it came (nested too deep): the request gets a failure instead of waiting.
+ */
+export type ParseOutcome = { ok: true; frames: Frame[]; batch: boolean } | { ok: false; error: JsonRpcResponse; answerTo?: JsonRpcId };
 
 /** What a client payload may be: most messages in a batch, deepest nesting of arrays and objects. */
 export interface ClientPayloadLimits {
@@ -95,7 +100,8 @@ export function parsePayload(text: string, client?: ClientPayloadLimits): ParseO
     return { ok: false, error: errorResponse(null, { code: PARSE_ERROR, message: `Parse error: ${(err as Error).message}` }) };
   }
   if (client && nestsDeeperThan(value, client.maxDepth)) {
-    return invalid(null, `the message nests arrays and objects more than ${client.maxDepth} levels deep (listen.maxJsonDepth)`);
+    // The id is readable (the parser does not recurse): the client hears which request failed.
+    return invalid(Array.isArray(value) ? null : idOf(value), `the message nests arrays and objects more than ${client.maxDepth} levels deep (listen.maxJsonDepth)`);
   }
   if (Array.isArray(value)) {
     if (value.length === 0) return invalid(null, 'empty batch');
@@ -114,14 +120,25 @@ export function parsePayload(text: string, client?: ClientPayloadLimits): ParseO
 }
 
 /**
- * Parses an upstream's payload from its bytes, which the frames keep as their text: an answer is
- * read without decoding its result (envelope.ts), anything else is decoded as usual.
+ * Parses an upstream's payload from its bytes, which the frames keep as their text when it is
+ * UTF-8: an answer is read without decoding its result (envelope.ts), anything else is decoded
+ * as usual. A payload nesting deeper than `maxDepth` (upstream.maxJsonDepth) is not a message:
+ * writing it again would overflow the stack wherever the proxy does so. An answer that is not
+ * usable (too deep, its result not JSON) names its request in `answerTo`.
  */
-export function parseUpstream(bytes: Buffer): ParseOutcome {
-  const lazy = lazyFrame(bytes);
-  if (lazy) return { ok: true, frames: [lazy], batch: false };
+export function parseUpstream(bytes: Buffer, maxDepth: number): ParseOutcome {
+  const answer = readAnswer(bytes, maxDepth);
+  if (answer && 'frame' in answer) return { ok: true, frames: [answer.frame], batch: false };
+  if (answer) return { ok: false, error: errorResponse(null, { code: INVALID_REQUEST, message: answer.why }), answerTo: answer.unusable };
   const parsed = parsePayload(bytes.toString('utf8'));
-  if (parsed.ok && !parsed.batch) parsed.frames[0].raw = bytes;
+  if (!parsed.ok) return parsed;
+  if (parsed.frames.some((f) => nestsDeeperThan(f.msg, maxDepth))) {
+    const error = errorResponse(null, { code: INVALID_REQUEST, message: `The upstream's message nests arrays and objects more than ${maxDepth} levels deep (upstream.maxJsonDepth)` });
+    const msg = parsed.frames[0].msg;
+    return !parsed.batch && isResponse(msg) && msg.id !== null ? { ok: false, error, answerTo: msg.id } : { ok: false, error };
+  }
+  // Bytes that are not UTF-8 are written anew from what they decoded to (replacement characters).
+  if (!parsed.batch && isUtf8(bytes)) parsed.frames[0].raw = bytes;
   return parsed;
 }
 

@@ -58,7 +58,11 @@ export class Metrics {
   private readonly tokens: Counter<'direction' | 'method' | 'tool'>;
   private readonly tokensSkipped: Counter;
 
-  constructor(gauges: { sessions: () => number; upstreamProcesses: () => number }) {
+  /**
+   * `held`: the bytes held now for absent clients, and the items let go of to stay within
+   * listen.heldBytes, by kind (task_result, stream, input_round).
+   */
+  constructor(gauges: { sessions: () => number; upstreamProcesses: () => number; held?: () => Array<{ kind: string; bytes: number; dropped: number }> }) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'mcp_proxy_' });
     const c = this.counters;
@@ -95,6 +99,28 @@ export class Metrics {
     new Gauge({ name: 'mcp_proxy_connections', help: 'Open client connections to the HTTP front.', registers, collect() { this.set(connections()); } });
     new Gauge({ name: 'mcp_proxy_sessions', help: 'Open HTTP sessions.', registers, collect() { this.set(gauges.sessions()); } });
     new Gauge({ name: 'mcp_proxy_upstream_processes', help: 'Running stdio upstream processes.', registers, collect() { this.set(gauges.upstreamProcesses()); } });
+    const held = gauges.held;
+    if (held) {
+      new Gauge({
+        name: 'mcp_proxy_held_bytes',
+        help: 'Bytes held for clients that are away (listen.heldBytes), by kind: task_result (finished tasks not fetched), stream (resumable streams waiting for their client), input_round (calls waiting for the client\'s input).',
+        labelNames: ['kind'],
+        registers,
+        collect() {
+          for (const k of held()) this.set({ kind: k.kind }, k.bytes);
+        },
+      });
+      new Counter({
+        name: 'mcp_proxy_held_dropped_total',
+        help: 'Items let go of to stay within listen.heldBytes, by kind: a task result dropped, a stream or a call given up.',
+        labelNames: ['kind'],
+        registers,
+        collect() {
+          this.reset();
+          for (const k of held()) this.inc({ kind: k.kind }, k.dropped);
+        },
+      });
+    }
     this.requestSeconds = new FastHistogram(
       'mcp_proxy_request_duration_seconds',
       'Time to answer a request to the MCP endpoint (a streamed answer: until its stream ended), by JSON-RPC method, protocol era and HTTP status class.',

@@ -17,7 +17,7 @@ import { PendingCalls } from './pending.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
 
 /** Failures that are the client giving up on a call (cancelled, or input never came), not an upstream outcome. */
-const CLIENT_ENDED = new Set<ProxyErrorCode>(['CLIENT_GONE', 'INPUT_TIMEOUT']);
+const CLIENT_ENDED = new Set<ProxyErrorCode>(['CLIENT_GONE', 'INPUT_TIMEOUT', 'HELD_BYTES_EXCEEDED']);
 
 export const UPSTREAM_PROTOCOL_VERSION = '2025-11-25';
 
@@ -59,7 +59,7 @@ const SESSION_GONE = new Set<ProxyErrorCode>(['UPSTREAM_CLOSED', 'UPSTREAM_SESSI
 
 /** How a call the upstream did not answer counts in metrics and traces. */
 export function failureOutcome(failure: ProxyError): UpstreamOutcome {
-  return failure.code === 'REQUEST_TIMEOUT' ? 'timeout' : SESSION_GONE.has(failure.code) ? 'closed' : 'error';
+  return failure.code === 'REQUEST_TIMEOUT' || failure.code === 'TASK_TIMEOUT' ? 'timeout' : SESSION_GONE.has(failure.code) ? 'closed' : 'error';
 }
 
 export class UpstreamClient {

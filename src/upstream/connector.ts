@@ -24,7 +24,10 @@ export interface ConnectorOptions {
   spec: UpstreamSpec;
   /** Masked, for logs and probes. */
   target: string;
-  /** HTTP: hold the upstream's GET stream only while the client's is here (replicas take turns). */
+  /**
+   * HTTP: a legacy client's session holds the upstream's GET stream only while the client's is
+   * here (replicas sharing a secret take turns). Other sessions always hold theirs.
+   */
   getFollowsClient: boolean;
   shutdownGraceMs: number;
   clientInfo: { name: string; version: string };
@@ -62,14 +65,19 @@ export class UpstreamConnector {
     return this.o.spec.kind;
   }
 
-  /** One upstream session (`resume`: go on with one another replica started). */
-  connect(events: UpstreamEvents, log: Logger, resume?: ResumedSession): UpstreamConnection {
+  /**
+   * One upstream session. `clientSession`: a legacy client's own, which may move between replicas
+   * (`resume`: go on with one another replica started); its GET stream may follow the client's.
+   * Any other (pooled, the start-up check) is this replica's alone and holds its GET stream: a
+   * server's requests and notifications related to no request arrive there.
+   */
+  connect(events: UpstreamEvents, log: Logger, clientSession?: { resume?: ResumedSession }): UpstreamConnection {
     /** Set when the proxy itself ends the session (the client left, the start-up check is done): that exit is no failure. */
     let stopping = false;
     const watched = this.watched(events, () => stopping);
     const spec = this.o.spec;
     const connection = spec.kind === 'http'
-      ? new HttpUpstream(spec, watched, log, { dispatcher: this.dispatcher, defaultRetryMs: 1000, maxResumes: 5, resume, getFollowsClient: this.o.getFollowsClient })
+      ? new HttpUpstream(spec, watched, log, { dispatcher: this.dispatcher, defaultRetryMs: 1000, maxResumes: 5, resume: clientSession?.resume, getFollowsClient: this.o.getFollowsClient && clientSession !== undefined })
       : createStdioUpstream(spec, watched, log, { shutdownGraceMs: this.o.shutdownGraceMs, children: this.children });
     const close = connection.close.bind(connection);
     connection.close = () => {

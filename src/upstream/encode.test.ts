@@ -13,7 +13,7 @@ describe('a send that cannot be serialized', () => {
     // A real child that echoes each line back: what reaches it comes back as a message.
     const echo = 'process.stdin.pipe(process.stdout)';
     const connection = createStdioUpstream(
-      { kind: 'stdio', command: process.execPath, args: ['-e', echo] },
+      { kind: 'stdio', command: process.execPath, args: ['-e', echo], maxJsonDepth: 256 },
       { onMessage: (frame, related) => received.push([frame, related]), onFailure: (id, err) => failed.push([id, err]), onClose: (err) => ended(err) },
       pino({ level: 'silent' }),
       { shutdownGraceMs: 500, children: new Set() },

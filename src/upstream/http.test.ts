@@ -68,7 +68,7 @@ describe('HttpUpstream', () => {
 
   const connect = (opts: Partial<HttpUpstreamOptions> = {}, url = server.url) => {
     connection = new HttpUpstream(
-      { kind: 'http', url, headers: { authorization: 'Bearer upstream-token' } },
+      { kind: 'http', url, headers: { authorization: 'Bearer upstream-token' }, maxJsonDepth: 256 },
       { onMessage: (frame, relatedId) => void received.push({ msg: frame.msg, relatedId }), onFailure: (id, err) => void failures.set(id, err), onClose: (err) => void closes.push(err) },
       pino({ level: 'silent' }),
       { dispatcher, defaultRetryMs: 10, maxResumes: 3, ...opts },
@@ -210,7 +210,7 @@ describe('HttpUpstream', () => {
     await Promise.all([up.close(), up.close()]);
     expect(server.seen.filter((s) => s.method === 'DELETE').map((s) => s.headers['mcp-session-id'])).toEqual(['s-1']);
 
-    const other = new HttpUpstream({ kind: 'http', url: server.url, headers: {} }, { onMessage: () => {}, onFailure: () => {}, onClose: () => {} }, pino({ level: 'silent' }), {
+    const other = new HttpUpstream({ kind: 'http', url: server.url, headers: {}, maxJsonDepth: 256 }, { onMessage: () => {}, onFailure: () => {}, onClose: () => {} }, pino({ level: 'silent' }), {
       dispatcher,
       defaultRetryMs: 10,
       maxResumes: 3,

@@ -7,8 +7,8 @@
  */
 import type { Logger } from 'pino';
 import { request, type Dispatcher } from 'undici';
-import { ProxyError } from '../jsonrpc/errors.js';
-import { isNotification, isRequest, isResponse, parsePayload, parseUpstream, type Frame, type JsonRpcId, type Wire } from '../jsonrpc/message.js';
+import { ProxyError, unusableAnswer } from '../jsonrpc/errors.js';
+import { isNotification, isRequest, isResponse, parseUpstream, type Frame, type JsonRpcId, type Wire } from '../jsonrpc/message.js';
 import { traceContextOf } from '../ops/trace-context.js';
 import { encodeForUpstream } from './encode.js';
 import { holdStream, readEvents, resumeStream, type StreamState } from './http-streams.js';
@@ -139,9 +139,20 @@ export class HttpUpstream implements UpstreamConnection {
 
   /** Delivers the JSON-RPC messages of a JSON body or an event's data. */
   private deliverBytes(bytes: Buffer, relatedId: JsonRpcId | undefined, what: string): void {
-    const parsed = parseUpstream(bytes);
-    if (!parsed.ok) return void this.log.warn({ [what]: bytes.toString('utf8', 0, 200) }, `upstream sent ${what === 'data' ? 'an SSE event' : 'a body'} that is not JSON-RPC; skipped`);
-    for (const frame of parsed.frames) this.deliver(frame, relatedId);
+    const parsed = parseUpstream(bytes, this.spec.maxJsonDepth);
+    if (!parsed.ok) {
+      this.log.warn({ [what]: bytes.toString('utf8', 0, 200), why: parsed.error.error?.message }, `upstream sent ${what === 'data' ? 'an SSE event' : 'a body'} that is not JSON-RPC; skipped`);
+      if (parsed.answerTo !== undefined) this.failed([parsed.answerTo], unusableAnswer(parsed));
+      return;
+    }
+    for (const frame of parsed.frames) {
+      // Whatever fails while one message is handled costs that message, not the stream it came on.
+      try {
+        this.deliver(frame, relatedId);
+      } catch (err) {
+        this.log.error({ err: (err as Error)?.message, [what]: bytes.toString('utf8', 0, 200) }, 'an upstream message could not be handled; dropped');
+      }
+    }
   }
 
   /** Reads an SSE body to its end, delivering each message; notes where a resume would start. */
@@ -258,7 +269,7 @@ export class HttpUpstream implements UpstreamConnection {
     // the SDK's example answer an unknown session with 400 ("No valid session ID"), not 404.
     if (res.statusCode === 400 && this.opts.resume && !this.confirmed && /session/i.test(text.slice(0, 500))) return this.sessionExpired();
     const type = String(res.headers['content-type'] ?? '');
-    const rejection = type.startsWith('application/json') ? requestError(text, ids) : undefined;
+    const rejection = type.startsWith('application/json') ? requestError(text, ids, this.spec.maxJsonDepth) : undefined;
     if (rejection) this.deliver(rejection, ids[0]);
     this.failed(ids, new ProxyError('UPSTREAM_PROTOCOL', `The upstream answered HTTP ${res.statusCode}`, { body: text.slice(0, 500) }));
     if (ids.length === 0) this.log.warn({ status: res.statusCode, body: text.slice(0, 200) }, 'upstream rejected a message');
@@ -288,8 +299,8 @@ export class HttpUpstream implements UpstreamConnection {
  * The JSON-RPC error in an error-status body, as the answer to the one request of the POST.
  * Servers often send such errors with `id: null` (they failed before reading the id).
  */
-function requestError(text: string, ids: JsonRpcId[]): Frame | undefined {
-  const parsed = parsePayload(text);
+function requestError(text: string, ids: JsonRpcId[], maxDepth: number): Frame | undefined {
+  const parsed = parseUpstream(Buffer.from(text), maxDepth);
   if (!parsed.ok || parsed.batch || ids.length !== 1) return undefined;
   const msg = parsed.frames[0].msg;
   if (!isResponse(msg) || !msg.error) return undefined;

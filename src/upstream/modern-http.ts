@@ -6,7 +6,7 @@
  */
 import type { Logger } from 'pino';
 import { request, type Dispatcher } from 'undici';
-import { ProxyError } from '../jsonrpc/errors.js';
+import { ProxyError, unusableAnswer } from '../jsonrpc/errors.js';
 import { isNotification, isResponse, parseUpstream, type Frame, type JsonRpcRequest } from '../jsonrpc/message.js';
 import { modernRequestHeaders, type ParamHeaders } from '../mcp/http-headers.js';
 import { traceContextOf } from '../ops/trace-context.js';
@@ -74,7 +74,7 @@ export class ModernHttpUpstream implements ModernUpstream {
       });
       responded = true;
       const type = String(res.headers['content-type'] ?? '');
-      const frame = type.startsWith('text/event-stream') ? await this.readStream(res.body, req, o, done, () => timer.refresh()) : type.startsWith('application/json') ? answerIn(Buffer.from(await res.body.arrayBuffer()), req) : undefined;
+      const frame = type.startsWith('text/event-stream') ? await this.readStream(res.body, req, o, done, () => timer.refresh()) : type.startsWith('application/json') ? answerIn(Buffer.from(await res.body.arrayBuffer()), req, this.spec.maxJsonDepth) : undefined;
       if (!type.startsWith('text/event-stream') && !type.startsWith('application/json')) await res.body.dump();
       if (frame) return { frame, status: res.statusCode };
       throw new ProxyError('UPSTREAM_PROTOCOL', res.statusCode >= 400 ? `The upstream answered HTTP ${res.statusCode}` : 'The upstream ended the response without answering', { status: res.statusCode });
@@ -97,8 +97,11 @@ export class ModernHttpUpstream implements ModernUpstream {
     try {
       await readEvents(body, {}, (data) => {
         if (answer) return;
-        const parsed = parseUpstream(Buffer.from(data));
-        if (!parsed.ok) return void this.log.warn({ data: data.slice(0, 200) }, 'modern upstream sent an SSE event that is not JSON-RPC; skipped');
+        const parsed = parseUpstream(Buffer.from(data), this.spec.maxJsonDepth);
+        if (!parsed.ok) {
+          if (parsed.answerTo === req.id) throw unusableAnswer(parsed);
+          return void this.log.warn({ data: data.slice(0, 200), why: parsed.error.error?.message }, 'modern upstream sent an SSE event that is not JSON-RPC; skipped');
+        }
         const msg = parsed.frames[0].msg;
         if (isResponse(msg) && (msg.id === req.id || msg.id === null)) {
           answer = msg.id === null ? { msg: { ...msg, id: req.id } } : parsed.frames[0];
@@ -106,7 +109,11 @@ export class ModernHttpUpstream implements ModernUpstream {
         }
         if (!isNotification(msg)) return;
         if (msg.method === 'notifications/progress') progressed();
-        o.onNotification?.(parsed.frames[0]);
+        try {
+          o.onNotification?.(parsed.frames[0]);
+        } catch (err) {
+          this.log.error({ err: (err as Error)?.message, method: msg.method }, 'an upstream notification could not be handled; dropped'); // it costs itself, not the request
+        }
       });
     } catch (err) {
       if (err !== stop) throw err;
@@ -117,8 +124,9 @@ export class ModernHttpUpstream implements ModernUpstream {
 }
 
 /** The answer to `req` in a JSON body (an error sent with `id: null`, as servers do when they fail early, is taken as the answer). */
-function answerIn(bytes: Buffer, req: JsonRpcRequest): Frame | undefined {
-  const parsed = parseUpstream(bytes);
+function answerIn(bytes: Buffer, req: JsonRpcRequest, maxDepth: number): Frame | undefined {
+  const parsed = parseUpstream(bytes, maxDepth);
+  if (!parsed.ok && parsed.answerTo === req.id) throw unusableAnswer(parsed);
   if (!parsed.ok || parsed.batch) return undefined;
   const msg = parsed.frames[0].msg;
   if (!isResponse(msg)) return undefined;

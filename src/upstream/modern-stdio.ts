@@ -9,6 +9,7 @@
  */
 import type { Logger } from 'pino';
 import { ProxyError } from '../jsonrpc/errors.js';
+import { withId } from '../jsonrpc/envelope.js';
 import { isNotification, isObject, isRequest, isResponse, type Frame, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
 import { META } from '../mcp/eras.js';
 import type { ModernExchange, ModernSendOptions, ModernUpstream } from './modern-http.js';
@@ -117,7 +118,7 @@ export class ModernStdioUpstream implements ModernUpstream {
     if (isResponse(msg)) {
       const waiter = msg.id === null ? undefined : this.settle(String(msg.id));
       if (!waiter) return this.log.debug({ id: msg.id }, 'dropped an upstream response nobody waits for');
-      return waiter.resolve({ frame: { msg: { ...msg, id: waiter.req.id } }, status: 200 });
+      return waiter.resolve({ frame: withId(frame, waiter.req.id), status: 200 });
     }
     if (isRequest(msg)) {
       // A 2026-07-28 server asks for input through input_required, never with a request of its own.

@@ -152,4 +152,19 @@ describe('UpstreamPool', () => {
     [mine[1], theirs, plain, again].forEach((l) => l.release());
     await pool.close();
   });
+
+  it("counts an idle session another client started against the client that takes it alone", async () => {
+    const { pool } = poolOf(8, { perClient: 2, sharePrincipals: true });
+    const anon = (client: string) => ({ principal: '', client, capabilities: { elicitation: {} } });
+    // Another client leaves four idle sessions behind (two at a time).
+    for (let round = 0; round < 2; round++) {
+      const left = [await pool.acquire(anon(`other-${round}`), true), await pool.acquire(anon(`other-${round}`), true)];
+      left.forEach((l) => l.release());
+    }
+    const taken = [await pool.acquire(anon('greedy'), true), await pool.acquire(anon('greedy'), true)];
+    expect(taken[0].client).not.toBe(taken[1].client);
+    await expect(pool.acquire(anon('greedy'), true)).rejects.toMatchObject({ code: 'UPSTREAM_BUSY', message: expect.stringContaining('modern.pool.perClient') });
+    taken.forEach((l) => l.release());
+    await pool.close();
+  });
 });

@@ -5,8 +5,9 @@
  * never serves two principals, unless the server is declared stateless (`sharePrincipals`).
  * Requests share a session, except an exclusive lease: one call alone on a session, for a call
  * that may ask the client for input (over stdio nothing says which call such a request belongs
- * to). Fairness: one client holds at most `perClient` sessions, and exclusive leases at most
- * `maxExclusive`, so calls that cannot ask for input always find room. A session that dies
+ * to). Fairness: one client holds at most `perClient` sessions (those it started, and those it
+ * holds alone), and exclusive leases at most `maxExclusive`, so calls that cannot ask for input
+ * always find room. A session that dies
  * (crash, 404) leaves the pool; the next acquire initializes a new one. Idle sessions are reaped.
  */
 import type { Logger } from 'pino';
@@ -92,7 +93,7 @@ interface Spare {
 interface Entry {
   key: string;
   principal: string;
-  /** The client it was started for (per-client fairness). */
+  /** The client it counts against (per-client fairness): the one it was started for, or last held alone by. */
   owner: string;
   client: UpstreamClient;
   leases: number;
@@ -128,7 +129,10 @@ export class UpstreamPool {
     const capabilities = upstreamCapabilities(who.capabilities);
     const key = `${JSON.stringify(principal)} ${canonicalJson(capabilities)}`;
     const found = this.find(key, exclusive);
-    if (found && exclusive) this.checkExclusive(); // an exclusive lease only ever finds an idle session
+    if (found && exclusive) {
+      this.checkExclusive(); // an exclusive lease only ever finds an idle session
+      this.takeOver(found, who.client);
+    }
     const entry = found ?? this.create(key, principal, { ...who, capabilities }, exclusive);
     entry.leases++;
     entry.exclusive ||= exclusive;
@@ -178,11 +182,7 @@ export class UpstreamPool {
 
   private create(key: string, principal: string, who: PoolKey, exclusive: boolean): Entry {
     if (exclusive) this.checkExclusive();
-    const perClient = this.opts.perClient ?? Infinity;
-    if (this.count((e) => e.owner === who.client) >= perClient) this.evictIdle((e) => e.owner === who.client);
-    if (this.count((e) => e.owner === who.client) >= perClient) {
-      throw new ProxyError('UPSTREAM_BUSY', `This client holds ${perClient} upstream sessions already, the most one client may (modern.pool.perClient); try again when one of its calls ends`);
-    }
+    this.checkClient(who.client);
     if (this.entries.size >= this.opts.maxSessions) this.evictIdle(() => true);
     if (this.entries.size >= this.opts.maxSessions) {
       throw new ProxyError('UPSTREAM_BUSY', `All ${this.opts.maxSessions} upstream sessions for modern requests are busy; try again shortly (modern.pool.maxSessions)`);
@@ -238,6 +238,22 @@ export class UpstreamPool {
         return connection;
       },
     };
+  }
+
+  /** Refuses another session for `client` when it holds `perClient` already (after letting go of an idle one of its own). */
+  private checkClient(client: string): void {
+    const perClient = this.opts.perClient ?? Infinity;
+    if (this.count((e) => e.owner === client) >= perClient) this.evictIdle((e) => e.owner === client);
+    if (this.count((e) => e.owner === client) >= perClient) {
+      throw new ProxyError('UPSTREAM_BUSY', `This client holds ${perClient} upstream sessions already, the most one client may (modern.pool.perClient); try again when one of its calls ends`);
+    }
+  }
+
+  /** An idle session another client started, held alone by `client` now: it counts against `client`. */
+  private takeOver(entry: Entry, client: string): void {
+    if (entry.owner === client) return;
+    this.checkClient(client);
+    entry.owner = client;
   }
 
   /** Refuses another exclusive lease when they hold `maxExclusive` sessions already. */

@@ -9,7 +9,7 @@ import type { Readable } from 'node:stream';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Logger } from 'pino';
 import { maskSecrets } from '../ops/mask.js';
-import { ProxyError } from '../jsonrpc/errors.js';
+import { ProxyError, unusableAnswer } from '../jsonrpc/errors.js';
 import { parseUpstream, type Frame } from '../jsonrpc/message.js';
 import { encodeForUpstream } from './encode.js';
 import { byteLineSplitter, lineSplitter } from '../jsonrpc/lines.js';
@@ -61,14 +61,23 @@ export function createStdioUpstream(
   }
 
   child.stdout.on('data', byteLineSplitter((line) => {
-    const parsed = parseUpstream(line);
+    const parsed = parseUpstream(line, spec.maxJsonDepth);
     if (!parsed.ok) {
-      log.warn({ line: line.toString('utf8', 0, 200) }, 'upstream printed a line that is not JSON-RPC; skipped');
+      log.warn({ line: line.toString('utf8', 0, 200), why: parsed.error.error?.message }, 'upstream printed a line that is not JSON-RPC; skipped');
+      if (parsed.answerTo !== undefined) events.onFailure(parsed.answerTo, unusableAnswer(parsed));
       return;
     }
     spoke = true;
-    for (const frame of parsed.frames) events.onMessage(frame);
+    for (const frame of parsed.frames) deliver(frame);
   }));
+  /** One message on: whatever fails while it is handled costs that message, never the process (this runs in a stream's event handler). */
+  const deliver = (frame: Frame) => {
+    try {
+      events.onMessage(frame);
+    } catch (err) {
+      log.error({ err: (err as Error)?.message, line: String(frame.raw ?? '').slice(0, 200) }, 'an upstream message could not be handled; dropped');
+    }
+  };
   const stderr = recordStderr(child.stderr, log);
   child.stdin.on('error', (err) => log.debug({ err: err.message }, 'upstream stdin closed'));
 

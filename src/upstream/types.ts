@@ -48,7 +48,13 @@ export interface ResumedSession {
   protocolVersion?: string;
 }
 
-export interface StdioUpstreamSpec {
+/** What every upstream spec has, whatever its transport. */
+interface UpstreamLimits {
+  /** Deepest nesting of arrays and objects in a message from the server; deeper ones are not messages (upstream.maxJsonDepth). */
+  maxJsonDepth: number;
+}
+
+export interface StdioUpstreamSpec extends UpstreamLimits {
   kind: 'stdio';
   command: string;
   args: string[];
@@ -57,7 +63,7 @@ export interface StdioUpstreamSpec {
   inheritEnv?: boolean;
   cwd?: string;
 }
-export interface HttpUpstreamSpec {
+export interface HttpUpstreamSpec extends UpstreamLimits {
   kind: 'http';
   url: string;
   headers: Record<string, string>;

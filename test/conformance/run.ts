@@ -17,7 +17,9 @@
  *     a scenario not applicable at 2025-11-25 is reported 'skip'.
  * Each scenario writes <out>/server-<scenario>-<timestamp>/checks.json; a
  * scenario passes when none of its checks has status FAILURE (WARNING/INFO/
- * SKIPPED checks do not fail it, matching the CLI's own summary).
+ * SKIPPED checks do not fail it, matching the CLI's own summary), unless
+ * every check it wrote is SKIPPED: a placeholder that checked nothing is
+ * reported 'skip', never 'pass' (see stand-ins.ts).
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
@@ -182,10 +184,11 @@ async function readResults(outDir: string): Promise<Map<string, ConformanceCheck
 
 function toResult(checks: ConformanceCheck[]): ScenarioResult {
   const problems = checks
-    .filter((c) => c.status === 'FAILURE' || c.status === 'WARNING')
-    .map((c) => `${c.status === 'FAILURE' ? '' : '(warning) '}${c.id}: ${c.errorMessage ?? c.description ?? ''}`);
+    .filter((c) => c.status === 'FAILURE' || c.status === 'WARNING' || c.status === 'SKIPPED')
+    .map((c) => `${c.status === 'FAILURE' ? '' : `(${c.status.toLowerCase()}) `}${c.id}: ${c.errorMessage ?? c.description ?? ''}`);
+  const checkedNothing = checks.length > 0 && checks.every((c) => c.status === 'SKIPPED');
   return {
-    outcome: checks.some((c) => c.status === 'FAILURE') ? 'fail' : 'pass',
+    outcome: checks.some((c) => c.status === 'FAILURE') ? 'fail' : checkedNothing ? 'skip' : 'pass',
     checks,
     problems
   };

@@ -87,8 +87,8 @@ describe('a client that declares nothing gets the upstream bytes unchanged', () 
     const post = (body: unknown, headers: Record<string, string>) => fetch(proxy.url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) }).then((r) => r.text());
     // A decode and re-encode would turn 1.50 into 1.5, \u00e9 into é and drop the spaces.
     expect(await post(callTool(1, 'odd'), session)).toBe('{"result" : {"content":[{"type":"text","text":"caf\\u00e9 at 1.50"}], "n": 1.50 } , "id":1,"jsonrpc":"2.0"}');
-    // Nothing looks inside: what the upstream wrote, broken or not, is what it answered.
-    expect(await post(callTool(2, 'broken'), session)).toBe('{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"x"}],"n":nope}}');
+    // Nothing decodes it, but a strict scan proved it JSON: a result that is not is the upstream's error, not bytes the client cannot read.
+    expect(JSON.parse(await post(callTool(2, 'broken'), session))).toMatchObject({ jsonrpc: '2.0', id: 2, error: { code: -32603, message: expect.stringContaining('not valid JSON'), data: { code: 'UPSTREAM_PROTOCOL' } } });
 
     const features = { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: '1.0', features: ['format=markdown'] } } };
     const negotiating = await rawPost(proxy.url, { ...INIT, params: { ...INIT.params, capabilities: features } }, json);
@@ -109,8 +109,8 @@ describe('a client that declares nothing gets the upstream bytes unchanged', () 
     };
     // The result's own bytes, then what the revision adds; nothing in between is re-encoded.
     expect(await post(1, 'odd')).toBe('{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"caf\\u00e9 at 1.50"}], "n": 1.50 ,"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"verbatim","version":"1"}}}}');
-    // As for a legacy client: what nothing looks at is not checked.
-    expect(await post(2, 'broken')).toContain('"n":nope,"resultType":"complete"');
+    // The proxy writes around the result only what a strict scan proved JSON: a broken result is the upstream's error.
+    expect(JSON.parse(await post(2, 'broken'))).toMatchObject({ jsonrpc: '2.0', id: 2, error: { code: -32603, message: expect.stringContaining('not valid JSON'), data: { code: 'UPSTREAM_PROTOCOL' } } });
 
     const features = { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: '1.0', features: ['format=markdown'] } } };
     const odd = JSON.parse(await post(3, 'odd', features));

@@ -264,6 +264,29 @@ describe('the client address of a request forwarded between replicas', () => {
   }, 60_000);
 });
 
+describe('task status across replicas', () => {
+  afterAll(stopAll);
+
+  it('serves a listen stream for tasks at the replica that holds them', async () => {
+    const [a, b] = await startReplicas(commandLine(fixtureArgv('faulty-server')), ['alpha', 'beta']);
+    const caps = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+    const call = modern(1, 'tools/call', { name: 'slow_progress', arguments: { steps: 4, delayMs: 250 } }, caps);
+    const created = (await rawPost(a.url, call.body, call.headers)).messages[0].result;
+    expect(created.resultType).toBe('task');
+    const listen = modern(2, 'subscriptions/listen', { notifications: { taskIds: [created.taskId] } }, caps);
+    const abort = new AbortController();
+    const res = await fetch(b.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...listen.headers }, body: JSON.stringify(listen.body), signal: abort.signal });
+    try {
+      const stream = sseMessages(res);
+      expect((await stream.next((m) => m.method === 'notifications/subscriptions/acknowledged')).params.notifications).toEqual({ taskIds: [created.taskId] });
+      const done = await stream.next((m) => m.method === 'notifications/tasks' && m.params.status === 'completed');
+      expect(done.params.result.content[0].text).toBe('done 4');
+    } finally {
+      abort.abort();
+    }
+  }, 60_000);
+});
+
 describe('modern rounds in front of a 2026-07-28 server, across replicas', () => {
   afterAll(stopAll);
 

@@ -11,8 +11,8 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { hashToken } from '../../src/fronts/http/auth.js';
-import { modern, rawPost } from '../helpers/raw.js';
-import { EVERYTHING_STDIO, commandLine, eventually, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { modern, rawPost, sseMessages } from '../helpers/raw.js';
+import { EVERYTHING_STDIO, commandLine, eventually, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
 
 const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} }, elicitation: { form: {} } };
 const token = (who: string) => `${who}-token-0123456789`;
@@ -25,6 +25,19 @@ async function send(who: string, method: string, params: Record<string, unknown>
   const m = modern(nextId++, method, params, caps);
   const reply = await rawPost(proxy.url, m.body, { ...m.headers, authorization: `Bearer ${token(who)}` });
   return { status: reply.status, ...reply.messages[0] };
+}
+
+/** A subscriptions/listen stream of `who` for the tasks `taskIds` name; `close` ends it. */
+async function listen(who: string, taskIds: string[]) {
+  const m = modern(nextId++, 'subscriptions/listen', { notifications: { taskIds } }, TASKS);
+  const abort = new AbortController();
+  const res = await fetch(proxy.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...m.headers, authorization: `Bearer ${token(who)}` },
+    body: JSON.stringify(m.body),
+    signal: abort.signal,
+  });
+  return { id: m.body.id, stream: sseMessages(res), close: () => abort.abort() };
 }
 
 /** Polls the task until `done` says so; its last state. */
@@ -162,6 +175,38 @@ describe('tasks in front of a legacy server', () => {
     expect((await send('alice', 'tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 1, steps: 1 } })).result.resultType).toBe('task');
   });
 
+  it("tells a listener each status change of its own tasks, never another principal's", async () => {
+    const long = { name: 'trigger-long-running-operation', arguments: { duration: 2, steps: 2 } };
+    const mine: string = (await send('alice', 'tools/call', long)).result.taskId;
+    const theirs: string = (await send('bob', 'tools/call', long)).result.taskId;
+    const forged = mine.slice(0, -4) + (mine.endsWith('AAAA') ? 'BBBB' : 'AAAA');
+    const alice = await listen('alice', [mine, theirs, forged, 'not-a-task']);
+    try {
+      const ack = await alice.stream.next((m) => m.method === 'notifications/subscriptions/acknowledged');
+      expect(ack.params.notifications).toEqual({ taskIds: [mine] });
+      const done = await alice.stream.next((m) => m.method === 'notifications/tasks' && m.params.status === 'completed');
+      expect(done.params).toMatchObject({ taskId: mine, ttlMs: 3_600_000, pollIntervalMs: 200, _meta: { 'io.modelcontextprotocol/subscriptionId': alice.id } });
+      expect(done.params.result.content[0].text).toContain('Long running operation completed');
+      // Bob's task has finished too, and Bob hears it; Alice heard nothing of it.
+      await pollUntil('bob', theirs, (t) => t.status === 'completed');
+      const bob = await listen('bob', [theirs]);
+      try {
+        expect((await bob.stream.next((m) => m.method === 'notifications/tasks')).params).toMatchObject({ taskId: theirs, status: 'completed' });
+      } finally {
+        bob.close();
+      }
+      const told = alice.stream.messages.filter((m) => m.method === 'notifications/tasks');
+      expect(told.map((m) => m.params.taskId)).toEqual(told.map(() => mine));
+      expect(told.map((m) => m.params.status)).toEqual(['working', 'completed']);
+    } finally {
+      alice.close();
+    }
+    // Task status is part of the extension: a listen request that does not declare it is refused.
+    const undeclared = modern(nextId++, 'subscriptions/listen', { notifications: { taskIds: [mine] } }, {});
+    const refused = await rawPost(proxy.url, undeclared.body, { ...undeclared.headers, authorization: `Bearer ${token('alice')}` });
+    expect(refused.messages.at(-1).error).toMatchObject({ code: -32021, data: { requiredCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } } } });
+  });
+
   it('lets a task run past the request timeout, and forgets it ttlMs after its creation, cancelling it upstream if it still runs', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'proxy-tasks-ttl-')), 'proxy.yaml');
     writeFileSync(file, `auth:\n  tokens:\n    - { name: alice, sha256: ${hashToken(token('alice'))} }\ntimeouts:\n  requestMs: 1000\nmodern:\n  tasks:\n    answerWithinMs: 0\n    ttlMs: 4000\n    perClient: 1\n`);
@@ -181,5 +226,40 @@ describe('tasks in front of a legacy server', () => {
     await eventually(async () => (await post('tasks/get', { taskId: created.result.taskId })).error?.code === -32602, 10_000, 'the task expires');
     // It no longer counts against the client's one running task.
     expect((await post('tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 1, steps: 1 } })).result.resultType).toBe('task');
+  });
+});
+
+describe("a 2026-07-28 server's own tasks behind the proxy", () => {
+  beforeAll(async () => {
+    const upstream = await startHttpFixture('modern-tasks-server');
+    const file = join(mkdtempSync(join(tmpdir(), 'proxy-modern-tasks-')), 'proxy.yaml');
+    const tokens = ['alice', 'bob'].map((p) => `    - { name: ${p}, sha256: ${hashToken(token(p))} }`).join('\n');
+    writeFileSync(file, `auth:\n  tokens:\n${tokens}\n`);
+    proxy = await startProxy(['--config', file, '--upstream', upstream.url]);
+  });
+  afterAll(stopAll);
+
+  it("keeps each task to the principal it was given to, and tells a listener of its own tasks only", async () => {
+    const slow = { name: 'slow', arguments: { ms: 1500 } };
+    const created = await send('alice', 'tools/call', slow);
+    expect(created.result).toMatchObject({ resultType: 'task', status: 'working' });
+    const mine: string = created.result.taskId;
+    const theirs: string = (await send('bob', 'tools/call', slow)).result.taskId;
+    // The server's own ids never reach a client: each is sealed with its principal.
+    expect(mine).not.toMatch(/^[0-9a-f-]{36}$/);
+    expect((await send('alice', 'tasks/get', { taskId: mine })).result).toMatchObject({ resultType: 'complete', taskId: mine, status: 'working' });
+    for (const method of ['tasks/get', 'tasks/cancel']) expect((await send('alice', method, { taskId: theirs })).error.code).toBe(-32602);
+
+    const alice = await listen('alice', [mine, theirs]);
+    try {
+      const ack = await alice.stream.next((m) => m.method === 'notifications/subscriptions/acknowledged');
+      expect(ack.params.notifications).toEqual({ taskIds: [mine] });
+      const done = await alice.stream.next((m) => m.method === 'notifications/tasks' && m.params.status === 'completed');
+      expect(done.params).toMatchObject({ taskId: mine, result: { content: [{ text: 'slept 1500 ms' }] }, _meta: { 'io.modelcontextprotocol/subscriptionId': alice.id } });
+      await pollUntil('bob', theirs, (t) => t.status === 'completed');
+      expect(alice.stream.messages.filter((m) => m.method === 'notifications/tasks').map((m) => m.params.taskId)).toEqual([mine]);
+    } finally {
+      alice.close();
+    }
   });
 });

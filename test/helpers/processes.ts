@@ -12,8 +12,9 @@ export const PROXY_MAIN = `${ROOT}dist/main.js`;
 export const EVERYTHING_MAIN = `${ROOT}node_modules/@modelcontextprotocol/server-everything/dist/index.js`;
 const TSX = ['--import', 'tsx'];
 
-/** argv that runs a TypeScript fixture from test/fixtures. */
+/** argv that runs a fixture from test/fixtures: TypeScript by its name, JavaScript by its file name (`name.mjs`). */
 export function fixtureArgv(name: string, ...args: string[]): string[] {
+  if (name.endsWith('.mjs')) return [process.execPath, `${ROOT}test/fixtures/${name}`, ...args];
   return [process.execPath, ...TSX, `${ROOT}test/fixtures/${name}.ts`, ...args];
 }
 export const EVERYTHING_STDIO = [process.execPath, EVERYTHING_MAIN, 'stdio'];
@@ -84,8 +85,8 @@ export async function startProxy(args: string[], env: NodeJS.ProcessEnv = {}): P
 }
 
 /** Starts a fixture server in Streamable HTTP mode (it prints `LISTENING <url>`). */
-export async function startHttpFixture(name: string, env: NodeJS.ProcessEnv = {}): Promise<Running> {
-  const [cmd, ...args] = fixtureArgv(name, '--http', '--port', '0');
+export async function startHttpFixture(name: string, env: NodeJS.ProcessEnv = {}, extraArgs: string[] = []): Promise<Running> {
+  const [cmd, ...args] = fixtureArgv(name, '--http', '--port', '0', ...extraArgs);
   const proc = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const t = track(proc);
   const m = await waitFor(proc, 'stdout', /LISTENING (http:\S+)/, 20_000, name);

@@ -20,9 +20,11 @@ describe('EventLog', () => {
     for (let i = 0; i < 5; i++) log.record([`data: ${'x'.repeat(40)}\n\n`]);
     expect(log.after(1)).toBeUndefined();
     expect(log.after(4)!.length).toBe(1);
-    // One event larger than the whole budget is still kept: it is the latest.
+    // An event larger than the whole budget is not kept either: a resume from before it is refused.
     log.record([`data: ${'y'.repeat(500)}\n\n`]);
-    expect(log.after(5)!.length).toBe(1);
+    expect(log.size).toBe(0);
+    expect(log.after(5)).toBeUndefined();
+    expect(log.after(6)).toEqual([]);
   });
 });
 

@@ -2,9 +2,10 @@
  * Resumable POST streams (the 2025-11-25 transport): a stream's events are numbered and kept, so
  * that a client that lost the stream can resume it with GET and `Last-Event-ID`. An event id is
  * `<stream>-<n>`; event 0 is the priming event (an id, the reconnection delay, no data). A log
- * keeps at most `maxBytes` of events: the oldest go first, and a resume from before them is
- * refused rather than served with a gap. While the client is away its requests' answers go to a
- * held channel (logged only); a GET that resumes the stream carries on from the log.
+ * keeps at most `maxBytes` of events: the oldest go first (an event larger than that is not kept
+ * at all), and a resume from before them is refused rather than served with a gap. While the
+ * client is away its requests' answers go to a held channel (logged only, its bytes counted in
+ * listen.heldBytes); a GET that resumes the stream carries on from the log.
  */
 import { randomBytes } from 'node:crypto';
 import type { Wire } from '../../jsonrpc/message.js';
@@ -38,6 +39,11 @@ export class EventLog {
 
   constructor(private readonly maxBytes: number) {}
 
+  /** Bytes of the events kept. */
+  get size(): number {
+    return this.bytes;
+  }
+
   /** The priming event: an id to resume from and the reconnection delay, before any message. */
   priming(retryMs: number): string {
     return `id: ${this.stream}-0\nretry: ${retryMs}\ndata: \n\n`;
@@ -51,7 +57,7 @@ export class EventLog {
     for (const piece of numbered) size += typeof piece === 'string' ? Buffer.byteLength(piece) : piece.length;
     this.events.push({ seq, pieces: numbered, bytes: size });
     this.bytes += size;
-    while (this.bytes > this.maxBytes && this.events.length > 1) {
+    while (this.bytes > this.maxBytes && this.events.length > 0) {
       const old = this.events.shift()!;
       this.bytes -= old.bytes;
       this.droppedThrough = old.seq;
@@ -87,10 +93,15 @@ export class HeldChannel implements ReplyChannel {
   readonly canStream = true;
   readonly held = true;
 
-  constructor(readonly events: EventLog) {}
+  /** `logged`: the log's size after each event (its bytes are held for an absent client). */
+  constructor(
+    readonly events: EventLog,
+    private readonly logged: (bytes: number) => void = () => undefined,
+  ) {}
 
   send(json: Wire): void {
     this.events.record(sseEvent(json));
+    this.logged(this.events.size);
   }
 
   end(): void {}

@@ -10,6 +10,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Requester } from '../../core/context.js';
+import type { HeldBytes } from '../../core/held-bytes.js';
 import { duplicateId, type ClientSink, type RelaySession } from '../../core/relay.js';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import { isRequest, type JsonRpcId } from '../../jsonrpc/message.js';
@@ -48,6 +49,8 @@ export interface LegacySessionsOptions extends IdleTimeouts {
   slowReaders: SlowReaderLimits;
   /** POST streams of 2025-11-25 clients: numbered, and held for their client to resume (windowMs 0: not resumable). */
   resumableStreams: ResumeLimits;
+  /** Where held streams' bytes are counted, per client and in total (listen.heldBytes). */
+  held: HeldBytes;
   log: Logger;
 }
 
@@ -227,7 +230,12 @@ export class LegacySessions implements LegacyEndpoint {
       s.issuedAt = issued * 1000;
       return this.o.tokens.mint({ principal: who.principal, upstream, negotiation }, issued);
     };
-    return new HttpSession(this.o.log, ended, mint, who.principal, id, this.o.resumableStreams.windowMs);
+    const keeping = {
+      windowMs: this.o.resumableStreams.windowMs,
+      inFlight: () => this.o.limits.begin(who.client),
+      hold: (bytes: number, drop: () => void) => this.o.held.hold(who.client, 'stream', bytes, drop),
+    };
+    return new HttpSession(this.o.log, ended, mint, who.principal, id, keeping);
   }
 
   /** The initialize answer goes out: the session has its id now. */

@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import type { Held } from '../../core/held-bytes.js';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import { isResponse, serialize, type Frame, type JsonRpcId, type Wire } from '../../jsonrpc/message.js';
 import type { ClientSink, RelaySession } from '../../core/relay.js';
@@ -21,11 +22,23 @@ interface Exchange {
   waiting: Set<JsonRpcId>;
 }
 
-/** An exchange whose client lost its stream, waiting (resumeWindowMs) for it to resume. */
-interface Held {
+/** An exchange whose client lost its stream, waiting (the window) for it to resume. */
+interface HeldStream {
   exchange: Exchange;
   events: EventLog;
   timer: NodeJS.Timeout;
+  /** Gives back what holding it costs its client: its place in flight and its bytes in listen.heldBytes. */
+  release(): void;
+}
+
+/** How this session's streams are held for a client that went away (listen.resumableStreams, listen.heldBytes). */
+export interface StreamKeeping {
+  /** How long a stream's unanswered requests wait for their client. */
+  windowMs: number;
+  /** Counts a held stream as a request of its client in flight: its release, or undefined when the client has as many as it may. */
+  inFlight(): (() => void) | undefined;
+  /** Counts a held stream's bytes against its client's share of listen.heldBytes; `drop` gives the stream up. */
+  hold(bytes: number, drop: () => void): Held;
 }
 
 export class HttpSession implements ClientSink {
@@ -48,7 +61,7 @@ export class HttpSession implements ClientSink {
   /** The id of the initialize request that opened the session, until it is answered. */
   private initializeId: JsonRpcId | undefined;
   /** Exchanges held for their client to resume, by their stream's name. */
-  private readonly held = new Map<string, Held>();
+  private readonly held = new Map<string, HeldStream>();
 
   /**
    * `identify` issues the session id when the initialize answer is about to go out; a session
@@ -60,8 +73,8 @@ export class HttpSession implements ClientSink {
     private readonly identify: (session: HttpSession) => string,
     readonly principal: string,
     id?: string,
-    /** How long a resumable stream's unanswered requests wait for their client (0: they are given up at once). */
-    private readonly resumeWindowMs = 0,
+    /** How resumable streams are held for their client (none: their requests are given up at once). */
+    private readonly keeping?: StreamKeeping,
   ) {
     this.sessionId = id;
   }
@@ -122,6 +135,7 @@ export class HttpSession implements ClientSink {
     const held = this.held.get(from.stream)!;
     clearTimeout(held.timer);
     this.held.delete(from.stream);
+    held.release();
     for (const event of held.events.after(from.seq)!) stream.sendEvent(event);
     if (held.exchange.waiting.size === 0) return stream.end();
     held.exchange.channel = new ResumedChannel(stream, held.events);
@@ -187,7 +201,10 @@ export class HttpSession implements ClientSink {
   end(reason: ProxyError): void {
     if (this.ended) return;
     this.ended = true;
-    for (const held of this.held.values()) clearTimeout(held.timer);
+    for (const held of this.held.values()) {
+      clearTimeout(held.timer);
+      held.release();
+    }
     this.held.clear();
     for (const exchange of new Set(this.exchanges.values())) {
       exchange.waiting.clear();
@@ -200,22 +217,43 @@ export class HttpSession implements ClientSink {
 
   /**
    * When the exchange's channel closes with requests unanswered: a resumable stream is held for
-   * its client to come back; otherwise, or when it does not come back in time, they are given up
-   * (cancelled upstream).
+   * its client to come back, as a request in flight and with its events in the client's share of
+   * listen.heldBytes; otherwise, or when it does not come back in time, or when the budget needs
+   * its room, they are given up (cancelled upstream).
    */
   private watch(exchange: Exchange): void {
     const channel = exchange.channel;
     channel.onClose(() => {
       if (exchange.channel !== channel || exchange.waiting.size === 0) return;
-      if (!channel.events || this.resumeWindowMs === 0 || this.ended || this.held.size >= MAX_HELD) return this.abandon(exchange, 'The client closed the response stream');
+      const keeping = this.keeping;
+      if (!channel.events || !keeping || keeping.windowMs === 0 || this.ended || this.held.size >= MAX_HELD) return this.abandon(exchange, 'The client closed the response stream');
+      const inFlight = keeping.inFlight();
+      if (!inFlight) return this.abandon(exchange, 'The client closed the response stream, and has as many requests in flight as it may (listen.perClient.inFlight)');
       const events = channel.events;
-      exchange.channel = new HeldChannel(events);
-      const timer = setTimeout(() => {
+      const overBudget = 'The client did not come back for its response stream, and held more than the proxy keeps for it (listen.heldBytes)';
+      let entry: HeldStream | undefined;
+      const giveUp = (why: string) => {
+        if (!entry || this.held.get(events.stream) !== entry) return;
+        clearTimeout(entry.timer);
         this.held.delete(events.stream);
-        this.abandon(exchange, 'The client did not come back for its response stream (listen.resumableStreams.windowMs)');
-      }, this.resumeWindowMs);
+        entry.release();
+        this.abandon(exchange, why);
+      };
+      const bytes = keeping.hold(events.size, () => giveUp(overBudget));
+      const timer = setTimeout(() => giveUp('The client did not come back for its response stream (listen.resumableStreams.windowMs)'), keeping.windowMs);
       timer.unref();
-      this.held.set(events.stream, { exchange, events, timer });
+      entry = {
+        exchange,
+        events,
+        timer,
+        release: () => {
+          bytes.release();
+          inFlight();
+        },
+      };
+      this.held.set(events.stream, entry);
+      exchange.channel = new HeldChannel(events, (size) => bytes.resize(size));
+      if (bytes.dropped) giveUp(overBudget); // too large to hold on its own
     });
   }
 

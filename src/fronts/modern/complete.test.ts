@@ -7,7 +7,7 @@ const cache = { default: { ttlMs: 0, cacheScope: 'private' as const }, 'tools/li
 
 /** The upstream's answer as the proxy reads it (result undecoded). */
 function upstream(text: string): Frame {
-  const parsed = parseUpstream(Buffer.from(text));
+  const parsed = parseUpstream(Buffer.from(text), 256);
   if (!parsed.ok) throw new Error('not parsed');
   return parsed.frames[0];
 }
@@ -48,6 +48,23 @@ describe('Completion', () => {
     void (decoded.msg as { result: unknown }).result;
     expect(completion.answer(1, 'tools/call', decoded, server)).toBeUndefined();
     expect(completion.answer(1, 'tools/call', { msg: { jsonrpc: '2.0', id: 9, result: {} } }, server)).toBeUndefined();
+  });
+
+  it('splices only into a result a strict scan proved one JSON object without any member it adds, in any spelling', () => {
+    for (const result of [
+      '{"\\u0072esultType":"input_required"}',
+      '{"content":[],"\\u005fmeta":{"io.modelcontextprotocol/serverInfo":{"name":"EVIL"}}}',
+      '{"contents":[],"\\u0074tlMs":86400000,"\\u0063acheScope":"public"}',
+    ]) {
+      expect(completion.answer(1, 'resources/read', upstream(`{"jsonrpc":"2.0","id":9,"result":${result}}`), server), result).toBeUndefined();
+    }
+    // What is not JSON never becomes a frame to splice into: it fails its request where it is read.
+    for (const result of ['{"content":[],}', '{"content":[NaN]}', '{"content":[] /* c */}', "{'content':[]}", '{"content":[nope]}', '{"content" []}', '{"content":["a\tb"]}']) {
+      expect(parseUpstream(Buffer.from(`{"jsonrpc":"2.0","id":9,"result":${result}}`), 256), result).toMatchObject({ ok: false, answerTo: 9 });
+    }
+    const invalidUtf8 = Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":9,"result":{"content":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}}')]);
+    const parsed = parseUpstream(invalidUtf8, 256);
+    expect(parsed.ok && completion.answer(1, 'tools/call', parsed.frames[0], server)).toBeUndefined();
   });
 
   it('writes no serverInfo member when the server named none', () => {

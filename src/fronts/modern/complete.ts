@@ -1,10 +1,11 @@
 /**
  * What the revision adds to every complete result: `resultType`, the server's info in `_meta`,
  * and cache hints on cacheable methods. A result nothing reshapes is completed on its bytes (the
- * members written before its closing brace) and never decoded; one that already has any of those
- * members is decoded and merged, as a reshaped one is.
+ * members written before its closing brace) and never decoded: a strict scan proved them one
+ * JSON object when they were read (envelope.ts), and none of those members is there in any
+ * spelling. Any other result is decoded and merged, as a reshaped one is.
  */
-import { hasMember, isEmptyObject, lazyAnswer, undecodedResult } from '../../jsonrpc/envelope.js';
+import { lazyAnswer, undecodedResult } from '../../jsonrpc/envelope.js';
 import type { Frame, JsonRpcId } from '../../jsonrpc/message.js';
 import { CACHEABLE_METHODS, META } from '../../mcp/eras.js';
 import type { McpResult } from '../../transformers/contract.js';
@@ -18,7 +19,7 @@ export interface CacheHint {
 export type CacheHints = Record<string, CacheHint> & { default: CacheHint };
 
 const NEVER_CACHE: CacheHint = { ttlMs: 0, cacheScope: 'private' };
-const ADDED = ['resultType', '_meta', 'ttlMs', 'cacheScope'].map((name) => Buffer.from(name));
+const ADDED = new Set(['resultType', '_meta', 'ttlMs', 'cacheScope']);
 const CLOSE = Buffer.from('}}');
 
 export class Completion {
@@ -40,10 +41,12 @@ export class Completion {
 
   /** The whole answer to request `id`, completed on the bytes of the upstream's undecoded result; undefined when it must be decoded. */
   answer(id: JsonRpcId, method: string, upstream: Frame, server: McpResult, afterInput = false): Frame | undefined {
+    // An undecoded result was proven one JSON object when it was read; its members are known as they read.
     const result = undecodedResult(upstream);
-    if (!result || hasMember(result, ADDED)) return undefined;
+    const keys = result && upstream.result!.members;
+    if (!keys || keys.some((key) => ADDED.has(key))) return undefined;
     const hint = this.hint(method, afterInput);
-    const added = `${isEmptyObject(result) ? '' : ','}"resultType":"complete","_meta":{${this.serverInfo(server)}}${hint ? `,"ttlMs":${hint.ttlMs},"cacheScope":"${hint.cacheScope}"` : ''}`;
+    const added = `${keys.length === 0 ? '' : ','}"resultType":"complete","_meta":{${this.serverInfo(server)}}${hint ? `,"ttlMs":${hint.ttlMs},"cacheScope":"${hint.cacheScope}"` : ''}`;
     const bytes = Buffer.concat([Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`), result.subarray(0, result.length - 1), Buffer.from(added), CLOSE]);
     return { msg: lazyAnswer(id, bytes), raw: bytes };
   }

@@ -9,6 +9,7 @@
  */
 import type { Logger } from 'pino';
 import type { Requester } from '../../core/context.js';
+import type { HeldBytes } from '../../core/held-bytes.js';
 import { targetOf } from '../../mcp/requests.js';
 import type { FilterChain } from '../../core/filters.js';
 import { modernUpstreamError, ProxyError, toJsonRpcError, URL_ELICITATION_REQUIRED } from '../../jsonrpc/errors.js';
@@ -21,8 +22,9 @@ import type { McpResult } from '../../transformers/contract.js';
 import type { UpstreamPool } from '../../upstream/pool.js';
 import { Completion, type CacheHints } from './complete.js';
 import type { Owner } from './forward.js';
+import type { TaskWatch } from './listen.js';
 import { InputRounds } from './input-rounds.js';
-import { Tasks, TASKS_EXTENSION, type TasksOptions } from './tasks.js';
+import { Tasks, TASKS_EXTENSION, type TaskRoom, type TasksOptions } from './tasks.js';
 import type { ModernReply } from './reply.js';
 import type { ToolHeaders } from '../../upstream/tool-headers.js';
 import type { ParamHeaders } from '../../mcp/http-headers.js';
@@ -45,6 +47,10 @@ export interface ModernHandlerOptions {
   replicaUrl(): string | undefined;
   /** Most calls of one client parked waiting for its input at once. */
   parkedPerClient: number;
+  /** Where what is held for absent clients is counted (listen.heldBytes). */
+  held: HeldBytes;
+  /** Most bytes of input requests put to the client in one round. */
+  maxInputRequestBytes: number;
   /** Cache hints per method; `default` for the others. */
   cache: CacheHints;
   /** The tasks extension, served in front of the upstream (none: not offered). */
@@ -54,8 +60,8 @@ export interface ModernHandlerOptions {
   modern: ModernUpstream;
   /** The upstream's tools' Mcp-Param-* headers (shared with legacy sessions over a modern upstream). */
   toolHeaders: ToolHeaders;
-  /** Handles `subscriptions/listen` (src/fronts/modern/listen.ts). */
-  listen?(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<void>;
+  /** Handles `subscriptions/listen` (src/fronts/modern/listen.ts); `tasks`: where task status is followed. */
+  listen?(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply, tasks?: TaskWatch): Promise<void>;
   log: Logger;
 }
 
@@ -88,13 +94,21 @@ export class ModernHandler {
   }
 
   /** Mcp-Param-* header → argument for a tools/call (see ToolHeaders). */
-  paramHeaders(req: JsonRpcRequest, ctx: ModernContext): Promise<ParamHeaders | undefined> {
-    return this.opts.toolHeaders.of(req, ctx);
+  async paramHeaders(req: JsonRpcRequest, ctx: ModernContext): Promise<ParamHeaders | undefined> {
+    try {
+      return await this.opts.toolHeaders.of(req, ctx);
+    } catch (err) {
+      // The listing's pooled session was refused as only a 2026-07-28 server does (a stdio upstream before its era is found): list again in that era.
+      if (!this.opts.era.found || !refusedAsModern(err)) throw err;
+      this.opts.era.refusedLegacy();
+      return this.opts.toolHeaders.of(req, ctx);
+    }
   }
 
-  /** For a retry whose call waits on another reachable replica: that replica (see InputRounds). */
+  /** For a retry whose call waits on another reachable replica, or a request for tasks it holds: that replica (see InputRounds, Tasks). */
   ownerElsewhere(req: JsonRpcRequest, ctx: ModernContext): Owner | undefined {
     if (this.opts.era.now === 'modern') return undefined; // nothing waits on a replica: the upstream holds what a retry needs
+    if (req.method === 'subscriptions/listen') return this.listenOwner(req, ctx);
     return this.rounds.ownerElsewhere(req, ctx) ?? (req.method.startsWith('tasks/') ? this.tasks?.ownerElsewhere(req, ctx) : undefined);
   }
 
@@ -105,11 +119,22 @@ export class ModernHandler {
     return { ...modernContext(req), ...who };
   }
 
+  /**
+   * A listen request naming tasks that one other reachable replica holds, all of them: its stream
+   * is served there (any replica serves the upstream's notifications alike).
+   */
+  private listenOwner(req: JsonRpcRequest, ctx: ModernContext): Owner | undefined {
+    const taskIds = (req.params?.notifications as { taskIds?: unknown } | undefined)?.taskIds;
+    if (!this.tasks || !Array.isArray(taskIds) || taskIds.length === 0) return undefined;
+    const owners = taskIds.map((id) => this.tasks!.ownerOf(id, ctx));
+    return owners.every((o) => o !== undefined && o.replica === owners[0]!.replica) ? owners[0] : undefined;
+  }
+
   /** Serves one request; every outcome, including the proxy's own failures, ends in `reply.answer`. */
   async handle(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply, again = false): Promise<void> {
     try {
       if ((this.opts.era.now ?? (await this.opts.era.resolve())) === 'modern') return await this.passThrough.handle(req, ctx, reply);
-      if (req.method === 'subscriptions/listen' && this.opts.listen) return await this.opts.listen(req, ctx, reply);
+      if (req.method === 'subscriptions/listen' && this.opts.listen) return await this.opts.listen(req, ctx, reply, this.tasks);
       const result = req.method === 'server/discover' ? await this.discover(ctx) : TASK_METHODS.has(req.method) ? await this.taskRequest(req, ctx) : await this.forward(req, ctx, reply);
       if ('frame' in result) reply.answer(result.frame);
       else if ('error' in result) reply.answer({ msg: errorResponse(req.id, result.error as JsonRpcResponse['error'] & object) });
@@ -144,7 +169,7 @@ export class ModernHandler {
    * reserved for that task (undefined: it never becomes one; a client with too many tasks running
    * is answered as without tasks). Refuses a task-only tool to a client without tasks or with too many.
    */
-  private async taskRoom(req: JsonRpcRequest, ctx: ModernContext): Promise<{ ms: number; release(): void } | undefined> {
+  private async taskRoom(req: JsonRpcRequest, ctx: ModernContext): Promise<(TaskRoom & { ms: number }) | undefined> {
     if (!this.tasks || req.method !== 'tools/call') return undefined;
     const support = await this.opts.toolHeaders.taskSupport(req, ctx);
     const declared = Tasks.declared(ctx);
@@ -153,7 +178,8 @@ export class ModernHandler {
     if (!declared) return undefined;
     const room = this.tasks.reserve(ctx);
     if (room) return { ms: this.opts.tasks!.answerWithinMs, ...room };
-    if (support === 'required') throw new ProxyError('TOO_MANY_TASKS', `Tool "${String(req.params?.name)}" runs only as a task, and this client has as many tasks running as it may (modern.tasks.perClient); wait for one to finish or cancel one`);
+    this.opts.log.debug({ tool: req.params?.name }, 'no room for another task of this client: the call is answered without one');
+    if (support === 'required') throw new ProxyError('TOO_MANY_TASKS', `Tool "${String(req.params?.name)}" runs only as a task, and this client has as many tasks running as it may (modern.tasks.perClient; tasks that may ask for input also share modern.pool sessions); wait for one to finish or cancel one`);
     return undefined;
   }
 

@@ -7,6 +7,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import type { HeldBytes } from '../../core/held-bytes.js';
 import { canonicalJson } from '../../jsonrpc/canonical.js';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import { isObject, type JsonRpcNotification, type JsonRpcRequest } from '../../jsonrpc/message.js';
@@ -25,6 +26,10 @@ export interface InputRoundsOptions {
   inputTimeoutMs: number;
   /** Most calls of one client parked waiting for its input at once. */
   parkedPerClient: number;
+  /** Where parked calls' bytes are counted, per client and in total (listen.heldBytes). */
+  held: HeldBytes;
+  /** Most bytes of input requests put to the client in one round (modern.maxInputRequestBytes). */
+  maxInputRequestBytes: number;
   /** Seals `requestState` (shared by replicas when they share a secret). */
   sealer: Sealer;
   /** This replica's name, sealed into requestState so another replica can say where the call waits. */
@@ -97,6 +102,9 @@ export class InputRounds {
       onNotification: logFilter(ctx, reply),
       onForget: () => this.parked.delete(key),
       onExpired: () => this.o.log.info({ method, call: key, inputTimeoutMs: this.o.inputTimeoutMs }, 'a call waiting for client input got no retry in time; cancelled upstream'),
+      held: this.o.held,
+      maxInputBytes: this.o.maxInputRequestBytes,
+      log: this.o.log,
     });
     this.parked.set(key, call);
     return { call, step: await within(call.next(), answerWithinMs) };

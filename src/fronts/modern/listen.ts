@@ -1,10 +1,12 @@
 /**
  * `subscriptions/listen` for modern clients: the acknowledgement first (the subset of the
- * requested notifications the upstream can produce), then every opted-in list_changed and
- * resources/updated, each through the filter chain bound to the listen request (a client in
- * server variants hears a list change once per offered variant) and tagged with the listen
- * request's id as `subscriptionId`. One pooled upstream session per principal is held while it
- * listens; the upstream sees one `resources/subscribe` per URI however many clients listen to it.
+ * requested notifications the upstream can produce, and the tasks the proxy will report on), then
+ * every opted-in list_changed and resources/updated, each through the filter chain bound to the
+ * listen request (a client in server variants hears a list change once per offered variant), and
+ * `notifications/tasks` for each named task of the listener's own, its state now and on each
+ * status change; all tagged with the listen request's id as `subscriptionId`. One pooled upstream
+ * session per principal is held while it listens for the upstream's notifications; the upstream
+ * sees one `resources/subscribe` per URI however many clients listen to it.
  */
 import type { Logger } from 'pino';
 import { ProxyError } from '../../jsonrpc/errors.js';
@@ -14,6 +16,8 @@ import type { BoundFilters, FilterChain } from '../../core/filters.js';
 import type { UpstreamLease, UpstreamPool } from '../../upstream/pool.js';
 import { Subscriptions } from '../../upstream/subscriptions.js';
 import type { ModernReply } from './reply.js';
+import { Tasks, TASKS_EXTENSION } from './tasks.js';
+import type { McpResult } from '../../transformers/contract.js';
 
 const KINDS = {
   toolsListChanged: { method: 'notifications/tools/list_changed', capability: 'tools' },
@@ -22,6 +26,14 @@ const KINDS = {
 } as const;
 type Kind = keyof typeof KINDS;
 const MAX_URIS = 100;
+/** Tasks one listen request may follow (more than a client may keep: see modern.tasks.perClient). */
+const MAX_TASK_IDS = 100;
+
+/** Where listeners follow the status of tasks (the tasks extension, when the proxy offers it). */
+export interface TaskWatch {
+  /** Follows the task `taskId` names when it is the requester's and held here; undefined otherwise. */
+  watch(taskId: string, ctx: ModernContext, hear: (task: McpResult) => void): { now: McpResult; stop(): void } | undefined;
+}
 
 interface Listener {
   id: JsonRpcId;
@@ -50,19 +62,25 @@ export class ListenHub {
     return this.listeners.size;
   }
 
-  /** Serves one listen request until the client closes its stream (or the proxy shuts down). */
-  async listen(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<void> {
+  /** Serves one listen request until the client closes its stream (or the proxy shuts down); `tasks`: where task status is followed. */
+  async listen(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply, tasks?: TaskWatch): Promise<void> {
     const wanted = req.params?.notifications;
     if (!isObject(wanted)) {
-      throw new ProxyError('INVALID_META', 'Invalid params: subscriptions/listen needs params.notifications (toolsListChanged, promptsListChanged, resourcesListChanged, resourceSubscriptions)');
+      throw new ProxyError('INVALID_META', 'Invalid params: subscriptions/listen needs params.notifications (toolsListChanged, promptsListChanged, resourcesListChanged, resourceSubscriptions, taskIds)');
     }
     const w = wanted as Record<string, unknown>;
-    // A principal's listeners lease the same shared session (same key, not exclusive): it stays open while any of them listens.
+    const taskIds = tasks && Array.isArray(w.taskIds) ? [...new Set(w.taskIds.filter((id): id is string => typeof id === 'string'))].slice(0, MAX_TASK_IDS) : undefined;
+    if (taskIds && !Tasks.declared(ctx)) {
+      throw new ProxyError('MISSING_CLIENT_CAPABILITY', `Task status notifications (notifications.taskIds) are part of the ${TASKS_EXTENSION} extension, which this request does not declare`, { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } });
+    }
     const principal = ctx.principal ?? '';
-    const lease = await this.pool.acquire({ principal, client: ctx.client ?? principal, capabilities: {} });
-    const caps = (lease.client.server?.capabilities ?? {}) as Record<string, { listChanged?: boolean; subscribe?: boolean } | undefined>;
+    // A principal's listeners lease the same shared session (same key, not exclusive): it stays open while any of them listens.
+    // A listener of task status alone needs none.
+    const fromUpstream = (Object.keys(KINDS) as Kind[]).some((kind) => w[kind] === true) || Array.isArray(w.resourceSubscriptions);
+    const lease = fromUpstream ? await this.pool.acquire({ principal, client: ctx.client ?? principal, capabilities: {} }) : undefined;
+    const caps = (lease?.client.server?.capabilities ?? {}) as Record<string, { listChanged?: boolean; subscribe?: boolean } | undefined>;
     const honoured: Record<string, unknown> = {};
-    const filters = this.filters().forRequest(ctx.clientCapabilities, lease.client.server ?? {}, this.log);
+    const filters = this.filters().forRequest(ctx.clientCapabilities, lease?.client.server ?? {}, this.log);
     const listener: Listener = { id: req.id, filters, principal, kinds: new Set(), uris: new Set(), reply };
     for (const kind of Object.keys(KINDS) as Kind[]) {
       if (w[kind] === true && caps[KINDS[kind].capability]?.listChanged) {
@@ -76,15 +94,33 @@ export class ListenHub {
       honoured.resourceSubscriptions = [...listener.uris];
     }
     const subscriptionId = { [META.subscriptionId]: req.id };
+    // Tasks of another principal, unknown, expired or held by another replica are not followed (the client polls).
+    const tellTask = (task: McpResult) => reply.notify({ jsonrpc: '2.0', method: 'notifications/tasks', params: { ...task, _meta: subscriptionId } });
+    const followed: Array<{ now: McpResult; stop(): void }> = [];
+    if (taskIds) {
+      const agreed: string[] = [];
+      for (const id of taskIds) {
+        const follow = tasks!.watch(id, ctx, tellTask);
+        if (!follow) continue;
+        followed.push(follow);
+        agreed.push(id);
+      }
+      honoured.taskIds = agreed;
+    }
     reply.notify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: honoured, _meta: subscriptionId } });
+    // Each followed task's state now: a change between its creation and this request is not missed.
+    for (const follow of followed) tellTask(follow.now);
     this.listeners.add(listener);
-    const subscriptions = this.subscriptionsOf(lease);
-    for (const uri of listener.uris) if (subscriptions.add(listener, uri)) this.tellUpstream(lease, 'resources/subscribe', uri);
+    const subscriptions = lease && this.subscriptionsOf(lease);
+    for (const uri of listener.uris) if (subscriptions!.add(listener, uri)) this.tellUpstream(lease!, 'resources/subscribe', uri);
     this.log.debug({ listeners: this.listeners.size, notifications: honoured }, 'listen stream opened');
     await new Promise<void>((resolve) => reply.cancellation.onCancel(resolve));
     this.listeners.delete(listener);
-    for (const uri of subscriptions.removeAll(listener)) this.tellUpstream(lease, 'resources/unsubscribe', uri);
-    lease.release();
+    for (const follow of followed) follow.stop();
+    if (lease) {
+      for (const uri of subscriptions!.removeAll(listener)) this.tellUpstream(lease, 'resources/unsubscribe', uri);
+      lease.release();
+    }
     reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: { resultType: 'complete', _meta: subscriptionId } } });
   }
 

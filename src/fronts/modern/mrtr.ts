@@ -5,8 +5,13 @@
  * `requestState`; the client's retry carries the answers, which go upstream as responses to
  * the parked requests, and the call goes on. Requests arriving together are asked together. A
  * parked call nobody resumes is ended after `inputTimeoutMs` (the upstream's requests answered,
- * the call cancelled); the proxy never depends on a retry.
+ * the call cancelled); the proxy never depends on a retry. While parked, the call's arguments and
+ * the questions it asks count against its client's share of listen.heldBytes, and a round whose
+ * questions are larger than `maxInputBytes` is not put to the client (every poll of a task
+ * repeats them): the upstream's requests are answered with an error and the call goes on.
  */
+import type { Logger } from 'pino';
+import type { Held, HeldBytes } from '../../core/held-bytes.js';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import { INTERNAL_ERROR, isObject, METHOD_NOT_FOUND, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../../jsonrpc/message.js';
 import { capabilityFor, declares, INPUT_METHODS } from '../../mcp/eras.js';
@@ -46,6 +51,11 @@ export interface CallOptions {
   onForget(): void;
   /** No retry came within inputTimeoutMs. */
   onExpired?(): void;
+  /** Where a parked call's bytes are counted (its client's share of listen.heldBytes). */
+  held: HeldBytes;
+  /** Most bytes of input requests put to the client in one round. */
+  maxInputBytes: number;
+  log: Logger;
 }
 
 export class BridgedCall {
@@ -65,6 +75,9 @@ export class BridgedCall {
   /** Waiting for the client's retry: the stream that asked may close without cancelling anything. */
   private parked = false;
   private parkTimer: NodeJS.Timeout | undefined;
+  /** The parked call's place in listen.heldBytes. */
+  private held: Held | undefined;
+  private paramsBytes: number | undefined;
   private readonly client: UpstreamClient;
   private readonly id: JsonRpcId;
   private notify: (n: JsonRpcNotification) => void;
@@ -104,7 +117,7 @@ export class BridgedCall {
    */
   resume(responses: Record<string, unknown>, cancellation: Cancellation, onNotification: (n: JsonRpcNotification) => void): Promise<CallStep> {
     clearTimeout(this.parkTimer);
-    this.parked = false;
+    this.unpark();
     this.notify = onNotification;
     this.watch(cancellation);
     for (const [key, req] of this.inputs) {
@@ -129,13 +142,18 @@ export class BridgedCall {
 
   /** Ends a parked call that no retry resumed: answers its input requests and cancels it upstream. */
   expire(): void {
-    this.parked = false; // at once: nothing counts or resumes it while its session is let go of
+    this.stop('The client did not supply the requested input in time', new ProxyError('INPUT_TIMEOUT', 'The client did not supply the requested input in time'));
+  }
+
+  /** Ends the call, parked or not: its input requests answered, cancelled upstream with `reason`; `err` is its outcome. */
+  stop(reason: string, err: ProxyError): void {
+    this.unpark(); // at once: nothing counts or resumes it while its session is let go of
     for (const req of this.inputs.values()) {
       if (req.method === 'elicitation/create') this.client.respond(req.id, { result: { action: 'cancel' } });
       else this.client.respond(req.id, { error: { code: INTERNAL_ERROR, message: 'The client did not answer in time' } });
     }
     this.inputs.clear();
-    this.client.cancel(this.id, 'The client did not supply the requested input in time', new ProxyError('INPUT_TIMEOUT', 'The client did not supply the requested input in time'));
+    this.client.cancel(this.id, reason, err);
   }
 
   private watch(cancellation: Cancellation): void {
@@ -175,6 +193,8 @@ export class BridgedCall {
     if (!this.waiter || this.inputs.size === 0 || this.result) return;
     const inputRequests: InputRequests = {};
     for (const [key, req] of this.inputs) inputRequests[key] = { method: req.method, params: inputParams(req.params) };
+    const inputBytes = Buffer.byteLength(JSON.stringify(inputRequests));
+    if (inputBytes > this.opts.maxInputBytes) return this.refuseInputs(inputBytes);
     this.client.hold(this.id);
     this.parked = true;
     this.round++;
@@ -182,12 +202,40 @@ export class BridgedCall {
       this.expire();
       this.opts.onExpired?.();
     }, this.opts.inputTimeoutMs);
+    // Parked, the call keeps its arguments and these questions for a client that is away.
+    this.paramsBytes ??= Buffer.byteLength(JSON.stringify(this.opts.params ?? {}));
+    this.held = this.opts.held.hold(this.clientKey, 'input_round', this.paramsBytes + inputBytes, () => this.letGo());
+    // Let go of at once (too large for the budget on its own): the failure reaches the waiter instead.
+    if (this.held.dropped) return;
     this.deliver({ kind: 'input', inputRequests });
+  }
+
+  /** The round is too large to put to the client: the upstream's requests fail, and the call goes on without them. */
+  private refuseInputs(bytes: number): void {
+    const max = this.opts.maxInputBytes;
+    this.opts.log.warn({ method: this.opts.method, bytes, maxInputRequestBytes: max }, 'the upstream asked the client for more input than one round may carry; its requests were answered with an error');
+    const message = `The proxy puts at most ${max} bytes of input requests to a modern client in one round (modern.maxInputRequestBytes); these took ${bytes}`;
+    for (const req of this.inputs.values()) this.client.respond(req.id, { error: { code: INTERNAL_ERROR, message } });
+    this.inputs.clear();
+  }
+
+  /** The budget needs the room of this parked call: given up, as one nobody resumed. */
+  private letGo(): void {
+    this.opts.log.info({ method: this.opts.method, call: this.key.slice(0, 8) }, "a call waiting for its client's input was given up: the client held more than listen.heldBytes allows");
+    const message = "The call waited for the client's input while the client held more than the proxy keeps for it (listen.heldBytes), and was given up; send the request again";
+    this.stop('The client did not come back for the input the call needs', new ProxyError('HELD_BYTES_EXCEEDED', message));
+  }
+
+  private unpark(): void {
+    this.parked = false;
+    this.held?.release();
+    this.held = undefined;
   }
 
   private finish(outcome: CallOutcome): void {
     clearTimeout(this.gather);
     clearTimeout(this.parkTimer);
+    this.unpark();
     this.result = outcome;
     this.lease.release();
     this.opts.onForget();

@@ -3,8 +3,9 @@
  * envelope kept, so the server sees the client's capabilities, extensions and variant; the
  * mirrored headers written again from the body), after the request filters; notifications on
  * its stream are relayed as they come; `input_required` and other non-final answers pass
- * untouched, but for the server's `requestState`, which is sealed with the principal it was
- * given to (the server sees only the proxy's credentials); any replica can carry the retry.
+ * untouched, but for the server's `requestState` and task ids, which are sealed with the
+ * principal they were given to (the server sees only the proxy's credentials): nobody else can
+ * resume the call, or read, answer, cancel or listen to the task; any replica can carry them.
  * Complete results go through the same result filters as everywhere; cache hints are the
  * server's, lowered where the proxy's configuration says less.
  */
@@ -48,7 +49,9 @@ export class PassThrough {
     const own = req.method === 'server/discover' || req.method === 'subscriptions/listen';
     const check = own ? undefined : negotiation.onRequest(req);
     if (check && 'error' in check) return reply.answer({ msg: errorResponse(req.id, check.error) });
-    const sent = this.unsealState(check?.request ?? req, ctx);
+    // The server's ids of the tasks this request names, and the client's for each.
+    const named = new Map<string, string>();
+    const sent = this.serverTaskIds(this.unsealState(check?.request ?? req, ctx), ctx, named);
     const abort = new AbortController();
     reply.cancellation.onCancel(() => abort.abort(new ProxyError('CLIENT_GONE', 'The client closed the request')));
     const { frame, status } = await this.o.upstream.send(sent, {
@@ -56,9 +59,9 @@ export class PassThrough {
       timeoutMs: req.method === 'subscriptions/listen' ? NO_TIMEOUT_MS : this.o.requestTimeoutMs,
       paramHeaders: this.o.upstream.mirrorsHeaders ? await this.o.toolHeaders.of(sent, ctx) : undefined,
       onNotification: (n) => {
-        const note = n.msg as JsonRpcNotification;
-        if (note.method === 'notifications/tools/list_changed') this.o.toolHeaders.changed();
-        reply.notify(note);
+        const note = this.clientTaskIds(n.msg as JsonRpcNotification, ctx, req.method === 'subscriptions/listen' ? named : undefined);
+        if (note?.method === 'notifications/tools/list_changed') this.o.toolHeaders.changed();
+        if (note) reply.notify(note);
       },
     });
     // The upstream refused the proxy's own credentials (upstream.headers): nothing the client can fix.
@@ -77,6 +80,10 @@ export class PassThrough {
       return reply.answer(annotated ? { msg: errorResponse(req.id, annotated) } : frame, httpStatus ? { httpStatus } : undefined);
     }
     const result = msg.result ?? {};
+    if (typeof result.taskId === 'string' && (result.resultType === 'task' || TASK_REQUESTS.has(req.method))) {
+      const taskId = TASK_REQUESTS.has(req.method) ? req.params!.taskId : this.sealTask(result.taskId, ctx);
+      return reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: { ...result, taskId } } });
+    }
     if (result.resultType === 'input_required' && result.requestState !== undefined) return reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: { ...result, requestState: this.sealState(result.requestState, ctx) } } });
     // input_required, a task, the end of a listen stream: the server's own, passed as they are.
     if (result.resultType !== undefined && result.resultType !== 'complete') return reply.answer(frame);
@@ -115,6 +122,53 @@ export class PassThrough {
     return { ...req, params: { ...req.params, requestState: opened.s } };
   }
 
+  private sealTask(id: string, ctx: ModernContext): string {
+    return this.o.sealer.seal('upstreamTask', { p: ctx.principal ?? '', t: id });
+  }
+
+  /** The server's id of the task a client's task id names, when the proxy gave it to this principal. */
+  private openTask(token: unknown, ctx: ModernContext): string | undefined {
+    const opened = typeof token === 'string' ? this.o.sealer.open<{ p: string; t: string }>('upstreamTask', token) : undefined;
+    return opened && opened.p === (ctx.principal ?? '') && typeof opened.t === 'string' ? opened.t : undefined;
+  }
+
+  /**
+   * The request with the server's task ids in place of the client's (each noted in `named`): a
+   * tasks request for a task not given to this principal is refused; a listen request follows
+   * only the tasks that were.
+   */
+  private serverTaskIds(req: JsonRpcRequest, ctx: ModernContext, named: Map<string, string>): JsonRpcRequest {
+    if (TASK_REQUESTS.has(req.method)) {
+      const id = this.openTask(req.params?.taskId, ctx);
+      if (id === undefined) throw new ProxyError('TASK_NOT_FOUND', 'Failed to retrieve task: Task not found (unknown, expired, or issued to another client)');
+      named.set(id, req.params!.taskId as string);
+      return { ...req, params: { ...req.params, taskId: id } };
+    }
+    const wanted = req.method === 'subscriptions/listen' ? req.params?.notifications : undefined;
+    if (!isObject(wanted) || !Array.isArray(wanted.taskIds)) return req;
+    for (const token of wanted.taskIds.slice(0, MAX_TASK_IDS)) {
+      const id = this.openTask(token, ctx);
+      if (id !== undefined) named.set(id, token as string);
+    }
+    return { ...req, params: { ...req.params, notifications: { ...wanted, taskIds: [...named.keys()] } } };
+  }
+
+  /**
+   * A notification with the client's task ids in place of the server's. On a listen stream
+   * (`named`), only the tasks the client named are told of; elsewhere a task is the request's own.
+   */
+  private clientTaskIds(n: JsonRpcNotification, ctx: ModernContext, named: Map<string, string> | undefined): JsonRpcNotification | undefined {
+    const params = n.params;
+    if (n.method === 'notifications/tasks' && typeof params?.taskId === 'string') {
+      const taskId = named ? named.get(params.taskId) : this.sealTask(params.taskId, ctx);
+      return taskId === undefined ? undefined : { ...n, params: { ...params, taskId } };
+    }
+    const honoured = n.method === 'notifications/subscriptions/acknowledged' && isObject(params?.notifications) ? params.notifications : undefined;
+    if (!named || !honoured || !Array.isArray(honoured.taskIds)) return n;
+    const taskIds = honoured.taskIds.flatMap((id) => (typeof id === 'string' && named.has(id) ? [named.get(id)!] : []));
+    return { ...n, params: { ...params, notifications: { ...honoured, taskIds } } };
+  }
+
   /**
    * The cache hint to write over the server's: where the proxy's configuration names the method,
    * the smaller time; the narrower scope, and `private` for a result the proxy reshaped (it is
@@ -131,6 +185,11 @@ export class PassThrough {
     return ttlMs === theirs.ttlMs && cacheScope === theirs.cacheScope ? undefined : { ttlMs, cacheScope };
   }
 }
+
+/** Requests that name a task (by the id the proxy gave the client). */
+const TASK_REQUESTS = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);
+/** Tasks one listen request may follow. */
+const MAX_TASK_IDS = 100;
 
 /** The server's discover result as the proxy's: the versions the proxy serves, the filters' extensions added. */
 function discovered(result: McpResult, extensions: Record<string, unknown>): McpResult {

@@ -4,16 +4,23 @@
  * polls (`tasks/get`), answers (`tasks/update`: the legacy server's sampling, elicitation and
  * roots requests during the call become the task's `inputRequests`) and cancels (`tasks/cancel`:
  * cancelled upstream). A task id is sealed: it names the task's random key, its principal and the
- * replica that holds it (a request for it elsewhere is forwarded there). A finished task keeps its
- * result until `ttlMs` from its creation; one client keeps at most `perClient` tasks running.
+ * replica that holds it (a request for it elsewhere is forwarded there). A task runs at most
+ * `maxRunMs` (then it is cancelled upstream and fails with TASK_TIMEOUT). A finished task keeps
+ * only its shaped result (or error), counted against its client's share of listen.heldBytes,
+ * until `ttlMs` from its creation; past the budget the oldest result goes first and its
+ * `tasks/get` says so. One client keeps at most `perClient` tasks running, and tasks that hold an
+ * upstream session alone (their client may be asked for input) at most a share of those sessions:
+ * per client and in all, so that calls whose client waits for them always find one.
  */
 import type { Logger } from 'pino';
 import { randomUUID } from 'node:crypto';
+import type { Held, HeldBytes } from '../../core/held-bytes.js';
 import { modernUpstreamError, ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
 import { isObject, type JsonRpcErrorObject, type JsonRpcRequest } from '../../jsonrpc/message.js';
 import type { ModernContext } from '../../mcp/eras.js';
 import type { Sealer } from '../../sealing/sealer.js';
 import type { McpResult } from '../../transformers/contract.js';
+import { declaresInput } from '../../upstream/pool.js';
 import type { Owner } from './forward.js';
 import type { BridgedCall, CallStep, InputRequests } from './mrtr.js';
 import { Cancellation } from './reply.js';
@@ -27,11 +34,23 @@ export interface TasksOptions {
   replicaUrl(): string | undefined;
   /** How long a task is kept from its creation (its result too); a task still running then is cancelled. */
   ttlMs: number;
+  /** Longest a task may run; then it is cancelled upstream and fails. */
+  maxRunMs: number;
   /** How often clients are asked to poll. */
   pollIntervalMs: number;
   /** Most tasks one client (principal, or address without authentication) has running at once. */
   perClient: number;
+  /** Most upstream sessions held alone by running tasks: of one client, and in all. */
+  exclusive: { perClient: number; total: number };
+  /** Where finished tasks' results are counted (listen.heldBytes). */
+  held: HeldBytes;
   log: Logger;
+}
+
+/** A place reserved for a call that may become a task; `exclusive`: the call holds an upstream session alone. */
+export interface TaskRoom {
+  readonly exclusive: boolean;
+  release(): void;
 }
 
 /** Finished tasks kept per client, in multiples of the tasks it may have running. */
@@ -59,17 +78,28 @@ class Task {
   error: JsonRpcErrorObject | undefined;
   inputRequests: InputRequests | undefined = undefined;
   cancelRequested = false;
-  readonly cancellation = new Cancellation();
+  /** It ran past maxRunMs and was stopped. */
+  overran = false;
+  /** When the task is forgotten (ttlMs), and when it may run no longer (maxRunMs). */
   timer: NodeJS.Timeout | undefined;
+  runTimer: NodeJS.Timeout | undefined;
+  /** The finished task's result (or error) in listen.heldBytes. */
+  held: Held | undefined;
+  /** Hears each status change (status notifications to listeners). */
+  onChange: ((task: Task) => void) | undefined;
 
   constructor(
     readonly id: string,
     readonly key: string,
     readonly principal: string,
     readonly clientKey: string,
-    readonly call: BridgedCall,
-    /** What the finished call's result becomes for the client (the creating request's filters). */
-    readonly shape: ShapeResult,
+    /**
+     * While it runs: the call, what its result becomes for the client (the creating request's
+     * filters), and what cancels it (its listeners hold the call). Let go of once it ends.
+     */
+    public run: { call: BridgedCall; shape: ShapeResult; cancellation: Cancellation } | undefined,
+    /** It holds an upstream session alone while it runs. */
+    readonly exclusive: boolean,
   ) {}
 
   get terminal(): boolean {
@@ -79,6 +109,7 @@ class Task {
   set(status: TaskStatus): void {
     this.status = status;
     this.lastUpdatedAt = new Date().toISOString();
+    this.onChange?.(this);
   }
 }
 
@@ -86,8 +117,12 @@ export class Tasks {
   private readonly byKey = new Map<string, Task>();
   /** Each client's tasks, oldest first. */
   private readonly byClient = new Map<string, Set<Task>>();
-  /** Places reserved for calls that may become tasks, by client. */
-  private readonly reserved = new Map<string, number>();
+  /** Places reserved for calls that may become tasks, by client: all of them, and those on a session alone. */
+  private readonly reserved = new Map<string, { all: number; exclusive: number }>();
+  /** Tasks running (or reserved) on an upstream session alone, of every client. */
+  private exclusiveInUse = 0;
+  /** Who hears each task's status changes (subscriptions/listen), by task key. */
+  private readonly watchers = new Map<string, Set<(task: McpResult) => void>>();
 
   constructor(private readonly o: TasksOptions) {}
 
@@ -98,48 +133,76 @@ export class Tasks {
 
   /**
    * A place for a task of this client (a call that may become one), or undefined when it has
-   * `perClient` running or about to. The place is given back with `release` unless `start`
-   * takes it.
+   * `perClient` running or about to, or when the call would hold an upstream session alone and
+   * tasks hold their share of those already (the client's, or all of it). The place is given
+   * back with `release` unless `start` takes it.
    */
-  reserve(ctx: ModernContext): { release(): void } | undefined {
+  reserve(ctx: ModernContext): TaskRoom | undefined {
     const clientKey = ctx.client ?? ctx.principal ?? '';
-    let running = this.reserved.get(clientKey) ?? 0;
-    for (const task of this.byClient.get(clientKey) ?? []) if (!task.terminal) running++;
+    // The same test the call's session is chosen by (tasks are tools/call, which may ask for input).
+    const exclusive = declaresInput(ctx.clientCapabilities);
+    const reserved = this.reserved.get(clientKey) ?? { all: 0, exclusive: 0 };
+    let running = reserved.all;
+    let alone = reserved.exclusive;
+    for (const task of this.byClient.get(clientKey) ?? []) {
+      if (task.terminal) continue;
+      running++;
+      if (task.exclusive) alone++;
+    }
     if (running >= this.o.perClient) return undefined;
-    this.reserved.set(clientKey, (this.reserved.get(clientKey) ?? 0) + 1);
+    if (exclusive && (alone >= this.o.exclusive.perClient || this.exclusiveInUse >= this.o.exclusive.total)) return undefined;
+    this.reserved.set(clientKey, { all: reserved.all + 1, exclusive: reserved.exclusive + (exclusive ? 1 : 0) });
+    if (exclusive) this.exclusiveInUse++;
     let held = true;
     return {
+      exclusive,
       release: () => {
         if (!held) return;
         held = false;
-        const left = (this.reserved.get(clientKey) ?? 1) - 1;
-        if (left > 0) this.reserved.set(clientKey, left);
+        const left = this.reserved.get(clientKey)!;
+        if (exclusive) this.exclusiveInUse--;
+        if (left.all > 1) this.reserved.set(clientKey, { all: left.all - 1, exclusive: left.exclusive - (exclusive ? 1 : 0) });
         else this.reserved.delete(clientKey);
       },
     };
   }
 
   /** Makes a call still running into a task (in the place `room` reserved); its next step is `pending`. Answers the CreateTaskResult. */
-  start(call: BridgedCall, pending: Promise<CallStep>, ctx: ModernContext, shape: ShapeResult, room: { release(): void }): McpResult {
+  start(call: BridgedCall, pending: Promise<CallStep>, ctx: ModernContext, shape: ShapeResult, room: TaskRoom): McpResult {
     const principal = ctx.principal ?? '';
     const key = randomUUID();
     const claims: TaskClaims = { k: key, replica: this.o.replicaId, url: this.o.replicaUrl(), principal };
-    const task = new Task(this.o.sealer.seal('task', claims), key, principal, ctx.client ?? principal, call, shape);
+    const task = new Task(this.o.sealer.seal('task', claims), key, principal, ctx.client ?? principal, { call, shape, cancellation: new Cancellation() }, room.exclusive);
+    task.onChange = (t) => this.changed(t);
     this.byKey.set(key, task);
     const mine = this.byClient.get(task.clientKey) ?? new Set();
     this.byClient.set(task.clientKey, mine.add(task));
     room.release(); // the task counts itself from now on
+    if (task.exclusive) this.exclusiveInUse++;
     // The request that started the call is answered now: only the task cancels the call from here on.
-    call.adopt(task.cancellation, () => undefined, this.o.ttlMs);
+    call.adopt(task.run!.cancellation, () => undefined, this.o.ttlMs);
     // A call that ends while it waits for input (cancelled, or no answer in time) has no step
     // waiting for it: fetch the outcome then.
     void call.done.then(() => {
       if (task.status === 'input_required') this.follow(task, call.next());
     });
-    task.timer = setTimeout(() => this.expire(task), this.o.ttlMs);
-    task.timer.unref();
+    this.schedule(task);
     this.follow(task, pending);
     return { resultType: 'task', ...this.describe(task, false) };
+  }
+
+  /**
+   * The task's timers: forgotten after ttlMs, stopped after maxRunMs (progress restarts the
+   * call's own time limit; this one it cannot). Made here, not in `start`: a closure there would
+   * keep the call (and its result) alive for as long as the task is kept.
+   */
+  private schedule(task: Task): void {
+    task.timer = setTimeout(() => this.expire(task), this.o.ttlMs);
+    task.timer.unref();
+    const runMs = this.o.maxRunMs;
+    if (runMs >= this.o.ttlMs) return; // forgotten by then anyway
+    task.runTimer = setTimeout(() => this.overrun(task, runMs), runMs);
+    task.runTimer.unref();
   }
 
   /** `tasks/get`: the task's state, with its result, error or input requests. */
@@ -158,7 +221,7 @@ export class Tasks {
     if (task.status === 'input_required' && task.inputRequests && Object.keys(task.inputRequests).some((k) => Object.hasOwn(responses, k))) {
       task.inputRequests = undefined;
       task.set('working');
-      const next = task.call.resume(responses as Record<string, unknown>, task.cancellation, () => undefined);
+      const next = task.run!.call.resume(responses as Record<string, unknown>, task.run!.cancellation, () => undefined);
       this.follow(task, next);
       // A partial answer is asked again at once (see BridgedCall.resume): let it show before the ack.
       await Promise.race([next, new Promise((resolve) => setImmediate(resolve))]);
@@ -173,9 +236,36 @@ export class Tasks {
     return { resultType: 'complete' };
   }
 
+  /**
+   * For `subscriptions/listen`: follows the task `taskId` names, when it is this principal's and
+   * held here (undefined otherwise). `hear` gets the task as tasks/get shows it on each status
+   * change; `now` is how it shows now.
+   */
+  watch(taskId: string, ctx: ModernContext, hear: (task: McpResult) => void): { now: McpResult; stop(): void } | undefined {
+    const claims = this.o.sealer.open<TaskClaims>('task', taskId);
+    const task = claims && claims.principal === (ctx.principal ?? '') ? this.byKey.get(claims.k) : undefined;
+    if (!task) return undefined;
+    const now = this.describe(task, true);
+    if (task.terminal) return { now, stop: () => undefined }; // nothing changes any more
+    const heard = this.watchers.get(task.key) ?? new Set();
+    this.watchers.set(task.key, heard.add(hear));
+    return {
+      now,
+      stop: () => {
+        heard.delete(hear);
+        if (heard.size === 0 && this.watchers.get(task.key) === heard) this.watchers.delete(task.key);
+      },
+    };
+  }
+
   /** For a tasks/* request whose task another reachable replica holds: that replica. */
   ownerElsewhere(req: JsonRpcRequest, ctx: ModernContext): Owner | undefined {
-    const claims = this.claims(req);
+    return this.ownerOf(req.params?.taskId, ctx);
+  }
+
+  /** The other reachable replica that holds the task `taskId` names, for the principal it was given to. */
+  ownerOf(taskId: unknown, ctx: ModernContext): Owner | undefined {
+    const claims = typeof taskId === 'string' ? this.o.sealer.open<TaskClaims>('task', taskId) : undefined;
     if (!claims || claims.replica === this.o.replicaId || !claims.url || claims.principal !== (ctx.principal ?? '')) return undefined;
     return { replica: claims.replica, url: claims.url, holds: 'task' };
   }
@@ -183,15 +273,34 @@ export class Tasks {
   close(): void {
     for (const task of this.byKey.values()) {
       clearTimeout(task.timer);
+      clearTimeout(task.runTimer);
       this.cancelTask(task);
     }
   }
 
   private cancelTask(task: Task): void {
-    if (task.terminal || task.cancelRequested) return;
+    if (task.terminal || task.cancelRequested || !task.run) return;
     task.cancelRequested = true;
-    if (task.call.awaitingInput) task.call.expire();
-    else task.cancellation.cancel();
+    if (task.run.call.awaitingInput) task.run.call.expire();
+    else task.run.cancellation.cancel();
+  }
+
+  /** The task ran for maxRunMs: stopped upstream; it fails with TASK_TIMEOUT. */
+  private overrun(task: Task, runMs: number): void {
+    if (task.terminal || task.cancelRequested || !task.run) return;
+    task.overran = true;
+    this.o.log.info({ task: task.key.slice(0, 8), maxRunMs: runMs }, 'a task ran longer than it may; cancelled upstream');
+    const message = `The task ran longer than ${runMs} ms (modern.tasks.maxRunMs) and was cancelled upstream; make the tool finish sooner, or raise the limit`;
+    task.run.call.stop('The task ran longer than the proxy lets it (modern.tasks.maxRunMs)', new ProxyError('TASK_TIMEOUT', message, { maxRunMs: runMs }));
+  }
+
+  /** Tells the task's watchers its new status; a finished task has no more to tell. */
+  private changed(task: Task): void {
+    const heard = this.watchers.get(task.key);
+    if (!heard) return;
+    if (task.terminal) this.watchers.delete(task.key);
+    const detailed = this.describe(task, true);
+    for (const hear of [...heard]) hear(detailed);
   }
 
   private follow(task: Task, pending: Promise<CallStep>): void {
@@ -202,20 +311,22 @@ export class Tasks {
   }
 
   private async apply(task: Task, step: CallStep): Promise<void> {
-    if (task.terminal) return;
+    if (task.terminal || !task.run) return; // over, or forgotten (ttlMs) while it ran
     if (step.kind === 'input') {
       task.inputRequests = step.inputRequests;
       return task.set('input_required');
     }
     const { outcome } = step;
     if ('failure' in outcome) {
-      if (task.cancelRequested) return this.finish(task, 'cancelled');
+      if (task.cancelRequested && !task.overran) return this.finish(task, 'cancelled');
       return this.fail(task, toJsonRpcError(outcome.failure, 'modern'));
     }
     const res = outcome.response;
     if (res.error) return this.fail(task, modernUpstreamError(res.error));
     try {
-      task.result = withoutRelatedTask(await task.shape(res.result ?? {}));
+      const shaped = withoutRelatedTask(await task.run.shape(res.result ?? {}));
+      if (task.terminal || !task.run) return;
+      task.result = shaped;
       this.finish(task, 'completed');
     } catch (err) {
       this.fail(task, toJsonRpcError(err, 'modern'));
@@ -223,6 +334,7 @@ export class Tasks {
   }
 
   private fail(task: Task, error: JsonRpcErrorObject): void {
+    if (task.terminal || !task.run) return;
     task.error = error;
     this.finish(task, 'failed');
   }
@@ -231,15 +343,39 @@ export class Tasks {
     task.inputRequests = undefined;
     task.set(status);
     this.o.log.debug({ task: task.key.slice(0, 8), status }, 'task finished');
+    this.stopped(task);
+    // Kept for the client to fetch: only the shaped result (or error), in the client's share of listen.heldBytes.
+    const kept = task.result ?? task.error;
+    if (kept) task.held = this.o.held.hold(task.clientKey, 'task_result', Buffer.byteLength(JSON.stringify(kept)), () => this.dropResult(task));
     // Finished tasks are kept for their TTL, but not without bound: a client's oldest go first.
     const mine = [...(this.byClient.get(task.clientKey) ?? [])].filter((t) => t.terminal);
     for (const old of mine.slice(0, Math.max(0, mine.length - this.o.perClient * KEPT_PER_RUNNING))) this.expire(old);
+  }
+
+  /** The task no longer runs: its call, its request's arguments and its share of sessions alone are let go of. */
+  private stopped(task: Task): void {
+    clearTimeout(task.runTimer);
+    if (!task.run) return;
+    task.run = undefined;
+    if (task.exclusive) this.exclusiveInUse--;
+  }
+
+  /** The budget needs the room of this finished task's result: it goes, and tasks/get says so. */
+  private dropResult(task: Task): void {
+    this.o.log.info({ task: task.key.slice(0, 8) }, "a finished task's result was dropped: its client held more than listen.heldBytes allows");
+    const message = 'The task finished, but its result is no longer kept: its client held more than the proxy keeps for a client that is away (listen.heldBytes), and older results go first; fetch results sooner, or run the call again';
+    task.result = undefined;
+    task.error = toJsonRpcError(new ProxyError('HELD_BYTES_EXCEEDED', message), 'modern');
+    task.held = undefined;
+    task.set('failed');
   }
 
   /** The task's time is up: cancelled if still running, then forgotten. */
   private expire(task: Task): void {
     clearTimeout(task.timer);
     this.cancelTask(task);
+    this.stopped(task);
+    task.held?.release();
     this.byKey.delete(task.key);
     const mine = this.byClient.get(task.clientKey);
     mine?.delete(task);
@@ -267,7 +403,10 @@ export class Tasks {
     if (!detailed) return out;
     if (task.status === 'input_required' && task.inputRequests) out.inputRequests = task.inputRequests;
     if (task.status === 'completed') out.result = task.result;
-    if (task.status === 'failed') out.error = task.error;
+    if (task.status === 'failed') {
+      out.error = task.error;
+      out.statusMessage = task.error?.message;
+    }
     return out;
   }
 }
