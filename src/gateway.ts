@@ -284,10 +284,11 @@ class ProxyGateway implements Gateway {
     this.http = await startHttpFront({
       listen: config.listen,
       legacy: this.legacySessions,
-      modern: this.modern && new ModernHttp(this.modern.handler, slowReaders),
+      modern: this.modern && new ModernHttp(this.modern.handler, slowReaders, this.sealer),
       limits,
       auth: { authenticator: this.authenticator, config: config.auth },
       replicaUrl: () => this.replica.url,
+      replicas: this.sealer.shared ? { sealer: this.sealer, replicaId: this.replicaId } : undefined,
       tracing: this.tracing,
       health: () => this.connector.report(),
       readiness: () => this.readiness.check(),

@@ -16,6 +16,7 @@ import { hashToken } from './fronts/http/auth.js';
 import { watchConfigFile } from './config/reload.js';
 import { createGateway } from './gateway.js';
 import { logDestination } from './ops/log-destination.js';
+import { boundedFields, clip } from './ops/log-text.js';
 import { loadRules } from './config/rules.js';
 import { ConfigError, RuleError, UserError } from './jsonrpc/errors.js';
 
@@ -44,6 +45,13 @@ async function main(): Promise<number> {
       name: 'mcp-negotiate-proxy',
       level: config.logLevel,
       redact: { paths: ['headers.authorization', '*.headers.authorization', 'headers.cookie', `headers["${config.auth.apiKeyHeader.toLowerCase()}"]`], censor: '[redacted]' },
+      // No field or message grows with what a client or an upstream sends.
+      formatters: { log: boundedFields, bindings: boundedFields },
+      hooks: {
+        logMethod(args, method) {
+          return method.apply(this, args.map((a) => (typeof a === 'string' ? clip(a) : a)) as Parameters<typeof method>);
+        },
+      },
     },
     lines ?? pretty({ destination: 2, colorize: process.stderr.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,name' }),
   );

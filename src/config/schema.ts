@@ -258,7 +258,7 @@ export const replicasSchema = z
       .string()
       .min(32, 'at least 32 characters (e.g. openssl rand -base64 32)')
       .optional()
-      .describe('Secret shared by every replica (e.g. ${MCP_PROXY_SECRET}): seals session ids and requestState, so any replica serves any client. Unset: a random key per process; tokens then die with it.'),
+      .describe('Secret shared by every replica (e.g. ${MCP_PROXY_SECRET}): seals session ids and requestState, so any replica serves any client, and the client address of a request one replica forwards to another. Unset: a random key per process; tokens then die with it.'),
     previousSecrets: z
       .array(z.string().min(32))
       .default([])

@@ -7,8 +7,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
-import { errorResponse, isNotification, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
+import { errorResponse, INVALID_PARAMS, isNotification, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
 import { targetOf } from '../mcp/requests.js';
+import { refusedElicitation, refusedUrlElicitations, refusedUrlError } from '../mcp/url-elicitation.js';
 import type { Metrics } from '../ops/metrics.js';
 import { traceContextOf } from '../ops/trace-context.js';
 import { failureOutcome, type UpstreamObserver } from '../upstream/client.js';
@@ -212,6 +213,10 @@ export class RelaySession {
       const owner = token === undefined ? undefined : this.pending.progressed(token);
       return this.sink.deliver(frame, owner?.id ?? relatedId);
     }
+    if (isRequest(msg)) {
+      const refused = refusedElicitation(msg.method, msg.params);
+      if (refused) return this.refuseUpstreamRequest(msg, refused, relatedId);
+    }
     // Progress goes as it came (it keeps its call alive); filters see the other notifications.
     if (!isRequest(msg)) {
       const replaced = this.opts.shaper?.onNotification?.(msg);
@@ -220,8 +225,19 @@ export class RelaySession {
     this.sink.deliver(frame, relatedId);
   }
 
+  /** A server→client request no client may be asked (see src/mcp/url-elicitation.ts): answered to the upstream here, and logged. */
+  private refuseUpstreamRequest(req: JsonRpcRequest, reason: string, relatedId: JsonRpcId | undefined): void {
+    this.opts.log.warn({ method: req.method, relatedId, reason }, 'refused an upstream request to the client');
+    this.upstream.send({ msg: errorResponse(req.id, { code: INVALID_PARAMS, message: `The proxy refused ${reason}` }) });
+  }
+
   /** The upstream's response as the filters have it (the upstream's bytes when none changed it). */
   private respond(frame: Frame, msg: JsonRpcResponse, id: JsonRpcId, p: Pending): void {
+    const unsafe = refusedUrlElicitations(msg.error);
+    if (unsafe) {
+      this.opts.log.warn({ method: p.method, reason: unsafe }, "refused an upstream's -32042 answer");
+      throw refusedUrlError(unsafe);
+    }
     const error = msg.error && this.opts.shaper?.annotateError?.(msg.error, p.scope);
     if (error) return this.sink.deliver({ msg: { ...msg, error } }, id);
     const shaper = this.opts.shaper;

@@ -1,13 +1,23 @@
 /**
  * One access-log line per request to the MCP endpoint, at info, when the response is over:
  * HTTP method, JSON-RPC method and its target (tool, resource or prompt), era, session (its log name,
- * never the id), principal, status, duration, bytes in and out, client address. Handlers add
- * what they learn about the exchange with `noteExchange`.
+ * never the id), principal, status, duration, bytes in and out, client address, each bounded.
+ * Handlers add what they learn about the exchange with `noteExchange`.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Frame } from '../jsonrpc/message.js';
+import { clip } from './log-text.js';
 import type { RequestSpan } from './tracing.js';
+
+/**
+ * Bounds on the fields a client controls (its method, the tool, resource or prompt it names, its
+ * principal, the reason it was refused, the address a balancer wrote): a line is at most a few
+ * kilobytes, whatever the request. The other fields are numbers or the proxy's own words.
+ */
+const MAX_NAME_CHARS = 200;
+const MAX_REASON_CHARS = 500;
+const MAX_ADDRESS_CHARS = 100;
 
 export interface ExchangeNote {
   era?: 'legacy' | 'modern';
@@ -37,8 +47,16 @@ class Exchange implements ExchangeNote {
 /** Also told of every finished request: its JSON-RPC method, era, HTTP status and duration (for /metrics). */
 export type RequestObserver = (method: string | undefined, era: string | undefined, status: number, seconds: number) => void;
 
-/** `logged` tells the requests that get a line (those to the MCP endpoint). */
-export function registerAccessLog(app: FastifyInstance, logged: (req: FastifyRequest) => boolean, log: Logger, observe?: RequestObserver): void {
+export interface AccessLogOptions {
+  /** Which requests get a line (those to the MCP endpoint). */
+  logged(req: FastifyRequest): boolean;
+  /** The client's address, as the limits count it. */
+  address(req: FastifyRequest): string;
+  log: Logger;
+  observe?: RequestObserver;
+}
+
+export function registerAccessLog(app: FastifyInstance, { logged, address, log, observe }: AccessLogOptions): void {
   app.decorateRequest('exchange', null);
   app.decorateRequest('span', null);
   // The line's fields are plain values, never headers: the redaction the logger may carry (its
@@ -65,13 +83,13 @@ export function registerAccessLog(app: FastifyInstance, logged: (req: FastifyReq
           target: target || undefined,
           era: era || undefined,
           session: exchange.session || undefined,
-          principal: req.principal || undefined,
-          refused: exchange.refused || undefined,
+          principal: req.principal ? clip(req.principal, MAX_NAME_CHARS) : undefined,
+          refused: exchange.refused ? clip(exchange.refused, MAX_REASON_CHARS) : undefined,
           status: res.statusCode,
           ms: Math.round(seconds * 10_000) / 10,
           bytesIn: Number(req.headers['content-length'] ?? 0),
           bytesOut: socket.bytesWritten - writtenBefore,
-          address: req.ip,
+          address: clip(address(req), MAX_ADDRESS_CHARS),
           aborted: res.writableFinished ? undefined : true,
         },
         'request',
@@ -92,7 +110,7 @@ export function noteExchange(req: FastifyRequest, frames: Frame[] | undefined, n
   }
   if (!frames?.length) return;
   const first = frames[0].msg as { method?: unknown; params?: { name?: unknown; uri?: unknown } };
-  exchange.rpc = frames.length > 1 ? `batch of ${frames.length}` : typeof first.method === 'string' ? first.method : 'response';
+  exchange.rpc = frames.length > 1 ? `batch of ${frames.length}` : typeof first.method === 'string' ? clip(first.method, MAX_NAME_CHARS) : 'response';
   const target = first.params?.name ?? first.params?.uri;
-  if (frames.length === 1 && typeof target === 'string') exchange.target = target.slice(0, 200);
+  if (frames.length === 1 && typeof target === 'string') exchange.target = clip(target, MAX_NAME_CHARS);
 }

@@ -3,6 +3,7 @@
  * (method, outcome, duration), each transformer step, and, when `contentNegotiation.tokens.count`
  * is on, the token counts of negotiated results (the tokenizer is loaded only then).
  */
+import { clip } from './log-text.js';
 import type { Metrics, UpstreamOutcome } from './metrics.js';
 import { loadTokenizer, TokenMeter, type TokenCountSettings } from './token-counts.js';
 import type { Tracing } from './tracing.js';
@@ -20,7 +21,10 @@ export class Observers {
   /** An upstream call ended (with the request's traceparent, when traced). */
   readonly upstream = (method: string, outcome: UpstreamOutcome, seconds: number, traceparent?: string): void => {
     this.metrics.observeUpstream(method, outcome, seconds);
-    this.tracing?.record(`upstream ${method}`, traceparent ? { traceparent } : undefined, performance.now() - seconds * 1000, seconds, { 'mcp.method': method, 'mcp.outcome': outcome }, outcome !== 'ok');
+    if (!this.tracing) return;
+    // A client's method goes upstream as it came: a span is no bigger for a long one.
+    const name = clip(method, 200);
+    this.tracing.record(`upstream ${name}`, traceparent ? { traceparent } : undefined, performance.now() - seconds * 1000, seconds, { 'mcp.method': name, 'mcp.outcome': outcome }, outcome !== 'ok');
   };
 
   /** A transformer step ran on one result. */

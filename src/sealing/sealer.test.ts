@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Sealer } from './sealer.js';
+import { Sealer, TokenTooLarge } from './sealer.js';
 
 const SECRET = 'a-shared-secret-of-enough-length-0001';
 const OLD = 'the-previous-secret-still-accepted-0002';
@@ -32,6 +32,23 @@ describe('Sealer', () => {
       expect(sealer.open('session', bad)).toBeUndefined();
     }
     expect(sealer.open('session', 42 as unknown as string)).toBeUndefined();
+  });
+
+  it('refuses to seal what it would not open, saying how much fits; the largest that fits opens', () => {
+    const sealer = new Sealer([SECRET]);
+    let refusal: TokenTooLarge | undefined;
+    try {
+      sealer.seal('upstreamState', { s: 'x'.repeat(800 * 1024) });
+    } catch (err) {
+      refusal = err as TokenTooLarge;
+    }
+    expect(refusal).toBeInstanceOf(TokenTooLarge);
+    expect(refusal).toMatchObject({ purpose: 'upstreamState', bytes: 800 * 1024 + 8 });
+    const fits = { s: 'x'.repeat(refusal!.maxBytes - 8) };
+    expect(sealer.open('upstreamState', sealer.seal('upstreamState', fits))).toEqual(fits);
+    expect(() => sealer.seal('upstreamState', { s: 'x'.repeat(refusal!.maxBytes - 7) })).toThrow(TokenTooLarge);
+    // Tokens that travel in headers are smaller.
+    expect(() => sealer.seal('session', { s: 'x'.repeat(8192) })).toThrow(/too large to seal/);
   });
 
   it('never repeats a token for the same payload (random IV)', () => {

@@ -16,7 +16,23 @@ const MAX_TOKEN_CHARS = 8192;
 /** A 2026-07-28 server's own requestState rides in a request's body, not a header: it may be larger. */
 const MAX_TOKEN_CHARS_BY_PURPOSE: Partial<Record<SealPurpose, number>> = { upstreamState: 1024 * 1024 };
 
-export type SealPurpose = 'session' | 'requestState' | 'task' | 'upstreamState' | 'upstreamTask';
+function maxTokenChars(purpose: SealPurpose): number {
+  return MAX_TOKEN_CHARS_BY_PURPOSE[purpose] ?? MAX_TOKEN_CHARS;
+}
+
+/** A payload too large to seal for its purpose: its token would be refused where it is opened. */
+export class TokenTooLarge extends Error {
+  constructor(
+    readonly purpose: SealPurpose,
+    /** The payload's size, and the most that fits, in bytes of JSON. */
+    readonly bytes: number,
+    readonly maxBytes: number,
+  ) {
+    super(`A ${purpose} of ${bytes} bytes is too large to seal (at most ${maxBytes})`);
+  }
+}
+
+export type SealPurpose = 'session' | 'requestState' | 'task' | 'upstreamState' | 'upstreamTask' | 'clientAddress';
 
 interface SealKey {
   id: string;
@@ -37,7 +53,7 @@ function nextIv(): Buffer {
   return ivPool.subarray(ivOffset - IV_BYTES, ivOffset);
 }
 
-const AAD: Record<SealPurpose, Buffer> = { session: Buffer.from('session'), requestState: Buffer.from('requestState'), task: Buffer.from('task'), upstreamState: Buffer.from('upstreamState'), upstreamTask: Buffer.from('upstreamTask') };
+const AAD: Record<SealPurpose, Buffer> = { session: Buffer.from('session'), requestState: Buffer.from('requestState'), task: Buffer.from('task'), upstreamState: Buffer.from('upstreamState'), upstreamTask: Buffer.from('upstreamTask'), clientAddress: Buffer.from('clientAddress') };
 
 export class Sealer {
   private readonly keys: SealKey[];
@@ -54,18 +70,23 @@ export class Sealer {
     }));
   }
 
+  /** A token for `payload`; throws TokenTooLarge when it would be longer than `open` takes (checked before encrypting). */
   seal(purpose: SealPurpose, payload: object): string {
     const { id, key } = this.keys[0];
+    const plain = Buffer.from(JSON.stringify(payload), 'utf8');
+    const max = maxTokenChars(purpose);
+    const chars = id.length + 1 + Math.ceil(((IV_BYTES + plain.length + TAG_BYTES) * 4) / 3);
+    if (chars > max) throw new TokenTooLarge(purpose, plain.length, Math.floor(((max - id.length - 1) * 3) / 4) - IV_BYTES - TAG_BYTES);
     const iv = nextIv();
     const cipher = createCipheriv('aes-256-gcm', key, iv);
     cipher.setAAD(AAD[purpose]);
-    const body = Buffer.concat([iv, cipher.update(JSON.stringify(payload), 'utf8'), cipher.final(), cipher.getAuthTag()]);
+    const body = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
     return `${id}.${body.toString('base64url')}`;
   }
 
   /** The payload, or undefined for anything this sealer did not write for `purpose` (forged, altered, unknown key). */
   open<T extends object>(purpose: SealPurpose, token: string): T | undefined {
-    if (typeof token !== 'string' || token.length > (MAX_TOKEN_CHARS_BY_PURPOSE[purpose] ?? MAX_TOKEN_CHARS)) return undefined;
+    if (typeof token !== 'string' || token.length > maxTokenChars(purpose)) return undefined;
     const dot = token.indexOf('.');
     const entry = dot > 0 ? this.keys.find((k) => k.id === token.slice(0, dot)) : undefined;
     if (!entry) return undefined;

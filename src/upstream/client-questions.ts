@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { ProxyError } from '../jsonrpc/errors.js';
 import { INTERNAL_ERROR, isObject, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcResponse } from '../jsonrpc/message.js';
 import { capabilityFor, declares } from '../mcp/eras.js';
+import { refusedElicitation, refusedUrlError } from '../mcp/url-elicitation.js';
 
 /** Input requests one round may put to the client at once. */
 export const MAX_INPUT_REQUESTS = 16;
@@ -46,6 +47,8 @@ export class ClientQuestions {
       const entry = requests[key];
       if (!isObject(entry) || typeof entry.method !== 'string' || !INPUT_REQUESTS.has(entry.method)) throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream asked for input "${key}" with a request a client cannot be asked`);
       const params = isObject(entry.params) ? entry.params : {};
+      const refused = refusedElicitation(entry.method, params);
+      if (refused) throw refusedUrlError(refused);
       const needed = capabilityFor(entry.method, params)!;
       if (!declares(capabilities, needed)) throw new ProxyError('MISSING_CLIENT_CAPABILITY', `The server needs ${entry.method} (${JSON.stringify(needed)}), which this client did not declare at initialize`, { requiredCapabilities: needed });
       return { key, method: entry.method, params: withElicitationId(entry.method, params) };

@@ -10,8 +10,9 @@ import type { Logger } from 'pino';
 import { maskSecrets } from '../ops/mask.js';
 import type { UpstreamOutcome } from '../ops/metrics.js';
 import { traceContextOf } from '../ops/trace-context.js';
+import { refusedElicitation } from '../mcp/url-elicitation.js';
 import { ProxyError, type ProxyErrorCode } from '../jsonrpc/errors.js';
-import { isRequest, isResponse, METHOD_NOT_FOUND, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
+import { INVALID_PARAMS, isRequest, isResponse, METHOD_NOT_FOUND, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
 import { PendingCalls } from './pending.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
 
@@ -206,6 +207,11 @@ export class UpstreamClient {
 
   private onServerRequest(req: JsonRpcRequest, related: JsonRpcId | undefined): void {
     if (req.method === 'ping') return this.respond(req.id, { result: {} });
+    const refused = refusedElicitation(req.method, req.params);
+    if (refused) {
+      this.opts.log.warn({ method: req.method, reason: refused }, 'refused an upstream request to the client');
+      return this.respond(req.id, { error: { code: INVALID_PARAMS, message: `The proxy refused ${refused}` } });
+    }
     const call = this.owner(related);
     if (call?.hooks.onServerRequest) return call.hooks.onServerRequest(req);
     if (req.method === 'roots/list') return this.respond(req.id, { result: { roots: [] } });

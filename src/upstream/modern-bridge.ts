@@ -158,7 +158,10 @@ export class ModernBridge implements UpstreamConnection {
     } catch (err) {
       if (abort.signal.aborted) return; // cancelled by the client, or the session ended: nothing waits for an answer
       if (err instanceof ClientRefused) return this.error(req.id, err.error);
-      this.events.onFailure(req.id, asProxyError(err));
+      const failure = asProxyError(err);
+      // An answer no client may be given (a round too many, a URL that is no web URL): the operator hears of it.
+      if (failure.code === 'UPSTREAM_PROTOCOL') this.o.log.warn({ method: req.method, err: failure.message }, "the upstream's answer could not be relayed to the client; the call failed");
+      this.events.onFailure(req.id, failure);
     } finally {
       if (this.calls.get(req.id) === abort) this.calls.delete(req.id); // a new request may reuse a cancelled one's id
     }

@@ -56,7 +56,8 @@
  * Links: every relative link in README.md and docs/*.md must name an existing file or folder,
  * and an anchor (`#…`) an existing heading of that Markdown file. Every docs/*.md is linked from
  * README.md. The reference must name every config key (docs/configuration.md) and every
- * error code of src/jsonrpc/errors.ts (docs/error-codes.md).
+ * error code of src/jsonrpc/errors.ts (docs/error-codes.md). The README's first screen names
+ * the commands that run the proxy and the tests, and the tests' duration docs/testing.md gives.
  *
  * Nothing a block runs may leave files in the repository (git status is compared).
  */
@@ -270,11 +271,12 @@ async function checkServe(command: string, env: Record<string, string>): Promise
   proc.stdout.on('data', (d) => (stdout += d));
   proc.stderr.on('data', (d) => (stderr += d));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => proc.on('close', (code, signal) => r({ code, signal })));
-  const until = async (check: () => boolean | Promise<boolean>, what: string, ms = 20_000) => {
+  /** Waits for `check`; `afterExit`: what is waited for comes after the command's own process ended (npm's children outlive it). */
+  const until = async (check: () => boolean | Promise<boolean>, what: string, ms = 20_000, afterExit = false) => {
     const end = Date.now() + ms;
     while (Date.now() < end) {
       if (await check()) return;
-      if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`${command}: exited before ${what}:\n${stderr}`);
+      if (!afterExit && (proc.exitCode !== null || proc.signalCode !== null)) throw new Error(`${command}: exited before ${what}:\n${stderr}`);
       await new Promise((r) => setTimeout(r, 100));
     }
     throw new Error(`${command}: no ${what} within ${ms} ms:\n${stdout}\n${stderr}`);
@@ -310,7 +312,7 @@ async function checkServe(command: string, env: Record<string, string>): Promise
       } catch {
         return true;
       }
-    }, 'end of every process it started', 10_000);
+    }, 'end of every process it started', 10_000, true);
     groups.delete(proc.pid!);
   } finally {
     if (groups.has(proc.pid!)) {
@@ -468,6 +470,16 @@ describe('documentation', () => {
 
     it('README.md stays short', () => {
       expect(TEXT.get('README.md')!.split('\n').length).toBeLessThanOrEqual(320);
+    });
+
+    it("README.md's first screen names the command that runs the proxy and the one that runs the tests, and how long the tests take, as docs/testing.md does", () => {
+      const firstScreen = TEXT.get('README.md')!.split('\n').slice(0, 40).join('\n');
+      const commands = extractBlocks('README.md', firstScreen).filter((b) => b.lang === 'sh').flatMap((b) => shellCommands(b.code));
+      expect(commands).toEqual(expect.arrayContaining([expect.stringMatching(/^npm start\b/), expect.stringMatching(/^npm test\b/)]));
+      const duration = /about (\d+)–(\d+) minutes on 2 cores/;
+      const [, from, to] = firstScreen.match(duration) ?? [];
+      expect(from, 'the README says how long npm test takes').toBeDefined();
+      expect(TEXT.get('docs/testing.md')!.match(duration)?.slice(1)).toEqual([from, to]);
     });
   });
 

@@ -1,15 +1,16 @@
 /**
  * Per-client limits through the proxy, one principal each so they do not disturb one another:
  * concurrent sessions, requests per second, requests in flight (429 with Retry-After), and the
- * cap on stdio upstream processes when no session is idle (503 with Retry-After).
+ * cap on stdio upstream processes when no session is idle (503 with Retry-After). Behind a
+ * balancer, every limit counts an IPv6 client by its /64 and an IPv4-mapped one as IPv4.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken } from '../../src/fronts/http/auth.js';
-import { commandLine, fixtureArgv, startProxy, stopAll, type Running } from '../helpers/processes.js';
-import { callTool, INIT, openGetStream, rawPost, rawSession } from '../helpers/raw.js';
+import { commandLine, fixtureArgv, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { callTool, INIT, modern, openGetStream, rawPost, rawSession } from '../helpers/raw.js';
 
 const FAULTY = commandLine(fixtureArgv('faulty-server'));
 const TOKENS = ['sessions', 'rate', 'inflight', 'other'].map((name) => ({ name, token: `${name}-token-0123456789` }));
@@ -101,6 +102,61 @@ describe('per-client limits behind a balancer (listen.trustProxy)', () => {
     expect((await from('203.0.113.7')).status).toBe(200);
     expect((await from('203.0.113.8')).status).toBe(200);
     expect((await from('203.0.113.7')).status).toBe(429);
+  });
+});
+
+describe('one client key for every limit behind a balancer: IPv6 by its /64, IPv4 mapped into IPv6 as IPv4', () => {
+  let upstream: Running;
+  let proxy: Running;
+  const from = (address: string, headers: Record<string, string> = {}) => ({ ...headers, 'x-forwarded-for': address });
+  /** 12 addresses of one /64, as a host that holds it can use them. */
+  const oneHost = Array.from({ length: 12 }, (_, i) => `2001:db8:aa:bb:${(i * 4099).toString(16)}::${i + 1}`);
+
+  beforeAll(async () => {
+    upstream = await startHttpFixture('faulty-server');
+    const file = join(mkdtempSync(join(tmpdir(), 'proxy-limits-')), 'proxy.yaml');
+    writeFileSync(file, `upstream:\n  url: ${upstream.url}\nlisten:\n  perClient: { sessions: 4, requestsPerSecond: 20 }\n  trustProxy: ["127.0.0.1"]\nmodern:\n  parkedPerClient: 1\n`);
+    proxy = await startProxy(['--config', file]);
+  }, 30_000);
+  afterAll(stopAll);
+
+  it('admits as many sessions from one /64 as from one address, and counts ::ffff:a.b.c.d as a.b.c.d', async () => {
+    const statuses: number[] = [];
+    for (const address of oneHost) statuses.push((await rawPost(proxy.url, INIT, from(address))).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 429, 429, 429, 429, 429, 429, 429, 429]);
+    // Another /64 is another client.
+    expect((await rawPost(proxy.url, INIT, from('2001:db8:aa:bc::1'))).status).toBe(200);
+    const mapped: number[] = [];
+    for (const address of ['203.0.113.10', '::ffff:203.0.113.10', '::ffff:cb00:710a', '203.0.113.10', '::ffff:203.0.113.10']) mapped.push((await rawPost(proxy.url, INIT, from(address))).status);
+    expect(mapped).toEqual([200, 200, 200, 200, 429]);
+  });
+
+  it('counts the request rate of a /64 as one client', async () => {
+    const addresses = Array.from({ length: 100 }, (_, i) => `2001:db8:cc:dd::${(i + 1).toString(16)}`);
+    const started = Date.now();
+    const replies = await Promise.all(addresses.map((address, i) => rawPost(proxy.url, { jsonrpc: '2.0', id: i, method: 'ping' }, from(address))));
+    const windows = Math.ceil((Date.now() - started) / 1000) + 1; // one-second windows the requests can have fallen in
+    const refused = replies.filter((r) => r.status === 429 && /at most 20 per second/.test(r.messages[0]?.error?.message));
+    expect(refused.length).toBeGreaterThan(0);
+    expect(replies.length - refused.length).toBeLessThanOrEqual(20 * windows);
+  });
+
+  it('keeps the calls of a /64 waiting for input within one client\'s share (modern.parkedPerClient)', async () => {
+    const caps = { elicitation: { form: {} } };
+    const ask = async (id: number, address: string) => {
+      const m = modern(id, 'tools/call', { name: 'elicit', arguments: { message: `who? ${id}` } }, caps);
+      const result = (await rawPost(proxy.url, m.body, from(address, m.headers))).messages[0].result;
+      expect(result.resultType).toBe('input_required');
+      const [key] = Object.keys(result.inputRequests);
+      return modern(id + 100, 'tools/call', { name: 'elicit', arguments: { message: `who? ${id}` }, requestState: result.requestState, inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } } }, caps);
+    };
+    const first = await ask(1, '2001:db8:ee:ff::1');
+    const second = await ask(2, '2001:db8:ee:ff::2');
+    // One call may wait per client: the second address's call gave up the first one's.
+    const late = await rawPost(proxy.url, first.body, from('2001:db8:ee:ff::1', first.headers));
+    expect(late.messages[0].error).toMatchObject({ code: -32602, message: expect.stringMatching(/No call is waiting for this requestState/) });
+    const answered = await rawPost(proxy.url, second.body, from('2001:db8:ee:ff::2', second.headers));
+    expect(answered.messages[0].result.resultType).toBe('complete');
   });
 });
 

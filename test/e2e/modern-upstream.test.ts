@@ -212,6 +212,20 @@ for (const kind of ['http', 'stdio'] as const) describe(`a 2026-07-28-only serve
       expect(textOf(done)).toBe('Grace Hopper');
     });
 
+    it("carries the server's requestState up to what fits sealed, and answers a larger one's round with an error that names the server", async () => {
+      const caps = { elicitation: { form: {} } };
+      const round = async (id: number, kb: number) => (await rawPost(proxy.url, modern(id, 'tools/call', { name: 'big_state', arguments: { kb } }, caps).body, modern(id, 'tools/call', { name: 'big_state', arguments: { kb } }, caps).headers)).messages[0];
+      const fits = await round(20, 700);
+      expect(fits.result.resultType).toBe('input_required');
+      const retry = modern(21, 'tools/call', { name: 'big_state', arguments: { kb: 700 }, requestState: fits.result.requestState, inputResponses: { go: { action: 'accept', content: { name: 'Ada' } } } }, caps);
+      expect(textOf((await rawPost(proxy.url, retry.body, retry.headers)).messages[0].result)).toBe(`state of ${700 * 1024} characters came back`);
+      // 800 KiB seals to more than a requestState may be: the client is told now, and not blamed.
+      const tooLarge = await round(22, 800);
+      expect(tooLarge.error).toMatchObject({ code: -32603, data: { code: 'UPSTREAM_PROTOCOL' } });
+      expect(tooLarge.error.message).toMatch(/^The upstream server sent a requestState of \d+ bytes, more than the proxy can carry .*at most \d+/);
+      expect(proxy.proc.exitCode).toBeNull();
+    });
+
     it("relays the server's rejections with their status, and progress on the request's stream", async () => {
       const unknown = modern(6, 'tools/call', { name: 'ask_name', arguments: {} });
       const refused = await rawPost(proxy.url, unknown.body, unknown.headers);

@@ -51,6 +51,24 @@ describe('access log', () => {
     expect(proxy.stderr()).not.toContain(TOKEN);
     expect(proxy.stderr()).not.toContain(headers['mcp-session-id']);
   });
+
+  it('bounds every field a client controls: a 2 MB method or tool name makes a line of a few kilobytes', async () => {
+    const huge = 'x'.repeat(2_000_000);
+    const init = await rawPost(proxy.url, INIT, auth);
+    const session = { ...auth, 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+    const legacy = await rawPost(proxy.url, { jsonrpc: '2.0', id: 1, method: huge }, session);
+    expect(legacy.messages[0].error.code).toBe(-32601);
+    const m = modern(2, 'tools/list');
+    await rawPost(proxy.url, { ...m.body, method: huge }, { ...m.headers, ...auth });
+    await rawPost(proxy.url, callTool(3, huge), session);
+    const mine = () => accessLines(proxy).filter((l) => l.rpc?.startsWith('xxx') || l.target?.startsWith('xxx'));
+    await eventually(() => mine().length === 3, 10_000, 'the access-log lines');
+    const lines = mine();
+    expect(lines.map((l) => [l.rpc.slice(0, 3), l.target?.slice(0, 3), l.era])).toEqual([['xxx', undefined, 'legacy'], ['xxx', undefined, 'modern'], ['too', 'xxx', 'legacy']]);
+    expect(lines.every((l) => JSON.stringify(l).length < 2000)).toBe(true);
+    // No line anywhere in the log grew with what was sent.
+    expect(Math.max(...proxy.stderr().split('\n').map((l) => l.length))).toBeLessThan(8192);
+  });
 });
 
 describe('metrics', () => {

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { commandLine, eventually, fixtureArgv, logEntries, ROOT, startEverythingHttp, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { commandLine, eventually, fixtureArgv, logEntries, logged, ROOT, startEverythingHttp, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
 import { INIT, metricValue, modern, rawPost, rawSession, read, sseMessages } from '../helpers/raw.js';
 
 const SECRET = 'replica-test-secret-0123456789abcdef';
@@ -208,6 +208,59 @@ describe('modern input rounds across replicas', () => {
     const lost = await rawPost(b.url, orphan.body, orphan.headers);
     expect(lost.status).toBe(400);
     expect(lost.messages[0].error).toMatchObject({ code: -32602, message: expect.stringMatching(/replica holding this call \("alpha"\) cannot be reached.*without requestState/) });
+  }, 60_000);
+});
+
+describe('the client address of a request forwarded between replicas', () => {
+  afterAll(stopAll);
+
+  /** A replica sharing SECRET in front of a stdio upstream, with `listen` settings of its own. */
+  const replica = (id: string, listen: string) => {
+    const file = join(mkdtempSync(join(tmpdir(), 'proxy-forward-')), 'replica.yaml');
+    writeFileSync(file, `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\nlisten:\n${listen}`);
+    return startProxy(['--config', file], { MCP_PROXY_SECRET: SECRET, MCP_PROXY_REPLICA_ID: id });
+  };
+  const caps = { elicitation: { form: {} } };
+  let nextId = 1;
+  /** Parks a call at `holder` and returns its retry. */
+  const parked = async (holder: Running, headers: Record<string, string> = {}) => {
+    const id = nextId;
+    nextId += 2;
+    const r = modern(id, 'tools/call', { name: 'elicit', arguments: { message: `who? ${id}` } }, caps);
+    const result = (await rawPost(holder.url, r.body, { ...r.headers, ...headers })).messages[0].result;
+    expect(result.resultType).toBe('input_required');
+    const [key] = Object.keys(result.inputRequests);
+    return modern(id + 1, 'tools/call', { name: 'elicit', arguments: { message: `who? ${id}` }, requestState: result.requestState, inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } } }, caps);
+  };
+  /** The addresses in the access log of `r` for tools/call requests, in order. */
+  const callAddresses = (r: Running) => logEntries(r).filter((e) => e.msg === 'request' && e.rpc === 'tools/call').map((e) => e.address as string);
+
+  it("counts a forwarded request as the client the forwarding replica saw: never the client's own X-Forwarded-For, and also where the owner does not trust the forwarder", async () => {
+    // alpha is behind a balancer (loopback) and so trusts X-Forwarded-For from 127.0.0.1; beta trusts nobody's.
+    const [alpha, beta] = await Promise.all([replica('alpha', '  trustProxy: ["127.0.0.1"]\n'), replica('beta', '  trustProxy: false\n')]);
+
+    // A client reaches beta directly with an X-Forwarded-For of its own making; beta counts it as 127.0.0.1.
+    const retry = await parked(alpha, { 'x-forwarded-for': '198.51.100.20' });
+    const answered = await rawPost(beta.url, retry.body, { ...retry.headers, 'x-forwarded-for': '203.0.113.66' });
+    expect(answered.messages[0].result.resultType).toBe('complete');
+    await eventually(() => callAddresses(alpha).length === 2, 5000, 'the forwarded retry in alpha\'s access log');
+    expect(callAddresses(alpha)).toEqual(['198.51.100.20', '127.0.0.1']);
+
+    // The balancer gives alpha a client at 203.0.113.5 whose call waits on beta: beta counts the retry as 203.0.113.5.
+    const back = await parked(beta);
+    const done = await rawPost(alpha.url, back.body, { ...back.headers, 'x-forwarded-for': '203.0.113.5' });
+    expect(done.messages[0].result.resultType).toBe('complete');
+    await eventually(() => callAddresses(beta).length === 3 && callAddresses(alpha).length === 3, 5000, 'the forwarded retry in both access logs');
+    expect(callAddresses(beta)).toEqual(['127.0.0.1', '127.0.0.1', '203.0.113.5']);
+    expect(callAddresses(alpha)[2]).toBe('203.0.113.5');
+
+    // A client cannot pose as a replica: a header it makes up is not believed.
+    const forged = await parked(beta);
+    const posing = await rawPost(beta.url, forged.body, { ...forged.headers, 'mcp-proxy-client': 'made-up', 'mcp-proxy-forwarded-by': 'alpha' });
+    expect(posing.messages[0].result.resultType).toBe('complete');
+    await eventually(() => callAddresses(beta).length === 5, 5000, 'the posing request in beta\'s access log');
+    expect(callAddresses(beta).slice(3)).toEqual(['127.0.0.1', '127.0.0.1']);
+    await logged(beta, (e) => /mcp-proxy-client header that does not open/.test(e.msg), 5000, 'the refused header logged');
   }, 60_000);
 });
 

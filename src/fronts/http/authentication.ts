@@ -10,6 +10,7 @@ import { ProxyError } from '../../jsonrpc/errors.js';
 import { noteExchange } from '../../ops/access-log.js';
 import { challenge, resourceMetadata, type AuthConfig, type AuthOutcome, type Authenticator } from './auth.js';
 import { sendError } from './errors.js';
+import { clientAddress } from './client-key.js';
 import { FailureCounter } from './limits.js';
 import { routeOf, trackRoutes } from './route.js';
 
@@ -45,12 +46,13 @@ export function registerAuthentication(app: FastifyInstance, o: AuthenticationOp
    * forgiven when it succeeds.
    */
   const authenticate: Authenticate = async (req) => {
-    const wait = failures.blockedFor(req.ip);
+    const address = clientAddress(req);
+    const wait = failures.blockedFor(address);
     if (wait > 0) {
       const known = authenticator.staticCredential(req.headers);
       return known ? { principal: known } : { blocked: wait };
     }
-    const attempt = failures.note(req.ip);
+    const attempt = failures.note(address);
     const outcome = await authenticator.authenticate(req.headers);
     // No credential is not a guess; neither is a key set that cannot be fetched.
     if ('principal' in outcome || outcome.error === 'invalid_request' || outcome.status === 503) attempt.forgive();

@@ -6,13 +6,14 @@
  * beyond `max` in all or `perAddress` from one client address are refused: their first
  * request gets 503 or 429 with `Connection: close`, and one that sends nothing is closed.
  * Addresses of trusted balancers (listen.trustProxy) are not capped per address: every client
- * behind them shares their address. IPv6 addresses count by their /64.
+ * behind them shares their address. An address counts under its key (./client-key.ts: an IPv6
+ * address by its /64).
  */
 import type { Server, ServerOptions } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { ProxyError } from '../../jsonrpc/errors.js';
-import { addressKey } from './limits.js';
+import { addressKey } from './client-key.js';
 
 export interface ConnectionLimits {
   headersTimeoutMs: number;

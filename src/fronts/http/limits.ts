@@ -7,6 +7,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import proxyAddr from 'proxy-addr';
 import { ProxyError } from '../../jsonrpc/errors.js';
+import { addressKey, limitKey } from './client-key.js';
 import { sendError } from './errors.js';
 import { routeOf, trackRoutes } from './route.js';
 
@@ -122,11 +123,6 @@ export interface ClientLimitsConfig {
   inFlight: number;
 }
 
-/** The key limits are counted under: the principal, or the client address without authentication. */
-export function limitKey(req: FastifyRequest): string {
-  return req.principal || `address:${req.ip}`;
-}
-
 export class ClientLimits {
   private readonly sessions = new Counts();
   private readonly inFlight = new Counts();
@@ -190,8 +186,8 @@ export function trustedAddress(trustProxy: string[] | false): (address: string) 
 }
 
 /**
- * Failures per client address in fixed one-minute windows (failed authentication). IPv6
- * addresses count by their /64 (one host has a whole /64 to rotate through); once MAX_KEYS
+ * Failures per client address in fixed one-minute windows (failed authentication), counted
+ * under the address's key (./client-key.ts: an IPv6 address by its /64); once MAX_KEYS
  * addresses are tracked in a window, every further one shares one overflow count, so many
  * addresses buy no extra guesses.
  */
@@ -241,18 +237,3 @@ const WINDOW_MS = 60_000;
 /** Addresses tracked in one window at most; the rest share OVERFLOW. */
 const MAX_KEYS = 100_000;
 const OVERFLOW = 'overflow';
-
-/** What a client address counts as: an IPv4 address (also when mapped into IPv6), or an IPv6 address's /64. */
-export function addressKey(address: string): string {
-  if (!address.includes(':')) return address;
-  if (address.startsWith('::ffff:') && address.includes('.')) return address.slice(7);
-  const bare = address.split('%')[0].toLowerCase();
-  const [head, tail] = bare.split('::');
-  const groups = head ? head.split(':') : [];
-  if (tail !== undefined) {
-    const rest = tail ? tail.split(':') : [];
-    while (groups.length + rest.length < 8) groups.push('0');
-    groups.push(...rest);
-  }
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
-}

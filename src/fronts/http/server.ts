@@ -17,13 +17,16 @@ import type { Metrics, RefusalReason } from '../../ops/metrics.js';
 import type { ReadinessReport } from '../../ops/readiness.js';
 import { traceContextOf, withTraceContext } from '../../ops/trace-context.js';
 import type { Tracing } from '../../ops/tracing.js';
+import type { Sealer } from '../../sealing/sealer.js';
 import type { AuthConfig, Authenticator } from './auth.js';
 import { registerAuthentication } from './authentication.js';
 import { capConnections, timeoutOptions, type ConnectionLimits } from './connections.js';
 import { fastifyError, sendError } from './errors.js';
 import { registerGuards } from './guards.js';
-import { limitKey, registerLimits, trustedAddress, type ClientLimits } from './limits.js';
+import { clientAddress, limitKey } from './client-key.js';
+import { registerLimits, trustedAddress, type ClientLimits } from './limits.js';
 import { registerProbes } from './probes.js';
+import { registerReplicaClient } from './replica-client.js';
 import { routeOf } from './route.js';
 import type { ReplyMode } from './replies.js';
 
@@ -77,6 +80,8 @@ export interface HttpFrontOptions {
   auth: { authenticator: Authenticator; config: AuthConfig };
   /** This replica's URL as other replicas reach it (its host is accepted beside allowedHosts). */
   replicaUrl?(): string | undefined;
+  /** Replicas share a secret: a request another one forwards counts as the client it saw (see ./replica-client.ts). */
+  replicas?: { sealer: Sealer; replicaId: string };
   /** Spans for each request (absent: tracing off). */
   tracing?: Tracing;
   /** What /healthz and /readyz say about the upstream (masked). */
@@ -103,7 +108,8 @@ export async function startHttpFront(opts: HttpFrontOptions): Promise<HttpFront>
     noteExchange(req, undefined, { refused: reason });
   };
   const hostOk = registerGuards(app, { path: listen.path, allowedHosts: listen.allowedHosts, allowedOrigins: listen.allowedOrigins, corsOrigins: listen.cors?.origins, replicaUrl: opts.replicaUrl });
-  registerAccessLog(app, (req) => routeOf(req) === listen.path, log, (method, era, status, seconds) => metrics.observeRequest(method, era, status, seconds));
+  if (opts.replicas) registerReplicaClient(app, { ...opts.replicas, log });
+  registerAccessLog(app, { logged: (req) => routeOf(req) === listen.path, address: clientAddress, log, observe: (method, era, status, seconds) => metrics.observeRequest(method, era, status, seconds) });
   if (listen.cors) {
     await app.register(cors, {
       origin: listen.cors.origins.includes('*') ? '*' : listen.cors.origins,

@@ -4,7 +4,7 @@
  * by replicas that share the secret. A session over a stdio upstream lives in one replica's
  * process; its token still names that replica, so the others can say where it is.
  */
-import type { Sealer } from '../../sealing/sealer.js';
+import { TokenTooLarge, type Sealer } from '../../sealing/sealer.js';
 
 export interface SessionClaims {
   /** The replica that started the session. */
@@ -36,7 +36,13 @@ export class SessionTokens {
   mint(claims: Omit<SessionClaims, 'replica' | 'issued'>, issued = Math.floor(Date.now() / 1000)): string {
     // An array, not an object: the token travels in a header on every request.
     const wire: WireClaims = [this.replica, claims.principal, issued, claims.upstream?.id ?? null, claims.upstream?.protocolVersion ?? null, claims.negotiation ?? null];
-    return this.sealer.seal('session', wire);
+    try {
+      return this.sealer.seal('session', wire);
+    } catch (err) {
+      if (!(err instanceof TokenTooLarge)) throw err;
+      // Too much to carry (a client's very large capabilities): the session stays here, and its token says where it lives.
+      return this.sealer.seal('session', [this.replica, claims.principal, issued, null, null, null] satisfies WireClaims);
+    }
   }
 
   /** The claims of a token this replica can read and that has not ended here, else undefined. */

@@ -16,6 +16,7 @@ import { modernUpstreamError, ProxyError, toJsonRpcError, URL_ELICITATION_REQUIR
 import { errorResponse, type Frame, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
 import { INPUT_METHODS, MODERN_METHODS, MODERN_VERSIONS, modernContext, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/eras.js';
 import { traceContextOf } from '../../ops/trace-context.js';
+import { refusedUrlElicitations, refusedUrlError } from '../../mcp/url-elicitation.js';
 import type { Sealer } from '../../sealing/sealer.js';
 import type { McpResult } from '../../transformers/contract.js';
 import type { UpstreamPool } from '../../upstream/pool.js';
@@ -223,6 +224,11 @@ export class ModernHandler {
       const { outcome } = step;
       if ('failure' in outcome) throw outcome.failure;
       const res = outcome.response;
+      const unsafe = refusedUrlElicitations(res.error);
+      if (unsafe) {
+        this.opts.log.warn({ method: req.method, reason: unsafe }, "refused an upstream's -32042 answer");
+        throw refusedUrlError(unsafe);
+      }
       if (res.error?.code === URL_ELICITATION_REQUIRED && INPUT_METHODS.has(req.method)) {
         const round = this.rounds.urlRound(req, ctx, res.error.data);
         if (round) return { result: round };

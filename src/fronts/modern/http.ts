@@ -14,6 +14,9 @@ import type { ModernEndpoint, Post } from '../http/server.js';
 import type { ModernHandler } from './handler.js';
 import { Cancellation } from './reply.js';
 import { FORWARDED_HEADER, forwardToOwner } from './forward.js';
+import { clientAddress } from '../http/client-key.js';
+import { sealClient } from '../http/replica-client.js';
+import type { Sealer } from '../../sealing/sealer.js';
 import { checkModernHeaders, checkParamHeaders } from './headers.js';
 
 /** Serves the POSTs the era classifier calls modern. */
@@ -21,6 +24,8 @@ export class ModernHttp implements ModernEndpoint {
   constructor(
     private readonly handler: ModernHandler,
     private readonly slowReaders: SlowReaderLimits,
+    /** Seals the client's address for a replica a request is forwarded to. */
+    private readonly sealer: Sealer,
   ) {}
 
   async post(req: FastifyRequest, reply: FastifyReply, { frames, batch, mode, who }: Post): Promise<unknown> {
@@ -42,7 +47,7 @@ export class ModernHttp implements ModernEndpoint {
       return sendError(reply, err, msg.id, 'modern');
     }
     const owner = req.headers[FORWARDED_HEADER] === undefined ? handler.ownerElsewhere(msg, ctx) : undefined;
-    if (owner) return forwardToOwner(owner, msg.id, req, reply, handler.replicaId, handler.log);
+    if (owner) return forwardToOwner(owner, msg.id, req, reply, { replica: handler.replicaId, client: sealClient(this.sealer, clientAddress(req), owner.replica) }, handler.log);
     takeOver(reply);
     let headers: Record<string, string> = {};
     const channel = new PostReply(reply.raw, () => headers, mode, false, STREAM_AFTER_MS, this.slowReaders);

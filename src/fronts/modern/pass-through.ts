@@ -13,9 +13,10 @@ import type { Logger } from 'pino';
 import type { FilterChain } from '../../core/filters.js';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import { errorResponse, isObject, METHOD_NOT_FOUND, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
-import type { Sealer } from '../../sealing/sealer.js';
+import { TokenTooLarge, type Sealer } from '../../sealing/sealer.js';
 import { CACHEABLE_METHODS, META, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/eras.js';
 import { targetOf } from '../../mcp/requests.js';
+import { refusedInputRequests, refusedUrlElicitations, refusedUrlError } from '../../mcp/url-elicitation.js';
 import { traceContextOf } from '../../ops/trace-context.js';
 import type { McpResult } from '../../transformers/contract.js';
 import type { UpstreamServer } from '../../upstream/era.js';
@@ -66,6 +67,12 @@ export class PassThrough {
     // The upstream refused the proxy's own credentials (upstream.headers): nothing the client can fix.
     if (status === 401 || status === 403) throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream refused the proxy's credentials (HTTP ${status}); check upstream.headers`);
     const msg = frame.msg as JsonRpcResponse;
+    // Input requests ride in an input_required round, and in a task's status (tasks/get) too.
+    const unsafe = msg.error ? refusedUrlElicitations(msg.error) : refusedInputRequests(msg.result?.inputRequests);
+    if (unsafe) {
+      this.o.log.warn({ method: req.method, reason: unsafe }, 'refused an upstream answer that asks the client to open a URL');
+      throw refusedUrlError(unsafe);
+    }
     if (msg.error) {
       const annotated = negotiation.annotateError(msg.error, check?.scope);
       // The server's status; over stdio there is none, and an unknown method is still a 404 on HTTP.
@@ -96,7 +103,14 @@ export class PassThrough {
    * the proxy's credentials, so it cannot tell one principal's retry from another's.
    */
   private sealState(state: unknown, ctx: ModernContext): string {
-    return this.o.sealer.seal('upstreamState', { p: ctx.principal ?? '', s: state });
+    try {
+      return this.o.sealer.seal('upstreamState', { p: ctx.principal ?? '', s: state });
+    } catch (err) {
+      if (!(err instanceof TokenTooLarge)) throw err;
+      // Said now, to this round's request, and as the server's doing: the client's retry could only be refused.
+      this.o.log.warn({ bytes: err.bytes, maxBytes: err.maxBytes }, "the upstream's requestState is too large for the proxy to carry; the input round is answered with an error");
+      throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream server sent a requestState of ${err.bytes} bytes, more than the proxy can carry to the client and back (at most ${err.maxBytes}): this input round cannot be relayed. The server's operator can keep its requestState smaller.`);
+    }
   }
 
   /** The request with the server's own requestState back in it; refuses a state that is not the proxy's or was given to another principal. */
