@@ -65,7 +65,7 @@ describe('a hostile upstream', () => {
     let proxy: Running;
     const started = async () => (proxy ??= await startProxy(['--upstream', await upstream()]));
 
-    it('a deep progress notification or log message costs only itself: the calls of both eras complete', async () => {
+    it('a deep progress notification or log message costs only itself: modern calls complete', async () => {
       const { url } = await started();
       const progress = await modernCall(url, 1, 'tools/call', { name: 'deep_progress', arguments: {}, _meta: { progressToken: 'p1' } });
       expect(progress.result?.content[0].text, JSON.stringify(progress)).toBe('survived: deep_progress');
