@@ -8,16 +8,8 @@
  */
 import { isUtf8 } from 'node:buffer';
 import type { Frame, JsonRpcId, JsonRpcResponse } from './message.js';
-import { scanValue, skipSpace, TOO_DEEP } from './strict-json.js';
+import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, OPEN_ARRAY, OPEN_OBJECT, QUOTE, scanValue, skipSpace, TOO_DEEP } from './strict-json.js';
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_OBJECT = 0x7b;
-const CLOSE_OBJECT = 0x7d;
-const OPEN_ARRAY = 0x5b;
-const CLOSE_ARRAY = 0x5d;
-const COMMA = 0x2c;
-const COLON = 0x3a;
 const JSONRPC_2 = Buffer.from('"2.0"');
 
 /** What reading an answer's envelope gave: the answer as a lazy frame, or the request it answered unusably (not JSON, or nested deeper than allowed). */

@@ -8,14 +8,15 @@
  * function that ever reads past the end).
  */
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_OBJECT = 0x7b;
-const CLOSE_OBJECT = 0x7d;
-const OPEN_ARRAY = 0x5b;
-const CLOSE_ARRAY = 0x5d;
-const COMMA = 0x2c;
-const COLON = 0x3a;
+/** The bytes of JSON's structure (envelope.ts reads with them too). */
+export const QUOTE = 0x22;
+export const BACKSLASH = 0x5c;
+export const OPEN_OBJECT = 0x7b;
+export const CLOSE_OBJECT = 0x7d;
+export const OPEN_ARRAY = 0x5b;
+export const CLOSE_ARRAY = 0x5d;
+export const COMMA = 0x2c;
+export const COLON = 0x3a;
 const MINUS = 0x2d;
 const PLUS = 0x2b;
 const DOT = 0x2e;
