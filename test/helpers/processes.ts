@@ -12,9 +12,16 @@ export const PROXY_MAIN = `${ROOT}dist/main.js`;
 export const EVERYTHING_MAIN = `${ROOT}node_modules/@modelcontextprotocol/server-everything/dist/index.js`;
 const TSX = ['--import', 'tsx'];
 
-/** argv that runs a fixture from test/fixtures: TypeScript by its name, JavaScript by its file name (`name.mjs`). */
+/** The virtual environment's Python, with the Python MCP software the tests use (test/python/setup.sh makes it; `npm test` runs that). */
+export const PYTHON = `${ROOT}.venv/bin/python`;
+
+/** argv that runs a fixture from test/fixtures: TypeScript by its name, JavaScript and Python by their file names (`name.mjs`, `python/name.py`). */
 export function fixtureArgv(name: string, ...args: string[]): string[] {
   if (name.endsWith('.mjs')) return [process.execPath, `${ROOT}test/fixtures/${name}`, ...args];
+  if (name.endsWith('.py')) {
+    if (!existsSync(PYTHON)) throw new Error(`${PYTHON} is missing: run sh test/python/setup.sh (npm test does) to install the Python test servers`);
+    return [PYTHON, `${ROOT}test/fixtures/${name}`, ...args];
+  }
   return [process.execPath, ...TSX, `${ROOT}test/fixtures/${name}.ts`, ...args];
 }
 export const EVERYTHING_STDIO = [process.execPath, EVERYTHING_MAIN, 'stdio'];

@@ -1,0 +1,28 @@
+/**
+ * Python servers as people write them, behind the proxy: FastMCP 4 and the official Python SDK
+ * (test/fixtures/python, installed into .venv by test/python/setup.sh), over stdio and HTTP. A
+ * client that declares nothing gets what the server answered.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { connectDirect, connectViaProxy } from '../helpers/clients.js';
+import { commandLine, fixtureArgv, startHttpFixture, stopAll } from '../helpers/processes.js';
+
+const SERVERS = ['python/fastmcp_server.py', 'python/sdk_server.py'];
+
+describe.each(SERVERS)('%s behind the proxy', (server) => {
+  afterAll(stopAll);
+
+  it.each(['stdio', 'http'] as const)('over %s, lists and calls its tools as directly', async (transport) => {
+    const upstream = transport === 'stdio' ? { argv: fixtureArgv(server) } : { url: (await startHttpFixture(server)).url };
+    const direct = await connectDirect(upstream);
+    const proxied = await connectViaProxy('http', 'url' in upstream ? upstream.url : commandLine(upstream.argv), ['--upstream-era', 'legacy']);
+    try {
+      expect((await proxied.client.listTools()).tools).toEqual((await direct.client.listTools()).tools);
+      const call = { name: 'weather_json', arguments: { city: 'Bern' } };
+      expect(await proxied.client.callTool(call)).toEqual(await direct.client.callTool(call));
+    } finally {
+      await direct.close();
+      await proxied.close();
+    }
+  });
+});
