@@ -2,11 +2,13 @@
  * Tags for clients that cannot declare them, end to end through the built CLI in front of the
  * demo server: the MCP-Features header (legacy sessions at initialize, modern requests each
  * time), `--stdio --features`, profiles chosen by credential and by endpoint path (with a
- * variant), `mcp-remote --header` as Claude Desktop runs it, and the client's own declaration
- * winning each axis it names. The access log says which profile and tags applied.
+ * variant), `mcp-remote --header` as Claude Desktop runs it, the Python SDK and FastMCP clients
+ * running the snippets of docs/declaring-tags.md, and the client's own declaration winning each
+ * axis it names. The access log says which profile and tags applied.
  */
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernHttpTransport } from '@modelcontextprotocol/client';
@@ -14,8 +16,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { extractBlocks } from '../helpers/doc-blocks.js';
 import { rawPost } from '../helpers/raw.js';
-import { logEntries, logged, PROXY_MAIN, ROOT, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { eventually, logEntries, logged, PROXY_MAIN, PYTHON, ROOT, startProxy, stopAll, type Running } from '../helpers/processes.js';
 
 const EXTENSION = 'io.modelcontextprotocol/content-negotiation';
 const MODERN = '2026-07-28';
@@ -122,6 +125,32 @@ describe('the MCP-Features header', () => {
     await logged(proxy, (e) => e.msg === 'MCP-Features header: invalid feature tag ignored' && e.tag === 'Format=JSON', 5000, 'the warning about the malformed tag');
     const huge = await legacyClient(proxy.url, { 'MCP-Features': `format=json,${'x'.repeat(5000)}` });
     expect(await huge.callTool(CALL)).toEqual(direct);
+  });
+});
+
+describe('the Python clients, as docs/declaring-tags.md shows them', () => {
+  let proxy: Running;
+  beforeAll(async () => {
+    proxy = await startProxy(['--log-level', 'info']);
+  }, 30_000);
+  const doc = readFileSync(`${ROOT}docs/declaring-tags.md`, 'utf8');
+  const snippets = extractBlocks('docs/declaring-tags.md', doc).filter((b) => b.lang === 'python');
+
+  it('has snippets for the Python SDK and for FastMCP, declaring the extension and sending the header', () => {
+    expect(snippets.map((b) => /^from (mcp|fastmcp) import Client$/m.exec(b.code)?.[1])).toEqual(['mcp', 'fastmcp', 'fastmcp']);
+    expect(snippets.filter((b) => b.code.includes('advertise(')).length).toBe(2);
+    expect(snippets.filter((b) => b.code.includes('MCP-Features')).length).toBe(1);
+  });
+
+  it.each([0, 1, 2])('snippet %i gets structuredContent, negotiated in the 2026-07-28 era', async (i) => {
+    const modernCall = (e: any) => e.msg === 'request' && e.era === 'modern' && e.rpc === 'tools/call' && e.tags?.includes('format=json');
+    const before = logEntries(proxy).filter(modernCall).length;
+    const dir = mkdtempSync(join(tmpdir(), 'python-client-'));
+    const file = join(dir, 'client.py');
+    writeFileSync(file, snippets[i].code.replace('http://127.0.0.1:8080/mcp', proxy.url));
+    const stdout = await new Promise<string>((resolve, reject) => execFile(PYTHON, [file], { timeout: 60_000 }, (err, out, errOut) => (err ? reject(new Error(`${err.message}\n${errOut}`)) : resolve(out))));
+    expect(JSON.parse(stdout.trim())).toMatchObject({ title: 'Current Weather in Bern', temperature_c: expect.any(Number) });
+    await eventually(() => logEntries(proxy).filter(modernCall).length > before, 5000, 'the access log line of its modern call, with its tags');
   });
 });
 
