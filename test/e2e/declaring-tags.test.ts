@@ -30,9 +30,9 @@ const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 const open: Array<{ close(): Promise<void> }> = [];
 
 /** A v1 (legacy) client on `url` that declares no extension, sending `headers` on every request. */
-async function legacyClient(url: string, headers: Record<string, string> = {}, features?: string[]): Promise<Client> {
+async function legacyClient(url: string, headers: Record<string, string> = {}, features?: string[], name = 'a-host'): Promise<Client> {
   const capabilities = features ? { extensions: { [EXTENSION]: { version: '1.0', features } } } : {};
-  const client = new Client({ name: 'a-host', version: '1.0.0' }, { capabilities: capabilities as never });
+  const client = new Client({ name, version: '1.0.0' }, { capabilities: capabilities as never });
   await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
   open.push(client);
   return client;
@@ -192,6 +192,9 @@ describe('profiles chosen by credential and by path', () => {
         '    features: [format=json]',
         '    variant: weather',
         '    path: /mcp/weather',
+        '  editors:',
+        '    features: [format=json]',
+        "    clientNames: ['An Editor*']",
       ].join('\n'),
     );
     proxy = await startProxy(['--config', config, '--log-level', 'info']);
@@ -218,6 +221,12 @@ describe('profiles chosen by credential and by path', () => {
     const agent = await legacyClient(url, bearer(TOKENS.agent));
     await agent.callTool(CALL);
     await logged(proxy, (e) => e.msg === 'request' && e.rpc === 'tools/call' && e.profile === 'weather-agents (path /mcp/weather)' && e.principal === 'token:agent-bot', 5000, 'the access log naming the path profile');
+  });
+
+  it('the profile of a client name applies to clients that give that clientInfo.name', async () => {
+    const editor = await legacyClient(proxy.url, bearer(TOKENS.other), undefined, 'An Editor 1.9');
+    expect(shaped(await editor.callTool(CALL))).toMatchObject({ temperature_c: expect.any(Number) });
+    await logged(proxy, (e) => e.msg === 'request' && e.rpc === 'tools/call' && e.profile === 'editors (client name "An Editor 1.9")', 5000, 'the access log naming the client-name profile');
   });
 
   it('modern requests get the profile of their principal too', async () => {
