@@ -199,7 +199,7 @@ class ProxyGateway implements Gateway {
       this.observers.countTokens(next.contentNegotiation.tokens).catch((err: Error) => log.error({ err: err.message }, 'token counting could not start'));
     }
     // What needs a restart is not in effect: it stays as it was, and is reported again next time.
-    this.running = { ...next, ...Object.fromEntries(changes.restart.map((key) => [key, running[key as keyof Config]])) };
+    this.running = { ...next, ...Object.fromEntries(changes.restart.filter((key) => key in running).map((key) => [key, running[key as keyof Config]])) };
     return changes;
   }
 
