@@ -60,6 +60,10 @@ describe('assigned tags (the MCP-Features header, a profile)', () => {
     const many = parseTagList(Array.from({ length: 70 }, (_, i) => `t${i}`).join(','));
     expect(many.tags.length).toBe(64);
     expect(many.ignored.map((i) => i.reason)).toEqual(Array(6).fill('more than 64 tags'));
+    // Each ignored item is a log line: eight are named, the rest counted.
+    const flood = parseTagList(',A'.repeat(2000));
+    expect(flood.ignored.length).toBe(9);
+    expect(flood.ignored[8]).toEqual({ tag: '…', reason: '1992 more items ignored (malformed, or more than 64 tags)' });
     const long = parseTagList(`agent,${'x'.repeat(MAX_FEATURES_HEADER_LENGTH)}`);
     expect(long.tags).toEqual([]);
     expect(long.ignored[0].reason).toMatch(/ignored whole/);

@@ -123,6 +123,8 @@ export function parseFeatures(raw: unknown, capabilities: Record<string, unknown
 
 /** The longest MCP-Features header read: room for MAX_TAGS tags of a usual length; a longer one is ignored whole. */
 export const MAX_FEATURES_HEADER_LENGTH = 4096;
+/** Ignored items of a list named one by one, at most (each is a log line); the rest are counted. */
+const MAX_IGNORED_NAMED = 8;
 
 export interface ParsedTagList {
   /** Well-formed tags, as written (at most MAX_TAGS). */
@@ -138,17 +140,21 @@ export interface ParsedTagList {
 export function parseTagList(value: string): ParsedTagList {
   if (value.length > MAX_FEATURES_HEADER_LENGTH) return { tags: [], ignored: [{ tag: `${value.slice(0, 40)}…`, reason: `longer than ${MAX_FEATURES_HEADER_LENGTH} characters: ignored whole` }] };
   const out: ParsedTagList = { tags: [], ignored: [] };
+  // Each ignored item is a log line: a few are named, the rest counted.
+  let unnamed = 0;
+  const ignore = (raw: string, reason: string) => (out.ignored.length < MAX_IGNORED_NAMED ? out.ignored.push({ tag: raw.slice(0, MAX_TAG_LENGTH + 8), reason }) : unnamed++);
   for (const item of value.split(',')) {
     const raw = item.trim();
     if (raw === '') continue;
     if (out.tags.length >= MAX_TAGS) {
-      out.ignored.push({ tag: raw.slice(0, MAX_TAG_LENGTH + 8), reason: `more than ${MAX_TAGS} tags` });
+      ignore(raw, `more than ${MAX_TAGS} tags`);
       continue;
     }
     const tag = parseTag(raw);
-    if ('invalid' in tag) out.ignored.push({ tag: raw.slice(0, MAX_TAG_LENGTH + 8), reason: tag.invalid });
+    if ('invalid' in tag) ignore(raw, tag.invalid);
     else out.tags.push(raw);
   }
+  if (unnamed) out.ignored.push({ tag: '…', reason: `${unnamed} more items ignored (malformed, or more than ${MAX_TAGS} tags)` });
   return out;
 }
 
