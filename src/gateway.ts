@@ -13,6 +13,7 @@ import { describeUpstream, resolveUpstream } from './config/upstream.js';
 import { builtinChain, type FilterChain, type FiltersSnapshot } from './core/filters.js';
 import { HELD_KINDS, HeldBytes } from './core/held-bytes.js';
 import { LegacyRelays } from './core/legacy-relays.js';
+import { Profiles } from './core/profiles.js';
 import type { Filter } from './extensions/contract.js';
 import type { OutputSchemas } from './extensions/content-negotiation/filter.js';
 import { VariantCatalog } from './extensions/server-variants/scope.js';
@@ -198,7 +199,7 @@ class ProxyGateway implements Gateway {
       this.observers.countTokens(next.contentNegotiation.tokens).catch((err: Error) => log.error({ err: err.message }, 'token counting could not start'));
     }
     // What needs a restart is not in effect: it stays as it was, and is reported again next time.
-    this.running = { ...next, ...Object.fromEntries(changes.restart.map((key) => [key, running[key as keyof Config]])) };
+    this.running = { ...next, ...Object.fromEntries(changes.restart.filter((key) => key in running).map((key) => [key, running[key as keyof Config]])) };
     return changes;
   }
 
@@ -208,7 +209,7 @@ class ProxyGateway implements Gateway {
 
   private buildFilters(rules: CompiledRule[], settings: Config): FilterChain {
     const { metrics, observers } = this;
-    return builtinChain({ rules, variants: new VariantCatalog(settings.serverVariants), limits: settings.contentNegotiation.limits, counters: metrics.counters, observeStep: observers.step, observeTokens: observers.tokens, outputSchemas: this.outputSchemas, extra: this.deps.filters });
+    return builtinChain({ rules, variants: new VariantCatalog(settings.serverVariants), profiles: new Profiles(settings.profiles), limits: settings.contentNegotiation.limits, counters: metrics.counters, observeStep: observers.step, observeTokens: observers.tokens, outputSchemas: this.outputSchemas, extra: this.deps.filters });
   }
 
   /**
@@ -283,6 +284,7 @@ class ProxyGateway implements Gateway {
     });
     this.http = await startHttpFront({
       listen: config.listen,
+      profilePaths: Object.values(config.profiles).flatMap((p) => (p.path === undefined ? [] : [p.path])),
       legacy: this.legacySessions,
       modern: this.modern && new ModernHttp(this.modern.handler, slowReaders, this.sealer),
       limits,

@@ -12,6 +12,7 @@ import { loadConfig } from './config/load.js';
 import { configJsonSchema } from './config/schema.js';
 import { checkConfig } from './cli/check.js';
 import { explain } from './cli/explain.js';
+import { Profiles } from './core/profiles.js';
 import { hashToken } from './fronts/http/auth.js';
 import { watchConfigFile } from './config/reload.js';
 import { createGateway } from './gateway.js';
@@ -28,8 +29,9 @@ async function main(): Promise<number> {
   if (request.command === 'hash-token') return print(tokenAndHash(request.token));
 
   if (request.command === 'explain') {
-    const rules = await loadRules(loadConfig({ file: request.configFile, overrides: request.overrides }).contentNegotiation, request.configFile);
-    return print(await explain(rules, request.explain!));
+    const config = loadConfig({ file: request.configFile, overrides: request.overrides });
+    const rules = await loadRules(config.contentNegotiation, request.configFile);
+    return print(await explain(rules, request.explain!, new Profiles(config.profiles)));
   }
   // `validate` reports every problem of the config (schema, plugins, rules, what a start would refuse); serving refuses exactly those.
   const { config, rules, warnings } = await checkConfig(request.configFile, request.overrides);

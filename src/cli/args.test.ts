@@ -67,18 +67,30 @@ describe('parseCli', () => {
     expect(message(['validate', '--fail-fats'])).toContain('(did you mean --fail-fast?)');
     expect(message(['explain', '--featurs', 'agent'])).toContain('(did you mean --features?)');
     expect(message(['--bogus'])).not.toContain('did you mean');
-    expect(message(['--featurs', 'agent'])).not.toContain('did you mean'); // close only to an option serving does not take
+    expect(message(['--metod', 'tools/call'])).not.toContain('did you mean'); // close only to an option serving does not take
   });
 
   it('lists only the options of the command being run, and refuses another command\'s options', () => {
     const options = /\nOptions: (.*)\n/.exec(message(['--bogus']))![1].split(', ');
     expect(options).toEqual(expect.arrayContaining(['--upstream', '--host', '--fail-fast', '--fail-fast-timeout', '--config', '--help']));
-    for (const flag of ['--features', '--method', '--name', '--input']) expect(options).not.toContain(flag);
-    expect(() => parseCli(['explain', '--bogus'], {})).toThrow(/\nOptions of explain: --config, --features, --method, --name, --input, --help, --version\n/);
-    expect(() => parseCli(['--features', 'agent'], {})).toThrow(/^--features is not an option of serving; it belongs to explain\nOptions: --upstream/);
+    for (const flag of ['--method', '--name', '--input', '--principal']) expect(options).not.toContain(flag);
+    expect(() => parseCli(['explain', '--bogus'], {})).toThrow(/\nOptions of explain: --config, --features, --method, --name, --input, --principal, --path, --client-name, --features-header, --help, --version\n/);
+    expect(() => parseCli(['--method', 'tools/call'], {})).toThrow(/^--method is not an option of serving; it belongs to explain\nOptions: --upstream/);
     expect(() => parseCli(['explain', '--upstream', 'x'], {})).toThrow(/^--upstream is not an option of explain; it belongs to serving and validate\n/);
     expect(() => parseCli(['schema', '--config', 'a.yaml'], {})).toThrow(/it belongs to serving, validate and explain\nOptions of schema: --help, --version\n/);
     // validate takes serving's options: it checks the start that command line would make.
     expect(parseCli(['validate', '--host', '0.0.0.0', '--allow-unauthenticated'], {}).overrides).toMatchObject({ listen: { host: '0.0.0.0' }, auth: { allowUnauthenticated: true } });
+  });
+
+  it('--features and MCP_PROXY_FEATURES give every client tags (the default profile); a malformed tag is a usage error', () => {
+    expect(parseCli(['--stdio', '--features', 'agent, format=json'], {}).overrides.profiles).toEqual({ default: { features: ['agent', 'format=json'] } });
+    expect(parseCli([], { MCP_PROXY_FEATURES: 'human' }).overrides.profiles).toEqual({ default: { features: ['human'] } });
+    expect(parseCli(['--features', 'agent'], { MCP_PROXY_FEATURES: 'human' }).overrides.profiles).toEqual({ default: { features: ['agent'] } });
+    expect(parseCli([], {}).overrides.profiles).toBeUndefined();
+    expect(() => parseCli(['--features', 'agent,Format=JSON'], {})).toThrow(/^--features \(MCP_PROXY_FEATURES\): "Format=JSON": does not match/);
+    // explain's --features are what the client declares; the variable still sets the default profile.
+    const explained = parseCli(['explain', '--features', 'format=text', '--principal', 'token:ci', '--features-header', 'agent'], { MCP_PROXY_FEATURES: 'verbosity=compact' });
+    expect(explained.explain).toMatchObject({ features: ['format=text'], arrival: { principal: 'token:ci', featuresHeader: 'agent' } });
+    expect(explained.overrides.profiles).toEqual({ default: { features: ['verbosity=compact'] } });
   });
 });

@@ -4,6 +4,8 @@
  */
 import { parseArgs } from 'node:util';
 import { UsageError } from '../jsonrpc/errors.js';
+import { DEFAULT_PROFILE } from '../config/schema-profiles.js';
+import { parseTagList } from '../mcp/features.js';
 import { closest } from './suggest.js';
 
 export const HELP = `mcp-negotiate-proxy: a negotiating reverse proxy in front of an existing MCP server
@@ -20,8 +22,12 @@ Usage:
                                                 one when none is given)
   mcp-negotiate-proxy explain [--config <file>] --features agent,format=json
                       [--method tools/call] [--name get_weather] [--input result.json]
+                      [--principal <p>] [--path <path>] [--client-name <name>]
+                      [--features-header <tags>]
                                                 show which rules match and what they make of a
-                                                result (a file, or a built-in sample), offline
+                                                result (a file, or a built-in sample), offline;
+                                                --features: what the client declares; the others:
+                                                how it arrives (its profile, its MCP-Features header)
 
 Options:
   --upstream <cmd|url>     the server behind the proxy: a command line that starts a stdio server
@@ -32,6 +38,9 @@ Options:
                            legacy or modern                            env: MCP_PROXY_UPSTREAM_ERA
   --stdio                  be a stdio server (for clients that spawn the proxy) instead of
                            listening on HTTP                           env: MCP_PROXY_STDIO=1
+  --features <tags>        feature tags for every client, on the axes its own declaration leaves
+                           open (agent,format=json): for hosts that cannot declare them
+                           (profiles.default.features)                 env: MCP_PROXY_FEATURES
   --host <addr>            interface to bind (default 127.0.0.1)       env: MCP_PROXY_HOST
                            a non-loopback address needs authentication (auth.tokens or
                            auth.jwt in the config) or --allow-unauthenticated
@@ -90,6 +99,10 @@ const OPTIONS = {
   'log-level': { type: 'string' },
   'log-format': { type: 'string' },
   features: { type: 'string' },
+  'features-header': { type: 'string' },
+  principal: { type: 'string' },
+  path: { type: 'string' },
+  'client-name': { type: 'string' },
   method: { type: 'string' },
   name: { type: 'string' },
   input: { type: 'string' },
@@ -102,12 +115,12 @@ const DEFAULT_FAIL_FAST_TIMEOUT_MS = 30_000;
 
 type Flag = keyof typeof OPTIONS;
 /** Serving's options; `validate` takes the same, so that it checks the very start a command line would make. */
-const SERVE_FLAGS: Flag[] = ['upstream', 'upstream-era', 'stdio', 'host', 'allow-unauthenticated', 'port', 'config', 'env', 'fail-fast', 'fail-fast-timeout', 'request-timeout', 'log-level', 'log-format', 'help', 'version'];
+const SERVE_FLAGS: Flag[] = ['upstream', 'upstream-era', 'stdio', 'features', 'host', 'allow-unauthenticated', 'port', 'config', 'env', 'fail-fast', 'fail-fast-timeout', 'request-timeout', 'log-level', 'log-format', 'help', 'version'];
 /** The options each command takes (help and version take them all). */
 const FLAGS_OF: Record<Exclude<CliCommand, 'help' | 'version'>, Flag[]> = {
   serve: SERVE_FLAGS,
   validate: SERVE_FLAGS,
-  explain: ['config', 'features', 'method', 'name', 'input', 'help', 'version'],
+  explain: ['config', 'features', 'method', 'name', 'input', 'principal', 'path', 'client-name', 'features-header', 'help', 'version'],
   schema: ['help', 'version'],
   'hash-token': ['help', 'version'],
 };
@@ -125,8 +138,8 @@ export interface CliRequest {
   failFastTimeoutMs: number;
   /** For `hash-token`. */
   token?: string;
-  /** For `explain`. */
-  explain?: { features: string[]; method: string; name?: string; input?: string };
+  /** For `explain`: the client's declared tags, the request, and how the client arrives. */
+  explain?: { features: string[]; method: string; name?: string; input?: string; arrival: { principal: string; path?: string; clientName?: string; featuresHeader?: string } };
 }
 
 export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
@@ -160,6 +173,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
       port: integer(pick(values.port, 'MCP_PROXY_PORT'), '--port'),
     },
     timeouts: { requestMs: integer(pick(values['request-timeout'], 'MCP_PROXY_REQUEST_TIMEOUT'), '--request-timeout') },
+    profiles: defaultFeatures(command === 'explain' ? pick(undefined, 'MCP_PROXY_FEATURES') : pick(values.features, 'MCP_PROXY_FEATURES')),
     logLevel: pick(values['log-level'], 'MCP_PROXY_LOG_LEVEL'),
     logFormat: pick(values['log-format'], 'MCP_PROXY_LOG_FORMAT'),
     modern: { stateSecret: pick(undefined, 'MCP_PROXY_STATE_SECRET') },
@@ -173,7 +187,13 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
     },
   };
   const explain = command === 'explain'
-    ? { features: (values.features ?? '').split(',').map((f) => f.trim()).filter(Boolean), method: values.method ?? 'tools/call', name: values.name, input: values.input }
+    ? {
+        features: (values.features ?? '').split(',').map((f) => f.trim()).filter(Boolean),
+        method: values.method ?? 'tools/call',
+        name: values.name,
+        input: values.input,
+        arrival: { principal: values.principal ?? '', path: values.path, clientName: values['client-name'], featuresHeader: values['features-header'] },
+      }
     : undefined;
   const failFast = values['fail-fast'] ?? truthy(env.MCP_PROXY_FAIL_FAST) ?? false;
   // A flag that would change nothing is a mistake; the variable may sit in an environment shared by both ways of starting.
@@ -214,6 +234,14 @@ function refuseForeignOptions(command: keyof typeof FLAGS_OF, tokens: Array<{ ki
 function optionsOf(command: keyof typeof FLAGS_OF): string {
   const flags = FLAGS_OF[command].map((name) => `--${name}`).join(', ');
   return `${command === 'serve' ? 'Options' : `Options of ${command}`}: ${flags}\nRun with --help for what each one does.`;
+}
+
+/** `--features` / MCP_PROXY_FEATURES as the default profile's tags; a malformed tag is a usage error (it would be a config error without the flag's name). */
+function defaultFeatures(value: string | undefined): Record<string, unknown> | undefined {
+  if (value === undefined) return undefined;
+  const { tags, ignored } = parseTagList(value);
+  if (ignored.length) throw new UsageError(`--features (MCP_PROXY_FEATURES): ${ignored.map((i) => `"${i.tag}": ${i.reason}`).join('; ')}. Write tags separated by commas: agent,format=json,!interactive`);
+  return { [DEFAULT_PROFILE]: { features: tags } };
 }
 
 /** `--env NAME=VALUE` or `--env NAME` (the proxy's own value, like `docker run -e`). */

@@ -8,7 +8,7 @@ import { exposureProblem } from '../fronts/http/auth.js';
 import { ConfigError, RuleError } from '../jsonrpc/errors.js';
 import { isObject } from '../jsonrpc/message.js';
 import type { CompiledRule } from '../rules/compile.js';
-import { ruleTagWarnings } from '../rules/tags.js';
+import { profileTagWarnings, ruleTagWarnings } from '../rules/tags.js';
 import { loadConfig, locateProblems } from '../config/load.js';
 import { loadRules } from '../config/rules.js';
 import { negotiationSchema, type Config } from '../config/schema.js';
@@ -46,7 +46,7 @@ export async function checkConfig(file: string | undefined, overrides: Record<st
   }
   if (config) problems.push(...startProblems(config, file, overrides));
   if (problems.length) throw new ConfigError(problems);
-  const warnings = ruleTagWarnings(config!.contentNegotiation.rules);
+  const warnings = [...ruleTagWarnings(config!.contentNegotiation.rules), ...profileTagWarnings(config!.profiles, rules)];
   return { config: config!, rules, warnings: file ? locateProblems(file, warnings) : warnings };
 }
 

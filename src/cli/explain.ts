@@ -1,11 +1,15 @@
 /**
  * `mcp-negotiate-proxy explain`: which rules match a client's feature tags for one method and
- * name, in order, and what they make of a result, without any upstream. The result comes from
- * a JSON file (`--input`, a result object or a whole JSON-RPC response) or a built-in sample.
+ * name, in order, and what they make of a result, without any upstream. The tags are the
+ * client's own (`--features`) layered over those it is assigned: its profile (chosen by how it
+ * arrives: `--principal`, `--path`, `--client-name`) and its MCP-Features header. The result
+ * comes from a JSON file (`--input`, a result object or a whole JSON-RPC response) or a built-in
+ * sample.
  */
 import { readFileSync } from 'node:fs';
 import pino from 'pino';
 import { UsageError } from '../jsonrpc/errors.js';
+import type { Arrival, Profiles } from '../core/profiles.js';
 import { parseFeatures, parseTag } from '../mcp/features.js';
 import { ruleMatches, runPipeline, type PipelineOutcome } from '../rules/run.js';
 import { tagsNotActedOn, unregisteredTag } from '../rules/tags.js';
@@ -19,6 +23,8 @@ export interface ExplainRequest {
   name?: string;
   input?: string;
   outputSchema?: Record<string, unknown>;
+  /** How the client arrives: what chooses its profile, and its MCP-Features header. */
+  arrival?: Arrival;
 }
 
 const SAMPLE_TEXT = [
@@ -54,12 +60,23 @@ function sample(method: string): McpResult {
   }
 }
 
-export async function explain(rules: CompiledRule[], req: ExplainRequest): Promise<string> {
-  const parsed = parseFeatures(req.features);
+export async function explain(rules: CompiledRule[], req: ExplainRequest, profiles?: Profiles): Promise<string> {
+  const assigned = profiles?.assign(req.arrival ?? { principal: '' });
+  const parsed = parseFeatures(req.features, {}, [], assigned?.tags);
   const lines: string[] = [];
+  const { principal, path, clientName } = req.arrival ?? { principal: '' };
+  if (assigned?.profile) lines.push(`profile: ${assigned.profile.name} (${assigned.profile.why})${assigned.variant ? `, variant ${assigned.variant}` : ''}`);
+  else if (principal || path || clientName) lines.push('profile: none (no profile is chosen for this client, and the config has no "default" profile)');
+  if (assigned?.header) lines.push(`MCP-Features header: ${assigned.header.tags.join(', ') || '(no valid tags)'}`);
+  for (const { tag, reason } of assigned?.header?.ignored ?? []) lines.push(`  ignored ${JSON.stringify(tag)}: ${reason}`);
+  if (assigned?.tags.length) {
+    lines.push(`assigned: ${assigned.tags.join(', ')} (the client's own tags win on each axis they name)`);
+    lines.push(`declared by the client: ${req.features.join(', ') || '(none)'}`);
+  }
+  for (const raw of parsed.overridden) lines.push(`  ${raw} (assigned) left out: the client's own declaration names ${raw.replace(/^!/, '').split(/!?=/)[0]}`);
   lines.push(`features: ${parsed.features.toTags().join(', ') || '(none)'}`);
   for (const { tag, reason } of parsed.ignored) lines.push(`  ignored ${JSON.stringify(tag)}: ${reason}`);
-  for (const raw of tagsNotActedOn(rules, parsed.accepted)) {
+  for (const raw of tagsNotActedOn(rules, [...parsed.accepted, ...(assigned?.tags ?? []).filter((t) => !parsed.overridden.includes(t))])) {
     const tag = parseTag(raw);
     const why = 'invalid' in tag ? undefined : unregisteredTag(tag);
     lines.push(`  warning: no rule acts on ${raw}${why ? ` (${why})` : ''}; results are not shaped for it`);

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { serverVariantsSchema } from '../extensions/server-variants/variants.js';
 import { ruleSchema } from '../rules/compile.js';
 import { DEFAULT_CLIENT_SESSIONS, listenSchema } from './schema-listen.js';
+import { profileProblems, profilesSchema } from './schema-profiles.js';
 
 /** Well above what real results nest (JSON Schemas, documents: a few dozen), well below what overflows the stack when written again (thousands). */
 export const UPSTREAM_MAX_JSON_DEPTH = 256;
@@ -296,10 +297,15 @@ export const configSchema = z
     tracing: withDefaults(tracingSchema),
     auth: withDefaults(authSchema),
     serverVariants: withDefaults(serverVariantsSchema).describe('Server variants (SEP-2053): ranked views of the upstream.'),
+    profiles: profilesSchema,
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level (logs always go to stderr).'),
     logFormat: z.enum(['json', 'pretty']).default('json').describe('json: one JSON object per line (for log collectors); pretty: coloured lines for humans.'),
   })
-  .strict();
+  .strict()
+  .superRefine((config, ctx) => {
+    const problems = profileProblems(config.profiles, { listenPath: config.listen.path, variantIds: config.serverVariants.variants.map((v) => v.id) });
+    for (const [path, message] of problems) ctx.addIssue({ code: 'custom', path, message });
+  });
 
 export type Config = z.infer<typeof configSchema>;
 export type UpstreamConfig = z.infer<typeof upstreamSchema>;

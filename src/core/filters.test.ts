@@ -6,6 +6,7 @@ import { VariantCatalog } from '../extensions/server-variants/scope.js';
 import { compileRules, ruleSchema } from '../rules/compile.js';
 import type { Transformer } from '../transformers/contract.js';
 import { builtinChain } from './filters.js';
+import { Profiles } from './profiles.js';
 
 const log = pino({ level: 'silent' });
 const NEGOTIATION = { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: 1, features: ['agent'] } } };
@@ -63,5 +64,30 @@ describe("learning a legacy session's tools", () => {
     } finally {
       vi.useRealTimers();
     }
+  });
+});
+
+describe('tags and a variant assigned to a session', () => {
+  const variants = () => new VariantCatalog(serverVariantsSchema.parse({ variants: [{ id: 'full', description: 'all' }, { id: 'lean', description: 'some', tools: { include: ['a'] } }] }));
+  const chain = () => builtinChain({ rules, variants: variants(), profiles: new Profiles({ agents: { features: ['format=json'], variant: 'lean', principals: ['token:ci'], clientNames: [] } }) });
+
+  it('are assigned at initialize (header and profile), kept in the snapshot, and restored by another replica', async () => {
+    const bound = chain().forSession(log, { principal: 'token:ci', featuresHeader: 'agent' });
+    bound.onInitialize({ capabilities: {}, clientInfo: { name: 'host' } });
+    expect(bound.tagsInEffect()).toEqual({ profile: { name: 'agents', why: 'principal token:ci' }, tags: ['agent', 'format=json'], overridden: [] });
+    const snapshot = JSON.parse(JSON.stringify(bound.snapshot()));
+    expect(snapshot.assigned).toEqual({ tags: ['agent', 'format=json'], variant: 'lean', profile: { name: 'agents', why: 'principal token:ci' } });
+    const restored = chain().restore(snapshot, log);
+    expect(restored.tagsInEffect()?.tags).toEqual(['agent', 'format=json']);
+    // The profile's variant is the session's when a request names none.
+    expect(restored.onRequest({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} })).toEqual({ scope: 'lean' });
+    expect(restored.onRequest({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'b' } })).toMatchObject({ error: { message: 'Unknown tool: b' } });
+    expect(restored.onRequest({ jsonrpc: '2.0', id: 3, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/server-variant': 'full' } } })).toMatchObject({ scope: 'full' });
+  });
+
+  it('a session token from elsewhere is input: malformed assigned tags are dropped', () => {
+    const restored = chain().restore({ client: {}, assigned: { tags: ['agent', 'Bad Tag', 7] as never, variant: 3 as never } }, log);
+    expect(restored.tagsInEffect()?.tags).toEqual(['agent']);
+    expect(restored.onRequest({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} })).toBeUndefined();
   });
 });

@@ -13,9 +13,12 @@ import { extensionsOf, type Filter, type FilterContext, type RequestVerdict, typ
 import { serverVariantsFilter } from '../extensions/server-variants/filter.js';
 import type { VariantCatalog } from '../extensions/server-variants/scope.js';
 import { SERVER_VARIANTS } from '../extensions/server-variants/variants.js';
+import { MAX_TAGS, NOTHING_ASSIGNED, parseTag, type Assigned } from '../mcp/features.js';
 import { targetOf } from '../mcp/requests.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { McpResult } from '../transformers/contract.js';
+import type { TagsNote } from '../ops/access-log.js';
+import { clientNameOf, Profiles, tagsInEffect, type Arrival } from './profiles.js';
 
 /**
  * What another replica needs to rebind a session's filters: the parts of the client's
@@ -24,37 +27,45 @@ import type { McpResult } from '../transformers/contract.js';
 export interface FiltersSnapshot {
   client: Record<string, unknown>;
   upstream?: Record<string, unknown>;
+  /** The tags and variant assigned at initialize (the header and the profile are not read again). */
+  assigned?: Pick<Assigned, 'tags' | 'variant' | 'profile'>;
 }
 
 /** The chain's verdict on a request: an error to answer, or the request rewritten and the variant (`scope`) its result is viewed in. */
 export type ChainVerdict = { error: JsonRpcErrorObject } | { request?: JsonRpcRequest; scope?: string } | undefined;
 
-/** The built-in filters (server variants, then content negotiation) over the config's rules and variants, then `extra`. */
-export function builtinChain(o: ContentNegotiationSetup & { variants: VariantCatalog; extra?: Filter[] }): FilterChain {
-  return new FilterChain([serverVariantsFilter(o.variants), contentNegotiationFilter(o), ...(o.extra ?? [])], o.counters);
+/** The built-in filters (server variants, then content negotiation) over the config's rules and variants, then `extra`; `profiles` assign tags and variants. */
+export function builtinChain(o: ContentNegotiationSetup & { variants: VariantCatalog; profiles?: Profiles; extra?: Filter[] }): FilterChain {
+  return new FilterChain([serverVariantsFilter(o.variants), contentNegotiationFilter(o), ...(o.extra ?? [])], o.counters, o.profiles);
 }
 
 export class FilterChain {
   constructor(
     readonly filters: Filter[],
     private readonly counters?: Metrics['counters'],
+    readonly profiles: Profiles = Profiles.NONE,
   ) {}
 
-  /** The chain for a legacy session: negotiated again when its initialize passes (see BoundFilters.onInitialize). */
-  forSession(log: Logger): BoundFilters {
-    return new BoundFilters(this, 'legacy', log, {});
+  /** The chain for a legacy session: negotiated again when its initialize passes (see BoundFilters.onInitialize), with what `arrival` is assigned. */
+  forSession(log: Logger, arrival?: Arrival): BoundFilters {
+    return new BoundFilters(this, 'legacy', log, {}, NOTHING_ASSIGNED, arrival);
   }
 
-  /** The chain for one modern request: its capabilities, and what the upstream said at the pooled session's initialize. */
-  forRequest(capabilities: Record<string, unknown>, upstream: McpResult, log: Logger): BoundFilters {
-    const bound = new BoundFilters(this, 'modern', log, capabilities);
+  /** The tags and variant a modern request is assigned (its header, its profile). */
+  assign(arrival: Arrival): Assigned {
+    return this.profiles.assign(arrival);
+  }
+
+  /** The chain for one modern request: its capabilities, what it is assigned, and what the upstream said at the pooled session's initialize. */
+  forRequest(capabilities: Record<string, unknown>, upstream: McpResult, log: Logger, assigned: Assigned = NOTHING_ASSIGNED): BoundFilters {
+    const bound = new BoundFilters(this, 'modern', log, capabilities, assigned);
     bound.learnUpstream(upstream);
     return bound;
   }
 
   /** A session's chain as another replica rebuilds it (see BoundFilters.snapshot). */
   restore(snapshot: FiltersSnapshot, log: Logger): BoundFilters {
-    const bound = new BoundFilters(this, 'legacy', log, isObject(snapshot.client) ? snapshot.client : {});
+    const bound = new BoundFilters(this, 'legacy', log, isObject(snapshot.client) ? snapshot.client : {}, restoredAssignment(snapshot.assigned));
     bound.learnUpstream({ capabilities: { extensions: isObject(snapshot.upstream) ? snapshot.upstream : {} } });
     return bound;
   }
@@ -80,19 +91,27 @@ export class BoundFilters {
   private states: unknown[] = [];
   private readonly snapshotted: FiltersSnapshot = { client: {} };
   private ask?: UpstreamAsk;
+  /** What the session or request was assigned beside its own declaration (see Profiles). */
+  assigned: Assigned = NOTHING_ASSIGNED;
+  private inEffect: TagsNote | undefined | null = null;
 
+  /** `arrival`: how a legacy session's client came, for the assignment made at its initialize. */
   constructor(
     private readonly chain: FilterChain,
     private readonly era: Era,
     private readonly log: Logger,
     capabilities: Record<string, unknown>,
+    assigned: Assigned = NOTHING_ASSIGNED,
+    private readonly arrival?: Arrival,
   ) {
-    this.negotiate(capabilities);
+    this.negotiate(capabilities, assigned);
   }
 
-  /** Reads the client's initialize params (untrusted): each filter negotiates its state. */
+  /** Reads the client's initialize params (untrusted): what it is assigned, then each filter negotiates its state. */
   onInitialize(params: Record<string, unknown> | undefined): void {
-    this.negotiate(isObject(params?.capabilities) ? params.capabilities : {});
+    const assigned = this.arrival ? this.chain.profiles.assign({ ...this.arrival, clientName: clientNameOf(params?.clientInfo) }) : NOTHING_ASSIGNED;
+    this.negotiate(isObject(params?.capabilities) ? params.capabilities : {}, assigned);
+    noteAssigned(assigned, this.log);
   }
 
   /** What the upstream's initialize result teaches the filters (every session and modern request; nothing is sent). */
@@ -105,6 +124,12 @@ export class BoundFilters {
   /** Lets the filters send requests of the proxy's own to the session's upstream (see FilterContext.ask). */
   bindUpstream(ask: UpstreamAsk): void {
     this.ask = ask;
+  }
+
+  /** The tags in effect and the profile, for the access log (worked out once per negotiation). */
+  tagsInEffect(): TagsNote | undefined {
+    if (this.inEffect === null) this.inEffect = tagsInEffect(this.snapshotted.client, this.assigned);
+    return this.inEffect;
   }
 
   /** What rebuilds this session's state elsewhere: small, and only what was read from the wire. */
@@ -191,9 +216,14 @@ export class BoundFilters {
     return step(0);
   }
 
-  private negotiate(capabilities: Record<string, unknown>): void {
+  private negotiate(capabilities: Record<string, unknown>, assigned: Assigned): void {
+    this.assigned = assigned;
+    this.inEffect = null;
     this.snapshotted.client = snapshotCapabilities(capabilities);
-    this.states = this.chain.filters.map((f) => f.negotiate(capabilities, this.era, this.log));
+    if (assigned.tags.length || assigned.variant !== undefined || assigned.profile) {
+      this.snapshotted.assigned = { tags: assigned.tags, ...(assigned.variant !== undefined ? { variant: assigned.variant } : {}), ...(assigned.profile ? { profile: assigned.profile } : {}) };
+    } else delete this.snapshotted.assigned;
+    this.states = this.chain.filters.map((f) => f.negotiate(capabilities, this.era, this.log, assigned));
   }
 
   /** A legacy client's initialize result: what the filters learn from it, then the result for the client (undefined when none changed it). */
@@ -223,6 +253,22 @@ export class BoundFilters {
   private context(i: number, method: string, name: string | undefined, variant: string | undefined, traceparent?: string, upstreamResult?: McpResult): FilterContext<unknown> {
     return { era: this.era, method, name, variant, traceparent, upstreamResult, ask: this.ask, state: this.states[i], log: this.log };
   }
+}
+
+/** A session's assignment, said once: which profile and why, the tags, and the header's tags that were ignored. */
+function noteAssigned(assigned: Assigned, log: Logger): void {
+  for (const { tag, reason } of assigned.header?.ignored ?? []) log.warn({ tag, reason }, 'MCP-Features header: invalid feature tag ignored');
+  if (assigned.tags.length || assigned.variant !== undefined) {
+    log.info({ profile: assigned.profile?.name, why: assigned.profile?.why, tags: assigned.tags, header: assigned.header?.tags, variant: assigned.variant }, 'tags assigned to the session');
+  }
+}
+
+/** An assignment from a sealed session token (made by a replica, but checked as input): malformed parts are dropped. */
+function restoredAssignment(raw: unknown): Assigned {
+  if (!isObject(raw)) return NOTHING_ASSIGNED;
+  const tags = Array.isArray(raw.tags) ? raw.tags.slice(0, 2 * MAX_TAGS).filter((t): t is string => !('invalid' in parseTag(t))) : [];
+  const profile = isObject(raw.profile) && typeof raw.profile.name === 'string' && typeof raw.profile.why === 'string' ? { name: raw.profile.name, why: raw.profile.why } : undefined;
+  return { tags, ...(typeof raw.variant === 'string' ? { variant: raw.variant } : {}), ...(profile ? { profile } : {}) };
 }
 
 /** The capabilities the filters read: presence tags, sampling modalities, the extensions' settings. */

@@ -48,7 +48,7 @@ export class LegacyRelays {
   /** A new client session of `who`; throws TOO_MANY_SESSIONS when every process allowed is taken. */
   open(sink: ClientSink, log: Logger, who: Requester): RelaySession {
     this.o.counters.sessionsStarted++;
-    return this.relay(sink, log, who, this.o.filters().forSession(log));
+    return this.relay(sink, log, who, this.o.filters().forSession(log, who));
   }
 
   /** Goes on with a session another replica (or this one, before a restart) started: its upstream session and its filters' snapshot. */

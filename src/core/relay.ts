@@ -10,6 +10,7 @@ import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
 import { errorResponse, INVALID_PARAMS, isNotification, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
 import { targetOf } from '../mcp/requests.js';
 import { refusedElicitation, refusedUrlElicitations, refusedUrlError } from '../mcp/url-elicitation.js';
+import type { TagsNote } from '../ops/access-log.js';
 import type { Metrics } from '../ops/metrics.js';
 import { traceContextOf } from '../ops/trace-context.js';
 import { failureOutcome, type UpstreamObserver } from '../upstream/client.js';
@@ -55,6 +56,8 @@ export interface ResultShaper {
   shape(method: string, name: string | undefined, result: Record<string, unknown>, scope?: string, traceparent?: string): Record<string, unknown> | undefined | Promise<Record<string, unknown> | undefined>;
   /** The negotiated context in a form another replica rebuilds it from. */
   snapshot?(): object;
+  /** The feature tags in effect and the profile that gave some, for the access log. */
+  tagsInEffect?(): TagsNote | undefined;
 }
 
 interface Pending {
@@ -181,6 +184,11 @@ export class RelaySession {
   /** What a sealed session token carries about this session. */
   describe(): { upstream?: { id?: string; protocolVersion?: string }; negotiation?: object } {
     return { upstream: this.upstream.session?.(), negotiation: this.opts.shaper?.snapshot?.() };
+  }
+
+  /** The feature tags in effect for this session and the profile that gave some (for the access log). */
+  tagsInEffect(): TagsNote | undefined {
+    return this.opts.shaper?.tagsInEffect?.();
   }
 
   /** The client's GET stream opened (true) or closed (false) here. */

@@ -9,6 +9,7 @@
 import type { Logger } from 'pino';
 import type { Era } from '../jsonrpc/errors.js';
 import { isObject, type JsonRpcErrorObject, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
+import type { Assigned } from '../mcp/features.js';
 import type { McpResult } from '../transformers/contract.js';
 
 /** What a filter sees of one request: who asked, what for, in which variant, and its own state. */
@@ -38,8 +39,12 @@ export type RequestVerdict = { error: JsonRpcErrorObject } | { request?: JsonRpc
 export interface Filter<S = unknown> {
   /** For logs and metrics. */
   readonly name: string;
-  /** This filter's state for a session or a request, from the client's capabilities (untrusted: check every field). */
-  negotiate(capabilities: Record<string, unknown>, era: Era, log: Logger): S;
+  /**
+   * This filter's state for a session or a request, from the client's capabilities (untrusted:
+   * check every field) and what its host or the operator assigned it (the client's own
+   * declaration wins wherever both speak).
+   */
+  negotiate(capabilities: Record<string, unknown>, era: Era, log: Logger, assigned: Assigned): S;
   /** What the filter learns from the upstream's initialize result (it implements the extension itself): for every session and modern request. */
   learnUpstream?(result: McpResult, state: S): void;
   /** A legacy client's initialize result as the filter has it (the extension advertised), or undefined for unchanged. */

@@ -4,6 +4,7 @@
  * (version, capabilities, log level). Nothing modern is taken from earlier requests or from
  * the connection: every request stands alone.
  */
+import type { Assigned } from './features.js';
 import { ProxyError, type Era } from '../jsonrpc/errors.js';
 import { isObject, type JsonRpcRequest } from '../jsonrpc/message.js';
 
@@ -95,6 +96,8 @@ export interface ModernContext {
   progressToken?: string | number;
   /** The request's `_meta` without the protocol's own keys: what the upstream may see. */
   passMeta: Record<string, unknown> | undefined;
+  /** The tags and variant its host (MCP-Features) or the operator (a profile) assigned it. */
+  assigned?: Assigned;
 }
 
 /** Reads the request's `_meta`; throws the modern rejection when a required field is missing or bad. */

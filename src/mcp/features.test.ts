@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FeatureSet, parseFeatures, parseTag } from './features.js';
+import { FeatureSet, layerTags, MAX_FEATURES_HEADER_LENGTH, parseFeatures, parseTag, parseTagList } from './features.js';
 
 describe('parseTag', () => {
   it('parses the four SEP forms and vendor tags', () => {
@@ -44,5 +44,35 @@ describe('FeatureSet.satisfies', () => {
   });
   it('is empty for a client that declared nothing', () => {
     expect(new FeatureSet([]).isEmpty).toBe(true);
+  });
+});
+
+describe('assigned tags (the MCP-Features header, a profile)', () => {
+  it('fill the axes the client leaves open; the client wins on an axis it names', () => {
+    const r = parseFeatures(['format=markdown', '!agent'], { sampling: {} }, [], ['format=json', 'agent', 'verbosity=compact', '!sampling']);
+    expect(r.features.toTags()).toEqual(['!agent', 'format=markdown', 'sampling', 'verbosity=compact']);
+    expect(r.overridden).toEqual(['format=json', 'agent', '!sampling']);
+  });
+
+  it('a comma-separated list: blanks skipped, malformed items ignored with a reason, at most 64, at most 4 KiB', () => {
+    expect(parseTagList(' agent, format=json ,, !interactive')).toEqual({ tags: ['agent', 'format=json', '!interactive'], ignored: [] });
+    expect(parseTagList('agent, Format=JSON').ignored).toEqual([{ tag: 'Format=JSON', reason: expect.stringMatching(/does not match/) }]);
+    const many = parseTagList(Array.from({ length: 70 }, (_, i) => `t${i}`).join(','));
+    expect(many.tags.length).toBe(64);
+    expect(many.ignored.map((i) => i.reason)).toEqual(Array(6).fill('more than 64 tags'));
+    // Each ignored item is a log line: eight are named, the rest counted.
+    const flood = parseTagList(',A'.repeat(2000));
+    expect(flood.ignored.length).toBe(9);
+    expect(flood.ignored[8]).toEqual({ tag: '…', reason: '1992 more items ignored (malformed, or more than 64 tags)' });
+    const long = parseTagList(`agent,${'x'.repeat(MAX_FEATURES_HEADER_LENGTH)}`);
+    expect(long.tags).toEqual([]);
+    expect(long.ignored[0].reason).toMatch(/ignored whole/);
+  });
+
+  it('layers: the first layer that names an axis wins it, values of one layer together', () => {
+    expect(layerTags([['format=json'], ['format=markdown', 'agent', 'modality=text', 'modality=image'], ['agent', 'modality=audio']])).toEqual({
+      tags: ['format=json', 'agent', 'modality=text', 'modality=image'],
+      overridden: ['format=markdown', 'agent', 'modality=audio'],
+    });
   });
 });

@@ -1,8 +1,9 @@
 /**
  * One access-log line per request to the MCP endpoint, at info, when the response is over:
  * HTTP method, JSON-RPC method and its target (tool, resource or prompt), era, session (its log name,
- * never the id), principal, status, duration, bytes in and out, client address, each bounded.
- * Handlers add what they learn about the exchange with `noteExchange`.
+ * never the id), principal, status, duration, bytes in and out, client address, and the feature
+ * tags in effect with the profile that gave some and why, each bounded. Handlers add what they
+ * learn about the exchange with `noteExchange`.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
@@ -18,12 +19,24 @@ import type { RequestSpan } from './tracing.js';
 const MAX_NAME_CHARS = 200;
 const MAX_REASON_CHARS = 500;
 const MAX_ADDRESS_CHARS = 100;
+const MAX_TAGS_CHARS = 1000;
+
+/** The feature tags in effect for an exchange: its client's own and those assigned to it (a profile, the MCP-Features header). */
+export interface TagsNote {
+  /** The profile chosen, and why. */
+  profile?: { name: string; why: string };
+  tags: string[];
+  /** Assigned tags the client's own declaration overrode. */
+  overridden: string[];
+}
 
 export interface ExchangeNote {
   era?: 'legacy' | 'modern';
   session?: string;
   /** Why the request was refused before it was served (authentication, a limit). */
   refused?: string;
+  /** The tags in effect, worked out only when the line is written (undefined: nothing negotiated). */
+  tags?: () => TagsNote | undefined;
 }
 
 declare module 'fastify' {
@@ -42,6 +55,7 @@ class Exchange implements ExchangeNote {
   era: 'legacy' | 'modern' | undefined = undefined;
   session: string | undefined = undefined;
   refused: string | undefined = undefined;
+  tags: (() => TagsNote | undefined) | undefined = undefined;
 }
 
 /** Also told of every finished request: its JSON-RPC method, era, HTTP status and duration (for /metrics). */
@@ -75,6 +89,7 @@ export function registerAccessLog(app: FastifyInstance, { logged, address, log, 
       observe?.(rpc ?? (req.method === 'GET' ? 'GET stream' : req.method === 'DELETE' ? 'DELETE' : undefined), era, res.statusCode, seconds);
       req.span?.end(`mcp ${rpc ?? req.method}`, { 'mcp.method': rpc ?? '', 'mcp.era': era ?? '', ...(target ? { 'mcp.name': target } : {}), 'http.response.status_code': res.statusCode }, res.statusCode >= 500);
       if (!lines.isLevelEnabled('info')) return;
+      const tags = exchange.tags?.();
       // Fields left undefined are not written: every line has this one shape, and only what is known shows.
       lines.info(
         {
@@ -85,6 +100,9 @@ export function registerAccessLog(app: FastifyInstance, { logged, address, log, 
           session: exchange.session || undefined,
           principal: req.principal ? clip(req.principal, MAX_NAME_CHARS) : undefined,
           refused: exchange.refused ? clip(exchange.refused, MAX_REASON_CHARS) : undefined,
+          profile: tags?.profile ? clip(`${tags.profile.name} (${tags.profile.why})`, MAX_REASON_CHARS) : undefined,
+          tags: tags?.tags.length ? clip(tags.tags.join(' '), MAX_TAGS_CHARS) : undefined,
+          overridden: tags?.overridden.length ? clip(tags.overridden.join(' '), MAX_TAGS_CHARS) : undefined,
           status: res.statusCode,
           ms: Math.round(seconds * 10_000) / 10,
           bytesIn: Number(req.headers['content-length'] ?? 0),
@@ -107,6 +125,7 @@ export function noteExchange(req: FastifyRequest, frames: Frame[] | undefined, n
     if (note.era !== undefined) exchange.era = note.era;
     if (note.session !== undefined) exchange.session = note.session;
     if (note.refused !== undefined) exchange.refused = note.refused;
+    if (note.tags !== undefined) exchange.tags = note.tags;
   }
   if (!frames?.length) return;
   const first = frames[0].msg as { method?: unknown; params?: { name?: unknown; uri?: unknown } };

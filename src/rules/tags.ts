@@ -44,6 +44,18 @@ export function unregisteredTag(tag: FeatureTag): string | undefined {
   return undefined;
 }
 
+/** Warnings for profile tags no rule acts on: given to clients, they change nothing (most often a typo). */
+export function profileTagWarnings(profiles: Record<string, { features: string[] }>, rules: CompiledRule[]): string[] {
+  return Object.entries(profiles).flatMap(([name, p]) =>
+    p.features.flatMap((raw, i) => {
+      const tag = parseTag(raw);
+      if ('invalid' in tag || actedOn(rules, tag)) return [];
+      const why = unregisteredTag(tag);
+      return [`profiles.${name}.features[${i}]: no rule acts on ${raw}${why ? ` (${why})` : ''}; its clients' results are not shaped for it`];
+    }),
+  );
+}
+
 /** Warnings for rule predicates no client is known to send, with their config paths. */
 export function ruleTagWarnings(rules: RuleConfig[], path = 'contentNegotiation.rules'): string[] {
   return rules.flatMap((rule, i) =>

@@ -73,10 +73,10 @@ describe('the mcp-negotiate-proxy CLI', () => {
     const [first, options] = typo.stderr.split('\n');
     expect(first).toBe('mcp-negotiate-proxy: unknown option --upstrem (did you mean --upstream?)');
     expect(options).toMatch(/^Options: --upstream, /);
-    for (const flag of ['--features', '--method', '--name', '--input']) expect(options.split(', ')).not.toContain(flag);
+    for (const flag of ['--method', '--name', '--input', '--principal']) expect(options.split(', ')).not.toContain(flag);
     const explain = await run(['explain', '--upstream', 'node server.js']);
     expect(explain.code).toBe(2);
-    expect(explain.stderr).toContain('--upstream is not an option of explain; it belongs to serving and validate\nOptions of explain: --config, --features, --method, --name, --input, --help, --version\n');
+    expect(explain.stderr).toContain('--upstream is not an option of explain; it belongs to serving and validate\nOptions of explain: --config, --features, --method, --name, --input, --principal, --path, --client-name, --features-header, --help, --version\n');
   });
 
   it('validate reports every problem of a file in one pass (schema, plugins, rules) with file:line:col', async () => {

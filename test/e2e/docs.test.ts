@@ -30,8 +30,15 @@
  *     must be marked `covered-by=` (below), or it fails.
  *   The block must exit 0 (or as `exit=` says). `validate` must print OK, `--version` the version.
  * - ts, typescript: run with tsx against the same shared proxy; exit 0.
+ * - python: run with the test environment's Python (.venv, test/python/setup.sh) against the
+ *   same shared proxy; exit 0.
  * - json: parsed. With `output`, it must also be contained in a JSON document that the block
- *   before it printed (objects may leave keys out; arrays keep their length).
+ *   before it printed (objects may leave keys out; arrays keep their length). With `host-config`,
+ *   it is an MCP host's config file (`mcpServers`, or VS Code's `servers`): the official v1 SDK
+ *   client, standing in for the host, connects to each server in it as the host would (a `url`
+ *   with its `headers`, `127.0.0.1:8080` being the shared proxy; or the `command` and `args`
+ *   spawned, `npx` offline), and where the config gives feature tags (MCP-Features, --features)
+ *   negotiation must be in effect: `get_weather`, when listed, answers with structuredContent.
  * - text: needs `output` (every non-blank line must appear in the output of the block before it;
  *   `…` in a line matches anything) or `illustration` (a diagram: not checked).
  * Any other language fails: label every fence.
@@ -52,6 +59,7 @@
  *                         block or be a file of the repository the commands use
  *   output                json/text: the output of the block before it
  *   illustration          text: not checked
+ *   host-config           json: an MCP host's config, connected to and used (above)
  *
  * Links: every relative link in README.md and docs/*.md must name an existing file or folder,
  * and an anchor (`#…`) an existing heading of that Markdown file. Every docs/*.md is linked from
@@ -79,7 +87,10 @@ import {
   unquote,
   type DocBlock,
 } from '../helpers/doc-blocks.js';
-import { PROXY_MAIN, ROOT, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { PROXY_MAIN, PYTHON, ROOT, startProxy, stopAll, type Running } from '../helpers/processes.js';
 
 const DOCS = ['README.md', ...readdirSync(`${ROOT}docs`).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
 const TEXT = new Map(DOCS.map((f) => [f, readFileSync(`${ROOT}${f}`, 'utf8')]));
@@ -391,6 +402,68 @@ async function checkTs(unit: Unit, index: number): Promise<void> {
   checkOutputs(unit, r.stdout + r.stderr);
 }
 
+// ---- Python ----------------------------------------------------------------------------
+
+async function checkPython(unit: Unit, index: number): Promise<void> {
+  const { block } = unit;
+  expect(existsSync(PYTHON), `${name(block)}: ${PYTHON} is missing: run sh test/python/setup.sh`).toBe(true);
+  const file = join(work, `snippet-${index}.py`);
+  writeFileSync(file, block.code.replace(/(127\.0\.0\.1|localhost):8080\b/g, sharedHost));
+  const r = await run(PYTHON, [file], { env: block.directives.env, timeoutMs: 60_000 });
+  expect(r.code, `${name(block)}:\n${r.stdout}\n${r.stderr}`).toBe(block.directives.exit);
+  for (const want of block.directives.expect) expect(r.stdout + r.stderr).toContain(want);
+  checkOutputs(unit, r.stdout + r.stderr);
+}
+
+// ---- MCP host configs ------------------------------------------------------------------
+
+interface HostServer {
+  type?: string;
+  url?: string;
+  headers?: Record<string, string>;
+  command?: string;
+  args?: string[];
+  env?: Record<string, string>;
+}
+
+/** Connects to each server of a host's config as the host would, and checks that the tags it gives are in effect. */
+async function checkHostConfig(unit: Unit, index: number): Promise<void> {
+  const { block } = unit;
+  const config = JSON.parse(block.code) as { mcpServers?: Record<string, HostServer>; servers?: Record<string, HostServer> };
+  const servers = Object.entries(config.mcpServers ?? config.servers ?? {});
+  expect(servers.length, `${name(block)}: no mcpServers or servers`).toBeGreaterThan(0);
+  const local = (s: string) => s.replace(/(127\.0\.0\.1|localhost):8080\b/g, sharedHost);
+  for (const [serverName, server] of servers) {
+    const where = `${name(block)} ${serverName}`;
+    const client = new Client({ name: 'doc-test-host', version: '1.0.0' });
+    const transport = server.url
+      ? new StreamableHTTPClientTransport(new URL(local(server.url)), { requestInit: { headers: server.headers ?? {} } })
+      : new StdioClientTransport({
+          command: server.command!,
+          args: (server.args ?? []).map(local),
+          cwd: ROOT,
+          env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, npm_config_update_notifier: 'false', npm_config_offline: 'true', MCP_REMOTE_CONFIG_DIR: join(work, `mcp-remote-${index}`), ...server.env } as Record<string, string>,
+          stderr: 'pipe',
+        });
+    let stderr = '';
+    if (transport instanceof StdioClientTransport) transport.stderr?.on('data', (d) => (stderr += d));
+    try {
+      await client.connect(transport);
+      const tools = (await client.listTools()).tools.map((t) => t.name);
+      expect(tools.length, where).toBeGreaterThan(0);
+      if (!/MCP-Features|--features/.test(JSON.stringify(server))) continue;
+      if (tools.includes('get_weather')) {
+        const result = await client.callTool({ name: 'get_weather', arguments: { city: 'Bern' } });
+        expect(result.structuredContent, `${where}: no structuredContent, so the tags were not in effect`).toBeDefined();
+      } else expect(client.getInstructions(), `${where}: the tags are not in effect`).toMatch(/in effect for this session/);
+    } catch (err) {
+      throw new Error(`${where}: ${(err as Error).message}\n${stderr.slice(-2000)}`);
+    } finally {
+      await client.close();
+    }
+  }
+}
+
 // ---- the tests -------------------------------------------------------------------------
 
 describe('documentation', () => {
@@ -434,8 +507,11 @@ describe('documentation', () => {
           case 'ts':
           case 'typescript':
             return checkTs(unit, index);
+          case 'python':
+            return checkPython(unit, index);
           case 'json':
             JSON.parse(block.code);
+            if (block.directives.hostConfig) return checkHostConfig(unit, index);
             return;
           case 'text':
             expect(block.directives.illustration, `${name(block)}: a text block is an output (marker: output) or an illustration (marker: illustration)`).toBe(true);

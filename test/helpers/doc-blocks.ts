@@ -28,6 +28,8 @@ export interface Directives {
   output?: boolean;
   /** text: a diagram or sample, not checked. */
   illustration?: boolean;
+  /** json: an MCP host's config (`mcpServers` or `servers`): each server in it is connected to and used. */
+  hostConfig?: boolean;
 }
 
 export interface DocBlock {
@@ -72,6 +74,7 @@ export function parseDirectives(text: string, where: string): Directives {
       case 'mentions': d.mentions.push(...needValue().split(',').map((m) => m.trim()).filter(Boolean)); break;
       case 'output': d.output = true; break;
       case 'illustration': d.illustration = true; break;
+      case 'host-config': d.hostConfig = true; break;
       default: throw new Error(`${where}: unknown doc-test directive "${name}"`);
     }
   }

@@ -67,18 +67,16 @@ export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter
 
   return {
     name: 'content-negotiation',
-    negotiate(capabilities, era, log) {
+    negotiate(capabilities, era, log, assigned) {
       const state: NegotiatedContent = { features: FeatureSet.EMPTY, modalities: ['text'], declared: false, upstreamNative: false, outputSchemas: era === 'modern' ? sharedSchemas : new Map() };
       const { modalities, problem } = samplingModalities(capabilities);
       state.modalities = modalities;
       if (problem) log.warn({ problem }, 'client sampling modalities ignored');
-      const settings = isObject(capabilities.extensions) ? capabilities.extensions[CONTENT_NEGOTIATION] : undefined;
-      if (settings === undefined) return state;
-      if (!isObject(settings) || JSON.stringify(settings).length > MAX_SETTINGS_BYTES) {
-        log.warn('content-negotiation settings ignored: not an object, or larger than 4 KiB');
-        return state;
-      }
-      const parsed = parseFeatures(settings.features, capabilities, modalityTags(modalities));
+      const { settings, ignored } = declaredSettings(capabilities);
+      if (ignored) log.warn('content-negotiation settings ignored: not an object, or larger than 4 KiB');
+      // Tags its host or the operator assigned put a client that declared nothing in the extension too.
+      if (!settings && assigned.tags.length === 0) return state;
+      const parsed = parseFeatures(settings?.features, capabilities, modalityTags(modalities), assigned.tags);
       state.declared = true;
       state.features = parsed.features;
       for (const { tag, reason } of parsed.ignored) log.warn({ tag, reason }, 'invalid feature tag ignored');
@@ -87,7 +85,7 @@ export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter
       const unused = log.isLevelEnabled(level) ? tagsNotActedOn(setup.rules, parsed.accepted) : [];
       if (unused.length) log[level]({ tags: unused }, 'feature tags no rule acts on: results are not shaped for them');
       log.debug(
-        { version: settings.version, requested: settings.features, accepted: parsed.accepted, ignored: parsed.ignored.map((i) => i.tag), features: state.features.toTags(), rules: setup.rules.filter((r) => r.features.every((f) => state.features.satisfies(f))).map((r) => r.label) },
+        { version: settings?.version, requested: settings?.features, accepted: parsed.accepted, ignored: parsed.ignored.map((i) => i.tag), assigned: assigned.tags, overridden: parsed.overridden, features: state.features.toTags(), rules: setup.rules.filter((r) => r.features.every((f) => state.features.satisfies(f))).map((r) => r.label) },
         'content negotiation',
       );
       return state;
@@ -128,6 +126,13 @@ export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter
       return shape(result, ctx, negotiating);
     },
   };
+}
+
+/** The client's content-negotiation settings, when it declared the extension with an object of at most 4 KiB; `ignored` when it declared something else. */
+export function declaredSettings(capabilities: Record<string, unknown>): { settings?: Record<string, unknown>; ignored?: true } {
+  const settings = isObject(capabilities.extensions) ? capabilities.extensions[CONTENT_NEGOTIATION] : undefined;
+  if (settings === undefined) return {};
+  return isObject(settings) && JSON.stringify(settings).length <= MAX_SETTINGS_BYTES ? { settings } : { ignored: true };
 }
 
 /** Runs the rules over one result, with the counters, logs and observers around it. */

@@ -20,8 +20,8 @@ export interface VariantState {
 export function serverVariantsFilter(catalog: VariantCatalog): Filter<VariantState> {
   return {
     name: 'server-variants',
-    negotiate(capabilities, _era, log) {
-      const scope = new VariantScope(catalog, log);
+    negotiate(capabilities, _era, log, assigned) {
+      const scope = new VariantScope(catalog, log, assigned.variant);
       return { scope, offer: scope.onInitialize(capabilities), passThrough: false };
     },
     learnUpstream(result, state) {

@@ -70,7 +70,8 @@ export class VariantScope {
   upstreamNative = false;
   private readonly warned = new Set<string>();
 
-  constructor(private readonly catalog: VariantCatalog, private readonly log: Logger) {
+  /** `assigned`: the variant a profile gives the client, ranked first and used when a request names none. */
+  constructor(private readonly catalog: VariantCatalog, private readonly log: Logger, private readonly assigned?: string) {
     this.ranked = catalog.variants;
     this.offered = this.ranked.map((v) => v.config.id);
   }
@@ -106,6 +107,9 @@ export class VariantScope {
 
   private rank(variants: CompiledVariant[]): Record<string, unknown> | undefined {
     const order = rankVariants(variants.map((v) => v.config), this.hints);
+    // The operator's choice for this client comes before the ranking of its hints.
+    const mine = order.findIndex((v) => v.id === this.assigned);
+    if (mine > 0) order.unshift(...order.splice(mine, 1));
     this.ranked = order.map((c) => variants.find((v) => v.config === c)!);
     // A client that declared the extension may use what it was shown; one that did not, any.
     if (!this.declared) {
@@ -125,8 +129,8 @@ export class VariantScope {
     if (!this.catalog.enabled) {
       return requested === undefined ? undefined : invalid('Server variants not supported');
     }
-    // A client that knows nothing of variants gets the upstream as it is (backward compatibility).
-    if (requested === undefined && !this.declared) return undefined;
+    // A client that knows nothing of variants gets the upstream as it is (backward compatibility), unless a profile gives it one.
+    if (requested === undefined && !this.declared && this.assigned === undefined) return undefined;
     if (requested !== undefined && (typeof requested !== 'string' || !this.offered.includes(requested))) {
       return invalid('Invalid server variant', { requestedVariant: requested, availableVariants: this.offered });
     }

@@ -71,6 +71,8 @@ export interface HttpListen {
 
 export interface HttpFrontOptions {
   listen: HttpListen;
+  /** Paths that serve the endpoint too, each for the profile that names it. */
+  profilePaths?: string[];
   legacy: LegacyEndpoint;
   /** Serves modern (2026-07-28) requests; absent = legacy clients only. */
   modern?: ModernEndpoint;
@@ -134,21 +136,25 @@ export async function startHttpFront(opts: HttpFrontOptions): Promise<HttpFront>
   });
 
   // Not async: a legacy POST is answered or taken over before the handler returns, so no promise is made for it.
-  app.post(listen.path, (req, reply) => {
-    const post = parsePost(req, reply, listen, opts.tracing);
-    if (!post) return;
+  const post = (req: FastifyRequest, reply: FastifyReply) => {
+    const parsed = parsePost(req, reply, listen, opts.tracing);
+    if (!parsed) return;
     // Draining: no new work, but answers and cancellations for calls in flight still get through.
-    if (draining && post.frames.some((f) => isRequest(f.msg))) {
+    if (draining && parsed.frames.some((f) => isRequest(f.msg))) {
       sendError(reply, new ProxyError('SHUTTING_DOWN', 'The proxy is shutting down; send this to another replica, or retry shortly'));
       return;
     }
-    const era = opts.modern ? eraOf(post.frames, { sessionId: req.headers['mcp-session-id'], versionHeader: req.headers['mcp-protocol-version'] }) : 'legacy';
-    if (era === 'legacy') return opts.legacy.post(req, reply, post);
+    const era = opts.modern ? eraOf(parsed.frames, { sessionId: req.headers['mcp-session-id'], versionHeader: req.headers['mcp-protocol-version'] }) : 'legacy';
+    if (era === 'legacy') return opts.legacy.post(req, reply, parsed);
     noteExchange(req, undefined, { era });
-    return opts.modern!.post(req, reply, post);
-  });
-  app.get(listen.path, (req, reply) => opts.legacy.get(req, reply));
-  app.delete(listen.path, (req, reply) => opts.legacy.delete(req, reply));
+    return opts.modern!.post(req, reply, parsed);
+  };
+  for (const path of [listen.path, ...(opts.profilePaths ?? [])]) {
+    const config = { endpoint: listen.path };
+    app.post(path, { config }, post);
+    app.get(path, { config }, (req, reply) => opts.legacy.get(req, reply));
+    app.delete(path, { config }, (req, reply) => opts.legacy.delete(req, reply));
+  }
 
   const address = await app.listen({ host: listen.host, port: listen.port });
   const url = new URL(listen.path, address.replace('0.0.0.0', '127.0.0.1').replace('[::]', '[::1]')).toString();
@@ -217,7 +223,8 @@ function parsePost(req: FastifyRequest, reply: FastifyReply, listen: HttpListen,
   }
   noteExchange(req, frames);
   const mode = !wantsSse ? 'json' : !wantsJson ? 'sse' : listen.responseMode;
-  return { frames, batch: parsed.batch, mode, who: { principal: req.principal, client: limitKey(req) } };
+  const featuresHeader = req.headers['mcp-features'];
+  return { frames, batch: parsed.batch, mode, who: { principal: req.principal, client: limitKey(req), path: req.routeOptions.url, ...(typeof featuresHeader === 'string' ? { featuresHeader } : {}) } };
 }
 
 /** A request with the MCP-Server-Variant header applied (a new frame only when it changed). */

@@ -79,7 +79,7 @@ export class LegacySessions implements LegacyEndpoint {
     const init = frames.find((f) => isRequest(f.msg) && f.msg.method === 'initialize');
     const session = init ? this.initialize(req, reply, post) : this.sessionFor(req, reply, post.who);
     if (!session) return;
-    noteExchange(req, undefined, { era: 'legacy', session: session.logId });
+    noteExchange(req, undefined, { era: 'legacy', session: session.logId, tags: () => session.relay.tagsInEffect() });
     const ids: JsonRpcId[] = [];
     for (const f of frames) if (isRequest(f.msg)) ids.push(f.msg.id);
     if (ids.length === 0) {

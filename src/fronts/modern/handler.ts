@@ -14,7 +14,8 @@ import { targetOf } from '../../mcp/requests.js';
 import type { FilterChain } from '../../core/filters.js';
 import { modernUpstreamError, ProxyError, toJsonRpcError, URL_ELICITATION_REQUIRED } from '../../jsonrpc/errors.js';
 import { errorResponse, type Frame, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
-import { INPUT_METHODS, MODERN_METHODS, MODERN_VERSIONS, modernContext, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/eras.js';
+import { INPUT_METHODS, META, MODERN_METHODS, MODERN_VERSIONS, modernContext, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/eras.js';
+import { clientNameOf } from '../../core/profiles.js';
 import { traceContextOf } from '../../ops/trace-context.js';
 import { refusedUrlElicitations, refusedUrlError } from '../../mcp/url-elicitation.js';
 import type { Sealer } from '../../sealing/sealer.js';
@@ -116,7 +117,9 @@ export class ModernHandler {
   requestContext(req: JsonRpcRequest, who: Requester): ModernContext {
     // A 2026-07-28 upstream answers for the methods it knows (an extension's own ones too).
     if (!MODERN_METHODS.has(req.method) && this.opts.era.now !== 'modern') throw new ProxyError('METHOD_NOT_FOUND', `Method not found: ${req.method} is not part of protocol version ${MODERN_VERSIONS[0]}`);
-    return { ...modernContext(req), ...who };
+    const clientInfo = (req.params?._meta as Record<string, unknown> | undefined)?.[META.clientInfo];
+    const { principal, client, path, featuresHeader } = who;
+    return { ...modernContext(req), principal, client, assigned: this.opts.filters().assign({ principal, path, featuresHeader, clientName: clientNameOf(clientInfo) }) };
   }
 
   /**
@@ -185,7 +188,7 @@ export class ModernHandler {
 
   private async discover(ctx: ModernContext): Promise<{ result: McpResult }> {
     const server = await this.opts.pool.server();
-    const negotiation = this.opts.filters().forRequest(ctx.clientCapabilities, server, this.opts.log);
+    const negotiation = this.opts.filters().forRequest(ctx.clientCapabilities, server, this.opts.log, ctx.assigned);
     const { tasks: _legacyTasks, ...capabilities } = (server.capabilities ?? {}) as Record<string, any>;
     const extensions = { ...capabilities.extensions, ...negotiation.discoverExtensions(), ...(this.tasks ? { [TASKS_EXTENSION]: {} } : {}) };
     const result: McpResult = {
@@ -198,7 +201,7 @@ export class ModernHandler {
 
   private async forward(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<{ result: McpResult } | { error: unknown } | { frame: Frame }> {
     const server = await this.opts.pool.server();
-    const negotiation = this.opts.filters().forRequest(ctx.clientCapabilities, server, this.opts.log);
+    const negotiation = this.opts.filters().forRequest(ctx.clientCapabilities, server, this.opts.log, ctx.assigned);
     const check = negotiation.onRequest(req);
     if (check && 'error' in check) return { error: check.error };
     const params = (check?.request ?? req).params ?? {};

@@ -7,6 +7,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { MISSING_CLIENT_CAPABILITY, ProxyError } from '../../jsonrpc/errors.js';
 import { isRequest, serialize } from '../../jsonrpc/message.js';
 import { sendError } from '../http/errors.js';
+import { tagsInEffect } from '../../core/profiles.js';
+import { NOTHING_ASSIGNED } from '../../mcp/features.js';
+import { noteExchange } from '../../ops/access-log.js';
 import { META } from '../../mcp/eras.js';
 import { PostReply, STREAM_AFTER_MS, takeOver } from '../http/replies.js';
 import type { SlowReaderLimits } from '../http/reader-watch.js';
@@ -42,6 +45,8 @@ export class ModernHttp implements ModernEndpoint {
       const bodyVersion = (msg.params?._meta as Record<string, unknown> | undefined)?.[META.protocolVersion];
       if (typeof bodyVersion === 'string') checkModernHeaders(req.headers, msg, bodyVersion);
       ctx = handler.requestContext(msg, who);
+      const { clientCapabilities, assigned } = ctx;
+      noteExchange(req, undefined, { tags: () => tagsInEffect(clientCapabilities, assigned ?? NOTHING_ASSIGNED) });
       checkParamHeaders(req.headers, msg, await handler.paramHeaders(msg, ctx));
     } catch (err) {
       return sendError(reply, err, msg.id, 'modern');

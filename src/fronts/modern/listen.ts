@@ -80,7 +80,7 @@ export class ListenHub {
     const lease = fromUpstream ? await this.pool.acquire({ principal, client: ctx.client ?? principal, capabilities: {} }) : undefined;
     const caps = (lease?.client.server?.capabilities ?? {}) as Record<string, { listChanged?: boolean; subscribe?: boolean } | undefined>;
     const honoured: Record<string, unknown> = {};
-    const filters = this.filters().forRequest(ctx.clientCapabilities, lease?.client.server ?? {}, this.log);
+    const filters = this.filters().forRequest(ctx.clientCapabilities, lease?.client.server ?? {}, this.log, ctx.assigned);
     const listener: Listener = { id: req.id, filters, principal, kinds: new Set(), uris: new Set(), reply };
     for (const kind of Object.keys(KINDS) as Kind[]) {
       if (w[kind] === true && caps[KINDS[kind].capability]?.listChanged) {

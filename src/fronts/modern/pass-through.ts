@@ -45,7 +45,7 @@ export class PassThrough {
 
   /** Serves one request; rejects with a ProxyError when no answer could be had from the upstream. */
   async handle(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<void> {
-    const negotiation = this.o.filters().forRequest(ctx.clientCapabilities, await this.o.server(), this.o.log);
+    const negotiation = this.o.filters().forRequest(ctx.clientCapabilities, await this.o.server(), this.o.log, ctx.assigned);
     const own = req.method === 'server/discover' || req.method === 'subscriptions/listen';
     const check = own ? undefined : negotiation.onRequest(req);
     if (check && 'error' in check) return reply.answer({ msg: errorResponse(req.id, check.error) });
