@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectDirect } from '../helpers/clients.js';
+import { connectDirect, connectViaProxy } from '../helpers/clients.js';
 import { connectModern, NEGOTIATION } from '../helpers/modern-clients.js';
 import { commandLine, eventually, fixtureArgv, PYTHON, ROOT, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
 import { INIT, modern, rawPost, type RawReply } from '../helpers/raw.js';
@@ -102,6 +102,18 @@ describe.each(SERVERS)('%s, a dual-era server, behind the proxy over HTTP', (ser
       expect((await proxied.listTools()).tools).toEqual((await direct.listTools()).tools);
       const call = { name: 'weather_json', arguments: { city: 'Bern' } };
       expect(await proxied.callTool(call)).toEqual(await direct.callTool(call));
+    } finally {
+      await direct.close();
+      await proxied.close();
+    }
+  }, 30_000);
+
+  it("gives a v1 client on the proxy's stdio front the server's own initialize", async () => {
+    const direct = await legacyClient(upstream.url);
+    const proxied = await connectViaProxy('stdio', upstream.url);
+    try {
+      expect(handshake(proxied.client)).toEqual(handshake(direct));
+      expect(await proxied.client.callTool({ name: 'echo', arguments: { text: 'stdio' } })).toEqual(await direct.callTool({ name: 'echo', arguments: { text: 'stdio' } }));
     } finally {
       await direct.close();
       await proxied.close();
@@ -204,6 +216,20 @@ describe('servers of one era behind the proxy', () => {
       expect(handshake(proxied)).toEqual(handshake(direct));
     } finally {
       await direct.close();
+      await proxied.close();
+    }
+  }, 60_000);
+
+  it('a 2026-07-28-only HTTP server that refuses initialize with a bare 400 is modern: legacy clients are bridged', async () => {
+    const upstream = await startHttpFixture('bare-refusal-server.mjs');
+    expect((await rawPost(upstream.url, INIT)).status).toBe(400);
+    const proxy = await startProxy(['--upstream', upstream.url]);
+    await eventually(async () => (await eraOf(proxy)) === 'modern', 20_000, 'era modern in /healthz');
+    const proxied = await legacyClient(proxy.url);
+    try {
+      expect(handshake(proxied)).toMatchObject({ serverInfo: { name: 'bare-refusal' }, instructions: 'Refuses initialize with a bare 400.' });
+      expect((await proxied.callTool({ name: 'echo', arguments: { text: 'bridged' } })).content).toEqual([{ type: 'text', text: 'bridged' }]);
+    } finally {
       await proxied.close();
     }
   }, 60_000);
