@@ -13,6 +13,7 @@ import type { Observers } from './ops/observers.js';
 import { PROXY_VERSION } from './ops/version.js';
 import type { Sealer } from './sealing/sealer.js';
 import type { UpstreamConnector } from './upstream/connector.js';
+import { speaksModern } from './upstream/era.js';
 import { UpstreamPool } from './upstream/pool.js';
 import { modernToolLister, pooledToolLister, ToolHeaders } from './upstream/tool-headers.js';
 import type { McpResult } from './transformers/contract.js';
@@ -71,12 +72,12 @@ export function createPool(config: Config, connector: UpstreamConnector, log: Lo
   });
 }
 
-/** The upstream's tools' Mcp-Param-* headers: listed as a modern client, or on a pooled session of a legacy upstream. */
+/** The upstream's tools' Mcp-Param-* headers: listed as a modern client (an upstream that speaks 2026-07-28), or on a pooled session of a legacy upstream. */
 export function createToolHeaders(config: Config, connector: UpstreamConnector, pool: UpstreamPool | undefined, learnt: (result: McpResult) => void): ToolHeaders {
   const timeoutMs = config.timeouts.requestMs;
   return new ToolHeaders({
     learnt,
-    lister: async (who) => (!pool || (connector.era.now ?? (await connector.era.resolve())) === 'modern' ? modernToolLister(connector.modern, timeoutMs, CLIENT_INFO) : pooledToolLister(pool, who, timeoutMs)),
+    lister: async (who) => (!pool || speaksModern(connector.era.now ?? (await connector.era.resolve())) ? modernToolLister(connector.modern, timeoutMs, CLIENT_INFO) : pooledToolLister(pool, who, timeoutMs)),
   });
 }
 

@@ -33,9 +33,10 @@ Options:
   --upstream <cmd|url>     the server behind the proxy: a command line that starts a stdio server
                            ("node server.js --flag"), or a Streamable HTTP URL (http://host:port/mcp).
                            Default: the built-in demo server.          env: MCP_PROXY_UPSTREAM
-  --upstream-era <era>     auto (default: an HTTP server is asked server/discover; a stdio one is
-                           legacy until it refuses initialize as a 2026-07-28 server does),
-                           legacy or modern                            env: MCP_PROXY_UPSTREAM_ERA
+  --upstream-era <era>     auto (default: an HTTP server is asked server/discover, then initialize;
+                           a stdio one is legacy until it refuses initialize as a 2026-07-28
+                           server does), legacy, modern or dual (both: each client in its own
+                           era)                                        env: MCP_PROXY_UPSTREAM_ERA
   --stdio                  be a stdio server (for clients that spawn the proxy) instead of
                            listening on HTTP                           env: MCP_PROXY_STDIO=1
   --features <tags>        feature tags for every client, on the axes its own declaration leaves

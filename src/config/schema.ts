@@ -52,7 +52,7 @@ export const upstreamSchema = z
       .describe(
         "Deepest nesting of arrays and objects in a message from the server. A deeper one is not taken as a message: an answer becomes an error for the request it answers (the server's output cannot crash the proxy when it is written again); anything else is dropped and logged. Real results nest a few dozen levels at most.",
       ),
-    era: z.enum(['auto', 'legacy', 'modern']).default('auto').describe('Protocol era of the upstream. auto: an HTTP upstream is asked server/discover first (2026-07-28 servers answer it; others are initialized as before); a stdio upstream is legacy until it refuses initialize as a 2026-07-28 server does. legacy or modern: taken as said. See docs/eras.md.'),
+    era: z.enum(['auto', 'legacy', 'modern', 'dual']).default('auto').describe('Protocol era of the upstream. auto: an HTTP upstream is asked server/discover first (2026-07-28 servers answer it; others are initialized as before), and one that answers it is asked to initialize once: a server that takes it is dual-era; a stdio upstream is legacy until it refuses initialize as a 2026-07-28 server does. legacy (legacy sessions relayed, modern clients served through pooled sessions), modern (modern clients passed through, legacy sessions bridged) or dual (each client in its own era): taken as said. See docs/eras.md.'),
   })
   .strict()
   .refine((u) => !(u.url && u.command), { message: 'set either `url` or `command`, not both' })

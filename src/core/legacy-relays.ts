@@ -2,8 +2,8 @@
  * The upstream side of legacy sessions: each client session's relay, connected to an upstream
  * session of its own (a stdio process, capped by upstream.maxProcesses; or an HTTP session, also
  * one another replica started), or to sessions borrowed from the pool (upstream.sessions:
- * shared), or, in front of a 2026-07-28 upstream, to the bridge that serves it statelessly; with
- * the filter chain bound to it.
+ * shared), or, in front of a 2026-07-28-only upstream, to the bridge that serves it statelessly
+ * (a dual-era upstream gets sessions of its own, as a legacy one); with the filter chain bound to it.
  */
 import type { Logger } from 'pino';
 import { ProxyError } from '../jsonrpc/errors.js';
@@ -100,7 +100,7 @@ export class LegacyRelays {
     return deferredConnection(known, (err) => events.onClose(err instanceof ProxyError ? err : new ProxyError('UPSTREAM_START_FAILED', String(err))));
   }
 
-  /** The bridge to a modern upstream, or a session of a legacy one that moves to the bridge if the upstream turns out modern. */
+  /** The bridge to a modern upstream, or a session of a legacy or dual-era one that moves to the bridge if the upstream refuses its initialize as only a 2026-07-28 server does. */
   private connectIn(era: Era, events: UpstreamEvents, log: Logger, who: Requester, resume?: ResumedSession): UpstreamConnection {
     const { connector, requestTimeoutMs, inputTimeoutMs, toolHeaders } = this.o;
     const bridge = (ev: UpstreamEvents) =>

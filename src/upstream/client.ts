@@ -158,11 +158,13 @@ export class UpstreamClient {
     const res = 'response' in done ? done.response : undefined;
     if (!res || res.error) {
       // A session that never initialized is of no use: close it, so that a pool drops it.
-      // Clients see the upstream's reason masked (it may quote its configuration), never its body.
+      // Clients see the upstream's reason masked (it may quote its configuration), never its body;
+      // an HTTP status is kept (it tells a refusal of the handshake from a failing server).
       const failure = 'failure' in done ? done.failure : undefined;
+      const status = failure?.details?.status;
       const err = res
         ? refusedInitialize(res.error!.message, { upstreamCode: res.error!.code })
-        : failure!.code === 'UPSTREAM_PROTOCOL' ? refusedInitialize(failure!.message) : failure!;
+        : failure!.code === 'UPSTREAM_PROTOCOL' ? refusedInitialize(failure!.message, typeof status === 'number' ? { status } : undefined) : failure!;
       this.onClose(err);
       void this.connection.close();
       throw err;

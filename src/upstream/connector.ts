@@ -3,14 +3,14 @@
  * endpoint through one keep-alive dispatcher) and tells what connecting shows about it: an
  * answer means usable, an unreachable endpoint or a failed start means not (readiness), and the
  * last exit the proxy did not ask for is kept for the probes. It also runs the start-up check: one session initialized,
- * then ended (a modern upstream: one server/discover); and it knows which era the upstream speaks (era.ts).
+ * then ended (an upstream that speaks 2026-07-28: one server/discover); and it knows which era the upstream speaks (era.ts).
  */
 import type { ChildProcess } from 'node:child_process';
 import type { Logger } from 'pino';
 import { Agent } from 'undici';
 import { maskSecrets } from '../ops/mask.js';
 import { UpstreamClient } from './client.js';
-import { refusedAsModern, UpstreamEra, type EraSetting } from './era.js';
+import { refusedAsModern, refusedHandshake, speaksModern, UpstreamEra, type EraSetting } from './era.js';
 import { HttpUpstream } from './http.js';
 import { ModernBridge, type ModernBridgeOptions } from './modern-bridge.js';
 import { ModernHttpUpstream, type ModernUpstream } from './modern-http.js';
@@ -58,7 +58,8 @@ export class UpstreamConnector {
     const log = o.log.child({ upstreamEra: 'modern' });
     const modern = (this.modern = this.witnessed(spec.kind === 'http' ? new ModernHttpUpstream(spec, this.dispatcher, log) : new ModernStdioUpstream((events) => this.connect(events, log), log)));
     const discover = () => modern.send({ jsonrpc: '2.0', id: 'mcp-negotiate-proxy-discover', method: 'server/discover', params: { _meta: modernEnvelope({}, o.clientInfo) } }, { timeoutMs: o.discoverTimeoutMs });
-    this.era = new UpstreamEra(o.era, discover, spec.kind === 'http', o.log);
+    const takesInitialize = () => this.takesInitialize(o.discoverTimeoutMs, o.log.child({ eraCheck: true }));
+    this.era = new UpstreamEra({ setting: o.era, discover, takesInitialize, askFirst: spec.kind === 'http', log: o.log });
   }
 
   get kind(): UpstreamSpec['kind'] {
@@ -130,14 +131,14 @@ export class UpstreamConnector {
   }
 
   /**
-   * Starts and initializes one upstream session, then ends it (a modern upstream: asks it
-   * server/discover); rejects with the cause when that fails.
+   * Starts and initializes one upstream session, then ends it (an upstream that speaks
+   * 2026-07-28: asks it server/discover); rejects with the cause when that fails.
    */
   async probe(timeoutMs: number, log: Logger): Promise<void> {
     const known = this.era.now;
-    if (known === 'modern') return void (await this.era.server(true));
+    if (speaksModern(known)) return void (await this.era.server(true));
     // Not known yet: asking is the probe (a modern answer is fresh).
-    if (known === undefined && (await this.era.resolve()) === 'modern') return void (await this.era.server());
+    if (known === undefined && speaksModern(await this.era.resolve())) return void (await this.era.server());
     const client = new UpstreamClient((events) => this.connect(events, log), { capabilities: {}, clientInfo: this.o.clientInfo, initializeTimeoutMs: timeoutMs, log });
     try {
       await client.ready;
@@ -145,8 +146,22 @@ export class UpstreamConnector {
       // Only a 2026-07-28 server refuses the legacy handshake for its version: speak to it in that era.
       if (!refusedAsModern(err)) throw err;
       this.era.refusedLegacy();
-      if ((await this.era.resolve()) !== 'modern') throw err;
+      if (!speaksModern(await this.era.resolve())) throw err;
       await this.era.server(true);
+    } finally {
+      await client.close();
+    }
+  }
+
+  /** Whether the upstream takes an initialize of the proxy's own (the session is ended at once); rejects when it said nothing (see refusedHandshake). */
+  private async takesInitialize(timeoutMs: number, log: Logger): Promise<boolean> {
+    const client = new UpstreamClient((events) => this.connect(events, log), { capabilities: {}, clientInfo: this.o.clientInfo, initializeTimeoutMs: timeoutMs, log });
+    try {
+      await client.ready;
+      return true;
+    } catch (err) {
+      if (refusedHandshake(err)) return false;
+      throw err;
     } finally {
       await client.close();
     }

@@ -1,12 +1,15 @@
 /**
- * Which protocol era the upstream speaks. A Streamable HTTP upstream is asked `server/discover`
- * (2026-07-28) first: a discover result that lists the modern version makes it modern; a
- * JSON-RPC error or a refusal that is not modern makes it legacy (it is then initialized as
- * before). An upstream that cannot be reached, or answers with an error status, says nothing:
- * nothing is kept, it counts as legacy for 30 s, and a later use asks again. A stdio upstream is not asked (a process started only to ask costs every legacy
- * server a start, and some exit on any request before initialize): it is legacy until it refuses
- * the legacy handshake with UnsupportedProtocolVersion, which only a modern server does. Once
- * known, the era is kept until something shows it changed.
+ * Which protocol era the upstream speaks: legacy (the initialize handshake), modern (2026-07-28
+ * only) or dual (both). A Streamable HTTP upstream is asked `server/discover` first: a discover
+ * result that lists the modern version means it speaks 2026-07-28, and then one `initialize` of
+ * the proxy's own says whether it speaks legacy too (dual) or refuses it (modern); a JSON-RPC
+ * error or a refusal that is not modern makes it legacy (it is then initialized as before). An
+ * upstream that cannot be reached, or answers with an error status, says nothing: nothing is
+ * kept, it counts as legacy for 30 s, and a later use asks again. A stdio upstream is not asked
+ * (a process started only to ask costs every legacy server a start, and some exit on any
+ * request before initialize): it is legacy until it refuses the legacy handshake with
+ * UnsupportedProtocolVersion, which only a modern server does. Once known, the era is kept until
+ * something shows it changed.
  */
 import type { Logger } from 'pino';
 import { ProxyError, UNSUPPORTED_PROTOCOL_VERSION } from '../jsonrpc/errors.js';
@@ -15,9 +18,15 @@ import { META, MODERN_VERSIONS } from '../mcp/eras.js';
 import type { McpResult } from '../transformers/contract.js';
 import type { ModernExchange } from './modern-http.js';
 
-export type Era = 'legacy' | 'modern';
+/** `dual`: the upstream speaks both, and each client is spoken to in its own era. */
+export type Era = 'legacy' | 'modern' | 'dual';
 /** `auto`: ask the upstream; otherwise taken as configured. */
 export type EraSetting = Era | 'auto';
+
+/** Whether modern clients are passed through to an upstream of this era (it answers them itself). */
+export function speaksModern(era: Era | undefined): boolean {
+  return era === 'modern' || era === 'dual';
+}
 
 /** What the upstream said about itself, in the shape of an initialize result (capabilities, serverInfo, instructions). */
 export type UpstreamServer = McpResult;
@@ -25,6 +34,17 @@ export type UpstreamServer = McpResult;
 /** Whether a failure is the upstream refusing the legacy handshake as only a 2026-07-28 server does (UnsupportedProtocolVersion). */
 export function refusedAsModern(err: unknown): boolean {
   return err instanceof ProxyError && err.details?.upstreamCode === UNSUPPORTED_PROTOCOL_VERSION;
+}
+
+/**
+ * Whether a failed `initialize` of the proxy's own is a refusal of the legacy handshake by a
+ * server that answered discover as a 2026-07-28 one: a JSON-RPC error (the revision leaves its
+ * code to the server), or HTTP 400, 404 or 405 without one. Anything else (unreachable, refused
+ * credentials, busy, failing, silent) says nothing.
+ */
+export function refusedHandshake(err: unknown): boolean {
+  if (!(err instanceof ProxyError)) return false;
+  return err.details?.upstreamCode !== undefined || [400, 404, 405].includes(err.details?.status as number);
 }
 
 /** What a discover exchange shows: modern (with the server), legacy, or nothing (an error status of the server itself). */
@@ -57,6 +77,22 @@ const QUIET_AFTER_FAILURE_MS = 30_000;
 interface Known {
   era: Era;
   server?: UpstreamServer;
+  /** Dual only because the upstream said nothing to the proxy's initialize: the next question tries again. */
+  tentative?: boolean;
+}
+
+export interface UpstreamEraOptions {
+  setting: EraSetting;
+  /** One server/discover exchange (rejects when the upstream cannot be reached). */
+  discover(): Promise<ModernExchange>;
+  /**
+   * One initialize of the proxy's own, its session ended at once: true when the upstream took
+   * it, false when it refused it (see refusedHandshake); rejects when it said nothing.
+   */
+  takesInitialize(): Promise<boolean>;
+  /** Ask before the first use (HTTP), or take the upstream as legacy until it shows otherwise (stdio). */
+  askFirst: boolean;
+  log: Logger;
 }
 
 export class UpstreamEra {
@@ -65,26 +101,17 @@ export class UpstreamEra {
   /** When the last question got no answer (then new sessions do not each pay for another). */
   private failedAt = -Infinity;
 
-  /**
-   * `discover`: one server/discover exchange (rejects when the upstream cannot be reached);
-   * `askFirst`: ask before the first use (HTTP), or take the upstream as legacy until it shows otherwise (stdio).
-   */
-  constructor(
-    private readonly setting: EraSetting,
-    private readonly discover: () => Promise<ModernExchange>,
-    private readonly askFirst: boolean,
-    private readonly log: Logger,
-  ) {}
+  constructor(private readonly o: UpstreamEraOptions) {}
 
   /** Whether the era is found out (`auto`), not configured. */
   get found(): boolean {
-    return this.setting === 'auto';
+    return this.o.setting === 'auto';
   }
 
   /** The era when it is known without asking. */
   get now(): Era | undefined {
-    if (this.setting !== 'auto') return this.setting;
-    return this.known?.era ?? (this.askFirst ? undefined : 'legacy');
+    if (this.o.setting !== 'auto') return this.o.setting;
+    return this.known?.era ?? (this.o.askFirst ? undefined : 'legacy');
   }
 
   /** The upstream's era, asking it when not known; an upstream that cannot be asked counts as legacy this once (its own errors then tell). */
@@ -100,7 +127,7 @@ export class UpstreamEra {
     }
   }
 
-  /** A modern upstream's discover result, asked again with `fresh` (readiness); rejects with the cause when it cannot be had. */
+  /** A modern or dual upstream's discover result, asked again with `fresh` (readiness); rejects with the cause when it cannot be had. */
   async server(fresh = false): Promise<UpstreamServer> {
     const known = fresh || !this.known?.server ? await this.ask() : this.known;
     if (!known.server) throw new ProxyError('UPSTREAM_PROTOCOL', 'The upstream does not answer server/discover as a 2026-07-28 server does');
@@ -109,9 +136,9 @@ export class UpstreamEra {
 
   /** The upstream refused the legacy handshake as only a modern server does: ask it again (HTTP), or take it as modern (stdio). */
   refusedLegacy(): void {
-    if (this.setting !== 'auto') return;
-    this.log.info({ was: this.now ?? 'unknown' }, 'the upstream refused initialize as a 2026-07-28 server does; speaking to it in that era');
-    this.known = this.askFirst ? undefined : { era: 'modern' };
+    if (this.o.setting !== 'auto') return;
+    this.o.log.info({ was: this.now ?? 'unknown' }, 'the upstream refused initialize as a 2026-07-28 server does; speaking to it in that era');
+    this.known = this.o.askFirst ? undefined : { era: 'modern' };
     this.failedAt = -Infinity;
   }
 
@@ -122,17 +149,36 @@ export class UpstreamEra {
   private async askOnce(): Promise<Known> {
     let answer: ModernExchange | undefined;
     try {
-      answer = await this.discover();
+      answer = await this.o.discover();
     } catch (err) {
       // A server that leaves an unknown method unanswered is a legacy one (if it was only slow, its
-      // refusal of initialize asks again); one known to be modern stays so.
-      if (!(err instanceof ProxyError && err.code === 'REQUEST_TIMEOUT') || this.known?.era === 'modern') throw err;
+      // refusal of initialize asks again); one known to speak 2026-07-28 stays so.
+      if (!(err instanceof ProxyError && err.code === 'REQUEST_TIMEOUT') || speaksModern(this.known?.era)) throw err;
     }
     const outcome = answer ? classifyDiscover(answer) : { era: 'legacy' as const };
     if (!outcome) throw new ProxyError('UPSTREAM_UNREACHABLE', `The upstream answered server/discover with HTTP ${answer!.status}`);
-    if (this.setting === 'legacy') return { era: 'legacy' };
-    const known: Known = outcome.era === 'modern' ? outcome : { era: 'legacy' };
-    if (this.setting === 'auto' && this.known?.era !== known.era) this.log.info({ era: known.era }, 'upstream era');
+    const { setting } = this.o;
+    if (setting === 'legacy') return { era: 'legacy' };
+    if (outcome.era === 'legacy') return this.keep({ era: 'legacy' });
+    if (setting !== 'auto') return this.keep({ era: setting, server: outcome.server });
+    const before = this.known;
+    // Whether it speaks legacy too is asked once, when it is found to speak 2026-07-28.
+    if (before && speaksModern(before.era) && !before.tentative) return this.keep({ era: before.era, server: outcome.server });
+    return this.keep({ ...(await this.legacyToo()), server: outcome.server });
+  }
+
+  /** Whether an upstream that speaks 2026-07-28 takes the legacy handshake too; when it says nothing, dual until asked again. */
+  private async legacyToo(): Promise<{ era: 'modern' | 'dual'; tentative?: boolean }> {
+    try {
+      return { era: (await this.o.takesInitialize()) ? 'dual' : 'modern' };
+    } catch (err) {
+      this.o.log.warn({ err: (err as Error).message }, 'the upstream answers server/discover, and said nothing to initialize: legacy sessions try it themselves');
+      return { era: 'dual', tentative: true };
+    }
+  }
+
+  private keep(known: Known): Known {
+    if (this.o.setting === 'auto' && this.known?.era !== known.era) this.o.log.info({ era: known.era }, 'upstream era');
     this.known = known;
     return known;
   }

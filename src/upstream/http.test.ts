@@ -169,7 +169,7 @@ describe('HttpUpstream', () => {
     up.send(request(2));
     await until(() => !!answerTo(1) && failures.has(2));
     expect(answerTo(1)).toEqual({ msg: { jsonrpc: '2.0', id: 1, error: { code: -32600, message: 'nope' } }, relatedId: 1 });
-    expect(failures.get(2)).toMatchObject({ message: 'The upstream answered HTTP 503', code: 'UPSTREAM_PROTOCOL', details: { body: 'overloaded' } });
+    expect(failures.get(2)).toMatchObject({ message: 'The upstream answered HTTP 503', code: 'UPSTREAM_PROTOCOL', details: { body: 'overloaded', status: 503 } });
   });
 
   it('closes once with UPSTREAM_SESSION_EXPIRED when the upstream no longer knows the session', async () => {

@@ -271,7 +271,7 @@ export class HttpUpstream implements UpstreamConnection {
     const type = String(res.headers['content-type'] ?? '');
     const rejection = type.startsWith('application/json') ? requestError(text, ids, this.spec.maxJsonDepth) : undefined;
     if (rejection) this.deliver(rejection, ids[0]);
-    this.failed(ids, new ProxyError('UPSTREAM_PROTOCOL', `The upstream answered HTTP ${res.statusCode}`, { body: text.slice(0, 500) }));
+    this.failed(ids, new ProxyError('UPSTREAM_PROTOCOL', `The upstream answered HTTP ${res.statusCode}`, { body: text.slice(0, 500), status: res.statusCode }));
     if (ids.length === 0) this.log.warn({ status: res.statusCode, body: text.slice(0, 200) }, 'upstream rejected a message');
   }
 

@@ -1,7 +1,8 @@
 /**
  * Python servers as people write them, behind the proxy: FastMCP 4 and the official Python SDK
  * (test/fixtures/python, installed into .venv by test/python/setup.sh), over stdio and HTTP. A
- * client that declares nothing gets what the server answered.
+ * client that declares nothing gets what the server answered (over HTTP both are dual-era: the
+ * legacy client's session is relayed to the server's own legacy side).
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { connectDirect, connectViaProxy } from '../helpers/clients.js';
@@ -15,7 +16,7 @@ describe.each(SERVERS)('%s behind the proxy', (server) => {
   it.each(['stdio', 'http'] as const)('over %s, lists and calls its tools as directly', async (transport) => {
     const upstream = transport === 'stdio' ? { argv: fixtureArgv(server) } : { url: (await startHttpFixture(server)).url };
     const direct = await connectDirect(upstream);
-    const proxied = await connectViaProxy('http', 'url' in upstream ? upstream.url : commandLine(upstream.argv), ['--upstream-era', 'legacy']);
+    const proxied = await connectViaProxy('http', 'url' in upstream ? upstream.url : commandLine(upstream.argv));
     try {
       expect((await proxied.client.listTools()).tools).toEqual((await direct.client.listTools()).tools);
       const call = { name: 'weather_json', arguments: { city: 'Bern' } };

@@ -5,7 +5,8 @@
  * remapped, the protocol's own `_meta` stripped), bridges input requests through
  * `input_required` rounds, and hands results through the same variant and content-negotiation
  * filters as legacy sessions, then adds what the revision requires (`resultType`, cache hints,
- * serverInfo). In front of a 2026-07-28 upstream it passes requests through (pass-through.ts).
+ * serverInfo). In front of an upstream that speaks 2026-07-28 (only, or besides legacy) it
+ * passes requests through (pass-through.ts).
  */
 import type { Logger } from 'pino';
 import type { Requester } from '../../core/context.js';
@@ -30,7 +31,7 @@ import type { ModernReply } from './reply.js';
 import type { ToolHeaders } from '../../upstream/tool-headers.js';
 import type { ParamHeaders } from '../../mcp/http-headers.js';
 import { PassThrough } from './pass-through.js';
-import { refusedAsModern, type UpstreamEra } from '../../upstream/era.js';
+import { refusedAsModern, speaksModern, type UpstreamEra } from '../../upstream/era.js';
 import type { ModernUpstream } from '../../upstream/modern-http.js';
 
 export interface ModernHandlerOptions {
@@ -108,7 +109,7 @@ export class ModernHandler {
 
   /** For a retry whose call waits on another reachable replica, or a request for tasks it holds: that replica (see InputRounds, Tasks). */
   ownerElsewhere(req: JsonRpcRequest, ctx: ModernContext): Owner | undefined {
-    if (this.opts.era.now === 'modern') return undefined; // nothing waits on a replica: the upstream holds what a retry needs
+    if (speaksModern(this.opts.era.now)) return undefined; // nothing waits on a replica: the upstream holds what a retry needs
     if (req.method === 'subscriptions/listen') return this.listenOwner(req, ctx);
     return this.rounds.ownerElsewhere(req, ctx) ?? (req.method.startsWith('tasks/') ? this.tasks?.ownerElsewhere(req, ctx) : undefined);
   }
@@ -116,7 +117,7 @@ export class ModernHandler {
   /** The context of a modern request from `who`; throws the modern rejection (unknown method: 404 on HTTP; bad `_meta`) when it has none. */
   requestContext(req: JsonRpcRequest, who: Requester): ModernContext {
     // A 2026-07-28 upstream answers for the methods it knows (an extension's own ones too).
-    if (!MODERN_METHODS.has(req.method) && this.opts.era.now !== 'modern') throw new ProxyError('METHOD_NOT_FOUND', `Method not found: ${req.method} is not part of protocol version ${MODERN_VERSIONS[0]}`);
+    if (!MODERN_METHODS.has(req.method) && !speaksModern(this.opts.era.now)) throw new ProxyError('METHOD_NOT_FOUND', `Method not found: ${req.method} is not part of protocol version ${MODERN_VERSIONS[0]}`);
     const clientInfo = (req.params?._meta as Record<string, unknown> | undefined)?.[META.clientInfo];
     const { principal, client, path, featuresHeader } = who;
     return { ...modernContext(req), principal, client, assigned: this.opts.filters().assign({ principal, path, featuresHeader, clientName: clientNameOf(clientInfo) }) };
@@ -136,7 +137,7 @@ export class ModernHandler {
   /** Serves one request; every outcome, including the proxy's own failures, ends in `reply.answer`. */
   async handle(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply, again = false): Promise<void> {
     try {
-      if ((this.opts.era.now ?? (await this.opts.era.resolve())) === 'modern') return await this.passThrough.handle(req, ctx, reply);
+      if (speaksModern(this.opts.era.now ?? (await this.opts.era.resolve()))) return await this.passThrough.handle(req, ctx, reply);
       if (req.method === 'subscriptions/listen' && this.opts.listen) return await this.opts.listen(req, ctx, reply, this.tasks);
       const result = req.method === 'server/discover' ? await this.discover(ctx) : TASK_METHODS.has(req.method) ? await this.taskRequest(req, ctx) : await this.forward(req, ctx, reply);
       if ('frame' in result) reply.answer(result.frame);
