@@ -172,8 +172,7 @@ function advertise(result: McpResult, features: FeatureSet, rules: CompiledRule[
     return !('invalid' in tag) && actedOn(rules, tag);
   });
   if (honoured.length === 0) return advertised;
-  const format = honoured.find((t) => t.startsWith('format='));
-  const note = `Content negotiation: ${format ?? 'default format'} in effect for this session (${honoured.join(', ')}).`;
+  const note = `Content negotiation: ${honoured.join(', ')} in effect for this session.`;
   const instructions = typeof result.instructions === 'string' && result.instructions ? `${result.instructions}\n\n${note}` : note;
   return { ...advertised, instructions };
 }
