@@ -24,6 +24,16 @@ describe('exact contents', () => {
     expect(json.result).toEqual({ content: [{ type: 'text', text: JSON_TEXT }], structuredContent: { name: 'Bern', elevation_m: 540 } });
   });
 
+  it('gains structuredContent only when its whole text is one JSON document, never from a line of a diff or a file', async () => {
+    const diff = 'diff --git a/status.json b/status.json\n--- a/status.json\n+++ b/status.json\n@@ -1 +1 @@\n-{"status":"draft"}\n+{"status":"final"}\n';
+    const source = '// settings\nexport const defaults = {"retries": 3};\n';
+    const notes = 'Temperature: 8°C\nHumidity: 72%\n';
+    for (const [name, text] of [['git_diff_unstaged', diff], ['git_show', diff], ['read_text_file', source], ['read_file', notes]]) {
+      const out = await runPipeline(defaults, { content: [{ type: 'text', text }] }, testContext('tools/call', ['format=json'], { name }));
+      expect(out.result, name).toBeUndefined();
+    }
+  });
+
   it('a file embedded in a tool result, a file resource and a file in a prompt are exact whatever the tool is called', async () => {
     const embedded = { content: [{ type: 'resource', resource: { uri: 'file:///srv/notes.md', mimeType: 'text/markdown', text: MARKDOWN } }, { type: 'text', text: MARKDOWN }] };
     expect((await runPipeline(defaults, embedded, testContext('tools/call', ['format=text'], { name: 'anything' }))).verbatim).toBe('it holds the contents of file:///srv/notes.md');
