@@ -21,7 +21,7 @@ import { dropNamedSections } from './trim/prose.js';
 const log = pino({ level: 'silent' });
 const transformers = [...builtinTransformers().values()];
 const FEATURES = [['agent', 'format=json'], ['human', 'format=markdown'], ['format=text'], ['verbosity=compact'], ['agent'], ['human']];
-const COMPACT_DROPS = new Set(['examples', 'example', 'tips', 'see also']);
+const COMPACT_DROPS = new Set(['examples', 'example', 'tips', 'tip', 'see also']);
 
 /** The payload minus what compact drops on purpose: the named sections of each text. */
 function withoutDroppedSections(values: unknown[]): unknown[] {
