@@ -163,7 +163,7 @@ describe.each(UPSTREAMS)('FastMCP 4 behind the proxy (%s upstream)', (_transport
     expect(markdown.calls[0].data).toBe(markdown.calls[0].texts[0]);
     expect(markdown.calls[0].data).toContain('- **City**: Bern');
     expect([...json.calls, ...compact.calls, ...markdown.calls].flatMap((c) => c.errors)).toEqual([]);
-  });
+  }, 120_000); // three Python clients, each a few seconds of imports before it connects
 });
 
 describe.each(UPSTREAMS)('the Python SDK behind the proxy (%s upstream)', (_transport, start) => {
