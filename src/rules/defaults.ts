@@ -20,7 +20,8 @@ export const DEFAULT_RULES: RuleConfig[] = [
   { name: 'human audience', when: { method: ['tools/call', 'prompts/get'], features: ['human', '!agent'] }, apply: [{ audience: {} }], onError: 'pass' },
   // Trim first: it finds sections by their markdown headings, which format=text removes.
   { name: 'verbosity=compact', when: { method: [...RESULTS, ...LISTS], features: ['verbosity=compact'] }, apply: [{ trim: {} }], onError: 'pass' },
-  { name: 'format=json', when: { method: ['tools/call', 'resources/read'], features: ['format=json'] }, apply: [{ 'json-extract': {} }], onError: 'pass' },
+  // tools/list too: a wrapped text's schema is shown with room for the data read from it.
+  { name: 'format=json', when: { method: ['tools/call', 'resources/read', 'tools/list'], features: ['format=json'] }, apply: [{ 'json-extract': {} }], onError: 'pass' },
   { name: 'format=markdown', when: { method: ['tools/call', 'resources/read'], features: ['format=markdown'] }, apply: [{ markdown: {} }], onError: 'pass' },
   { name: 'format=text', when: { method: [...RESULTS], features: ['format=text'] }, apply: [{ 'plain-text': {} }], onError: 'pass' },
   // Last: format=json reads the JSON text first, and structuredContent stays JSON.

@@ -4,7 +4,9 @@
  * says `onError: fail`. Limits protect the proxy from what upstreams send: a result larger
  * than `maxResultBytes` is never reshaped, and one whose reshaping outlasts `timeBudgetMs`
  * passes unchanged, whatever steps had already run. Exact contents (verbatim.ts) keep their
- * text whatever the steps made of it.
+ * text whatever the steps made of it. A wrapped result (`{"result": <its text>}`, wrapped.ts)
+ * is shaped as its text and wrapped again around what the steps made of it; if that would not
+ * satisfy the tool's outputSchema, the result passes unchanged.
  */
 import { ProxyError } from '../jsonrpc/errors.js';
 import type { FeatureSet } from '../mcp/features.js';
@@ -12,6 +14,8 @@ import { Budget, BudgetExceeded, largerThan } from '../transformers/budget.js';
 import type { CompiledRule } from './compile.js';
 import { fileContentsIn, keepExact, mayGainStructure } from './verbatim.js';
 import type { McpResult, TransformContext, TransformFn } from '../transformers/contract.js';
+import { satisfiesSchema } from '../transformers/_shared/schema-check.js';
+import { isWrappedText, resultSchema, rewrapped, unwrapped } from '../transformers/_shared/wrapped.js';
 
 export interface PipelineLimits {
   /** Results with more characters of text than this are relayed unchanged. */
@@ -47,11 +51,14 @@ export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx:
   if (matching.length === 0) return { result: undefined, applied: [], failures: 0 };
   const exactRule = matching.find((rule) => rule.verbatim);
   const verbatim = exactRule ? `rule "${exactRule.label}" marks it as exact contents` : fileContentsIn(result);
-  if (verbatim && !mayGainStructure(ctx.method, result)) return { result: undefined, applied: [], failures: 0, verbatim };
+  const wrapped = ctx.method === 'tools/call' && isWrappedText(result);
+  const input = wrapped ? unwrapped(result) : result;
+  if (verbatim && !mayGainStructure(ctx.method, input)) return { result: undefined, applied: [], failures: 0, verbatim };
   if (limits && largerThan(result, limits.maxResultBytes)) return { result: undefined, applied: [], failures: 0, skipped: 'size' };
   const budget = limits ? new Budget(limits.timeBudgetMs) : ctx.budget;
-  const stepCtx = budget ? { ...ctx, budget } : ctx;
-  let current = result;
+  // The steps shape a wrapped result's text; the schema they are told of is the one of that text.
+  const stepCtx: TransformContext = { ...ctx, ...(budget ? { budget } : {}), ...(wrapped ? { outputSchema: resultSchema(ctx.outputSchema) } : {}) };
+  let current = input;
   const applied: string[] = [];
   let failures = 0;
   for (const rule of matching) {
@@ -81,11 +88,19 @@ export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx:
       }
     }
   }
+  let shaped = applied.length ? current : undefined;
+  if (wrapped && shaped) shaped = wrappedAgain(shaped, ctx.outputSchema);
   if (verbatim) {
-    const kept = applied.length ? keepExact(result, current) : undefined;
+    const kept = shaped ? keepExact(result, shaped) : undefined;
     return { result: kept, applied: kept ? applied : [], failures, verbatim };
   }
-  return { result: applied.length ? current : undefined, applied, failures };
+  return { result: shaped, applied: shaped ? applied : [], failures };
+}
+
+/** A shaped wrapped result, wrapped again; undefined (the upstream's result passes) when that would not satisfy the tool's outputSchema. */
+function wrappedAgain(shaped: McpResult, schema: Record<string, unknown> | null | undefined): McpResult | undefined {
+  const out = rewrapped(shaped);
+  return out && satisfiesSchema(out.structuredContent, schema ?? undefined) ? out : undefined;
 }
 
 /**

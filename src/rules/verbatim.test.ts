@@ -24,6 +24,16 @@ describe('exact contents', () => {
     expect(json.result).toEqual({ content: [{ type: 'text', text: JSON_TEXT }], structuredContent: { name: 'Bern', elevation_m: 540 } });
   });
 
+  it('gains structuredContent only when its whole text is one JSON document, never from a line of a diff or a file', async () => {
+    const diff = 'diff --git a/status.json b/status.json\n--- a/status.json\n+++ b/status.json\n@@ -1 +1 @@\n-{"status":"draft"}\n+{"status":"final"}\n';
+    const source = '// settings\nexport const defaults = {"retries": 3};\n';
+    const notes = 'Temperature: 8°C\nHumidity: 72%\n';
+    for (const [name, text] of [['git_diff_unstaged', diff], ['git_show', diff], ['read_text_file', source], ['read_file', notes]]) {
+      const out = await runPipeline(defaults, { content: [{ type: 'text', text }] }, testContext('tools/call', ['format=json'], { name }));
+      expect(out.result, name).toBeUndefined();
+    }
+  });
+
   it('a file embedded in a tool result, a file resource and a file in a prompt are exact whatever the tool is called', async () => {
     const embedded = { content: [{ type: 'resource', resource: { uri: 'file:///srv/notes.md', mimeType: 'text/markdown', text: MARKDOWN } }, { type: 'text', text: MARKDOWN }] };
     expect((await runPipeline(defaults, embedded, testContext('tools/call', ['format=text'], { name: 'anything' }))).verbatim).toBe('it holds the contents of file:///srv/notes.md');
@@ -90,5 +100,50 @@ describe('tags the rules act on', () => {
       'contentNegotiation.rules[0].when.features[3]: "terse" is not a registered value of verbosity (compact, standard, verbose); no client is known to send it',
       expect.stringMatching(/^contentNegotiation.rules\[0\].when.features\[4\]: "colour" is not a registered tag/),
     ]);
+  });
+});
+
+describe('wrapped results ({"result": <the text>}, as FastMCP and the Python SDK send a str)', () => {
+  const wrapper = { type: 'object', properties: { result: { type: 'string' } }, required: ['result'], 'x-fastmcp-wrap-result': true };
+  const shown = { type: 'object', properties: { result: { type: ['string', 'object'] } }, required: ['result'], 'x-fastmcp-wrap-result': true };
+  const wrap = (text: string) => ({ _meta: { fastmcp: { wrap_result: true } }, content: [{ type: 'text', text }], structuredContent: { result: text }, isError: false });
+  const run = (result: Record<string, unknown>, tags: string[], name = 'tool', outputSchema: Record<string, unknown> | null = shown) => runPipeline(defaults, result, testContext('tools/call', tags, { name, outputSchema }));
+
+  it('are shaped as their text, and structuredContent says what the shaped text says', async () => {
+    const guide = 'Getting started.\n\nExample: deploy --env staging\n\nNote: approvals needed.';
+    const compact = (await run(wrap(guide), ['verbosity=compact'])).result!;
+    expect(compact).toEqual({ ...wrap('Getting started.\n\nNote: approvals needed.') });
+    const table = JSON.stringify([{ name: 'Bern', m: 540 }, { name: 'Lugano', m: 273 }, { name: 'Zermatt', m: 1608 }]);
+    const toon = (await run(wrap(table), ['verbosity=compact'])).result!;
+    expect((toon.content as Array<{ text: string }>)[0].text).toMatch(/^\[3\]\{name,m\}:/);
+    expect(toon.structuredContent).toEqual({ result: (toon.content as Array<{ text: string }>)[0].text });
+    const text = (await run(wrap('## Hi\n\n**bold**'), ['format=text'])).result!;
+    expect(text).toEqual(wrap('Hi\n\nbold'));
+  });
+
+  it('format=json puts the data under result in place of the text, where the schema shown allows it', async () => {
+    const data = { city: 'Bern', temperature_c: 8 };
+    const out = (await run(wrap(JSON.stringify(data, null, 2)), ['format=json'])).result!;
+    expect(out).toEqual({ _meta: { fastmcp: { wrap_result: true } }, content: [{ type: 'text', text: JSON.stringify(data) }], structuredContent: { result: data }, isError: false });
+    // Shown the upstream's wrapper (a rule without tools/list), the client gets its text as it was.
+    expect((await run(wrap(JSON.stringify(data)), ['format=json'], 'tool', wrapper)).result).toBeUndefined();
+  });
+
+  it('as exact contents keep their text; only a whole JSON document may become data', async () => {
+    const file = '{\n  "status": "final"\n}\n';
+    expect((await run(wrap(file), ['format=json'], 'read_text_file')).result).toEqual({ ...wrap(file), structuredContent: { result: { status: 'final' } } });
+    const diff = 'diff --git a/s.json b/s.json\n--- a/s.json\n+++ b/s.json\n@@ -1 +1 @@\n-{"status":"draft"}\n+{"status":"final"}\n';
+    for (const tags of [['format=json'], ['format=text'], ['verbosity=compact'], ['format=markdown']]) {
+      expect((await run(wrap(diff), tags, 'git_diff_unstaged')).result, tags.join()).toBeUndefined();
+      expect((await run(wrap(file), tags, 'read_text_file')).result?.content ?? wrap(file).content, tags.join()).toEqual(wrap(file).content);
+    }
+  });
+
+  it('pass unchanged when what the steps made cannot be wrapped, or would not satisfy the schema', async () => {
+    const twoTexts = { content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'a' }], structuredContent: { result: 'a' } };
+    expect((await run(twoTexts, ['format=text'])).result).toBeUndefined(); // not a wrapped text: it has structuredContent of its own
+    const strict = { type: 'object', properties: { result: { type: 'string', maxLength: 12 } }, required: ['result'] };
+    expect((await run(wrap('**a b c d e f**'), ['format=text'], 'tool', strict)).result).toEqual(wrap('a b c d e f'));
+    expect((await run(wrap('# Long heading here'), ['format=text'], 'tool', strict)).result).toBeUndefined();
   });
 });

@@ -7,10 +7,14 @@
  * - it carries resource contents whose URI is a `file:` URI (a `resources/read` of a file, or a
  *   file embedded in a tool result or prompt): files are files, whatever the rules say.
  * Such a result keeps its text byte-exact; the one thing shaping may add is `structuredContent`
- * to a tool result that had none (format=json reads the JSON in a .json file), beside the text.
+ * to a tool result that had none (or the data in place of its wrapped text), and only when its whole text is one JSON document (format=json
+ * reads the JSON in a .json file): data picked out of a diff or a source file would be one line
+ * of it, most often the line a diff removed.
  */
 import { isObject } from '../jsonrpc/message.js';
-import type { McpResult } from '../transformers/contract.js';
+import { contentOf, isTextBlock, type McpResult } from '../transformers/contract.js';
+import { parseJsonDocument } from '../transformers/_shared/json.js';
+import { isWrappedText } from '../transformers/_shared/wrapped.js';
 
 /** Why a result is exact contents, or undefined when it may be reshaped. */
 export function fileContentsIn(result: McpResult): string | undefined {
@@ -33,14 +37,20 @@ function embedsResource(block: unknown): block is { resource: Record<string, unk
 
 /**
  * The upstream's result with only what may be added to exact contents: `structuredContent`
- * from the shaped result when the upstream's had none. Undefined: the upstream's result as it was.
+ * from the shaped result, when its text is one JSON document and the upstream's had none, or
+ * had only the text wrapped (`{"result": <the text>}`, which may become `{"result": <its data>}`).
+ * Undefined: the upstream's result as it was.
  */
 export function keepExact(upstream: McpResult, shaped: McpResult): McpResult | undefined {
-  if (upstream.structuredContent !== undefined || shaped.structuredContent === undefined) return undefined;
-  return { ...upstream, structuredContent: shaped.structuredContent };
+  const data = shaped.structuredContent;
+  if (data === undefined) return undefined;
+  if (upstream.structuredContent !== undefined && !(isWrappedText(upstream) && isObject(data) && isObject(data.result))) return undefined;
+  const text = contentOf(upstream)?.filter(isTextBlock).map((b) => b.text).join('\n\n');
+  if (text === undefined || parseJsonDocument(text) === undefined) return undefined;
+  return { ...upstream, structuredContent: data };
 }
 
-/** Whether shaping could change anything of this exact result (only a tool result without structuredContent can gain some). */
+/** Whether shaping could change anything of this exact result (only a tool result without structuredContent of its own can gain some; give it unwrapped). */
 export function mayGainStructure(method: string, result: McpResult): boolean {
   return method === 'tools/call' && result.structuredContent === undefined && result.isError !== true;
 }

@@ -21,9 +21,11 @@ export interface TransformContext {
   variant?: string;
   era: 'legacy' | 'modern';
   /**
-   * For tools/call: the tool's declared outputSchema; null when a tools/list showed that the
-   * tool declares none; undefined when the session has not listed it (then assume it may have
-   * one: MCP requires structuredContent from tools that declare an outputSchema).
+   * For tools/call: the tool's outputSchema as the client is shown it (the upstream's, as the
+   * rules shape tools/list for the same tags and variant); null when it shows none; undefined
+   * when the tool has not been listed (then assume it may have one: MCP requires
+   * structuredContent from tools that declare an outputSchema). For a wrapped text
+   * (`{"result": <the text>}`), the steps are given the schema of `result`.
    */
   outputSchema?: Record<string, unknown> | null;
   /** Time left for this result: loops over its text call `budget.check()` (see budget.ts). */

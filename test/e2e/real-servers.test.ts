@@ -117,7 +117,7 @@ describe('real servers through the default rules', () => {
     expect(yaml.capabilities.extensions?.[EXTENSION]).toEqual({});
     expect(yaml.instructions ?? '').not.toContain('format=yaml');
     const mixed = await init(['agent', 'format=yaml', 'verbosity=compact']);
-    expect(mixed.instructions).toContain('default format in effect for this session (agent, verbosity=compact)');
+    expect(mixed.instructions).toContain('Content negotiation: agent, verbosity=compact in effect for this session.');
     expect(proxy.stderr()).toContain('feature tags no rule acts on');
     expect((await init(['format=json'])).instructions).toContain('format=json in effect');
   });

@@ -1,9 +1,13 @@
 /**
  * Records what real MCP servers answer (`npm run record`): server-everything, server-filesystem,
  * server-memory and server-sequential-thinking, run from node_modules over stdio with the
- * official SDK client, and the built-in demo server (prose like the content-negotiation SEP's). The transformer tests replay these results ("no fact
- * lost" on real output) without starting the servers. Paths of the scratch folder are written
- * as /workspace so the recordings do not change from run to run.
+ * official SDK client, the built-in demo server (prose like the content-negotiation SEP's), and
+ * the Python fixtures (test/fixtures/python: a FastMCP 4 server, a Python SDK server, and
+ * server-git's tools as it answers them, over a real git repository; mcp-server-git itself is
+ * not installable here). The transformer and corpus tests replay these results ("no fact lost"
+ * on real output) without starting the servers. Paths of the scratch folder are written as
+ * /workspace, and the git commits get fixed dates, so the recordings do not change from run to
+ * run. The Python ones need .venv (sh test/python/setup.sh).
  */
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +19,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const OUT = fileURLToPath(new URL('.', import.meta.url));
 const pkg = (name: string) => `${ROOT}node_modules/@modelcontextprotocol/${name}`;
+const PYTHON = `${ROOT}.venv/bin/python`;
 
 export interface Recording {
   server: string;
@@ -41,9 +46,9 @@ function workspace(): string {
   return dir;
 }
 
-async function session(server: string, argv: string[], env: Record<string, string>, calls: (c: Client) => Promise<Array<Omit<Recording, 'server'>>>): Promise<Recording[]> {
+async function session(server: string, argv: string[], env: Record<string, string>, calls: (c: Client) => Promise<Array<Omit<Recording, 'server'>>>, command = process.execPath): Promise<Recording[]> {
   const client = new Client({ name: 'recorder', version: '1.0.0' });
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: argv, env: { PATH: process.env.PATH ?? '', ...env }, stderr: 'ignore' }));
+  await client.connect(new StdioClientTransport({ command, args: argv, env: { PATH: process.env.PATH ?? '', ...env }, stderr: 'ignore' }));
   try {
     const tools = await client.listTools();
     return [{ server, method: 'tools/list', result: tools }, ...(await calls(client))].map((r) => ({ server, ...r }));
@@ -116,7 +121,27 @@ async function record(): Promise<void> {
       await read(c, 'demo://weather/Bern'),
       { method: 'prompts/get', name: 'trip_briefing', result: (await c.getPrompt({ name: 'trip_briefing', arguments: { destination: 'Zurich' } })) as Record<string, unknown> },
     ]);
-    for (const [name, recordings] of Object.entries({ everything, filesystem, memory, thinking, demo })) {
+    const python = (fixture: string) => [`${ROOT}test/fixtures/python/${fixture}`];
+    const pythonEnv = { PYTHONDONTWRITEBYTECODE: '1', GIT_AUTHOR_DATE: '2026-03-04T12:00:00Z', GIT_COMMITTER_DATE: '2026-03-04T12:00:00Z' };
+    const echoed = '## Forecast for Bern\n\nIt is **8°C** with `72%` humidity; see [the map](https://example.org/map).\n\n- Wind: 12 km/h\n- UV index: 3\n\n## Tips\n\nTake a coat.';
+    const fastmcp = await session('fastmcp', python('fastmcp_server.py'), pythonEnv, async (c) => [
+      await call(c, 'weather_json', { city: 'Bern' }),
+      await call(c, 'echo', { text: echoed }),
+      await call(c, 'guide'),
+      await call(c, 'cities_json'),
+      await call(c, 'git_diff_unstaged'),
+      await call(c, 'git_log'),
+      await call(c, 'git_status'),
+    ], PYTHON);
+    const pythonSdk = await session('python-sdk', python('sdk_server.py'), pythonEnv, async (c) => [await call(c, 'weather_json', { city: 'Zurich' }), await call(c, 'echo', { text: echoed })], PYTHON);
+    const git = await session('git', python('git_server.py'), pythonEnv, async (c) => [
+      await call(c, 'git_diff_unstaged'),
+      await call(c, 'git_show', { revision: 'HEAD~1' }),
+      await call(c, 'git_show', { revision: 'HEAD' }),
+      await call(c, 'git_log'),
+      await call(c, 'git_status'),
+    ], PYTHON);
+    for (const [name, recordings] of Object.entries({ everything, filesystem, memory, thinking, demo, fastmcp, 'python-sdk': pythonSdk, git })) {
       const text = JSON.stringify(recordings, null, 1).split(dir).join('/workspace');
       writeFileSync(join(OUT, `${name}.json`), text + '\n');
       console.log(`${name}: ${recordings.length} results`);
@@ -128,7 +153,7 @@ async function record(): Promise<void> {
 
 /** The recorded results of every server, for tests. */
 export function loadRecordings(): Recording[] {
-  return ['everything', 'filesystem', 'memory', 'thinking', 'demo'].flatMap((name) => JSON.parse(readFileSync(join(OUT, `${name}.json`), 'utf8')) as Recording[]);
+  return ['everything', 'filesystem', 'memory', 'thinking', 'demo', 'fastmcp', 'python-sdk', 'git'].flatMap((name) => JSON.parse(readFileSync(join(OUT, `${name}.json`), 'utf8')) as Recording[]);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === realpathSync(process.argv[1])) await record();

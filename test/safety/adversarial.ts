@@ -44,6 +44,13 @@ export const ADVERSARIAL: Record<string, (n: number) => string> = {
   'deep blockquotes': (n) => fill(`${'> '.repeat(20)}x\n`, n),
   'list items': (n) => fill('- item *x*\n', n),
   prose: (n) => fill('It is 8°C in Bern with 72% humidity, see https://example.org/x. ', n),
+  'a unified diff': (n) => '--- a/x\n+++ b/x\n@@ -1 +1 @@\n' + fill('-{"a":1}\n+- item\n \n', n),
+  'hunk headers only': (n) => fill('@@ -1 +1 @@\n--- \n', n),
+  'repeated records': (n) => fill("Commit: 'abc'\nAuthor: Ada\n\n", n),
+  'records out of step': (n) => 'a: 1\nb: 2\n' + fill('a: 1\n', n),
+  'label lines': (n) => fill('Commit history:\n', n),
+  'tip paragraphs': (n) => fill('\nTip: x\nKey: 1\n', n),
+  'JSON objects in prose': (n) => fill('{"a":1} ', n),
   'a JSON document': (n) => JSON.stringify(Array.from({ length: Math.floor(n / 40) }, (_, i) => ({ id: i, name: `n${i}`, v: i * 1.5 }))),
 };
 

@@ -15,6 +15,7 @@ import { actedOn, tagsNotActedOn } from '../../rules/tags.js';
 import type { McpResult } from '../../transformers/contract.js';
 import { extensionsOf, type Filter, type FilterContext, type UpstreamAsk } from '../contract.js';
 import { modalityTags, samplingModalities } from './modalities.js';
+import { shownSchemas } from './shown-schemas.js';
 
 export const CONTENT_NEGOTIATION = 'io.modelcontextprotocol/content-negotiation';
 const MAX_SETTINGS_BYTES = 4096;
@@ -148,13 +149,18 @@ function resultShaper(setup: ContentNegotiationSetup): (result: McpResult, ctx: 
     log.warn({ method, name, reason }, `result relayed unshaped: ${why}; further ones for this tool are only counted`);
   };
 
+  const shownSchema = shownSchemas(setup.rules, setup.limits);
+
   return (result: McpResult, ctx: FilterContext<NegotiatedContent>, negotiating: boolean): Promise<McpResult | undefined> => {
     const { state, method, name } = ctx;
     const features = negotiating ? state.features : FeatureSet.EMPTY;
-    const pipelineCtx = { method, name, features, variant: ctx.variant, era: ctx.era, outputSchema: name ? state.outputSchemas.get(name) : undefined, log: ctx.log };
+    const pipelineCtx = { method, name, features, variant: ctx.variant, era: ctx.era, log: ctx.log };
+    const declared = name ? state.outputSchemas.get(name) : undefined;
+    // A result must satisfy the outputSchema its client is shown, which the list rules may have changed.
+    const schema = method === 'tools/call' && name !== undefined && declared !== undefined ? shownSchema(name, declared, pipelineCtx) : Promise.resolve(declared);
     const observeStep = setup.observeStep;
     const observe: StepObserver | undefined = observeStep && ((transformer, seconds, failed) => observeStep(transformer, seconds, failed, ctx.traceparent));
-    return runPipeline(setup.rules, result, pipelineCtx, setup.limits, observe).then((o) => {
+    return schema.then((outputSchema) => runPipeline(setup.rules, result, { ...pipelineCtx, outputSchema }, setup.limits, observe)).then((o) => {
       if (o.applied.length) ctx.log.debug({ method, name, variant: ctx.variant, applied: o.applied }, 'result shaped');
       if (o.skipped) noteUnshaped(o.skipped, method, name, ctx.log);
       if (setup.counters) setup.counters.transformFailures += o.failures;
@@ -177,8 +183,7 @@ function advertise(result: McpResult, features: FeatureSet, rules: CompiledRule[
     return !('invalid' in tag) && actedOn(rules, tag);
   });
   if (honoured.length === 0) return advertised;
-  const format = honoured.find((t) => t.startsWith('format='));
-  const note = `Content negotiation: ${format ?? 'default format'} in effect for this session (${honoured.join(', ')}).`;
+  const note = `Content negotiation: ${honoured.join(', ')} in effect for this session.`;
   const instructions = typeof result.instructions === 'string' && result.instructions ? `${result.instructions}\n\n${note}` : note;
   return { ...advertised, instructions };
 }

@@ -56,9 +56,59 @@ describe('extractData', () => {
     expect(extractData(texts[0])!.json).toBeDefined();
   });
 
-  it('keeps a column as strings when its cells do not share a unit, and repeated keys apart', () => {
+  it('keeps a column as strings when its cells do not share a unit', () => {
     expect(data('| A | B |\n|---|---|\n| 1 kg | x |\n| 2 m | 3 |')).toEqual({ table: [{ a: '1 kg', b: 'x' }, { a: '2 m', b: 3 }] });
-    expect(data('a: 1\na: 2\na: 3')).toEqual({ a: 1, a_2: 2, a_3: 3 });
+  });
+
+  it('reads lines that repeat the same keys as an array of records, named by the label above them, never as numbered keys', () => {
+    const log = [
+      'Commit history:',
+      "Commit: 'f1980d60142f700b8a5aad97628425acc1f61f55'",
+      "Author: 'Test'",
+      'Date: 2026-11-26 18:27:16 +0000',
+      `Message: 'Add "notes"'`,
+      '',
+      "Commit: '7f31e20c8fa09c4366426ec0bec23cd35550a2ca'",
+      "Author: 'Test'",
+      'Date: 2026-11-26 18:27:16 +0000',
+      "Message: 'First draft'",
+      '',
+    ].join('\n');
+    expect(data(log)).toEqual({
+      commit_history: [
+        { commit: 'f1980d60142f700b8a5aad97628425acc1f61f55', author: 'Test', date: '2026-11-26 18:27:16 +0000', message: 'Add "notes"' },
+        { commit: '7f31e20c8fa09c4366426ec0bec23cd35550a2ca', author: 'Test', date: '2026-11-26 18:27:16 +0000', message: 'First draft' },
+      ],
+    });
+    expect(data('Repository: demo\nBranch: main\n\nCommit: a1\nAuthor: Ada\n\nCommit: b2\nAuthor: Grace\nTotal: 2')).toEqual({
+      repository: 'demo',
+      branch: 'main',
+      items: [
+        { commit: 'a1', author: 'Ada' },
+        { commit: 'b2', author: 'Grace' },
+      ],
+      total: 2,
+    });
+    expect(data('a: 1\na: 2\na: 3')).toEqual({ items: [{ a: 1 }, { a: 2 }, { a: 3 }] });
+  });
+
+  it('reads no data where repeated keys are out of step, rather than invent a shape', () => {
+    for (const text of ['a: 1\nb: 2\na: 3', 'a: 1\nb: 2\na: 3\nc: 4', 'a: 1\nb: 2\na: 3\nb: 4\nb: 5', 'Items: 1\na: 1\na: 2']) {
+      expect(extractData(text), text).toBeUndefined();
+    }
+  });
+
+  it('takes the quote marks off a quoted value only when that is all there is to take off', () => {
+    expect(data(`a: 'x "y"'\nb: "007"\nc: 'it\\'s'\nd: 'a' and 'b'`)).toEqual({ a: 'x "y"', b: '007', c: "'it\\'s'", d: "'a' and 'b'" });
+  });
+
+  it('reads nothing out of a diff, and no JSON object where prose holds two', () => {
+    const diff = 'diff --git a/status.json b/status.json\nindex 7f36530..9be8bae 100644\n--- a/status.json\n+++ b/status.json\n@@ -1 +1 @@\n-{"status":"draft"}\n+{"status":"final"}\n';
+    expect(extractData(diff)).toBeUndefined();
+    expect(extractData(diff.replace('diff --git a/status.json b/status.json\n', '').replace('index 7f36530..9be8bae 100644\n', ''))).toBeUndefined();
+    expect(extractData('Was {"status": "draft"}, now {"status": "final"}.')).toBeUndefined();
+    expect(extractData('Request:\n```json\n{"a": 1}\n```\nResponse:\n```json\n{"b": 2}\n```')).toBeUndefined();
+    expect(data('Now {"status": "final"} (see {braces} in prose).')).toEqual({ status: 'final' });
   });
 
   it('finds nothing in plain prose, and no data nested too deeply', () => {

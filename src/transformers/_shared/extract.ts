@@ -1,11 +1,16 @@
 /**
  * Finds structured data in text an upstream wrote for people: a JSON document, a fenced JSON
- * block, the first JSON object in prose, markdown tables (→ arrays of objects) and `key: value`
- * lines (→ object entries). Numbers are typed, and a unit after a number moves into the key
- * (`Temperature: 8°C` → `temperature_c: 8`, `72%` → `_percent: 72`). The first heading, when
- * the text starts with it, becomes `title`. Everything runs in one pass over the lines.
+ * block or a JSON object in prose (when there is only one: of two, which is the data is not for
+ * the proxy to guess), markdown tables (→ arrays of objects) and `key: value` lines (→ object
+ * entries; runs of lines that repeat the same keys → an array of records). Numbers are typed, a
+ * unit after a number moves into the key (`Temperature: 8°C` → `temperature_c: 8`, `72%` →
+ * `_percent: 72`), and a quoted value loses its quote marks. The first heading, when the text
+ * starts with it, becomes `title`. Every value is a fact of the text, and a shape the proxy
+ * cannot make regular (keys repeated out of step) is no data at all. A unified diff holds no
+ * data. Everything runs in one pass over the lines.
  */
 import type { Budget } from '../budget.js';
+import { isUnifiedDiff } from './diff.js';
 import { isPlainObject, MAX_DEPTH, parseJsonDocument, type Json } from './json.js';
 import { closesFence, isBlank, isTableDelimiter, isTableRow, parseFence, parseHeading, splitRow } from './markdown-lines.js';
 
@@ -22,16 +27,18 @@ export interface Extracted {
 export function extractData(text: string, budget?: Budget): Extracted | undefined {
   const doc = parseJsonDocument(text);
   if (doc !== undefined) return { data: doc, whole: true };
+  if (isUnifiedDiff(text, budget)) return undefined;
   const found = fencedJson(text, budget) ?? embeddedObject(text);
   if (found !== undefined) return { data: found, whole: false };
   const prose = proseData(text, budget);
   return prose === undefined ? undefined : { ...prose, whole: false };
 }
 
-/** The first fenced block (any info string) whose body is a JSON document. */
+/** The one fenced block (any info string) whose body is a JSON document; undefined when there is none, or more than one. */
 function fencedJson(text: string, budget?: Budget): Json | undefined {
   if (!text.includes('```') && !text.includes('~~~')) return undefined;
   const lines = text.split('\n');
+  let found: Json | undefined;
   for (let i = 0; i < lines.length; i++) {
     budget?.check(lines[i].length + 1);
     const open = parseFence(lines[i]);
@@ -39,22 +46,37 @@ function fencedJson(text: string, budget?: Budget): Json | undefined {
     let end = i + 1;
     while (end < lines.length && !closesFence(lines[end], open)) end++;
     const value = parseJsonDocument(lines.slice(i + 1, end).join('\n'));
-    if (value !== undefined) return value;
+    if (value !== undefined) {
+      if (found !== undefined) return undefined;
+      found = value;
+    }
     i = end;
   }
-  return undefined;
+  return found;
 }
 
-/** The first balanced `{…}` in the text that parses as a JSON object (a few candidates at most). */
+/** Candidate `{`s looked at, at most, to find the one JSON object in prose. */
+const MAX_CANDIDATES = 8;
+
+/**
+ * The one balanced `{…}` in the text that parses as a JSON object; undefined when there is none
+ * or more than one (a diff's removed and added lines, a request and its response), or when more
+ * than MAX_CANDIDATES braces would have to be looked at to tell.
+ */
 function embeddedObject(text: string): Json | undefined {
+  let found: Json | undefined;
   let tries = 0;
-  for (let start = text.indexOf('{'); start !== -1 && tries++ < 8; start = text.indexOf('{', start + 1)) {
+  for (let start = text.indexOf('{'); start !== -1; start = text.indexOf('{', start + 1)) {
+    if (++tries > MAX_CANDIDATES) return undefined;
     const end = matchingBrace(text, start);
-    if (end === -1) return undefined;
+    if (end === -1) break;
     const value = parseJsonDocument(text.slice(start, end + 1));
-    if (isPlainObject(value)) return value;
+    if (!isPlainObject(value)) continue;
+    if (found !== undefined) return undefined;
+    found = value;
+    start = end;
   }
-  return undefined;
+  return found;
 }
 
 /** Index of the `}` closing the `{` at `start`, skipping strings; -1 if none or nested too deep. */
@@ -73,15 +95,22 @@ function matchingBrace(text: string, start: number): number {
   return -1;
 }
 
+/** A value read from prose: its key, and what names the part of the text it is in. */
+interface Entry {
+  key: string;
+  value: Json;
+  /** The heading or `Label:` line above it, or '' (names the array its record is in). */
+  context: string;
+}
+
 /**
- * Tables and `key: value` lines, keyed by the heading above a table. Needs at least two facts
- * to count as data.
+ * Tables and `key: value` lines: a table is keyed by the heading or `Label:` line above it.
+ * Needs at least two facts to count as data.
  */
 function proseData(text: string, budget?: Budget): { data: Json; json?: string } | undefined {
-  const out: Record<string, Json> = {};
-  const entries = entryWriter(out);
+  const entries: Entry[] = [];
   let facts = 0;
-  let heading = '';
+  let context = '';
   const lines = text.split('\n');
   const first = lines.findIndex((l) => !isBlank(l));
   for (let i = 0; i < lines.length; i++) {
@@ -89,47 +118,90 @@ function proseData(text: string, budget?: Budget): { data: Json; json?: string }
     budget?.check(line.length + 1);
     const h = parseHeading(line);
     if (h) {
-      heading = h.text;
-      if (i === first) entries.put('title', h.text);
+      context = h.text;
+      if (i === first) entries.push({ key: 'title', value: h.text, context: '' });
       continue;
     }
     if (isTableRow(line) && isTableDelimiter(lines[i + 1] ?? '')) {
       let end = i + 2;
       while (end < lines.length && isTableRow(lines[end])) end++;
-      entries.put(keyOf(heading) || 'table', tableRows(lines[i], lines.slice(i + 2, end), budget));
+      entries.push({ key: keyOf(context) || 'table', value: tableRows(lines[i], lines.slice(i + 2, end), budget), context });
       facts += 2;
       i = end - 1;
       continue;
     }
     const kv = keyValueOf(line);
     if (kv) {
-      const [name, value] = typedEntry(keyOf(kv[0]), kv[1]);
-      entries.put(name, value);
+      const [key, value] = typedEntry(keyOf(kv[0]) || 'value', kv[1]);
+      entries.push({ key, value, context });
       facts++;
+      continue;
     }
+    const label = labelLineOf(line);
+    if (label !== undefined) context = label;
   }
-  return facts >= 2 ? { data: out, json: entries.json() } : undefined;
+  return facts >= 2 ? shaped(entries, budget) : undefined;
 }
 
 /**
- * Puts entries into `out` under unique keys (keyMaker), and writes its JSON text as it goes:
+ * The entries as one object: each key once, or, where keys repeat, the run of entries that
+ * repeats them as an array of records (`Commit: …`, `Author: …`, blank, `Commit: …`, …). The
+ * records must all have the keys of the first, in its order; anything less regular is no data.
+ */
+function shaped(entries: Entry[], budget?: Budget): { data: Json; json?: string } | undefined {
+  const firstAt = new Map<string, number>();
+  let repeat = -1;
+  for (let i = 0; i < entries.length && repeat === -1; i++) {
+    if (firstAt.has(entries[i].key)) repeat = i;
+    else firstAt.set(entries[i].key, i);
+  }
+  if (repeat === -1) return written(entries);
+  const start = firstAt.get(entries[repeat].key)!;
+  const width = repeat - start;
+  const records: Json[] = [];
+  let i = start;
+  for (; i + width <= entries.length && entries[i].key === entries[start].key; i += width) {
+    budget?.check(width);
+    const record: Record<string, Json> = {};
+    for (let j = 0; j < width; j++) {
+      const e = entries[i + j];
+      if (e.key !== entries[start + j].key) return undefined;
+      record[e.key] = e.value;
+    }
+    records.push(record);
+  }
+  const context = entries[start].context;
+  let sameContext = true;
+  for (let r = start; r < i; r += width) if (entries[r].context !== context) sameContext = false;
+  const name = (sameContext && keyOf(context)) || 'items';
+  const out: Entry[] = [...entries.slice(0, start), { key: name, value: records, context }];
+  const taken = new Set(out.map((e) => e.key));
+  if (taken.size < out.length) return undefined; // the array's name is taken
+  for (let r = i; r < entries.length; r++) {
+    const { key } = entries[r];
+    if (taken.has(key) || firstAt.get(key)! >= start) return undefined; // a record's key after the records: out of step
+    taken.add(key);
+    out.push(entries[r]);
+  }
+  return written(out);
+}
+
+/**
+ * The entries (each key once) as an object, with its JSON text written as it is built:
  * serialising an object of thousands of keys afterwards costs several times more. The keys are
  * made of a-z, 0-9 and _ (keyOf), so they need no escaping; a key that starts with a digit may
  * be an array index, which JSON.stringify writes first: then the text is left to it.
  */
-function entryWriter(out: Record<string, Json>): { put(name: string, value: Json): void; json(): string | undefined } {
-  const key = keyMaker(out);
+function written(entries: Entry[]): { data: Json; json?: string } {
+  const out: Record<string, Json> = {};
   let json: string | undefined = '';
-  return {
-    put(name, value) {
-      const k = key(name);
-      out[k] = value;
-      if (json === undefined) return;
-      if (isDigit(k.charCodeAt(0))) json = undefined;
-      else json += `${json === '' ? '' : ','}"${k}":${typeof value === 'number' ? (Number.isFinite(value) ? String(value) : 'null') : JSON.stringify(value)}`;
-    },
-    json: () => (json === undefined ? undefined : `{${json}}`),
-  };
+  for (const { key, value } of entries) {
+    out[key] = value;
+    if (json === undefined) continue;
+    if (isDigit(key.charCodeAt(0))) json = undefined;
+    else json += `${json === '' ? '' : ','}"${key}":${typeof value === 'number' ? (Number.isFinite(value) ? String(value) : 'null') : JSON.stringify(value)}`;
+  }
+  return { data: out, json: json === undefined ? undefined : `{${json}}` };
 }
 
 /** Rows of a markdown table as objects; a column whose cells share a unit is typed (`high_c: 9`). */
@@ -183,6 +255,15 @@ export function keyValueOf(line: string): [string, string] | undefined {
   return value === '' ? undefined : [label, value];
 }
 
+/** `Commit history:` alone on its line (emphasis markers aside): its label, which names what follows. */
+function labelLineOf(line: string): string | undefined {
+  if (!line.includes(':')) return undefined;
+  const t = (line.includes('**') || line.includes('__') ? line.split('**').join('').split('__').join('') : line).trim();
+  if (t.length < 2 || t.charCodeAt(t.length - 1) !== 0x3a /* : */) return undefined;
+  const label = t.slice(0, -1).trimEnd();
+  return label.length <= 41 && isLabel(label) ? label : undefined;
+}
+
 /** `[A-Za-z][\w ()%/.-]*`, by character code. */
 function isLabel(label: string): boolean {
   if (!isAsciiLetter(label.charCodeAt(0))) return false;
@@ -206,25 +287,6 @@ export function keyOf(label: string): string {
 
 const NOT_KEY = /[^a-z0-9]+/g;
 
-/**
- * Keys that are unique in `out`, which gets every key it makes: a repeated key gets `_2`, `_3`, …
- * (a counter per key keeps this linear). The object is its own record of the keys used: a second
- * set of them would cost as much again as the object.
- */
-function keyMaker(out: Record<string, Json>): (key: string) => string {
-  const next = new Map<string, number>();
-  return (key) => {
-    const base = key || 'value';
-    if (!Object.hasOwn(out, base)) return base;
-    let k = base;
-    for (let i = next.get(base) ?? 2; Object.hasOwn(out, k); i++) {
-      k = `${base}_${i}`;
-      next.set(base, i + 1);
-    }
-    return k;
-  };
-}
-
 const JSON_NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
 
 /** Numbers and booleans become typed; everything else stays the string it was. */
@@ -238,9 +300,23 @@ export function typed(value: string): Json {
 /** A key and its typed value: a number with a unit puts the unit in the key (`temperature` + `8°C` → `temperature_c`, 8). */
 export function typedEntry(key: string, raw: string): [string, Json] {
   const v = raw.trim();
+  const text = unquoted(v);
+  if (text !== undefined) return [key, text];
   if (numberEnd(v) === v.length) return [key, Number(v)]; // a plain number: no unit to look for
   const m = numberWithUnit(v);
   return m ? [withUnit(key, m.unit), m.value] : [key, typed(v)];
+}
+
+/**
+ * `'abc'` or `"abc"` (a quoted string, as Python's repr writes one): the text between the quote
+ * marks, when it holds neither that mark nor a backslash (then the quotes are all there is to
+ * take away). A quoted value is a string, whatever it spells.
+ */
+function unquoted(v: string): string | undefined {
+  const q = v[0];
+  if ((q !== "'" && q !== '"') || v.length < 2 || v[v.length - 1] !== q) return undefined;
+  const inner = v.slice(1, -1);
+  return inner.includes(q) || inner.includes('\\') ? undefined : inner;
 }
 
 /**

@@ -40,3 +40,20 @@ describe('json-extract', () => {
     expect(out).toEqual({ contents: [{ uri: 'a', mimeType: 'application/json', text: '{"a":1}' }, { uri: 'b', blob: 'AA==' }, { uri: 'c', text: '# Guide\n\nSee {"x":1}.' }] });
   });
 });
+
+describe('json-extract in tools/list', () => {
+  it("shows a wrapped text's schema (FastMCP, the Python SDK) with room for the data read from it, and leaves other schemas alone", async () => {
+    const fastmcp = { type: 'object', properties: { result: { type: 'string' } }, required: ['result'], 'x-fastmcp-wrap-result': true };
+    const sdk = { type: 'object', properties: { result: { title: 'Result', type: 'string' } }, required: ['result'], title: 'echoOutput' };
+    const other = { type: 'object', properties: { result: { type: 'string' }, count: { type: 'number' } }, required: ['result'] };
+    const list = { tools: [{ name: 'a', inputSchema: { type: 'object' }, outputSchema: fastmcp }, { name: 'b', inputSchema: { type: 'object' }, outputSchema: sdk }, { name: 'c', inputSchema: { type: 'object' }, outputSchema: other }, { name: 'd', inputSchema: { type: 'object' } }] };
+    const out = (await jsonExtract.create({ keepText: true })(list, testContext('tools/list'))) as typeof list;
+    expect(out.tools.map((t) => t.outputSchema)).toEqual([
+      { ...fastmcp, properties: { result: { type: ['string', 'object'] } } },
+      { ...sdk, properties: { result: { title: 'Result', type: ['string', 'object'] } } },
+      other,
+      undefined,
+    ]);
+    expect(await jsonExtract.create({ keepText: true })({ tools: [list.tools[2]] }, testContext('tools/list'))).toBeUndefined();
+  });
+});

@@ -5,7 +5,9 @@
  * When the data holds less than the text did (prose around a table, a sentence with a number),
  * the original text blocks stay beside it: the client gains structure and loses nothing.
  * For resources/read, text contents that are JSON as a whole are labelled application/json.
- * Results that already carry structuredContent, errors and binary contents are not touched.
+ * Results that already carry structuredContent, errors and binary contents are not touched; a
+ * wrapped text (`{"result": <the text>}`, see wrapped.ts) is read like any other text, and in
+ * tools/list the wrapper's schema is shown with `result` allowed to be that data.
  */
 import { z } from 'zod';
 import type { McpResult, Transformer } from '../contract.js';
@@ -13,6 +15,7 @@ import { extractData } from '../_shared/extract.js';
 import { toolText, withStructured } from '../_shared/structured.js';
 import { isPlainObject, parseJsonDocument, writeJson } from '../_shared/json.js';
 import { satisfiesSchema } from '../_shared/schema-check.js';
+import { isWrapperSchema, widenedSchema } from '../_shared/wrapped.js';
 
 const options = z
   .object({
@@ -29,6 +32,7 @@ export const jsonExtract: Transformer<z.infer<typeof options>> = {
   create({ keepText }) {
     return function jsonExtractFn(result, ctx) {
       if (ctx.method === 'resources/read') return resourceToJson(result);
+      if (ctx.method === 'tools/list') return withWidenedSchemas(result);
       const from = ctx.method === 'tools/call' ? toolText(result) : undefined;
       if (!from) return undefined;
       const found = extractData(from.text, ctx.budget);
@@ -42,6 +46,18 @@ export const jsonExtract: Transformer<z.infer<typeof options>> = {
     };
   },
 };
+
+/** tools/list with every wrapper schema widened: a wrapped text's data may take its place under `result`. */
+function withWidenedSchemas(result: McpResult): McpResult | undefined {
+  if (!Array.isArray(result.tools)) return undefined;
+  let changed = false;
+  const tools = result.tools.map((t: Record<string, unknown>) => {
+    if (!isWrapperSchema(t?.outputSchema)) return t;
+    changed = true;
+    return { ...t, outputSchema: widenedSchema(t.outputSchema) };
+  });
+  return changed ? { ...result, tools } : undefined;
+}
 
 function resourceToJson(result: McpResult): McpResult | undefined {
   if (!Array.isArray(result.contents)) return undefined;

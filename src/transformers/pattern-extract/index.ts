@@ -10,6 +10,7 @@
  */
 import { z } from 'zod';
 import type { McpResult, Transformer } from '../contract.js';
+import { satisfiesSchema } from '../_shared/schema-check.js';
 import { toolText, withStructured } from '../_shared/structured.js';
 import { RE2JS } from 're2js';
 import { matchTemplate, parseTemplate } from './template.js';
@@ -72,6 +73,8 @@ export const patternExtract: Transformer<Options> = {
         if (value !== undefined) data[name] = value;
       }
       if (Object.keys(data).length === 0 || o.required.some((name) => !(name in data))) return undefined;
+      // The schema the client was shown is this transformer's own unless the upstream declared one (a wrapped text's, say).
+      if (ctx.outputSchema && !satisfiesSchema(data, ctx.outputSchema)) return undefined;
       return withStructured(result, from, data, o.keepText, ctx.budget);
     };
   },

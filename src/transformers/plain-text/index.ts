@@ -1,12 +1,14 @@
 /**
  * `plain-text`: markdown to clean text, one line at a time (linear in the input, whatever it
  * holds): headings lose their #s, lists keep their bullets, tables become `a | b` rows, fenced
- * and indented code stays verbatim, links keep their targets. Applies to tool result text
- * blocks, markdown resources and resources without a mimeType (→ text/plain) and prompt
- * message text.
+ * and indented code stays verbatim, links keep their targets. A line keeps its leading
+ * whitespace (in preformatted output such as `git status` it is meaning), the text its final
+ * line break, and a unified diff is left whole. Applies to tool result text blocks, markdown
+ * resources and resources without a mimeType (→ text/plain) and prompt message text.
  */
 import type { Budget } from '../budget.js';
 import { withoutOptions } from '../contract.js';
+import { isUnifiedDiff } from '../_shared/diff.js';
 import { closesFence, indentOf, isBlank, isSetextUnderline, isTableDelimiter, isTableRow, isThematicBreak, parseFence, parseHeading, splitRow } from '../_shared/markdown-lines.js';
 import { mapTexts } from '../_shared/texts.js';
 import { inlineToText } from './inline.js';
@@ -23,6 +25,7 @@ export const plainText = withoutOptions(
 const MAX_ALIGNED_WIDTH = 40;
 
 export function toPlainText(markdown: string, budget?: Budget): string {
+  if (isUnifiedDiff(markdown, budget)) return markdown;
   const lines = markdown.split('\n');
   const out: string[] = [];
   let fence: { char: string; length: number } | undefined;
@@ -84,11 +87,21 @@ export function toPlainText(markdown: string, budget?: Budget): string {
       out.push(item);
     } else {
       if (indent === 0) inList = false;
-      out.push(inlineToText(inList ? body.trimEnd() : body.trim(), budget, true));
+      out.push(inlineToText(body.trimEnd(), budget, true));
     }
     previous = 'paragraph';
   }
-  return squeezeBlankLines(out).join('\n').trim();
+  const text = withoutBlankEnds(squeezeBlankLines(out));
+  return text !== '' && markdown.endsWith('\n') ? `${text}\n` : text;
+}
+
+/** The lines joined, without the blank lines at either end (the first line keeps its indentation). */
+function withoutBlankEnds(lines: string[]): string {
+  let from = 0;
+  let to = lines.length;
+  while (from < to && isBlank(lines[from])) from++;
+  while (to > from && isBlank(lines[to - 1])) to--;
+  return lines.slice(from, to).join('\n').trimEnd();
 }
 
 /** The line without its blockquote markers (`> > text` → `text`). */

@@ -25,6 +25,20 @@ describe('trim', () => {
     expect(text(await fn({ content: [{ type: 'text', text: 'Intro.\n\n## Tips\n\nBook early.' }] }, testContext('tools/call')))).toBe('Intro.');
   });
 
+  it('drops paragraphs that open with Example: or Tip:, up to the next blank line or a fact of their own', () => {
+    const guide = 'Getting started.\n\nRun `deploy` to deploy.\n\nExample: deploy --env staging\n\n**Tip:** pass --dry-run\nto see the changes.\n\nNote: production needs approval.';
+    expect(dropNamedSections(guide.split('\n'), new Set(['example', 'tip'])).join('\n')).toBe('Getting started.\n\nRun `deploy` to deploy.\n\n\n\nNote: production needs approval.');
+    const examples = 'Intro.\n\nExamples:\n```sh\ndeploy --env x\n```\n- deploy --tag v1\n  name: a\nOwner: Ada\n\nEnd.';
+    expect(dropNamedSections(examples.split('\n'), new Set(['examples'])).join('\n')).toBe('Intro.\n\nOwner: Ada\n\nEnd.');
+    const kept = 'Tip: the opening paragraph stays\n\nName: foo\nTip: a fact inside a paragraph stays'.split('\n');
+    expect(dropNamedSections(kept, new Set(['tip']))).toEqual(kept);
+  });
+
+  it('leaves a unified diff whole, trailing spaces and blank lines included', async () => {
+    const diff = 'diff --git a/a.md b/a.md\n--- a/a.md\n+++ b/a.md\n@@ -1,4 +1,4 @@\n ## Tips   \n \n \n-old\n+new\n';
+    expect(await fn({ content: [{ type: 'text', text: diff }] }, testContext('tools/call'))).toBeUndefined();
+  });
+
   it('keeps fenced code whole, even when it holds a line that looks like a heading', async () => {
     const md = 'Run it:\n\n```sh\n# Examples\nnpm test\n```\n\n## Examples\n\nx';
     expect(text(await fn({ content: [{ type: 'text', text: md }] }, testContext('tools/call')))).toBe('Run it:\n\n```sh\n# Examples\nnpm test\n```');

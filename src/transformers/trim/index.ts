@@ -1,8 +1,9 @@
 /**
  * `trim` (verbosity=compact): less to read, nothing of substance lost.
- * - Prose (tool text, markdown resources, prompt messages): sections such as Examples and Tips
- *   dropped (never the document's own title section, never down to nothing), trailing spaces
- *   and runs of blank lines removed, optionally capped with a marker.
+ * - Prose (tool text, markdown resources, prompt messages): sections and paragraphs such as
+ *   Examples and Tips dropped (never the document's own title section, never down to nothing),
+ *   trailing spaces and runs of blank lines removed, optionally capped with a marker. A unified
+ *   diff is left whole.
  * - JSON text is minified; other data (code, CSV, YAML resources) is left as it is; a text
  *   beside `structuredContent` changes only losslessly, so the two keep agreeing.
  * - Lists (tools, prompts, resources): descriptions shortened at a sentence boundary, never
@@ -16,7 +17,7 @@ import { mapTexts } from '../_shared/texts.js';
 import { compactList } from './lists.js';
 import { compactProse } from './prose.js';
 
-const SECTIONS = ['Examples', 'Example', 'Tips', 'See also'];
+const SECTIONS = ['Examples', 'Example', 'Tips', 'Tip', 'See also'];
 
 const options = z
   .object({
