@@ -80,7 +80,7 @@ describe('the MCP-Features header', () => {
 
   it("the client's own declaration wins each axis it names; the header's other axes still apply", async () => {
     const client = await legacyClient(proxy.url, { 'MCP-Features': 'format=json, verbosity=compact' }, ['format=markdown']);
-    expect(client.getInstructions()).toContain('format=markdown in effect');
+    expect(client.getInstructions()).toContain('Content negotiation: format=markdown, verbosity=compact in effect');
     const result = await client.callTool(CALL);
     expect(shaped(result)).toBeUndefined();
     await logged(proxy, (e) => e.msg === 'request' && e.rpc === 'tools/call' && e.tags === 'format=markdown verbosity=compact' && e.overridden === 'format=json', 5000, 'the access log line naming the overridden tag');
