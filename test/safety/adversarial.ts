@@ -90,8 +90,12 @@ export interface Cost {
   copies: number;
 }
 
-/** The cost of every case on every adversarial input of `size` characters, with no time budget. */
-export function adversarialCosts(size: number): Cost[] {
+/**
+ * The cost of every case on every adversarial input of `size` characters, with no time budget.
+ * With `enough`, a case stops being measured again once one run costs at most that many copies
+ * (more runs only matter for a case that looks too slow, which a preempted run can make it).
+ */
+export function adversarialCosts(size: number, enough = 0): Cost[] {
   const transformers = builtinTransformers();
   const log = pino({ level: 'silent' });
   return CASES.flatMap(([name, method, tags]) => {
@@ -101,16 +105,16 @@ export function adversarialCosts(size: number): Cost[] {
     return Object.entries(ADVERSARIAL).map(([input, make]) => {
       const result = resultFor(method, make(size));
       const copy = best(3, () => JSON.parse(JSON.stringify(result)));
-      const ms = best(5, () => fn(result, ctx)); // the longer a run, the likelier a busy machine preempts it: more tries
+      const ms = best(5, () => fn(result, ctx), enough * Math.max(copy, 0.05)); // the longer a run, the likelier a busy machine preempts it: more tries
       return { transformer: name, method, input, ms, copies: ms / Math.max(copy, 0.05) };
     });
   });
 }
 
-/** The least CPU time (ms) of `runs` runs: CPU time, so other processes on a busy machine do not count. */
-export function best(runs: number, fn: () => unknown): number {
+/** The least CPU time (ms) of `runs` runs, or of those until one takes at most `enoughMs`: CPU time, so other processes on a busy machine do not count. */
+export function best(runs: number, fn: () => unknown, enoughMs = 0): number {
   let ms = Infinity;
-  for (let i = 0; i < runs; i++) {
+  for (let i = 0; i < runs && ms > enoughMs; i++) {
     const start = process.cpuUsage();
     fn();
     const used = process.cpuUsage(start);
