@@ -92,11 +92,11 @@ const matches = (row: Row, cell: Cell, scenario: Scenario) =>
 const IMPOSSIBLE: Row[] = [
   {
     client: 'legacy', server: '*', front: '*', scenario: 'tasks',
-    why: 'spec/ (2026-07-28) tasks are an extension negotiated per request in `_meta` clientCapabilities.extensions["io.modelcontextprotocol/tasks"] and answered with resultType "task"; a 2025-11-25 session has neither (its own tasks are the 2025 experimental ones, out of this matrix)',
+    why: 'dual-era digest: "drop legacy `capabilities.tasks` (tasks are now the `io.modelcontextprotocol/tasks` extension, different API)": the extension is declared per request in `_meta` and answered with resultType "task", which a 2025-11-25 session has neither of (its experimental tasks are another API, out of this matrix)',
   },
   {
     client: 'modern', server: '*', front: '*', scenario: 'legacy session on another replica',
-    why: '2026-07-28 "stateless": there is no session (no initialize, no Mcp-Session-Id) to continue; each request stands alone',
+    why: 'versioning (dual-era): "A request carrying modern per-request _meta is served statelessly according to this revision": there is no session to continue',
   },
 ];
 
