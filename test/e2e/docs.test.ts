@@ -10,8 +10,8 @@
  *   it. Other YAML (Compose, Kubernetes) must say `parse-only`; it is parsed.
  * - sh, bash, shell: cut into command lines (a newline outside quotes ends one; `\` continues
  *   it), then run with bash from the repository root, in order, with `set -eo pipefail`:
- *   - `mcp-negotiate-proxy …` runs `node dist/main.js …` (a wrapper on PATH); `npx
- *     mcp-negotiate-proxy …`, `node dist/main.js …` and `npm start -- …` run as written;
+ *   - `mcp-negotiate-proxy …` runs `node dist/main.js …` (a wrapper on PATH); `node
+ *     dist/main.js …` and `npm start -- …` run as written;
  *     `npx -y @modelcontextprotocol/server-everything` finds the local devDependency
  *     (npm_config_offline=true: nothing is downloaded).
  *   - A proxy command that serves (no `validate`, `schema`, `explain`, `hash-token`, `--help`,
@@ -538,6 +538,12 @@ describe('documentation', () => {
         expect(broken).toEqual([]);
       });
     }
+
+    // In the clone, npx installs the clone into its cache and runs `prepare`, rebuilding dist/ under every running proxy; elsewhere it looks for an unpublished package.
+    it('no page runs the proxy through npx', () => {
+      const npx = [...TEXT].filter(([, text]) => /npx\s+(-y\s+)?mcp-negotiate-proxy|"npx",\s*"args":\s*\[\s*"mcp-negotiate-proxy"/.test(text)).map(([file]) => file);
+      expect(npx).toEqual([]);
+    });
 
     it('README.md links every file in docs/', () => {
       const linked = new Set(relativeLinks(TEXT.get('README.md')!).map((l) => l.target.split('#')[0]));
