@@ -6,13 +6,13 @@
  * a result no filter changed stays the upstream's bytes.
  */
 import type { Logger } from 'pino';
-import type { Era } from '../jsonrpc/errors.js';
 import { isObject, type JsonRpcErrorObject, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
 import { CONTENT_NEGOTIATION, contentNegotiationFilter, type ContentNegotiationSetup } from '../extensions/content-negotiation/filter.js';
 import { extensionsOf, type Filter, type FilterContext, type RequestVerdict, type UpstreamAsk } from '../extensions/contract.js';
 import { serverVariantsFilter } from '../extensions/server-variants/filter.js';
 import type { VariantCatalog } from '../extensions/server-variants/scope.js';
 import { SERVER_VARIANTS } from '../extensions/server-variants/variants.js';
+import type { Era } from '../mcp/era.js';
 import { MAX_TAGS, NOTHING_ASSIGNED, parseTag, type Assigned } from '../mcp/features.js';
 import { targetOf } from '../mcp/requests.js';
 import type { Metrics } from '../ops/metrics.js';

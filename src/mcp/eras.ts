@@ -5,7 +5,8 @@
  * the connection: every request stands alone.
  */
 import type { Assigned } from './features.js';
-import { ProxyError, type Era } from '../jsonrpc/errors.js';
+import { ProxyError } from '../jsonrpc/errors.js';
+import type { Era } from './era.js';
 import { isObject, type JsonRpcRequest } from '../jsonrpc/message.js';
 
 export const MODERN_VERSIONS = ['2026-07-28'];

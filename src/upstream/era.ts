@@ -14,17 +14,16 @@
 import type { Logger } from 'pino';
 import { ProxyError, UNSUPPORTED_PROTOCOL_VERSION } from '../jsonrpc/errors.js';
 import { isObject } from '../jsonrpc/message.js';
+import type { ServerEra } from '../mcp/era.js';
 import { META, MODERN_VERSIONS } from '../mcp/eras.js';
 import type { McpResult } from '../transformers/contract.js';
 import type { ModernExchange } from './modern-http.js';
 
-/** `dual`: the upstream speaks both, and each client is spoken to in its own era. */
-export type Era = 'legacy' | 'modern' | 'dual';
 /** `auto`: ask the upstream; otherwise taken as configured. */
-export type EraSetting = Era | 'auto';
+export type EraSetting = ServerEra | 'auto';
 
 /** Whether modern clients are passed through to an upstream of this era (it answers them itself). */
-export function speaksModern(era: Era | undefined): boolean {
+export function speaksModern(era: ServerEra | undefined): boolean {
   return era === 'modern' || era === 'dual';
 }
 
@@ -75,7 +74,7 @@ export function serverOf(discovered: Record<string, unknown>): UpstreamServer {
 const QUIET_AFTER_FAILURE_MS = 30_000;
 
 interface Known {
-  era: Era;
+  era: ServerEra;
   server?: UpstreamServer;
   /** Dual only because the upstream said nothing to the proxy's initialize: the next question tries again. */
   tentative?: boolean;
@@ -109,13 +108,13 @@ export class UpstreamEra {
   }
 
   /** The era when it is known without asking. */
-  get now(): Era | undefined {
+  get now(): ServerEra | undefined {
     if (this.o.setting !== 'auto') return this.o.setting;
     return this.known?.era ?? (this.o.askFirst ? undefined : 'legacy');
   }
 
   /** The upstream's era, asking it when not known; an upstream that cannot be asked counts as legacy this once (its own errors then tell). */
-  async resolve(): Promise<Era> {
+  async resolve(): Promise<ServerEra> {
     const now = this.now;
     if (now) return now;
     if (Date.now() - this.failedAt < QUIET_AFTER_FAILURE_MS) return 'legacy';

@@ -5,8 +5,9 @@
  */
 import type { Socket } from 'node:net';
 import type { FastifyReply } from 'fastify';
-import { ProxyError, toJsonRpcError, type Era } from '../../jsonrpc/errors.js';
+import { ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
 import { errorResponse, type JsonRpcId } from '../../jsonrpc/message.js';
+import type { Era } from '../../mcp/era.js';
 import { refusalOf } from './connections.js';
 
 /** `err`: a ProxyError, or anything else as a 500 with an internal error; `era`: the wire form the client expects. */
