@@ -9,7 +9,8 @@
  */
 import type { Logger } from 'pino';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
-import { errorResponse, isNotification, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
+import { errorResponse, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
+import { cancelledOf } from '../mcp/cancel-progress.js';
 import { INPUT_METHODS, LOG_LEVELS, passesLogLevel } from '../mcp/eras.js';
 import { upstreamCapabilities, type UpstreamLease, type UpstreamPool } from './pool.js';
 import { Subscriptions } from './subscriptions.js';
@@ -118,11 +119,11 @@ class SharedConnection implements UpstreamConnection {
     const msg = frame.msg;
     if (isRequest(msg)) void this.request(msg);
     else if (isResponse(msg) && msg.id !== null) this.answerAsked(msg.id, msg.error ? { error: msg.error } : { result: msg.result ?? {} });
-    else if (isNotification(msg) && msg.method === 'notifications/cancelled') {
-      const requestId = (msg.params as { requestId?: JsonRpcId } | undefined)?.requestId;
+    else {
+      const { requestId, reason } = cancelledOf(msg) ?? {};
       if (requestId === undefined) return;
       const call = this.calls.get(requestId);
-      if (call) call.lease.client.cancel(call.id, String(msg.params?.reason ?? 'cancelled by the client'), new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
+      if (call) call.lease.client.cancel(call.id, reason ?? 'cancelled by the client', new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
       else if (this.acquiring.has(requestId)) this.cancelled.add(requestId);
     }
     // notifications/initialized and roots/list_changed concern the client's own session: nothing upstream to tell.
