@@ -113,7 +113,7 @@ export class LegacyRelays {
       });
     if (era === 'modern') return bridge(events);
     if (!connector.era.found || resume) return this.legacySession(events, log, who, resume);
-    return withModernFallback(events, (ev) => this.legacySession(ev, log, who), bridge, () => connector.era.refusedLegacy());
+    return withModernFallback(events, (ev) => this.legacySession(ev, log, who), bridge, (error) => connector.era.tookRefusal(error));
   }
 
   /** A shared session, or one of its own (an HTTP session, or a stdio process while any is free). */

@@ -13,7 +13,7 @@
  */
 import type { Logger } from 'pino';
 import { ProxyError, UNSUPPORTED_PROTOCOL_VERSION } from '../jsonrpc/errors.js';
-import { isObject } from '../jsonrpc/message.js';
+import { isObject, type JsonRpcErrorObject } from '../jsonrpc/message.js';
 import type { ServerEra } from '../mcp/era.js';
 import { META, MODERN_VERSIONS } from '../mcp/eras.js';
 import type { McpResult } from '../transformers/contract.js';
@@ -30,9 +30,14 @@ export function speaksModern(era: ServerEra | undefined): boolean {
 /** What the upstream said about itself, in the shape of an initialize result (capabilities, serverInfo, instructions). */
 export type UpstreamServer = McpResult;
 
-/** Whether a failure is the upstream refusing the legacy handshake as only a 2026-07-28 server does (UnsupportedProtocolVersion). */
-export function refusedAsModern(err: unknown): boolean {
-  return err instanceof ProxyError && err.details?.upstreamCode === UNSUPPORTED_PROTOCOL_VERSION;
+/**
+ * Whether the upstream refused the legacy handshake as only a 2026-07-28 server does
+ * (UnsupportedProtocolVersion): its JSON-RPC error to a client's `initialize`, or the failure
+ * an `initialize` of the proxy's own ended in.
+ */
+export function refusedAsModern(refusal: JsonRpcErrorObject | unknown): boolean {
+  const code = refusal instanceof Error ? (refusal instanceof ProxyError ? refusal.details?.upstreamCode : undefined) : isObject(refusal) ? refusal.code : undefined;
+  return code === UNSUPPORTED_PROTOCOL_VERSION;
 }
 
 /**
@@ -131,6 +136,18 @@ export class UpstreamEra {
     const known = fresh || !this.known?.server ? await this.ask() : this.known;
     if (!known.server) throw new ProxyError('UPSTREAM_PROTOCOL', 'The upstream does not answer server/discover as a 2026-07-28 server does');
     return known.server;
+  }
+
+  /**
+   * The one reaction to a refusal of the legacy handshake (see refusedAsModern): when the era is
+   * found out and `refusal` is one, the era learns it (refusedLegacy) and the caller speaks to the
+   * upstream in the 2026-07-28 era (moves the session to the bridge, or asks again); false
+   * otherwise, and the refusal stands.
+   */
+  tookRefusal(refusal: JsonRpcErrorObject | unknown): boolean {
+    if (!this.found || !refusedAsModern(refusal)) return false;
+    this.refusedLegacy();
+    return true;
   }
 
   /** The upstream refused the legacy handshake as only a modern server does: ask it again (HTTP), or take it as modern (stdio). */

@@ -31,7 +31,7 @@ import type { ModernReply } from './reply.js';
 import type { ToolHeaders } from '../../upstream/tool-headers.js';
 import type { ParamHeaders } from '../../mcp/http-headers.js';
 import { PassThrough } from './pass-through.js';
-import { refusedAsModern, speaksModern, type UpstreamEra } from '../../upstream/era.js';
+import { speaksModern, type UpstreamEra } from '../../upstream/era.js';
 import type { ModernUpstream } from '../../upstream/modern-http.js';
 
 export interface ModernHandlerOptions {
@@ -101,8 +101,7 @@ export class ModernHandler {
       return await this.opts.toolHeaders.of(req, ctx);
     } catch (err) {
       // The listing's pooled session was refused as only a 2026-07-28 server does (a stdio upstream before its era is found): list again in that era.
-      if (!this.opts.era.found || !refusedAsModern(err)) throw err;
-      this.opts.era.refusedLegacy();
+      if (!this.opts.era.tookRefusal(err)) throw err;
       return this.opts.toolHeaders.of(req, ctx);
     }
   }
@@ -145,8 +144,7 @@ export class ModernHandler {
       else reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: result.result } });
     } catch (err) {
       // The pooled session's initialize was refused as only a 2026-07-28 server does: the upstream is modern after all.
-      if (!again && this.opts.era.found && refusedAsModern(err)) {
-        this.opts.era.refusedLegacy();
+      if (!again && this.opts.era.tookRefusal(err)) {
         return this.handle(req, ctx, reply, true);
       }
       if (!(err instanceof ProxyError)) this.opts.log.error({ err: (err as Error)?.message, method: req.method }, 'modern request failed');
