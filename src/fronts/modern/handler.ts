@@ -11,6 +11,7 @@
 import type { Logger } from 'pino';
 import type { Requester } from '../../core/context.js';
 import type { HeldBytes } from '../../core/held-bytes.js';
+import { httpStatusOf } from '../../mcp/http-status.js';
 import { targetOf } from '../../mcp/requests.js';
 import type { FilterChain } from '../../core/filters.js';
 import { modernUpstreamError, ProxyError, toJsonRpcError, URL_ELICITATION_REQUIRED } from '../../jsonrpc/errors.js';
@@ -148,7 +149,7 @@ export class ModernHandler {
         return this.handle(req, ctx, reply, true);
       }
       if (!(err instanceof ProxyError)) this.opts.log.error({ err: (err as Error)?.message, method: req.method }, 'modern request failed');
-      reply.answer({ msg: errorResponse(req.id, toJsonRpcError(err, 'modern')) }, err instanceof ProxyError && err.retryAfter ? err : undefined);
+      reply.answer({ msg: errorResponse(req.id, toJsonRpcError(err, 'modern')) }, err instanceof ProxyError && err.retryAfter ? { httpStatus: httpStatusOf({ refused: err }), retryAfter: err.retryAfter } : undefined);
     }
   }
 

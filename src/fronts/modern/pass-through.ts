@@ -12,9 +12,10 @@
 import type { Logger } from 'pino';
 import type { FilterChain } from '../../core/filters.js';
 import { ProxyError } from '../../jsonrpc/errors.js';
-import { errorResponse, isObject, METHOD_NOT_FOUND, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
+import { errorResponse, isObject, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
 import { TokenTooLarge, type Sealer } from '../../sealing/sealer.js';
 import { CACHEABLE_METHODS, META, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/eras.js';
+import { httpStatusOf } from '../../mcp/http-status.js';
 import { targetOf } from '../../mcp/requests.js';
 import { refusedInputRequests, refusedUrlElicitations, refusedUrlError } from '../../mcp/url-elicitation.js';
 import { traceContextOf } from '../../ops/trace-context.js';
@@ -75,9 +76,7 @@ export class PassThrough {
     }
     if (msg.error) {
       const annotated = negotiation.annotateError(msg.error, check?.scope);
-      // The server's status; over stdio there is none, and an unknown method is still a 404 on HTTP.
-      const httpStatus = status >= 400 && status < 500 ? status : msg.error.code === METHOD_NOT_FOUND ? 404 : undefined;
-      return reply.answer(annotated ? { msg: errorResponse(req.id, annotated) } : frame, httpStatus ? { httpStatus } : undefined);
+      return reply.answer(annotated ? { msg: errorResponse(req.id, annotated) } : frame, { httpStatus: httpStatusOf({ error: msg.error, upstreamStatus: status }) });
     }
     const result = msg.result ?? {};
     if (typeof result.taskId === 'string' && (result.resultType === 'task' || TASK_REQUESTS.has(req.method))) {
