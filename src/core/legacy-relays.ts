@@ -107,7 +107,7 @@ export class LegacyRelays {
       connector.bridge(ev, {
         requestTimeoutMs,
         inputTimeoutMs,
-        paramHeaders: (req) => toolHeaders.of(req, who),
+        paramHeaders: (req) => toolHeaders.of(req, { principal: who.principal, clientKey: who.client }),
         toolsSeen: (result) => (result ? toolHeaders.learn(result) : toolHeaders.changed()),
         log,
       });

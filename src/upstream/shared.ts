@@ -31,7 +31,7 @@ export class SharedUpstreamSessions {
   /** Subscribes or unsubscribes the upstream for `uri`; the upstream's refusal, if any (its error, relayed as is). */
   async tellUpstream(member: SharedConnection, method: 'resources/subscribe' | 'resources/unsubscribe', uri: string): Promise<JsonRpcErrorObject | undefined> {
     const own = this.principalOf(member);
-    const pending = (own.lease ??= this.pool.acquire({ principal: member.principal, client: member.client, capabilities: {} }));
+    const pending = (own.lease ??= this.pool.acquire({ principal: member.principal, clientKey: member.client, capabilities: {} }));
     const lease = await pending.catch((err: Error) => {
       if (own.lease === pending) own.lease = undefined;
       throw err;
@@ -188,7 +188,7 @@ class SharedConnection implements UpstreamConnection {
     }
     const exclusive = INPUT_METHODS.has(req.method) && Object.keys(this.capabilities).length > 0;
     this.acquiring.add(req.id);
-    const lease = await this.shared.pool.acquire({ principal: this.principal, client: this.client, capabilities: this.capabilities }, exclusive).finally(() => this.acquiring.delete(req.id));
+    const lease = await this.shared.pool.acquire({ principal: this.principal, clientKey: this.client, capabilities: this.capabilities }, exclusive).finally(() => this.acquiring.delete(req.id));
     if (this.closed || this.cancelled.delete(req.id)) {
       lease.release();
       throw new ProxyError('CLIENT_GONE', 'The client cancelled the request before it reached the upstream');

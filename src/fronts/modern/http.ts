@@ -46,8 +46,8 @@ export class ModernHttp implements ModernEndpoint {
       const bodyVersion = (msg.params?._meta as Record<string, unknown> | undefined)?.[META.protocolVersion];
       if (typeof bodyVersion === 'string') checkModernHeaders(req.headers, msg, bodyVersion);
       ctx = handler.requestContext(msg, who);
-      const { clientCapabilities, assigned } = ctx;
-      noteExchange(req, undefined, { tags: () => tagsInEffect(clientCapabilities, assigned ?? NOTHING_ASSIGNED) });
+      const { capabilities, assigned } = ctx;
+      noteExchange(req, undefined, { tags: () => tagsInEffect(capabilities, assigned ?? NOTHING_ASSIGNED) });
       checkParamHeaders(req.headers, msg, await handler.paramHeaders(msg, ctx));
     } catch (err) {
       return sendError(reply, err, msg.id, 'modern');
