@@ -96,7 +96,7 @@ export class InputRounds {
       clientKey: client,
       method,
       params,
-      clientCapabilities: ctx.capabilities,
+      capabilities: ctx.capabilities,
       timeoutMs: this.o.requestTimeoutMs,
       inputTimeoutMs: this.o.inputTimeoutMs,
       cancellation: reply.cancellation,
