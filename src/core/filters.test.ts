@@ -3,6 +3,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { serverVariantsSchema } from '../extensions/server-variants/variants.js';
 import { VariantCatalog } from '../extensions/server-variants/scope.js';
+import { NOTHING_ASSIGNED } from '../mcp/features.js';
 import { compileRules, ruleSchema } from '../rules/compile.js';
 import type { Transformer } from '../transformers/contract.js';
 import { builtinChain } from './filters.js';
@@ -26,9 +27,9 @@ describe('the filter chain across a reload', () => {
     const build = () => builtinChain({ rules, variants: new VariantCatalog(serverVariantsSchema.parse({})), outputSchemas });
     const schema = { type: 'object', properties: { n: { type: 'number' } } };
 
-    const before = build().forRequest(NEGOTIATION, {}, log);
+    const before = build().forRequest({ era: 'modern', capabilities: NEGOTIATION, assigned: NOTHING_ASSIGNED, log }, {});
     await before.shape('tools/list', undefined, { tools: [{ name: 'count', inputSchema: { type: 'object' }, outputSchema: schema }] });
-    const after = build().forRequest(NEGOTIATION, {}, log);
+    const after = build().forRequest({ era: 'modern', capabilities: NEGOTIATION, assigned: NOTHING_ASSIGNED, log }, {});
     expect(await after.shape('tools/call', 'count', { content: [] })).toMatchObject({ seenSchema: schema });
   });
 });

@@ -6,14 +6,15 @@
  * a result no filter changed stays the upstream's bytes.
  */
 import type { Logger } from 'pino';
-import type { Era } from '../jsonrpc/errors.js';
 import { isObject, type JsonRpcErrorObject, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
 import { CONTENT_NEGOTIATION, contentNegotiationFilter, type ContentNegotiationSetup } from '../extensions/content-negotiation/filter.js';
 import { extensionsOf, type Filter, type FilterContext, type RequestVerdict, type UpstreamAsk } from '../extensions/contract.js';
 import { serverVariantsFilter } from '../extensions/server-variants/filter.js';
 import type { VariantCatalog } from '../extensions/server-variants/scope.js';
 import { SERVER_VARIANTS } from '../extensions/server-variants/variants.js';
+import type { Era } from '../mcp/era.js';
 import { MAX_TAGS, NOTHING_ASSIGNED, parseTag, type Assigned } from '../mcp/features.js';
+import type { RequestContext } from '../mcp/request-context.js';
 import { targetOf } from '../mcp/requests.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { McpResult } from '../transformers/contract.js';
@@ -57,8 +58,8 @@ export class FilterChain {
   }
 
   /** The chain for one modern request: its capabilities, what it is assigned, and what the upstream said at the pooled session's initialize. */
-  forRequest(capabilities: Record<string, unknown>, upstream: McpResult, log: Logger, assigned: Assigned = NOTHING_ASSIGNED): BoundFilters {
-    const bound = new BoundFilters(this, 'modern', log, capabilities, assigned);
+  forRequest(ctx: Pick<RequestContext, 'era' | 'capabilities' | 'assigned' | 'log'>, upstream: McpResult): BoundFilters {
+    const bound = new BoundFilters(this, ctx.era, ctx.log, ctx.capabilities, ctx.assigned);
     bound.learnUpstream(upstream);
     return bound;
   }

@@ -13,7 +13,7 @@ import type { UpstreamConnector } from '../upstream/connector.js';
 import type { SharedUpstreamSessions } from '../upstream/shared.js';
 import { deferredConnection } from '../upstream/deferred.js';
 import { withModernFallback } from '../upstream/era-fallback.js';
-import type { Era } from '../upstream/era.js';
+import type { ServerEra } from '../mcp/era.js';
 import type { ToolHeaders } from '../upstream/tool-headers.js';
 import type { ResumedSession, UpstreamConnection, UpstreamEvents } from '../upstream/types.js';
 import type { Requester } from './context.js';
@@ -101,19 +101,19 @@ export class LegacyRelays {
   }
 
   /** The bridge to a modern upstream, or a session of a legacy or dual-era one that moves to the bridge if the upstream refuses its initialize as only a 2026-07-28 server does. */
-  private connectIn(era: Era, events: UpstreamEvents, log: Logger, who: Requester, resume?: ResumedSession): UpstreamConnection {
+  private connectIn(era: ServerEra, events: UpstreamEvents, log: Logger, who: Requester, resume?: ResumedSession): UpstreamConnection {
     const { connector, requestTimeoutMs, inputTimeoutMs, toolHeaders } = this.o;
     const bridge = (ev: UpstreamEvents) =>
       connector.bridge(ev, {
         requestTimeoutMs,
         inputTimeoutMs,
-        paramHeaders: (req) => toolHeaders.of(req, who),
+        paramHeaders: (req) => toolHeaders.of(req, { principal: who.principal, clientKey: who.client }),
         toolsSeen: (result) => (result ? toolHeaders.learn(result) : toolHeaders.changed()),
         log,
       });
     if (era === 'modern') return bridge(events);
     if (!connector.era.found || resume) return this.legacySession(events, log, who, resume);
-    return withModernFallback(events, (ev) => this.legacySession(ev, log, who), bridge, () => connector.era.refusedLegacy());
+    return withModernFallback(events, (ev) => this.legacySession(ev, log, who), bridge, (error) => connector.era.tookRefusal(error));
   }
 
   /** A shared session, or one of its own (an HTTP session, or a stdio process while any is free). */

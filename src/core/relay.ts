@@ -7,7 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
-import { errorResponse, INVALID_PARAMS, isNotification, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
+import { errorResponse, INVALID_PARAMS, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
+import { cancelledNotification, cancelledOf, PROGRESS, progressTokenOf, requestProgressToken } from '../mcp/cancel-progress.js';
 import { targetOf } from '../mcp/requests.js';
 import { refusedElicitation, refusedUrlElicitations, refusedUrlError } from '../mcp/url-elicitation.js';
 import type { TagsNote } from '../ops/access-log.js';
@@ -138,15 +139,15 @@ export class RelaySession {
       if (check && 'error' in check) return this.sink.deliver({ msg: errorResponse(msg.id, check.error) }, msg.id);
       if (check?.request) frame = { msg: check.request };
       const params = msg.params;
-      const progressToken = (params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
+      const progressToken = requestProgressToken(params);
       const name = targetOf(params);
       const traceparent = this.opts.observe ? traceContextOf(params?._meta as Record<string, unknown> | undefined)?.traceparent : undefined;
       this.pending.add(msg.id, { method: msg.method, name, scope: check?.scope, started: performance.now(), traceparent }, this.limitFor(msg.method), progressToken);
       if (msg.method === 'initialize') this.opts.shaper?.onInitialize(params);
       if (this.opts.counters) this.opts.counters.requestsRelayed++;
-    } else if (isNotification(msg) && msg.method === 'notifications/cancelled') {
+    } else {
       // The client gave up on a request: nothing will answer it, so stop waiting for it here.
-      const id = (msg.params as { requestId?: JsonRpcId } | undefined)?.requestId;
+      const id = cancelledOf(msg)?.requestId;
       if (id !== undefined && this.pending.settle(id)) this.sink.cancelled?.(id);
     }
     if (!this.ended) this.upstream.send(frame);
@@ -216,8 +217,8 @@ export class RelaySession {
       }
       return;
     }
-    if (msg.method === 'notifications/progress') {
-      const token = (msg.params as { progressToken?: string | number } | undefined)?.progressToken;
+    if (msg.method === PROGRESS) {
+      const token = progressTokenOf(msg);
       const owner = token === undefined ? undefined : this.pending.progressed(token);
       return this.sink.deliver(frame, owner?.id ?? relatedId);
     }
@@ -273,7 +274,7 @@ export class RelaySession {
 
   private cancelUpstream(id: JsonRpcId, reason: string): void {
     if (this.ended) return;
-    this.upstream.send({ msg: { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } } });
+    this.upstream.send({ msg: cancelledNotification(id, reason) });
   }
 
   private observe(p: Pending, outcome: Parameters<UpstreamObserver>[1]): void {

@@ -7,8 +7,8 @@
  * gets the upstream's bytes.
  */
 import type { Logger } from 'pino';
-import type { Era } from '../jsonrpc/errors.js';
 import { isObject, type JsonRpcErrorObject, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
+import type { Era } from '../mcp/era.js';
 import type { Assigned } from '../mcp/features.js';
 import type { McpResult } from '../transformers/contract.js';
 

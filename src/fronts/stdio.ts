@@ -10,7 +10,8 @@ import type { Logger } from 'pino';
 import type { ModernHandler } from './modern/handler.js';
 import { Cancellation } from './modern/reply.js';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
-import { errorResponse, isNotification, type ClientPayloadLimits, isRequest, parsePayload, serialize, type Frame, type JsonRpcId, type JsonRpcRequest, type Wire } from '../jsonrpc/message.js';
+import { errorResponse, type ClientPayloadLimits, isRequest, parsePayload, serialize, type Frame, type JsonRpcId, type JsonRpcRequest, type Wire } from '../jsonrpc/message.js';
+import { cancelledOf } from '../mcp/cancel-progress.js';
 import { eraOf } from '../mcp/eras.js';
 import { lineSplitter } from '../jsonrpc/lines.js';
 import type { ClientSink, RelaySession } from '../core/relay.js';
@@ -62,8 +63,9 @@ export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstr
 
   const route = (frame: Frame) => {
     const msg = frame.msg;
-    if (isNotification(msg) && msg.method === 'notifications/cancelled') {
-      const cancellation = inFlight.get((msg.params as { requestId?: JsonRpcId } | undefined)?.requestId as JsonRpcId);
+    const cancelled = cancelledOf(msg);
+    if (cancelled) {
+      const cancellation = inFlight.get(cancelled.requestId as JsonRpcId);
       if (cancellation) return cancellation.cancel(); // the modern request's answer is never written
     }
     // Each line's messages are classified one by one: a stdio client has no session id or headers.

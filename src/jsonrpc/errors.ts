@@ -4,6 +4,7 @@
  * and is relayed as it came to legacy clients; for modern clients `modernUpstreamError` only
  * renames the codes the 2026-07-28 revision forbids.
  */
+import type { Era } from '../mcp/era.js';
 import { INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, isObject, METHOD_NOT_FOUND, type JsonRpcErrorObject, type ParseOutcome } from './message.js';
 
 /** -32000 and -32001 are the codes the official SDKs use for these two situations (legacy era). */
@@ -13,8 +14,6 @@ export const REQUEST_TIMEOUT = -32001;
 export const HEADER_MISMATCH = -32020;
 export const MISSING_CLIENT_CAPABILITY = -32021;
 export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
-
-export type Era = 'legacy' | 'modern';
 
 export type ProxyErrorCode =
   | 'UPSTREAM_CLOSED'

@@ -4,8 +4,9 @@
  * (version, capabilities, log level). Nothing modern is taken from earlier requests or from
  * the connection: every request stands alone.
  */
-import type { Assigned } from './features.js';
-import { ProxyError, type Era } from '../jsonrpc/errors.js';
+import { ProxyError } from '../jsonrpc/errors.js';
+import type { Era } from './era.js';
+import type { RequestEnvelope } from './request-context.js';
 import { isObject, type JsonRpcRequest } from '../jsonrpc/message.js';
 
 export const MODERN_VERSIONS = ['2026-07-28'];
@@ -84,24 +85,8 @@ export function modernEnvelope(capabilities: Record<string, unknown>, clientInfo
   return { [META.protocolVersion]: MODERN_VERSIONS[0], [META.clientCapabilities]: capabilities, ...(clientInfo !== undefined ? { [META.clientInfo]: clientInfo } : {}), ...(logLevel ? { [META.logLevel]: logLevel } : {}) };
 }
 
-export interface ModernContext {
-  protocolVersion: string;
-  /** Who sent the request, as the front authenticated it ('' without authentication). */
-  principal?: string;
-  /** What per-client limits count: the principal, or the client's address without authentication. */
-  client?: string;
-  clientCapabilities: Record<string, any>;
-  /** Severity index into LOG_LEVELS from which notifications/message are sent; undefined = none. */
-  logLevel?: number;
-  progressToken?: string | number;
-  /** The request's `_meta` without the protocol's own keys: what the upstream may see. */
-  passMeta: Record<string, unknown> | undefined;
-  /** The tags and variant its host (MCP-Features) or the operator (a profile) assigned it. */
-  assigned?: Assigned;
-}
-
 /** Reads the request's `_meta`; throws the modern rejection when a required field is missing or bad. */
-export function modernContext(req: JsonRpcRequest): ModernContext {
+export function readModernMeta(req: JsonRpcRequest): RequestEnvelope {
   const meta = req.params?._meta;
   if (!isObject(meta)) {
     throw new ProxyError('INVALID_META', `Invalid params: ${req.method} needs params._meta with "${META.protocolVersion}" and "${META.clientCapabilities}"`);
@@ -129,7 +114,7 @@ export function modernContext(req: JsonRpcRequest): ModernContext {
     if (key.startsWith('io.modelcontextprotocol/') || key === 'progressToken') continue;
     (passMeta ??= {})[key] = m[key];
   }
-  return { protocolVersion: version, clientCapabilities: capabilities as Record<string, any>, logLevel, progressToken, passMeta };
+  return { capabilities: capabilities as Record<string, any>, logLevel, progressToken, passMeta };
 }
 
 /** The client capability a server→client request needs, as `requiredCapabilities` names it. */

@@ -8,6 +8,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Frame } from '../jsonrpc/message.js';
+import type { Era } from '../mcp/era.js';
 import { clip } from './log-text.js';
 import type { RequestSpan } from './tracing.js';
 
@@ -31,7 +32,7 @@ export interface TagsNote {
 }
 
 export interface ExchangeNote {
-  era?: 'legacy' | 'modern';
+  era?: Era;
   session?: string;
   /** Why the request was refused before it was served (authentication, a limit). */
   refused?: string;
@@ -52,7 +53,7 @@ declare module 'fastify' {
 class Exchange implements ExchangeNote {
   rpc: string | undefined = undefined;
   target: string | undefined = undefined;
-  era: 'legacy' | 'modern' | undefined = undefined;
+  era: Era | undefined = undefined;
   session: string | undefined = undefined;
   refused: string | undefined = undefined;
   tags: (() => TagsNote | undefined) | undefined = undefined;

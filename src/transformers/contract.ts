@@ -5,6 +5,7 @@
  */
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import type { Era } from '../mcp/era.js';
 import type { FeatureSet } from '../mcp/features.js';
 import type { Budget } from './budget.js';
 
@@ -19,7 +20,7 @@ export interface TransformContext {
   features: FeatureSet;
   /** The server variant the request was made in, when variants are offered. */
   variant?: string;
-  era: 'legacy' | 'modern';
+  era: Era;
   /**
    * For tools/call: the tool's outputSchema as the client is shown it (the upstream's, as the
    * rules shape tools/list for the same tags and variant); null when it shows none; undefined

@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { ProxyError } from '../jsonrpc/errors.js';
 import { INTERNAL_ERROR, isObject, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcResponse } from '../jsonrpc/message.js';
+import { cancelledNotification } from '../mcp/cancel-progress.js';
 import { capabilityFor, declares } from '../mcp/eras.js';
 import { refusedElicitation, refusedUrlError } from '../mcp/url-elicitation.js';
 
@@ -91,7 +92,7 @@ export class ClientQuestions {
       };
       const fail = (err: unknown, withdraw = false) => {
         done();
-        if (withdraw) this.deliver({ msg: { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'The server no longer needs the answer' } } }, relatedId);
+        if (withdraw) this.deliver({ msg: cancelledNotification(id, 'The server no longer needs the answer') }, relatedId);
         reject(err);
       };
       signal.addEventListener('abort', onAbort, { once: true });

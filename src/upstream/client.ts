@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { maskSecrets } from '../ops/mask.js';
 import type { UpstreamOutcome } from '../ops/metrics.js';
 import { traceContextOf } from '../ops/trace-context.js';
+import { cancelledNotification, progressTokenOf, PROGRESS, requestProgressToken, withProgressToken, withRequestProgressToken } from '../mcp/cancel-progress.js';
 import { refusedElicitation } from '../mcp/url-elicitation.js';
 import { ProxyError, type ProxyErrorCode } from '../jsonrpc/errors.js';
 import { INVALID_PARAMS, isRequest, isResponse, METHOD_NOT_FOUND, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
@@ -90,7 +91,7 @@ export class UpstreamClient {
     const id = this.nextId++;
     const outcome = new Promise<CallOutcome>((resolve) => {
       if (this.closed) return resolve({ failure: this.closed });
-      const clientToken = (params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
+      const clientToken = requestProgressToken(params);
       const observe = this.opts.observe;
       const started = observe ? performance.now() : 0;
       const traceparent = observe ? traceContextOf(params?._meta as Record<string, unknown> | undefined)?.traceparent : undefined;
@@ -105,7 +106,7 @@ export class UpstreamClient {
         : resolve;
       const call: PendingCall = { method, hooks, resolve: settled, progressToken: clientToken };
       // The upstream sees a progress token of the proxy's own: the call's id.
-      if (clientToken !== undefined) params = { ...params, _meta: { ...(params!._meta as object), progressToken: id } };
+      if (clientToken !== undefined) params = withRequestProgressToken(params, id);
       this.pending.add(id, call, timeoutMs, clientToken === undefined ? undefined : id);
       this.connection.send({ msg: { jsonrpc: '2.0', id, method, params } });
     });
@@ -135,11 +136,15 @@ export class UpstreamClient {
     if (!this.closed) this.connection.send({ msg: { jsonrpc: '2.0', method, params } });
   }
 
+  private cancelUpstream(id: JsonRpcId, reason: string): void {
+    if (!this.closed) this.connection.send({ msg: cancelledNotification(id, reason) });
+  }
+
   /** Gives up on a call: `notifications/cancelled` upstream, and `err` to whoever waits. */
   cancel(id: JsonRpcId, reason: string, err: ProxyError): void {
     const call = this.pending.settle(id);
     if (!call) return;
-    this.notify('notifications/cancelled', { requestId: id, reason });
+    this.cancelUpstream(id, reason);
     call.resolve({ failure: err });
   }
 
@@ -177,7 +182,7 @@ export class UpstreamClient {
   /** A call the upstream did not answer in time: cancelled upstream, a timeout error to whoever waits. */
   private timedOut(id: JsonRpcId, call: PendingCall, ms: number): void {
     this.opts.log.warn({ id, method: call.method, ms }, 'upstream request timed out');
-    this.notify('notifications/cancelled', { requestId: id, reason: `Request timed out after ${ms} ms` });
+    this.cancelUpstream(id, `Request timed out after ${ms} ms`);
     call.resolve({ failure: new ProxyError('REQUEST_TIMEOUT', `The upstream did not answer ${call.method} within ${ms} ms`, { timeoutMs: ms }) });
   }
 
@@ -197,10 +202,10 @@ export class UpstreamClient {
       return;
     }
     if (isRequest(msg)) return this.onServerRequest(msg, related);
-    if (msg.method === 'notifications/progress') {
-      const token = (msg.params as { progressToken?: JsonRpcId } | undefined)?.progressToken;
+    if (msg.method === PROGRESS) {
+      const token = progressTokenOf(msg);
       const call = token === undefined ? undefined : this.pending.progressed(token)?.call;
-      if (call) call.hooks.onNotification?.({ ...msg, params: { ...msg.params, progressToken: call.progressToken } });
+      if (call) call.hooks.onNotification?.(withProgressToken(msg, call.progressToken));
       return;
     }
     if (msg.method === 'notifications/message') return this.owner(related)?.hooks.onNotification?.(msg);

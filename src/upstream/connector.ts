@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import { Agent } from 'undici';
 import { maskSecrets } from '../ops/mask.js';
 import { UpstreamClient } from './client.js';
-import { refusedAsModern, refusedHandshake, speaksModern, UpstreamEra, type EraSetting } from './era.js';
+import { refusedHandshake, speaksModern, UpstreamEra, type EraSetting } from './era.js';
 import { HttpUpstream } from './http.js';
 import { ModernBridge, type ModernBridgeOptions } from './modern-bridge.js';
 import { ModernHttpUpstream, type ModernUpstream } from './modern-http.js';
@@ -144,8 +144,7 @@ export class UpstreamConnector {
       await client.ready;
     } catch (err) {
       // Only a 2026-07-28 server refuses the legacy handshake for its version: speak to it in that era.
-      if (!refusedAsModern(err)) throw err;
-      this.era.refusedLegacy();
+      if (!this.era.tookRefusal(err)) throw err;
       if (!speaksModern(await this.era.resolve())) throw err;
       await this.era.server(true);
     } finally {

@@ -1,7 +1,9 @@
+import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { ProxyError } from '../jsonrpc/errors.js';
 import type { Frame, JsonRpcId } from '../jsonrpc/message.js';
 import { withModernFallback } from './era-fallback.js';
+import { UpstreamEra } from './era.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
 
 /** A connection that records what it is sent, and lets the test speak for its upstream. */
@@ -22,18 +24,20 @@ function setup() {
   const client: Array<{ msg: any }> = [];
   const failures: JsonRpcId[] = [];
   let refused = 0;
+  // A stdio upstream whose era is found out: legacy until refused.
+  const era = new UpstreamEra({ setting: 'auto', discover: () => Promise.reject(new Error('not asked')), takesInitialize: () => Promise.reject(new Error('not asked')), askFirst: false, log: pino({ level: 'silent' }) });
   const events: UpstreamEvents = { onMessage: (frame) => client.push(frame), onFailure: (id) => failures.push(id), onClose: () => undefined };
   const connection = withModernFallback(
     events,
     (ev) => ((legacy.events = ev), legacy.connection),
     (ev) => ((modern.events = ev), modern.connection),
-    () => refused++,
+    (error) => era.tookRefusal(error) && ++refused > 0,
   );
   const init: Frame = { msg: { jsonrpc: '2.0', id: 1, method: 'initialize', params: {} } };
   const ping: Frame = { msg: { jsonrpc: '2.0', id: 2, method: 'ping' } };
   connection.send(init);
   connection.send(ping); // sent before initialize is answered: it waits
-  return { legacy, modern, client, failures, connection, init, ping, refused: () => refused };
+  return { legacy, modern, client, failures, connection, init, ping, refused: () => refused, era };
 }
 
 describe('a legacy session that may move to the modern bridge', () => {
@@ -47,9 +51,10 @@ describe('a legacy session that may move to the modern bridge', () => {
   });
 
   it('moves to the bridge with the same initialize when the upstream refuses it as a 2026-07-28 server; the legacy side is closed and heard no more', () => {
-    const { legacy, modern, client, failures, connection, init, ping, refused } = setup();
+    const { legacy, modern, client, failures, connection, init, ping, refused, era } = setup();
     legacy.events!.onMessage({ msg: { jsonrpc: '2.0', id: 1, error: { code: -32022, message: 'Unsupported protocol version' } } });
     expect(refused()).toBe(1);
+    expect(era.now).toBe('modern');
     expect(legacy.closed).toBe(true);
     expect(modern.sent).toEqual([init, ping]);
     expect(client).toEqual([]); // the client never sees the refusal

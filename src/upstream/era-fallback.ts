@@ -6,15 +6,15 @@
  * reaches the session. What the client sends before its `initialize` is answered waits for that
  * answer, then goes to whichever connection serves the session.
  */
-import { UNSUPPORTED_PROTOCOL_VERSION } from '../jsonrpc/errors.js';
-import { isRequest, isResponse, type Frame } from '../jsonrpc/message.js';
+import { isRequest, isResponse, type Frame, type JsonRpcErrorObject } from '../jsonrpc/message.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
 
 export function withModernFallback(
   events: UpstreamEvents,
   connectLegacy: (events: UpstreamEvents) => UpstreamConnection,
   connectModern: (events: UpstreamEvents) => UpstreamConnection,
-  refused: () => void,
+  /** Whether the upstream's error to `initialize` moves the session (UpstreamEra.tookRefusal). */
+  refused: (error: JsonRpcErrorObject) => boolean,
 ): UpstreamConnection {
   /** The client's initialize, until the upstream answered it; what the client sent meanwhile waits for that answer. */
   let initialize: Frame | undefined;
@@ -28,9 +28,8 @@ export function withModernFallback(
       if (initialize && isResponse(msg) && msg.id === (initialize.msg as { id: unknown }).id) {
         const asked = initialize;
         initialize = undefined;
-        if (msg.error?.code === UNSUPPORTED_PROTOCOL_VERSION) {
+        if (msg.error && refused(msg.error)) {
           moved = true;
-          refused();
           void legacy.close();
           inner = connectModern(events);
           inner.send(asked);

@@ -67,6 +67,23 @@ describe('the upstream era', () => {
     await expect(modern.server()).rejects.toThrow(/server\/discover/);
   });
 
+  it('takes a refusal of initialize with UnsupportedProtocolVersion, as an error to a client or a failure of its own, only when found out', () => {
+    const refusal = { code: -32022, message: 'Unsupported protocol version' };
+    const failure = new ProxyError('UPSTREAM_PROTOCOL', 'refused', { upstreamCode: -32022 });
+    const configured = eraOf('legacy', async () => answer(200, DISCOVERED), false);
+    expect(configured.tookRefusal(refusal)).toBe(false);
+    expect(configured.tookRefusal(failure)).toBe(false);
+    expect(configured.now).toBe('legacy');
+    const stdio = eraOf('auto', async () => answer(200, DISCOVERED), false);
+    expect(stdio.tookRefusal({ code: -32602, message: 'Unsupported protocol version' })).toBe(false);
+    expect(stdio.tookRefusal(new ProxyError('UPSTREAM_PROTOCOL', 'refused', { upstreamCode: -32602 }))).toBe(false);
+    expect(stdio.tookRefusal(Object.assign(new Error('not the upstream'), { code: -32022 }))).toBe(false);
+    expect(stdio.now).toBe('legacy');
+    expect(stdio.tookRefusal(failure)).toBe(true);
+    expect(stdio.now).toBe('modern');
+    expect(eraOf('auto', async () => answer(200, DISCOVERED), false).tookRefusal(refusal)).toBe(true);
+  });
+
   it('is dual when an upstream that answers discover takes initialize too, asked once; modern when it refuses it', async () => {
     let initializes = 0;
     let takes: () => Promise<boolean> = async () => true;

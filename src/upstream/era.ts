@@ -13,27 +13,31 @@
  */
 import type { Logger } from 'pino';
 import { ProxyError, UNSUPPORTED_PROTOCOL_VERSION } from '../jsonrpc/errors.js';
-import { isObject } from '../jsonrpc/message.js';
+import { isObject, type JsonRpcErrorObject } from '../jsonrpc/message.js';
+import type { ServerEra } from '../mcp/era.js';
 import { META, MODERN_VERSIONS } from '../mcp/eras.js';
 import type { McpResult } from '../transformers/contract.js';
 import type { ModernExchange } from './modern-http.js';
 
-/** `dual`: the upstream speaks both, and each client is spoken to in its own era. */
-export type Era = 'legacy' | 'modern' | 'dual';
 /** `auto`: ask the upstream; otherwise taken as configured. */
-export type EraSetting = Era | 'auto';
+export type EraSetting = ServerEra | 'auto';
 
 /** Whether modern clients are passed through to an upstream of this era (it answers them itself). */
-export function speaksModern(era: Era | undefined): boolean {
+export function speaksModern(era: ServerEra | undefined): boolean {
   return era === 'modern' || era === 'dual';
 }
 
 /** What the upstream said about itself, in the shape of an initialize result (capabilities, serverInfo, instructions). */
 export type UpstreamServer = McpResult;
 
-/** Whether a failure is the upstream refusing the legacy handshake as only a 2026-07-28 server does (UnsupportedProtocolVersion). */
-export function refusedAsModern(err: unknown): boolean {
-  return err instanceof ProxyError && err.details?.upstreamCode === UNSUPPORTED_PROTOCOL_VERSION;
+/**
+ * Whether the upstream refused the legacy handshake as only a 2026-07-28 server does
+ * (UnsupportedProtocolVersion): its JSON-RPC error to a client's `initialize`, or the failure
+ * an `initialize` of the proxy's own ended in.
+ */
+export function refusedAsModern(refusal: JsonRpcErrorObject | unknown): boolean {
+  const code = refusal instanceof Error ? (refusal instanceof ProxyError ? refusal.details?.upstreamCode : undefined) : isObject(refusal) ? refusal.code : undefined;
+  return code === UNSUPPORTED_PROTOCOL_VERSION;
 }
 
 /**
@@ -75,7 +79,7 @@ export function serverOf(discovered: Record<string, unknown>): UpstreamServer {
 const QUIET_AFTER_FAILURE_MS = 30_000;
 
 interface Known {
-  era: Era;
+  era: ServerEra;
   server?: UpstreamServer;
   /** Dual only because the upstream said nothing to the proxy's initialize: the next question tries again. */
   tentative?: boolean;
@@ -109,13 +113,13 @@ export class UpstreamEra {
   }
 
   /** The era when it is known without asking. */
-  get now(): Era | undefined {
+  get now(): ServerEra | undefined {
     if (this.o.setting !== 'auto') return this.o.setting;
     return this.known?.era ?? (this.o.askFirst ? undefined : 'legacy');
   }
 
   /** The upstream's era, asking it when not known; an upstream that cannot be asked counts as legacy this once (its own errors then tell). */
-  async resolve(): Promise<Era> {
+  async resolve(): Promise<ServerEra> {
     const now = this.now;
     if (now) return now;
     if (Date.now() - this.failedAt < QUIET_AFTER_FAILURE_MS) return 'legacy';
@@ -132,6 +136,18 @@ export class UpstreamEra {
     const known = fresh || !this.known?.server ? await this.ask() : this.known;
     if (!known.server) throw new ProxyError('UPSTREAM_PROTOCOL', 'The upstream does not answer server/discover as a 2026-07-28 server does');
     return known.server;
+  }
+
+  /**
+   * The one reaction to a refusal of the legacy handshake (see refusedAsModern): when the era is
+   * found out and `refusal` is one, the era learns it (refusedLegacy) and the caller speaks to the
+   * upstream in the 2026-07-28 era (moves the session to the bridge, or asks again); false
+   * otherwise, and the refusal stands.
+   */
+  tookRefusal(refusal: JsonRpcErrorObject | unknown): boolean {
+    if (!this.found || !refusedAsModern(refusal)) return false;
+    this.refusedLegacy();
+    return true;
   }
 
   /** The upstream refused the legacy handshake as only a modern server does: ask it again (HTTP), or take it as modern (stdio). */

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { request, type Dispatcher } from 'undici';
 import { ProxyError, unusableAnswer } from '../jsonrpc/errors.js';
 import { isNotification, isRequest, isResponse, parseUpstream, type Frame, type JsonRpcId, type Wire } from '../jsonrpc/message.js';
+import { cancelledOf } from '../mcp/cancel-progress.js';
 import { traceContextOf } from '../ops/trace-context.js';
 import { encodeForUpstream } from './encode.js';
 import { holdStream, readEvents, resumeStream, type StreamState } from './http-streams.js';
@@ -76,10 +77,8 @@ export class HttpUpstream implements UpstreamConnection {
       });
     }
     // A cancelled request's stream would stay open forever: drop it after telling the server.
-    if (isNotification(msg) && msg.method === 'notifications/cancelled') {
-      const id = (msg as { params?: { requestId?: JsonRpcId } }).params?.requestId;
-      if (id !== undefined) setImmediate(() => this.inFlight.get(id)?.abort());
-    }
+    const id = cancelledOf(msg)?.requestId;
+    if (id !== undefined) setImmediate(() => this.inFlight.get(id)?.abort());
   }
 
   close(): Promise<void> {

@@ -11,6 +11,7 @@
 import type { Logger } from 'pino';
 import { ProxyError } from '../jsonrpc/errors.js';
 import { INVALID_PARAMS, isNotification, isObject, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
+import { cancelledOf } from '../mcp/cancel-progress.js';
 import { INPUT_METHODS, LEGACY_VERSIONS, META, modernEnvelope } from '../mcp/eras.js';
 import { ClientQuestions, ClientRefused } from './client-questions.js';
 import type { ParamHeaders } from '../mcp/http-headers.js';
@@ -70,7 +71,8 @@ export class ModernBridge implements UpstreamConnection {
       return;
     }
     if (isNotification(msg)) {
-      if (msg.method === 'notifications/cancelled') this.calls.get((msg.params as { requestId?: JsonRpcId } | undefined)?.requestId ?? '')?.abort(new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
+      const cancelled = cancelledOf(msg);
+      if (cancelled) this.calls.get(cancelled.requestId ?? '')?.abort(new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
       // A bridged session never moves to another replica: it listens from its start, as a session that stays does.
       if (msg.method === 'notifications/initialized') this.listening.listChanges(true);
       return; // roots/list_changed: a stateless server has no session to tell

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { request, type Dispatcher } from 'undici';
 import { ProxyError, unusableAnswer } from '../jsonrpc/errors.js';
 import { isNotification, isResponse, parseUpstream, type Frame, type JsonRpcRequest } from '../jsonrpc/message.js';
+import { PROGRESS } from '../mcp/cancel-progress.js';
 import { modernRequestHeaders, type ParamHeaders } from '../mcp/http-headers.js';
 import { traceContextOf } from '../ops/trace-context.js';
 import { readEvents } from './http-streams.js';
@@ -108,7 +109,7 @@ export class ModernHttpUpstream implements ModernUpstream {
           throw stop;
         }
         if (!isNotification(msg)) return;
-        if (msg.method === 'notifications/progress') progressed();
+        if (msg.method === PROGRESS) progressed();
         try {
           o.onNotification?.(parsed.frames[0]);
         } catch (err) {

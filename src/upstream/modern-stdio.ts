@@ -10,7 +10,8 @@
 import type { Logger } from 'pino';
 import { ProxyError } from '../jsonrpc/errors.js';
 import { withId } from '../jsonrpc/envelope.js';
-import { isNotification, isObject, isRequest, isResponse, type Frame, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
+import { isNotification, isObject, isRequest, isResponse, type Frame, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
+import { cancelledNotification, progressTokenOf, requestProgressToken, withProgressToken, withRequestProgressToken } from '../mcp/cancel-progress.js';
 import { META } from '../mcp/eras.js';
 import type { ModernExchange, ModernSendOptions, ModernUpstream } from './modern-http.js';
 import { PendingCalls } from './pending.js';
@@ -42,9 +43,8 @@ export class ModernStdioUpstream implements ModernUpstream {
 
   send(req: JsonRpcRequest, o: ModernSendOptions): Promise<ModernExchange> {
     const id = `mcp-negotiate-proxy-${++this.next}`;
-    const meta = isObject(req.params?._meta) ? req.params._meta : undefined;
-    const token = meta?.progressToken !== undefined ? id : undefined;
-    const params = token ? { ...req.params, _meta: { ...meta, progressToken: token } } : req.params;
+    const token = requestProgressToken(req.params) !== undefined ? id : undefined;
+    const params = token ? withRequestProgressToken(req.params, token) : req.params;
     const pending = req.method === 'subscriptions/listen' ? this.streams : this.calls;
     return new Promise((resolve, reject) => {
       if (o.signal?.aborted) return reject(o.signal.reason);
@@ -110,7 +110,7 @@ export class ModernStdioUpstream implements ModernUpstream {
   }
 
   private cancel(id: string, reason: string): void {
-    this.connection?.send({ msg: { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } } });
+    this.connection?.send({ msg: cancelledNotification(id, reason) });
   }
 
   private heard(frame: Frame): void {
@@ -131,11 +131,11 @@ export class ModernStdioUpstream implements ModernUpstream {
   private route(n: JsonRpcNotification): void {
     const params = n.params ?? {};
     const meta = isObject(params._meta) ? params._meta : {};
-    const token = params.progressToken;
+    const token = progressTokenOf(n);
     const stream = meta[META.subscriptionId];
     if (token !== undefined) {
       const owner = (this.calls.progressed(token as string) ?? this.streams.progressed(token as string))?.call;
-      return owner ? this.deliver(owner, { ...n, params: { ...params, progressToken: progressTokenOf(owner) as JsonRpcId } }) : this.dropped(n);
+      return owner ? this.deliver(owner, withProgressToken(n, requestProgressToken(owner.req.params))) : this.dropped(n);
     }
     if (stream !== undefined) {
       const owner = this.streams.get(String(stream));
@@ -153,8 +153,4 @@ export class ModernStdioUpstream implements ModernUpstream {
   private dropped(n: JsonRpcNotification): void {
     this.log.debug({ method: n.method }, 'dropped an upstream notification that names no request under way');
   }
-}
-
-function progressTokenOf(waiter: Waiter): unknown {
-  return (waiter.req.params?._meta as Record<string, unknown> | undefined)?.progressToken;
 }

@@ -42,7 +42,7 @@ class FakeServer {
 }
 
 /** A lease key for one principal and client. */
-const key = (capabilities: Record<string, unknown>, principal = 'alice') => ({ principal, client: principal, capabilities });
+const key = (capabilities: Record<string, unknown>, principal = 'alice') => ({ principal, clientKey: principal, capabilities });
 
 function poolOf(max = 3, more: Partial<ConstructorParameters<typeof UpstreamPool>[0]> = {}) {
   const servers: FakeServer[] = [];
@@ -155,7 +155,7 @@ describe('UpstreamPool', () => {
 
   it("counts an idle session another client started against the client that takes it alone", async () => {
     const { pool } = poolOf(8, { perClient: 2, sharePrincipals: true });
-    const anon = (client: string) => ({ principal: '', client, capabilities: { elicitation: {} } });
+    const anon = (client: string) => ({ principal: '', clientKey: client, capabilities: { elicitation: {} } });
     // Another client leaves four idle sessions behind (two at a time).
     for (let round = 0; round < 2; round++) {
       const left = [await pool.acquire(anon(`other-${round}`), true), await pool.acquire(anon(`other-${round}`), true)];

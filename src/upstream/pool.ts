@@ -14,6 +14,7 @@ import type { Logger } from 'pino';
 import { canonicalJson } from '../jsonrpc/canonical.js';
 import { ProxyError } from '../jsonrpc/errors.js';
 import { isObject, type JsonRpcNotification } from '../jsonrpc/message.js';
+import type { RequestContext } from '../mcp/request-context.js';
 import { UpstreamClient, type UpstreamObserver } from './client.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
 
@@ -23,12 +24,8 @@ export interface UpstreamLease {
 }
 
 /** Who a lease is for: the principal whose session it may use, the client it counts against, and the capabilities the session needs. */
-export interface PoolKey {
-  principal: string;
-  /** The principal, or the client's address without authentication (what per-client limits count). */
-  client: string;
-  capabilities: Record<string, unknown>;
-}
+/** Who a lease is for: the sessions it may share are keyed by the principal and the capabilities; per-client limits count the client key. */
+export type PoolKey = Pick<RequestContext, 'principal' | 'clientKey' | 'capabilities'>;
 
 export interface UpstreamPoolOptions {
   connect(events: UpstreamEvents, log: Logger): UpstreamConnection;
@@ -131,7 +128,7 @@ export class UpstreamPool {
     const found = this.find(key, exclusive);
     if (found && exclusive) {
       this.checkExclusive(); // an exclusive lease only ever finds an idle session
-      this.takeOver(found, who.client);
+      this.takeOver(found, who.clientKey);
     }
     const entry = found ?? this.create(key, principal, { ...who, capabilities }, exclusive);
     entry.leases++;
@@ -157,7 +154,7 @@ export class UpstreamPool {
   /** The upstream's initialize result (from any live session, or a new one without capabilities). */
   async server(): Promise<Record<string, unknown>> {
     for (const e of this.entries) if (e.client.server) return e.client.server;
-    const lease = await this.acquire({ principal: '', client: '', capabilities: {} });
+    const lease = await this.acquire({ principal: '', clientKey: '', capabilities: {} });
     lease.release();
     return lease.client.server!;
   }
@@ -182,13 +179,13 @@ export class UpstreamPool {
 
   private create(key: string, principal: string, who: PoolKey, exclusive: boolean): Entry {
     if (exclusive) this.checkExclusive();
-    this.checkClient(who.client);
+    this.checkClient(who.clientKey);
     if (this.entries.size >= this.opts.maxSessions) this.evictIdle(() => true);
     if (this.entries.size >= this.opts.maxSessions) {
       throw new ProxyError('UPSTREAM_BUSY', `All ${this.opts.maxSessions} upstream sessions for modern requests are busy; try again shortly (modern.pool.maxSessions)`);
     }
     const log = this.opts.log.child({ pool: this.entries.size + 1 });
-    const entry: Entry = { key, principal, owner: who.client, leases: 0, exclusive: false, lastUsed: Date.now(), client: undefined! };
+    const entry: Entry = { key, principal, owner: who.clientKey, leases: 0, exclusive: false, lastUsed: Date.now(), client: undefined! };
     entry.client = new UpstreamClient((events) => this.takeSpare(events) ?? this.opts.connect(events, log), {
       capabilities: who.capabilities,
       clientInfo: this.opts.clientInfo,

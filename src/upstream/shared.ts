@@ -9,7 +9,8 @@
  */
 import type { Logger } from 'pino';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
-import { errorResponse, isNotification, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
+import { errorResponse, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
+import { cancelledOf } from '../mcp/cancel-progress.js';
 import { INPUT_METHODS, LOG_LEVELS, passesLogLevel } from '../mcp/eras.js';
 import { upstreamCapabilities, type UpstreamLease, type UpstreamPool } from './pool.js';
 import { Subscriptions } from './subscriptions.js';
@@ -30,7 +31,7 @@ export class SharedUpstreamSessions {
   /** Subscribes or unsubscribes the upstream for `uri`; the upstream's refusal, if any (its error, relayed as is). */
   async tellUpstream(member: SharedConnection, method: 'resources/subscribe' | 'resources/unsubscribe', uri: string): Promise<JsonRpcErrorObject | undefined> {
     const own = this.principalOf(member);
-    const pending = (own.lease ??= this.pool.acquire({ principal: member.principal, client: member.client, capabilities: {} }));
+    const pending = (own.lease ??= this.pool.acquire({ principal: member.principal, clientKey: member.client, capabilities: {} }));
     const lease = await pending.catch((err: Error) => {
       if (own.lease === pending) own.lease = undefined;
       throw err;
@@ -118,11 +119,11 @@ class SharedConnection implements UpstreamConnection {
     const msg = frame.msg;
     if (isRequest(msg)) void this.request(msg);
     else if (isResponse(msg) && msg.id !== null) this.answerAsked(msg.id, msg.error ? { error: msg.error } : { result: msg.result ?? {} });
-    else if (isNotification(msg) && msg.method === 'notifications/cancelled') {
-      const requestId = (msg.params as { requestId?: JsonRpcId } | undefined)?.requestId;
+    else {
+      const { requestId, reason } = cancelledOf(msg) ?? {};
       if (requestId === undefined) return;
       const call = this.calls.get(requestId);
-      if (call) call.lease.client.cancel(call.id, String(msg.params?.reason ?? 'cancelled by the client'), new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
+      if (call) call.lease.client.cancel(call.id, reason ?? 'cancelled by the client', new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
       else if (this.acquiring.has(requestId)) this.cancelled.add(requestId);
     }
     // notifications/initialized and roots/list_changed concern the client's own session: nothing upstream to tell.
@@ -187,7 +188,7 @@ class SharedConnection implements UpstreamConnection {
     }
     const exclusive = INPUT_METHODS.has(req.method) && Object.keys(this.capabilities).length > 0;
     this.acquiring.add(req.id);
-    const lease = await this.shared.pool.acquire({ principal: this.principal, client: this.client, capabilities: this.capabilities }, exclusive).finally(() => this.acquiring.delete(req.id));
+    const lease = await this.shared.pool.acquire({ principal: this.principal, clientKey: this.client, capabilities: this.capabilities }, exclusive).finally(() => this.acquiring.delete(req.id));
     if (this.closed || this.cancelled.delete(req.id)) {
       lease.release();
       throw new ProxyError('CLIENT_GONE', 'The client cancelled the request before it reached the upstream');

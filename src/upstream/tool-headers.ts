@@ -8,16 +8,14 @@
 import { ProxyError } from '../jsonrpc/errors.js';
 import type { JsonRpcRequest, JsonRpcResponse } from '../jsonrpc/message.js';
 import { modernEnvelope } from '../mcp/eras.js';
+import type { RequestContext } from '../mcp/request-context.js';
 import { paramHeadersOf, type ParamHeaders } from '../mcp/http-headers.js';
 import type { McpResult } from '../transformers/contract.js';
 import type { ModernUpstream } from './modern-http.js';
 import type { UpstreamPool } from './pool.js';
 
 /** Who asks: the upstream's tools are listed as that principal sees them. */
-export interface ToolAsker {
-  principal?: string;
-  client?: string;
-}
+export type ToolAsker = Partial<Pick<RequestContext, 'principal' | 'clientKey'>>;
 
 /** The upstream's tool list, page by page, on one upstream session held until `release`. */
 export interface ToolLister {
@@ -123,7 +121,7 @@ export function modernToolLister(upstream: ModernUpstream, timeoutMs: number, cl
 /** Lists a legacy upstream's tools on a pooled session of the asking principal. */
 export async function pooledToolLister(pool: UpstreamPool, who: ToolAsker, timeoutMs: number): Promise<ToolLister> {
   const principal = who.principal ?? '';
-  const lease = await pool.acquire({ principal, client: who.client ?? principal, capabilities: {} });
+  const lease = await pool.acquire({ principal, clientKey: who.clientKey ?? principal, capabilities: {} });
   return {
     async page(cursor) {
       const done = await lease.client.request('tools/list', cursor === undefined ? {} : { cursor }, {}, timeoutMs).outcome;

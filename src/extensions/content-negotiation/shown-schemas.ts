@@ -7,6 +7,7 @@
  * and again when the upstream's schema changes.
  */
 import type { Logger } from 'pino';
+import type { Era } from '../../mcp/era.js';
 import type { FeatureSet } from '../../mcp/features.js';
 import type { CompiledRule } from '../../rules/compile.js';
 import { runPipeline, type PipelineLimits } from '../../rules/run.js';
@@ -21,7 +22,7 @@ type Schema = Record<string, unknown> | null;
 interface ListingContext {
   features: FeatureSet;
   variant?: string;
-  era: 'legacy' | 'modern';
+  era: Era;
   log: Logger;
 }
 

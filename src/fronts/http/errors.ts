@@ -5,8 +5,10 @@
  */
 import type { Socket } from 'node:net';
 import type { FastifyReply } from 'fastify';
-import { ProxyError, toJsonRpcError, type Era } from '../../jsonrpc/errors.js';
+import { ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
 import { errorResponse, type JsonRpcId } from '../../jsonrpc/message.js';
+import type { Era } from '../../mcp/era.js';
+import { httpStatusOf } from '../../mcp/http-status.js';
 import { refusalOf } from './connections.js';
 
 /** `err`: a ProxyError, or anything else as a 500 with an internal error; `era`: the wire form the client expects. */
@@ -19,7 +21,7 @@ export function sendError(reply: FastifyReply, err: unknown, id: JsonRpcId | nul
     reply.header('connection', 'close');
     lingerOnClose(socket);
   }
-  return reply.code(known?.httpStatus ?? 500).type('application/json').send(JSON.stringify(errorResponse(id, toJsonRpcError(err, era))));
+  return reply.code(httpStatusOf({ refused: err })).type('application/json').send(JSON.stringify(errorResponse(id, toJsonRpcError(err, era))));
 }
 
 /** How long a refused connection still takes (and drops) what its client sends after the answer. */

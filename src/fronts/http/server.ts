@@ -12,6 +12,7 @@ import { ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
 import { errorResponse, isRequest, parsePayload, type Frame, type JsonRpcRequest } from '../../jsonrpc/message.js';
 import { withVariantHeader } from '../../extensions/server-variants/variants.js';
 import { eraOf } from '../../mcp/eras.js';
+import { httpStatusOf } from '../../mcp/http-status.js';
 import { noteExchange, registerAccessLog } from '../../ops/access-log.js';
 import type { Metrics, RefusalReason } from '../../ops/metrics.js';
 import type { ReadinessReport } from '../../ops/readiness.js';
@@ -192,7 +193,7 @@ function createApp(listen: HttpListen, metrics: Metrics, log: Logger): FastifyIn
   app.setErrorHandler((err: { statusCode?: number; code?: string; message: string }, _req, reply) => {
     if ((err.statusCode ?? 500) < 500) return sendError(reply, fastifyError(err, listen.maxBodyBytes));
     log.error({ err: err.message }, 'HTTP handler failed');
-    return reply.code(500).type('application/json').send(JSON.stringify(errorResponse(null, toJsonRpcError(err))));
+    return reply.code(httpStatusOf({ refused: err })).type('application/json').send(JSON.stringify(errorResponse(null, toJsonRpcError(err))));
   });
   return app;
 }
@@ -209,7 +210,7 @@ function parsePost(req: FastifyRequest, reply: FastifyReply, listen: HttpListen,
   if (!wantsSse && !wantsJson) return void sendError(reply, new ProxyError('NOT_ACCEPTABLE', 'Not Acceptable: accept application/json or text/event-stream'));
   if (typeof req.body !== 'string') return void sendError(reply, new ProxyError('BAD_REQUEST', 'Request body is empty'));
   const parsed = parsePayload(req.body, { maxBatch: listen.maxBatchSize, maxDepth: listen.maxJsonDepth });
-  if (!parsed.ok) return void reply.code(400).type('application/json').send(JSON.stringify(parsed.error));
+  if (!parsed.ok) return void reply.code(httpStatusOf({ unreadable: true })).type('application/json').send(JSON.stringify(parsed.error));
   const variantHeader = req.headers['mcp-server-variant'];
   let frames = typeof variantHeader === 'string' ? parsed.frames.map((f) => headerVariant(f, variantHeader)) : parsed.frames;
   const headerTrace = traceContextOf(req.headers);

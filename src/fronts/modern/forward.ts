@@ -14,6 +14,7 @@ import { takeOver } from '../http/replies.js';
 import { CLIENT_HEADER } from '../http/replica-client.js';
 import { ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
 import { errorResponse, type JsonRpcId } from '../../jsonrpc/message.js';
+import { httpStatusOf } from '../../mcp/http-status.js';
 
 /** Marks a forwarded request: its receiver never forwards it again. */
 export const FORWARDED_HEADER = 'mcp-proxy-forwarded-by';
@@ -64,6 +65,6 @@ export async function forwardToOwner(target: Owner, id: JsonRpcId, req: FastifyR
         ? new ProxyError('TASK_NOT_FOUND', `Failed to retrieve task: the replica holding it ("${target.replica}") cannot be reached, and the task is lost with it: start the call again`)
         : new ProxyError('INVALID_REQUEST_STATE', `The replica holding this call ("${target.replica}") cannot be reached: send the request again without requestState`);
     const body = JSON.stringify(errorResponse(id, toJsonRpcError(error, 'modern')));
-    reply.raw.writeHead(error.httpStatus, { 'content-type': 'application/json' }).end(body);
+    reply.raw.writeHead(httpStatusOf({ refused: error }), { 'content-type': 'application/json' }).end(body);
   }
 }

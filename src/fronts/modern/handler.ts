@@ -11,11 +11,13 @@
 import type { Logger } from 'pino';
 import type { Requester } from '../../core/context.js';
 import type { HeldBytes } from '../../core/held-bytes.js';
+import { httpStatusOf } from '../../mcp/http-status.js';
 import { targetOf } from '../../mcp/requests.js';
 import type { FilterChain } from '../../core/filters.js';
 import { modernUpstreamError, ProxyError, toJsonRpcError, URL_ELICITATION_REQUIRED } from '../../jsonrpc/errors.js';
 import { errorResponse, type Frame, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
-import { INPUT_METHODS, META, MODERN_METHODS, MODERN_VERSIONS, modernContext, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/eras.js';
+import { INPUT_METHODS, META, MODERN_METHODS, MODERN_VERSIONS, readModernMeta, SUPPORTED_VERSIONS } from '../../mcp/eras.js';
+import type { RequestContext } from '../../mcp/request-context.js';
 import { clientNameOf } from '../../core/profiles.js';
 import { traceContextOf } from '../../ops/trace-context.js';
 import { refusedUrlElicitations, refusedUrlError } from '../../mcp/url-elicitation.js';
@@ -31,7 +33,7 @@ import type { ModernReply } from './reply.js';
 import type { ToolHeaders } from '../../upstream/tool-headers.js';
 import type { ParamHeaders } from '../../mcp/http-headers.js';
 import { PassThrough } from './pass-through.js';
-import { refusedAsModern, speaksModern, type UpstreamEra } from '../../upstream/era.js';
+import { speaksModern, type UpstreamEra } from '../../upstream/era.js';
 import type { ModernUpstream } from '../../upstream/modern-http.js';
 
 export interface ModernHandlerOptions {
@@ -63,7 +65,7 @@ export interface ModernHandlerOptions {
   /** The upstream's tools' Mcp-Param-* headers (shared with legacy sessions over a modern upstream). */
   toolHeaders: ToolHeaders;
   /** Handles `subscriptions/listen` (src/fronts/modern/listen.ts); `tasks`: where task status is followed. */
-  listen?(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply, tasks?: TaskWatch): Promise<void>;
+  listen?(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply, tasks?: TaskWatch): Promise<void>;
   log: Logger;
 }
 
@@ -96,38 +98,38 @@ export class ModernHandler {
   }
 
   /** Mcp-Param-* header → argument for a tools/call (see ToolHeaders). */
-  async paramHeaders(req: JsonRpcRequest, ctx: ModernContext): Promise<ParamHeaders | undefined> {
+  async paramHeaders(req: JsonRpcRequest, ctx: RequestContext): Promise<ParamHeaders | undefined> {
     try {
       return await this.opts.toolHeaders.of(req, ctx);
     } catch (err) {
       // The listing's pooled session was refused as only a 2026-07-28 server does (a stdio upstream before its era is found): list again in that era.
-      if (!this.opts.era.found || !refusedAsModern(err)) throw err;
-      this.opts.era.refusedLegacy();
+      if (!this.opts.era.tookRefusal(err)) throw err;
       return this.opts.toolHeaders.of(req, ctx);
     }
   }
 
   /** For a retry whose call waits on another reachable replica, or a request for tasks it holds: that replica (see InputRounds, Tasks). */
-  ownerElsewhere(req: JsonRpcRequest, ctx: ModernContext): Owner | undefined {
+  ownerElsewhere(req: JsonRpcRequest, ctx: RequestContext): Owner | undefined {
     if (speaksModern(this.opts.era.now)) return undefined; // nothing waits on a replica: the upstream holds what a retry needs
     if (req.method === 'subscriptions/listen') return this.listenOwner(req, ctx);
     return this.rounds.ownerElsewhere(req, ctx) ?? (req.method.startsWith('tasks/') ? this.tasks?.ownerElsewhere(req, ctx) : undefined);
   }
 
   /** The context of a modern request from `who`; throws the modern rejection (unknown method: 404 on HTTP; bad `_meta`) when it has none. */
-  requestContext(req: JsonRpcRequest, who: Requester): ModernContext {
+  requestContext(req: JsonRpcRequest, who: Requester): RequestContext {
     // A 2026-07-28 upstream answers for the methods it knows (an extension's own ones too).
     if (!MODERN_METHODS.has(req.method) && !speaksModern(this.opts.era.now)) throw new ProxyError('METHOD_NOT_FOUND', `Method not found: ${req.method} is not part of protocol version ${MODERN_VERSIONS[0]}`);
     const clientInfo = (req.params?._meta as Record<string, unknown> | undefined)?.[META.clientInfo];
     const { principal, client, path, featuresHeader } = who;
-    return { ...modernContext(req), principal, client, assigned: this.opts.filters().assign({ principal, path, featuresHeader, clientName: clientNameOf(clientInfo) }) };
+    const assigned = this.opts.filters().assign({ principal, path, featuresHeader, clientName: clientNameOf(clientInfo) });
+    return { era: 'modern', ...readModernMeta(req), principal, clientKey: client, assigned, log: this.opts.log };
   }
 
   /**
    * A listen request naming tasks that one other reachable replica holds, all of them: its stream
    * is served there (any replica serves the upstream's notifications alike).
    */
-  private listenOwner(req: JsonRpcRequest, ctx: ModernContext): Owner | undefined {
+  private listenOwner(req: JsonRpcRequest, ctx: RequestContext): Owner | undefined {
     const taskIds = (req.params?.notifications as { taskIds?: unknown } | undefined)?.taskIds;
     if (!this.tasks || !Array.isArray(taskIds) || taskIds.length === 0) return undefined;
     const owners = taskIds.map((id) => this.tasks!.ownerOf(id, ctx));
@@ -135,7 +137,7 @@ export class ModernHandler {
   }
 
   /** Serves one request; every outcome, including the proxy's own failures, ends in `reply.answer`. */
-  async handle(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply, again = false): Promise<void> {
+  async handle(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply, again = false): Promise<void> {
     try {
       if (speaksModern(this.opts.era.now ?? (await this.opts.era.resolve()))) return await this.passThrough.handle(req, ctx, reply);
       if (req.method === 'subscriptions/listen' && this.opts.listen) return await this.opts.listen(req, ctx, reply, this.tasks);
@@ -145,12 +147,11 @@ export class ModernHandler {
       else reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: result.result } });
     } catch (err) {
       // The pooled session's initialize was refused as only a 2026-07-28 server does: the upstream is modern after all.
-      if (!again && this.opts.era.found && refusedAsModern(err)) {
-        this.opts.era.refusedLegacy();
+      if (!again && this.opts.era.tookRefusal(err)) {
         return this.handle(req, ctx, reply, true);
       }
       if (!(err instanceof ProxyError)) this.opts.log.error({ err: (err as Error)?.message, method: req.method }, 'modern request failed');
-      reply.answer({ msg: errorResponse(req.id, toJsonRpcError(err, 'modern')) }, err instanceof ProxyError && err.retryAfter ? err : undefined);
+      reply.answer({ msg: errorResponse(req.id, toJsonRpcError(err, 'modern')) }, err instanceof ProxyError && err.retryAfter ? { httpStatus: httpStatusOf({ refused: err }), retryAfter: err.retryAfter } : undefined);
     }
   }
 
@@ -160,7 +161,7 @@ export class ModernHandler {
   }
 
   /** tasks/get, tasks/update, tasks/cancel; only for a request that declares the extension. */
-  private async taskRequest(req: JsonRpcRequest, ctx: ModernContext): Promise<{ result: McpResult }> {
+  private async taskRequest(req: JsonRpcRequest, ctx: RequestContext): Promise<{ result: McpResult }> {
     if (!this.tasks) throw new ProxyError('METHOD_NOT_FOUND', `Method not found: ${req.method} (this proxy does not offer the ${TASKS_EXTENSION} extension)`);
     if (!Tasks.declared(ctx)) throw missingTasks(`${req.method} is part of the ${TASKS_EXTENSION} extension, which this request does not declare`);
     if (req.method === 'tasks/get') return { result: this.tasks.get(req, ctx) };
@@ -173,7 +174,7 @@ export class ModernHandler {
    * reserved for that task (undefined: it never becomes one; a client with too many tasks running
    * is answered as without tasks). Refuses a task-only tool to a client without tasks or with too many.
    */
-  private async taskRoom(req: JsonRpcRequest, ctx: ModernContext): Promise<(TaskRoom & { ms: number }) | undefined> {
+  private async taskRoom(req: JsonRpcRequest, ctx: RequestContext): Promise<(TaskRoom & { ms: number }) | undefined> {
     if (!this.tasks || req.method !== 'tools/call') return undefined;
     const support = await this.opts.toolHeaders.taskSupport(req, ctx);
     const declared = Tasks.declared(ctx);
@@ -187,9 +188,9 @@ export class ModernHandler {
     return undefined;
   }
 
-  private async discover(ctx: ModernContext): Promise<{ result: McpResult }> {
+  private async discover(ctx: RequestContext): Promise<{ result: McpResult }> {
     const server = await this.opts.pool.server();
-    const negotiation = this.opts.filters().forRequest(ctx.clientCapabilities, server, this.opts.log, ctx.assigned);
+    const negotiation = this.opts.filters().forRequest(ctx, server);
     const { tasks: _legacyTasks, ...capabilities } = (server.capabilities ?? {}) as Record<string, any>;
     const extensions = { ...capabilities.extensions, ...negotiation.discoverExtensions(), ...(this.tasks ? { [TASKS_EXTENSION]: {} } : {}) };
     const result: McpResult = {
@@ -200,9 +201,9 @@ export class ModernHandler {
     return { result: this.completion.result('server/discover', result, server) };
   }
 
-  private async forward(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<{ result: McpResult } | { error: unknown } | { frame: Frame }> {
+  private async forward(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply): Promise<{ result: McpResult } | { error: unknown } | { frame: Frame }> {
     const server = await this.opts.pool.server();
-    const negotiation = this.opts.filters().forRequest(ctx.clientCapabilities, server, this.opts.log, ctx.assigned);
+    const negotiation = this.opts.filters().forRequest(ctx, server);
     const check = negotiation.onRequest(req);
     if (check && 'error' in check) return { error: check.error };
     const params = (check?.request ?? req).params ?? {};
@@ -266,7 +267,7 @@ function missingTasks(message: string): ProxyError {
  * The request's params as the upstream sees them: no protocol `_meta`, no MRTR fields, and no
  * legacy `task` parameter (SEP-2663: a modern request carrying it is served as if it did not).
  */
-function upstreamParams(params: Record<string, unknown>, ctx: ModernContext): Record<string, unknown> {
+function upstreamParams(params: Record<string, unknown>, ctx: RequestContext): Record<string, unknown> {
   const { _meta: _m, inputResponses: _i, requestState: _r, task: _t, ...rest } = params;
   const meta = ctx.progressToken === undefined ? ctx.passMeta : { ...ctx.passMeta, progressToken: ctx.progressToken };
   return meta ? { ...rest, _meta: meta } : rest;

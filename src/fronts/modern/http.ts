@@ -4,13 +4,14 @@
  * (progress and requested log messages, then the response). Closing the stream cancels.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { MISSING_CLIENT_CAPABILITY, ProxyError } from '../../jsonrpc/errors.js';
+import { ProxyError } from '../../jsonrpc/errors.js';
 import { isRequest, serialize } from '../../jsonrpc/message.js';
 import { sendError } from '../http/errors.js';
 import { tagsInEffect } from '../../core/profiles.js';
 import { NOTHING_ASSIGNED } from '../../mcp/features.js';
 import { noteExchange } from '../../ops/access-log.js';
 import { META } from '../../mcp/eras.js';
+import { httpStatusOf } from '../../mcp/http-status.js';
 import { PostReply, STREAM_AFTER_MS, takeOver } from '../http/replies.js';
 import type { SlowReaderLimits } from '../http/reader-watch.js';
 import type { ModernEndpoint, Post } from '../http/server.js';
@@ -45,8 +46,8 @@ export class ModernHttp implements ModernEndpoint {
       const bodyVersion = (msg.params?._meta as Record<string, unknown> | undefined)?.[META.protocolVersion];
       if (typeof bodyVersion === 'string') checkModernHeaders(req.headers, msg, bodyVersion);
       ctx = handler.requestContext(msg, who);
-      const { clientCapabilities, assigned } = ctx;
-      noteExchange(req, undefined, { tags: () => tagsInEffect(clientCapabilities, assigned ?? NOTHING_ASSIGNED) });
+      const { capabilities, assigned } = ctx;
+      noteExchange(req, undefined, { tags: () => tagsInEffect(capabilities, assigned ?? NOTHING_ASSIGNED) });
       checkParamHeaders(req.headers, msg, await handler.paramHeaders(msg, ctx));
     } catch (err) {
       return sendError(reply, err, msg.id, 'modern');
@@ -69,9 +70,8 @@ export class ModernHttp implements ModernEndpoint {
       answer: (frame, refusal) => {
         answered = true;
         if (refusal?.retryAfter) headers = { 'retry-after': String(refusal.retryAfter) };
-        // A missing capability found during the call is still a rejection of the request (400).
         const error = 'error' in frame.msg ? frame.msg.error : undefined;
-        channel.send(serialize(frame), true, refusal?.httpStatus ?? (error?.code === MISSING_CLIENT_CAPABILITY ? 400 : 200));
+        channel.send(serialize(frame), true, refusal?.httpStatus ?? httpStatusOf({ error }));
       },
     });
     return undefined;

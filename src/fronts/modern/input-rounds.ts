@@ -11,7 +11,8 @@ import type { HeldBytes } from '../../core/held-bytes.js';
 import { canonicalJson } from '../../jsonrpc/canonical.js';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import { isObject, type JsonRpcNotification, type JsonRpcRequest } from '../../jsonrpc/message.js';
-import { declares, INPUT_METHODS, passesLogLevel, type ModernContext } from '../../mcp/eras.js';
+import { declares, INPUT_METHODS, passesLogLevel } from '../../mcp/eras.js';
+import type { RequestContext } from '../../mcp/request-context.js';
 import type { Sealer } from '../../sealing/sealer.js';
 import type { McpResult } from '../../transformers/contract.js';
 import { declaresInput, type UpstreamPool } from '../../upstream/pool.js';
@@ -74,14 +75,14 @@ export class InputRounds {
   constructor(private readonly o: InputRoundsOptions) {}
 
   /** Starts a call upstream; its first step (input to ask for, or the outcome; or, given `answerWithinMs`, the step still to come). */
-  async start(method: string, params: Record<string, unknown>, ctx: ModernContext, reply: ModernReply, answerWithinMs?: number): Promise<CallRun> {
+  async start(method: string, params: Record<string, unknown>, ctx: RequestContext, reply: ModernReply, answerWithinMs?: number): Promise<CallRun> {
     const principal = ctx.principal ?? '';
-    const client = ctx.client ?? principal;
+    const client = ctx.clientKey ?? principal;
     // A call that may ask for input gets a session of its own: the upstream's request then belongs to it alone.
-    const exclusive = INPUT_METHODS.has(method) && declaresInput(ctx.clientCapabilities);
+    const exclusive = INPUT_METHODS.has(method) && declaresInput(ctx.capabilities);
     // A call that may park frees its client's oldest waiting one first, so it finds a session.
     if (exclusive) await this.trim(client, this.o.parkedPerClient - 1);
-    const lease = await this.o.pool.acquire({ principal, client, capabilities: ctx.clientCapabilities }, exclusive);
+    const lease = await this.o.pool.acquire({ principal, clientKey: client, capabilities: ctx.capabilities }, exclusive);
     if (reply.cancellation.cancelled) {
       lease.release();
       throw new ProxyError('CLIENT_GONE', 'The client cancelled the request before it reached the upstream');
@@ -95,7 +96,7 @@ export class InputRounds {
       clientKey: client,
       method,
       params,
-      clientCapabilities: ctx.clientCapabilities,
+      capabilities: ctx.capabilities,
       timeoutMs: this.o.requestTimeoutMs,
       inputTimeoutMs: this.o.inputTimeoutMs,
       cancellation: reply.cancellation,
@@ -116,7 +117,7 @@ export class InputRounds {
   }
 
   /** Parks the call and tells the client what it must supply, with the state that resumes it. */
-  park(req: JsonRpcRequest, ctx: ModernContext, call: BridgedCall, step: Extract<CallStep, { kind: 'input' }>): McpResult {
+  park(req: JsonRpcRequest, ctx: RequestContext, call: BridgedCall, step: Extract<CallStep, { kind: 'input' }>): McpResult {
     // Calls started together may all reach this point: the cap holds here, whatever raced before.
     void this.trim(call.clientKey, this.o.parkedPerClient, call);
     const state: RequestState = { call: call.key, round: call.round, ...binding(req), exp: Date.now() + this.o.inputTimeoutMs, replica: this.o.replicaId, url: this.o.replicaUrl(), principal: ctx.principal ?? '' };
@@ -129,7 +130,7 @@ export class InputRounds {
    * open each URL, and its retry that accepts them all sends the request upstream again (see
    * `resume`). Undefined when the error carries no URL elicitations to ask for.
    */
-  urlRound(req: JsonRpcRequest, ctx: ModernContext, data: unknown): McpResult | undefined {
+  urlRound(req: JsonRpcRequest, ctx: RequestContext, data: unknown): McpResult | undefined {
     const elicitations = (data as { elicitations?: unknown } | undefined)?.elicitations;
     if (!Array.isArray(elicitations) || elicitations.length === 0 || elicitations.length > MAX_URL_ELICITATIONS) return undefined;
     const inputRequests: InputRequests = {};
@@ -138,7 +139,7 @@ export class InputRounds {
       inputRequests[`url-${i + 1}`] = { method: 'elicitation/create', params: { mode: 'url', url: e.url, message: e.message } };
     }
     const needed = { elicitation: { url: {} } };
-    if (!declares(ctx.clientCapabilities, needed)) {
+    if (!declares(ctx.capabilities, needed)) {
       throw new ProxyError('MISSING_CLIENT_CAPABILITY', 'The upstream needs the user to open a URL (URL-mode elicitation), which this request\'s client capabilities do not declare', { requiredCapabilities: needed });
     }
     const state: RequestState = { call: '', round: 0, ...binding(req), exp: Date.now() + this.o.inputTimeoutMs, replica: this.o.replicaId, principal: ctx.principal ?? '', again: Object.keys(inputRequests) };
@@ -150,7 +151,7 @@ export class InputRounds {
    * when nothing may resume. After a URL round no call waits: `again` when the client accepted
    * every URL (the request is to be sent again), `declined` otherwise.
    */
-  async resume(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply, answerWithinMs?: number): Promise<CallRun | 'again' | 'declined'> {
+  async resume(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply, answerWithinMs?: number): Promise<CallRun | 'again' | 'declined'> {
     const params = req.params!;
     const state = this.openState(req, ctx);
     if (state.again) {
@@ -172,7 +173,7 @@ export class InputRounds {
   }
 
   /** The retry's requestState, checked: its seal, its request, its principal and its time; throws otherwise. */
-  private openState(req: JsonRpcRequest, ctx: ModernContext): RequestState {
+  private openState(req: JsonRpcRequest, ctx: RequestContext): RequestState {
     const token = req.params?.requestState;
     if (typeof token !== 'string') throw invalidState('Invalid params: requestState must be the string the server sent');
     const state = this.o.sealer.open<RequestState>('requestState', token);
@@ -189,7 +190,7 @@ export class InputRounds {
    * For a retry whose call waits on another replica that can be reached: that replica. Anything
    * else (no requestState, not valid, this replica's own, no URL) is left to `resume`.
    */
-  ownerElsewhere(req: JsonRpcRequest, ctx: ModernContext): Owner | undefined {
+  ownerElsewhere(req: JsonRpcRequest, ctx: RequestContext): Owner | undefined {
     const token = req.params?.requestState;
     if (typeof token !== 'string') return undefined;
     const state = this.o.sealer.open<RequestState>('requestState', token);
@@ -241,7 +242,7 @@ function binding(req: JsonRpcRequest): { method: string; digest: string } {
 }
 
 /** Progress always; `notifications/message` only at or above the request's log level (none without one). */
-function logFilter(ctx: ModernContext, reply: ModernReply): (n: JsonRpcNotification) => void {
+function logFilter(ctx: RequestContext, reply: ModernReply): (n: JsonRpcNotification) => void {
   return (n) => {
     if (passesLogLevel(n, ctx.logLevel)) reply.notify(n);
   };

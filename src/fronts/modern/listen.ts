@@ -11,7 +11,8 @@
 import type { Logger } from 'pino';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import { isObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../../jsonrpc/message.js';
-import { META, type ModernContext } from '../../mcp/eras.js';
+import { META } from '../../mcp/eras.js';
+import type { RequestContext } from '../../mcp/request-context.js';
 import type { BoundFilters, FilterChain } from '../../core/filters.js';
 import type { UpstreamLease, UpstreamPool } from '../../upstream/pool.js';
 import { Subscriptions } from '../../upstream/subscriptions.js';
@@ -32,7 +33,7 @@ const MAX_TASK_IDS = 100;
 /** Where listeners follow the status of tasks (the tasks extension, when the proxy offers it). */
 export interface TaskWatch {
   /** Follows the task `taskId` names when it is the requester's and held here; undefined otherwise. */
-  watch(taskId: string, ctx: ModernContext, hear: (task: McpResult) => void): { now: McpResult; stop(): void } | undefined;
+  watch(taskId: string, ctx: RequestContext, hear: (task: McpResult) => void): { now: McpResult; stop(): void } | undefined;
 }
 
 interface Listener {
@@ -63,7 +64,7 @@ export class ListenHub {
   }
 
   /** Serves one listen request until the client closes its stream (or the proxy shuts down); `tasks`: where task status is followed. */
-  async listen(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply, tasks?: TaskWatch): Promise<void> {
+  async listen(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply, tasks?: TaskWatch): Promise<void> {
     const wanted = req.params?.notifications;
     if (!isObject(wanted)) {
       throw new ProxyError('INVALID_META', 'Invalid params: subscriptions/listen needs params.notifications (toolsListChanged, promptsListChanged, resourcesListChanged, resourceSubscriptions, taskIds)');
@@ -77,10 +78,10 @@ export class ListenHub {
     // A principal's listeners lease the same shared session (same key, not exclusive): it stays open while any of them listens.
     // A listener of task status alone needs none.
     const fromUpstream = (Object.keys(KINDS) as Kind[]).some((kind) => w[kind] === true) || Array.isArray(w.resourceSubscriptions);
-    const lease = fromUpstream ? await this.pool.acquire({ principal, client: ctx.client ?? principal, capabilities: {} }) : undefined;
+    const lease = fromUpstream ? await this.pool.acquire({ principal, clientKey: ctx.clientKey ?? principal, capabilities: {} }) : undefined;
     const caps = (lease?.client.server?.capabilities ?? {}) as Record<string, { listChanged?: boolean; subscribe?: boolean } | undefined>;
     const honoured: Record<string, unknown> = {};
-    const filters = this.filters().forRequest(ctx.clientCapabilities, lease?.client.server ?? {}, this.log, ctx.assigned);
+    const filters = this.filters().forRequest(ctx, lease?.client.server ?? {});
     const listener: Listener = { id: req.id, filters, principal, kinds: new Set(), uris: new Set(), reply };
     for (const kind of Object.keys(KINDS) as Kind[]) {
       if (w[kind] === true && caps[KINDS[kind].capability]?.listChanged) {

@@ -15,6 +15,7 @@ import type { Held, HeldBytes } from '../../core/held-bytes.js';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import { INTERNAL_ERROR, isObject, METHOD_NOT_FOUND, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../../jsonrpc/message.js';
 import { capabilityFor, declares, INPUT_METHODS } from '../../mcp/eras.js';
+import type { RequestContext } from '../../mcp/request-context.js';
 import type { CallOutcome, UpstreamClient } from '../../upstream/client.js';
 import type { UpstreamLease } from '../../upstream/pool.js';
 import type { Cancellation } from './reply.js';
@@ -32,16 +33,12 @@ const GATHER_MS = 10;
 export type InputRequests = Record<string, { method: string; params?: Record<string, unknown> }>;
 export type CallStep = { kind: 'input'; inputRequests: InputRequests } | { kind: 'done'; outcome: CallOutcome };
 
-export interface CallOptions {
+/** Who started the call (only they may resume it), what per-client limits count it against, and what they declared. */
+export interface CallOptions extends Pick<RequestContext, 'principal' | 'clientKey' | 'capabilities'> {
   /** The call's name in the parked map (and in its requestState). */
   key: string;
-  /** Who started it: only they may resume it. */
-  principal: string;
-  /** What per-client limits count it against (the principal, or the client's address without authentication). */
-  clientKey: string;
   method: string;
   params: Record<string, unknown> | undefined;
-  clientCapabilities: Record<string, any>;
   timeoutMs: number;
   inputTimeoutMs: number;
   cancellation: Cancellation;
@@ -169,7 +166,7 @@ export class BridgedCall {
       return this.client.respond(req.id, { error: { code: METHOD_NOT_FOUND, message: `${req.method} is not available during ${this.opts.method}` } });
     }
     const needed = capabilityFor(req.method, req.params)!;
-    if (!declares(this.opts.clientCapabilities, needed)) {
+    if (!declares(this.opts.capabilities, needed)) {
       this.client.respond(req.id, { error: { code: METHOD_NOT_FOUND, message: `The client did not declare the capability ${req.method} needs` } });
       const err = new ProxyError('MISSING_CLIENT_CAPABILITY', `The upstream needs ${req.method}, which this request's client capabilities do not declare`, { requiredCapabilities: needed });
       return this.client.cancel(this.id, 'The client lacks a capability the call needs', err);

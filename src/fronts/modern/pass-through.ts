@@ -12,9 +12,11 @@
 import type { Logger } from 'pino';
 import type { FilterChain } from '../../core/filters.js';
 import { ProxyError } from '../../jsonrpc/errors.js';
-import { errorResponse, isObject, METHOD_NOT_FOUND, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
+import { errorResponse, isObject, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
 import { TokenTooLarge, type Sealer } from '../../sealing/sealer.js';
-import { CACHEABLE_METHODS, META, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/eras.js';
+import { CACHEABLE_METHODS, META, SUPPORTED_VERSIONS } from '../../mcp/eras.js';
+import type { RequestContext } from '../../mcp/request-context.js';
+import { httpStatusOf } from '../../mcp/http-status.js';
 import { targetOf } from '../../mcp/requests.js';
 import { refusedInputRequests, refusedUrlElicitations, refusedUrlError } from '../../mcp/url-elicitation.js';
 import { traceContextOf } from '../../ops/trace-context.js';
@@ -44,8 +46,8 @@ export class PassThrough {
   constructor(private readonly o: PassThroughOptions) {}
 
   /** Serves one request; rejects with a ProxyError when no answer could be had from the upstream. */
-  async handle(req: JsonRpcRequest, ctx: ModernContext, reply: ModernReply): Promise<void> {
-    const negotiation = this.o.filters().forRequest(ctx.clientCapabilities, await this.o.server(), this.o.log, ctx.assigned);
+  async handle(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply): Promise<void> {
+    const negotiation = this.o.filters().forRequest(ctx, await this.o.server());
     const own = req.method === 'server/discover' || req.method === 'subscriptions/listen';
     const check = own ? undefined : negotiation.onRequest(req);
     if (check && 'error' in check) return reply.answer({ msg: errorResponse(req.id, check.error) });
@@ -75,9 +77,7 @@ export class PassThrough {
     }
     if (msg.error) {
       const annotated = negotiation.annotateError(msg.error, check?.scope);
-      // The server's status; over stdio there is none, and an unknown method is still a 404 on HTTP.
-      const httpStatus = status >= 400 && status < 500 ? status : msg.error.code === METHOD_NOT_FOUND ? 404 : undefined;
-      return reply.answer(annotated ? { msg: errorResponse(req.id, annotated) } : frame, httpStatus ? { httpStatus } : undefined);
+      return reply.answer(annotated ? { msg: errorResponse(req.id, annotated) } : frame, { httpStatus: httpStatusOf({ error: msg.error, upstreamStatus: status }) });
     }
     const result = msg.result ?? {};
     if (typeof result.taskId === 'string' && (result.resultType === 'task' || TASK_REQUESTS.has(req.method))) {
@@ -102,7 +102,7 @@ export class PassThrough {
    * The server's requestState, sealed with the principal it was given to: the server sees only
    * the proxy's credentials, so it cannot tell one principal's retry from another's.
    */
-  private sealState(state: unknown, ctx: ModernContext): string {
+  private sealState(state: unknown, ctx: RequestContext): string {
     try {
       return this.o.sealer.seal('upstreamState', { p: ctx.principal ?? '', s: state });
     } catch (err) {
@@ -114,7 +114,7 @@ export class PassThrough {
   }
 
   /** The request with the server's own requestState back in it; refuses a state that is not the proxy's or was given to another principal. */
-  private unsealState(req: JsonRpcRequest, ctx: ModernContext): JsonRpcRequest {
+  private unsealState(req: JsonRpcRequest, ctx: RequestContext): JsonRpcRequest {
     const state = req.params?.requestState;
     if (state === undefined) return req;
     const opened = typeof state === 'string' ? this.o.sealer.open<{ p: string; s: unknown }>('upstreamState', state) : undefined;
@@ -122,12 +122,12 @@ export class PassThrough {
     return { ...req, params: { ...req.params, requestState: opened.s } };
   }
 
-  private sealTask(id: string, ctx: ModernContext): string {
+  private sealTask(id: string, ctx: RequestContext): string {
     return this.o.sealer.seal('upstreamTask', { p: ctx.principal ?? '', t: id });
   }
 
   /** The server's id of the task a client's task id names, when the proxy gave it to this principal. */
-  private openTask(token: unknown, ctx: ModernContext): string | undefined {
+  private openTask(token: unknown, ctx: RequestContext): string | undefined {
     const opened = typeof token === 'string' ? this.o.sealer.open<{ p: string; t: string }>('upstreamTask', token) : undefined;
     return opened && opened.p === (ctx.principal ?? '') && typeof opened.t === 'string' ? opened.t : undefined;
   }
@@ -137,7 +137,7 @@ export class PassThrough {
    * tasks request for a task not given to this principal is refused; a listen request follows
    * only the tasks that were.
    */
-  private serverTaskIds(req: JsonRpcRequest, ctx: ModernContext, named: Map<string, string>): JsonRpcRequest {
+  private serverTaskIds(req: JsonRpcRequest, ctx: RequestContext, named: Map<string, string>): JsonRpcRequest {
     if (TASK_REQUESTS.has(req.method)) {
       const id = this.openTask(req.params?.taskId, ctx);
       if (id === undefined) throw new ProxyError('TASK_NOT_FOUND', 'Failed to retrieve task: Task not found (unknown, expired, or issued to another client)');
@@ -157,7 +157,7 @@ export class PassThrough {
    * A notification with the client's task ids in place of the server's. On a listen stream
    * (`named`), only the tasks the client named are told of; elsewhere a task is the request's own.
    */
-  private clientTaskIds(n: JsonRpcNotification, ctx: ModernContext, named: Map<string, string> | undefined): JsonRpcNotification | undefined {
+  private clientTaskIds(n: JsonRpcNotification, ctx: RequestContext, named: Map<string, string> | undefined): JsonRpcNotification | undefined {
     const params = n.params;
     if (n.method === 'notifications/tasks' && typeof params?.taskId === 'string') {
       const taskId = named ? named.get(params.taskId) : this.sealTask(params.taskId, ctx);

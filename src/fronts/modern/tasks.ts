@@ -17,7 +17,7 @@ import { randomUUID } from 'node:crypto';
 import type { Held, HeldBytes } from '../../core/held-bytes.js';
 import { modernUpstreamError, ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
 import { isObject, type JsonRpcErrorObject, type JsonRpcRequest } from '../../jsonrpc/message.js';
-import type { ModernContext } from '../../mcp/eras.js';
+import type { RequestContext } from '../../mcp/request-context.js';
 import type { Sealer } from '../../sealing/sealer.js';
 import type { McpResult } from '../../transformers/contract.js';
 import { declaresInput } from '../../upstream/pool.js';
@@ -127,8 +127,8 @@ export class Tasks {
   constructor(private readonly o: TasksOptions) {}
 
   /** Whether this request's client declared the extension (only then may a call become a task). */
-  static declared(ctx: ModernContext): boolean {
-    return isObject(ctx.clientCapabilities.extensions) && ctx.clientCapabilities.extensions[TASKS_EXTENSION] !== undefined;
+  static declared(ctx: RequestContext): boolean {
+    return isObject(ctx.capabilities.extensions) && ctx.capabilities.extensions[TASKS_EXTENSION] !== undefined;
   }
 
   /**
@@ -137,10 +137,10 @@ export class Tasks {
    * tasks hold their share of those already (the client's, or all of it). The place is given
    * back with `release` unless `start` takes it.
    */
-  reserve(ctx: ModernContext): TaskRoom | undefined {
-    const clientKey = ctx.client ?? ctx.principal ?? '';
+  reserve(ctx: RequestContext): TaskRoom | undefined {
+    const clientKey = ctx.clientKey ?? ctx.principal ?? '';
     // The same test the call's session is chosen by (tasks are tools/call, which may ask for input).
-    const exclusive = declaresInput(ctx.clientCapabilities);
+    const exclusive = declaresInput(ctx.capabilities);
     const reserved = this.reserved.get(clientKey) ?? { all: 0, exclusive: 0 };
     let running = reserved.all;
     let alone = reserved.exclusive;
@@ -168,11 +168,11 @@ export class Tasks {
   }
 
   /** Makes a call still running into a task (in the place `room` reserved); its next step is `pending`. Answers the CreateTaskResult. */
-  start(call: BridgedCall, pending: Promise<CallStep>, ctx: ModernContext, shape: ShapeResult, room: TaskRoom): McpResult {
+  start(call: BridgedCall, pending: Promise<CallStep>, ctx: RequestContext, shape: ShapeResult, room: TaskRoom): McpResult {
     const principal = ctx.principal ?? '';
     const key = randomUUID();
     const claims: TaskClaims = { k: key, replica: this.o.replicaId, url: this.o.replicaUrl(), principal };
-    const task = new Task(this.o.sealer.seal('task', claims), key, principal, ctx.client ?? principal, { call, shape, cancellation: new Cancellation() }, room.exclusive);
+    const task = new Task(this.o.sealer.seal('task', claims), key, principal, ctx.clientKey ?? principal, { call, shape, cancellation: new Cancellation() }, room.exclusive);
     this.byKey.set(key, task);
     const mine = this.byClient.get(task.clientKey) ?? new Set();
     this.byClient.set(task.clientKey, mine.add(task));
@@ -206,7 +206,7 @@ export class Tasks {
   }
 
   /** `tasks/get`: the task's state, with its result, error or input requests. */
-  get(req: JsonRpcRequest, ctx: ModernContext): McpResult {
+  get(req: JsonRpcRequest, ctx: RequestContext): McpResult {
     return { resultType: 'complete', ...this.describe(this.find(req, ctx), true) };
   }
 
@@ -214,7 +214,7 @@ export class Tasks {
    * `tasks/update`: answers go upstream; keys not asked (or answered already) are ignored. A task
    * that still waits for other answers shows them before the ack.
    */
-  async update(req: JsonRpcRequest, ctx: ModernContext): Promise<McpResult> {
+  async update(req: JsonRpcRequest, ctx: RequestContext): Promise<McpResult> {
     const task = this.find(req, ctx);
     const responses = req.params?.inputResponses;
     if (!isObject(responses)) throw new ProxyError('INVALID_PARAMS', 'Invalid params: tasks/update needs inputResponses (an object keyed like inputRequests)');
@@ -230,7 +230,7 @@ export class Tasks {
   }
 
   /** `tasks/cancel`: cancels the call upstream; a finished task is left as it is. */
-  cancel(req: JsonRpcRequest, ctx: ModernContext): McpResult {
+  cancel(req: JsonRpcRequest, ctx: RequestContext): McpResult {
     const task = this.find(req, ctx);
     this.cancelTask(task);
     return { resultType: 'complete' };
@@ -241,7 +241,7 @@ export class Tasks {
    * held here (undefined otherwise). `hear` gets the task as tasks/get shows it on each status
    * change; `now` is how it shows now.
    */
-  watch(taskId: string, ctx: ModernContext, hear: (task: McpResult) => void): { now: McpResult; stop(): void } | undefined {
+  watch(taskId: string, ctx: RequestContext, hear: (task: McpResult) => void): { now: McpResult; stop(): void } | undefined {
     const claims = this.o.sealer.open<TaskClaims>('task', taskId);
     const task = claims && claims.principal === (ctx.principal ?? '') ? this.byKey.get(claims.k) : undefined;
     if (!task) return undefined;
@@ -259,12 +259,12 @@ export class Tasks {
   }
 
   /** For a tasks/* request whose task another reachable replica holds: that replica. */
-  ownerElsewhere(req: JsonRpcRequest, ctx: ModernContext): Owner | undefined {
+  ownerElsewhere(req: JsonRpcRequest, ctx: RequestContext): Owner | undefined {
     return this.ownerOf(req.params?.taskId, ctx);
   }
 
   /** The other reachable replica that holds the task `taskId` names, for the principal it was given to. */
-  ownerOf(taskId: unknown, ctx: ModernContext): Owner | undefined {
+  ownerOf(taskId: unknown, ctx: RequestContext): Owner | undefined {
     const claims = typeof taskId === 'string' ? this.o.sealer.open<TaskClaims>('task', taskId) : undefined;
     if (!claims || claims.replica === this.o.replicaId || !claims.url || claims.principal !== (ctx.principal ?? '')) return undefined;
     return { replica: claims.replica, url: claims.url, holds: 'task' };
@@ -388,7 +388,7 @@ export class Tasks {
   }
 
   /** The task a tasks/* request names, for its own principal only; -32602 for anything else. */
-  private find(req: JsonRpcRequest, ctx: ModernContext): Task {
+  private find(req: JsonRpcRequest, ctx: RequestContext): Task {
     const claims = this.claims(req);
     const task = claims && claims.principal === (ctx.principal ?? '') ? this.byKey.get(claims.k) : undefined;
     if (task) return task;

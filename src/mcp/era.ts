@@ -1,0 +1,10 @@
+/**
+ * The era words, one home for every layer (it imports nothing, so the JSON-RPC layer's error
+ * forms may name it too). A client's request is of one era; an upstream may speak both.
+ */
+
+/** The era a client speaks, and so an exchange's: legacy (the initialize handshake, up to 2025-11-25) or modern (2026-07-28, stateless). */
+export type Era = 'legacy' | 'modern';
+
+/** The era an upstream speaks: one of a client's, or `dual` (both, each client spoken to in its own). */
+export type ServerEra = Era | 'dual';
