@@ -15,6 +15,7 @@ import { connectModern, NEGOTIATION } from '../helpers/modern-clients.js';
 import { commandLine, eventually, fixtureArgv, PYTHON, ROOT, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
 import { INIT, modern, rawPost, type RawReply } from '../helpers/raw.js';
 import { lineSplitter } from '../../src/jsonrpc/lines.js';
+import { SSE_TYPE, mediaTypeOf } from '../../src/mcp/media-type.js';
 
 const SERVERS = ['python/fastmcp_server.py', 'python/sdk_server.py'];
 const discover = modern(1, 'server/discover');
@@ -39,7 +40,7 @@ function handshake(client: Client): unknown {
 
 /** The one JSON-RPC message of a reply, as the bytes it came in (a JSON body, or an SSE event's data). */
 function messageBytes(reply: RawReply): string {
-  if (!(reply.headers.get('content-type') ?? '').includes('text/event-stream')) return reply.text;
+  if (mediaTypeOf(reply.headers.get('content-type')) !== SSE_TYPE) return reply.text;
   const data = reply.text.split(/\r?\n/).filter((l) => l.startsWith('data: ') && l.length > 6); // uvicorn's SSE ends lines with CRLF
   expect(data).toHaveLength(1);
   return data[0]!.slice('data: '.length);
