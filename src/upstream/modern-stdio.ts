@@ -61,7 +61,10 @@ export class ModernStdioUpstream implements ModernUpstream {
         if (this.closed) throw new ProxyError('UPSTREAM_CLOSED', 'The proxy is shutting down');
         this.process().send({ msg: { jsonrpc: '2.0', id, method: req.method, ...(params ? { params } : {}) } });
       } catch (err) {
-        if (pending.settle(id)) (waiter.done(), reject(err));
+        if (pending.settle(id)) {
+          waiter.done();
+          reject(err);
+        }
       }
     });
   }

@@ -14,7 +14,7 @@ import type { HeldBytes } from '../../core/held-bytes.js';
 import { targetOf } from '../../mcp/requests.js';
 import type { FilterChain } from '../../core/filters.js';
 import { modernUpstreamError, ProxyError, toJsonRpcError, URL_ELICITATION_REQUIRED } from '../../jsonrpc/errors.js';
-import { errorResponse, type Frame, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
+import { errorResponse, isObject, type Frame, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
 import { INPUT_METHODS, META, MODERN_METHODS, MODERN_VERSIONS, modernContext, SUPPORTED_VERSIONS, type ModernContext } from '../../mcp/eras.js';
 import { clientNameOf } from '../../core/profiles.js';
 import { traceContextOf } from '../../ops/trace-context.js';
@@ -190,8 +190,8 @@ export class ModernHandler {
   private async discover(ctx: ModernContext): Promise<{ result: McpResult }> {
     const server = await this.opts.pool.server();
     const negotiation = this.opts.filters().forRequest(ctx.clientCapabilities, server, this.opts.log, ctx.assigned);
-    const { tasks: _legacyTasks, ...capabilities } = (server.capabilities ?? {}) as Record<string, any>;
-    const extensions = { ...capabilities.extensions, ...negotiation.discoverExtensions(), ...(this.tasks ? { [TASKS_EXTENSION]: {} } : {}) };
+    const { tasks: _legacyTasks, ...capabilities } = (server.capabilities ?? {}) as Record<string, unknown>;
+    const extensions = { ...(isObject(capabilities.extensions) ? capabilities.extensions : {}), ...negotiation.discoverExtensions(), ...(this.tasks ? { [TASKS_EXTENSION]: {} } : {}) };
     const result: McpResult = {
       supportedVersions: SUPPORTED_VERSIONS,
       capabilities: Object.keys(extensions).length ? { ...capabilities, extensions } : capabilities,

@@ -41,7 +41,7 @@ export interface CallOptions {
   clientKey: string;
   method: string;
   params: Record<string, unknown> | undefined;
-  clientCapabilities: Record<string, any>;
+  clientCapabilities: Record<string, unknown>;
   timeoutMs: number;
   inputTimeoutMs: number;
   cancellation: Cancellation;
@@ -123,7 +123,7 @@ export class BridgedCall {
     for (const [key, req] of this.inputs) {
       const answer = responses[key];
       if (!isObject(answer)) continue;
-      this.client.respond(req.id, { result: answer as Record<string, unknown> });
+      this.client.respond(req.id, { result: answer });
       this.inputs.delete(key);
     }
     this.client.resume(this.id);
