@@ -214,7 +214,7 @@ describe('fuzz: the stdio front', () => {
     const write = (text: string) => new Promise<void>((resolve) => (proc.stdin.write(`${text}\n`) ? resolve() : proc.stdin.once('drain', resolve)));
     const exited = new Promise((r) => proc.once('exit', r));
     try {
-      write(JSON.stringify(INIT));
+      await write(JSON.stringify(INIT));
       await fc.assert(
         fc.asyncProperty(fc.oneof(body, fc.constant('')), legacyMessage, async (line, request) => {
           await write(line.replace(/\n/g, ' '));
