@@ -24,14 +24,14 @@ const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: IN_FLIGHT 
 
 type Send = (id: number) => Promise<unknown>;
 
-async function post(url: string, body: unknown, headers: Record<string, string>): Promise<any> {
+async function post(url: string, body: unknown, headers: Record<string, string>): Promise<Record<string, unknown>> {
   const res = await request(url, { method: 'POST', dispatcher, body: JSON.stringify(body), headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers } });
   const text = await res.body.text();
   if (res.statusCode !== 200) throw new Error(`HTTP ${res.statusCode}: ${text.slice(0, 200)}`);
   const json = text.startsWith('{') ? text : text.split('\n').filter((l) => l.startsWith('data: ')).at(-1)!.slice(6);
-  const msg = JSON.parse(json);
+  const msg = JSON.parse(json) as { result?: Record<string, unknown>; error?: unknown };
   if (msg.error) throw new Error(JSON.stringify(msg.error));
-  return msg.result;
+  return msg.result ?? {};
 }
 
 async function legacySession(url: string): Promise<Record<string, string>> {

@@ -51,7 +51,7 @@ function proxyVariant(label: string, main: string, config: string, extra: string
       spawned.add(proc);
       proc.once('exit', () => spawned.delete(proc));
       let tail = '';
-      proc.stderr!.on('data', (d: Buffer) => (tail = (tail + d.toString()).slice(-2000))); // drained for the process's whole life, as a log shipper would
+      proc.stderr.on('data', (d: Buffer) => (tail = (tail + d.toString()).slice(-2000))); // drained for the process's whole life, as a log shipper would
       const stop = () => new Promise<void>((done) => (proc.exitCode !== null ? done() : (proc.once('exit', () => done()), proc.kill('SIGTERM'))));
       for (const until = Date.now() + 20_000; !(await accepts(port)); await new Promise((r) => setTimeout(r, 50))) {
         if (proc.exitCode !== null || Date.now() > until) {

@@ -128,7 +128,7 @@ try {
 }
 
 const half = samples.slice(Math.floor(samples.length / 2));
-const per1000 = (key: keyof Sample) => slope(half.map((s) => s.sessions), half.map((s) => s[key] as number)) * 1000;
+const per1000 = (key: keyof Sample) => slope(half.map((s) => s.sessions), half.map((s) => s[key])) * 1000;
 const fmt = (v: number, digits = 1) => (Number.isFinite(v) ? v.toFixed(digits) : '–');
 const first = samples[1] ?? samples[0];
 const lastSample = samples.at(-1)!;

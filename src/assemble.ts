@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
 import type { FilterChain } from './core/filters.js';
 import type { HeldBytes } from './core/held-bytes.js';
-import { ModernHandler, type ModernHandlerOptions } from './fronts/modern/handler.js';
+import { ModernHandler } from './fronts/modern/handler.js';
 import { ListenHub } from './fronts/modern/listen.js';
 import type { Observers } from './ops/observers.js';
 import { PROXY_VERSION } from './ops/version.js';
@@ -102,7 +102,7 @@ export function createModernHandler(
     held,
     maxInputRequestBytes: config.modern.maxInputRequestBytes,
     ...replica,
-    cache: config.modern.cache as ModernHandlerOptions['cache'],
+    cache: config.modern.cache,
     ...(config.modern.tasks.enabled ? { tasks: { ...config.modern.tasks, ...replica, exclusive: taskSessionShares(config), held, log } } : {}),
     listen: (req, ctx, reply, tasks) => hub.listen(req, ctx, reply, tasks),
     era: connector.era,

@@ -23,9 +23,9 @@ import { ClientLimits } from './fronts/http/limits.js';
 import { startHttpFront, type HttpFront } from './fronts/http/server.js';
 import { LegacySessions } from './fronts/legacy/http.js';
 import { SessionTokens } from './fronts/legacy/session-tokens.js';
-import { ModernHandler, type ModernHandlerOptions } from './fronts/modern/handler.js';
+import type { ModernHandler } from './fronts/modern/handler.js';
 import { ModernHttp } from './fronts/modern/http.js';
-import { ListenHub } from './fronts/modern/listen.js';
+import type { ListenHub } from './fronts/modern/listen.js';
 import { startStdioDownstream, type StdioDownstream } from './fronts/stdio.js';
 import { ProxyError, ProxyStartError } from './jsonrpc/errors.js';
 import { Metrics } from './ops/metrics.js';
@@ -193,7 +193,7 @@ class ProxyGateway implements Gateway {
     const changes = diffConfig(running, next);
     this.filters = this.buildFilters(nextRules, next);
     // A modern section that changed beyond its cache needs a restart: nothing of it applies now.
-    if (changes.live.includes('modern.cache')) this.modern?.handler.setCache(next.modern.cache as ModernHandlerOptions['cache']);
+    if (changes.live.includes('modern.cache')) this.modern?.handler.setCache(next.modern.cache);
     log.level = next.logLevel;
     if (JSON.stringify(next.contentNegotiation.tokens) !== JSON.stringify(running.contentNegotiation.tokens)) {
       this.observers.countTokens(next.contentNegotiation.tokens).catch((err: Error) => log.error({ err: err.message }, 'token counting could not start'));

@@ -45,8 +45,8 @@ async function startAndWait(argv: string[], env: NodeJS.ProcessEnv, stream: 'std
     tail = (tail + d.toString()).slice(-4000);
     if (waiting) seen += d.toString();
   };
-  proc.stdout!.on('data', keep);
-  proc.stderr!.on('data', keep);
+  proc.stdout.on('data', keep);
+  proc.stderr.on('data', keep);
   const stop = (): Promise<void> =>
     new Promise((resolve) => {
       if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
@@ -67,10 +67,10 @@ async function startAndWait(argv: string[], env: NodeJS.ProcessEnv, stream: 'std
         const found = seen.match(pattern);
         if (!found) return;
         clearTimeout(timer);
-        proc[stream]!.off('data', check);
+        proc[stream].off('data', check);
         resolve(found);
       };
-      proc[stream]!.on('data', check);
+      proc[stream].on('data', check);
       proc.once('exit', (code) => {
         clearTimeout(timer);
         reject(new Error(`${what} exited with ${code} before starting:\n${seen}`));

@@ -9,6 +9,7 @@
 import { readFileSync } from 'node:fs';
 import pino from 'pino';
 import { UsageError } from '../jsonrpc/errors.js';
+import { isObject } from '../jsonrpc/message.js';
 import type { Arrival, Profiles } from '../core/profiles.js';
 import { parseFeatures, parseTag } from '../mcp/features.js';
 import { ruleMatches, runPipeline, type PipelineOutcome } from '../rules/run.js';
@@ -87,8 +88,8 @@ export async function explain(rules: CompiledRule[], req: ExplainRequest, profil
     lines.push(`  ${hit ? '✔' : '·'} ${rule.label}: ${rule.verbatim ? 'verbatim (exact contents, never reshaped)' : rule.steps.map((s) => s.name).join(' → ')}`);
   }
   const raw = req.input ? readInput(req.input) : sample(req.method);
-  const input: McpResult = raw && typeof raw === 'object' && 'result' in raw && 'jsonrpc' in raw ? raw.result : raw;
-  if (!input || typeof input !== 'object' || Array.isArray(input)) throw new UsageError(`--input ${req.input}: expected a result object or a JSON-RPC response, got ${Array.isArray(input) ? 'an array' : typeof input}`);
+  const input: unknown = raw && typeof raw === 'object' && 'result' in raw && 'jsonrpc' in raw ? raw.result : raw;
+  if (!isObject(input)) throw new UsageError(`--input ${req.input}: expected a result object or a JSON-RPC response, got ${Array.isArray(input) ? 'an array' : typeof input}`);
   const outcome: Pick<PipelineOutcome, 'result' | 'applied' | 'verbatim'> = parsed.features.isEmpty
     ? { result: undefined, applied: [] }
     : await runPipeline(rules, input, { method: req.method, name: req.name, features: parsed.features, era: 'legacy', outputSchema: req.outputSchema, log: pino({ level: 'silent' }) });
@@ -103,7 +104,7 @@ export async function explain(rules: CompiledRule[], req: ExplainRequest, profil
 }
 
 /** The --input file as JSON, or a usage error that says what is wrong with it. */
-function readInput(path: string): any {
+function readInput(path: string): unknown {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');

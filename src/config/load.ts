@@ -48,7 +48,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
       throw new ConfigError([`${file}:1:1: the config file must be a YAML mapping (key: value pairs)`]);
     }
     const missing: string[] = [];
-    raw = interpolate(dropNulls(value), env, [], (path, name) => missing.push(`${file}${lineOf(doc, lines, path)}: ${keyPath(path)}: environment variable ${name} is not set (use \${${name}:-default} for a fallback)`));
+    raw = interpolateEntries(dropNulls(value), env, [], (path, name) => missing.push(`${file}${lineOf(doc, lines, path)}: ${keyPath(path)}: environment variable ${name} is not set (use \${${name}:-default} for a fallback)`));
     if (missing.length) throw new ConfigError(missing);
     locate = (path) => `${file}${lineOf(doc, lines, path)}: ${keyPath(path)}`;
   }
@@ -109,7 +109,7 @@ function lineOf(doc: Document, lines: LineCounter, path: PropertyKey[]): string 
 const VAR = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}$]*))?\}/g;
 
 /** Replaces ${VAR} and ${VAR:-default} in every string value; reports unset variables. */
-function interpolate(value: unknown, env: NodeJS.ProcessEnv, path: PropertyKey[], missing: (path: PropertyKey[], name: string) => void): any {
+function interpolate(value: unknown, env: NodeJS.ProcessEnv, path: PropertyKey[], missing: (path: PropertyKey[], name: string) => void): unknown {
   if (typeof value === 'string') {
     return value.replace(VAR, (_, name: string, fallback: string | undefined) => {
       const v = env[name];
@@ -120,10 +120,12 @@ function interpolate(value: unknown, env: NodeJS.ProcessEnv, path: PropertyKey[]
     });
   }
   if (Array.isArray(value)) return value.map((v, i) => interpolate(v, env, [...path, i], missing));
-  if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolate(v, env, [...path, k], missing)]));
-  }
+  if (isObject(value)) return interpolateEntries(value, env, path, missing);
   return value;
+}
+
+function interpolateEntries(value: Record<string, unknown>, env: NodeJS.ProcessEnv, path: PropertyKey[], missing: (path: PropertyKey[], name: string) => void): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolate(v, env, [...path, k], missing)]));
 }
 
 /** A key written with no value (`upstream:` followed by comments only) means "the defaults". */

@@ -46,7 +46,7 @@ export async function loadRules(config: RuleSetConfig, configFile?: string): Pro
   throw new RuleError(configFile ? locateProblems(configFile, problems) : problems);
 }
 
-async function importPlugin(file: string, at: string): Promise<Transformer<any>[]> {
+async function importPlugin(file: string, at: string): Promise<Transformer[]> {
   let mod: Record<string, unknown>;
   try {
     mod = await import(pathToFileURL(file).href);
@@ -60,8 +60,8 @@ async function importPlugin(file: string, at: string): Promise<Transformer<any>[
   return found;
 }
 
-function isTransformer(value: unknown): value is Transformer<any> {
-  const t = value as Transformer<any> | null;
+function isTransformer(value: unknown): value is Transformer {
+  const t = value as Transformer | null;
   return (
     typeof t === 'object' && t !== null && typeof t.name === 'string' && /^[a-z][a-z0-9-]*$/.test(t.name) &&
     typeof t.create === 'function' && typeof (t.options as { safeParse?: unknown })?.safeParse === 'function'

@@ -16,10 +16,10 @@ const NEGOTIATION = { extensions: { 'io.modelcontextprotocol/content-negotiation
 const schemaReporter: Transformer<Record<string, never>> = {
   name: 'report-schema',
   description: 'test',
-  options: z.object({}).default({}) as z.ZodType<Record<string, never>>,
+  options: z.object({}).default({}),
   create: () => (result, ctx) => ({ ...result, seenSchema: ctx.outputSchema === undefined ? 'unknown' : ctx.outputSchema }),
 };
-const rules = compileRules([ruleSchema.parse({ when: { method: 'tools/call' }, apply: [{ 'report-schema': {} }] })], new Map([['report-schema', schemaReporter as Transformer<any>]]));
+const rules = compileRules([ruleSchema.parse({ when: { method: 'tools/call' }, apply: [{ 'report-schema': {} }] })], new Map([['report-schema', schemaReporter]]));
 
 describe('the filter chain across a reload', () => {
   it("keeps the output schemas modern requests learnt: a chain built again sees the tools listed under the old one", async () => {

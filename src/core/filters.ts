@@ -273,7 +273,7 @@ function restoredAssignment(raw: unknown): Assigned {
 }
 
 /** The capabilities the filters read: presence tags, sampling modalities, the extensions' settings. */
-function snapshotCapabilities(capabilities: Record<string, any>): Record<string, unknown> {
+function snapshotCapabilities(capabilities: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const name of ['elicitation', 'roots', 'tasks']) if (capabilities[name] !== undefined && capabilities[name] !== null) out[name] = {};
   if (isObject(capabilities.sampling)) out.sampling = pick(capabilities.sampling, ['supportedModalities']);

@@ -40,11 +40,14 @@ function jsonError(res: ServerResponse, status: number, code: number, message: s
 
 export async function serveMcp(createServer: () => AnyServer, argv: string[]): Promise<void> {
   let shuttingDown = false;
-  const onSignal = (close: () => Promise<void>) => async () => {
+  // Exits once the server has closed, whether or not closing failed.
+  const onSignal = (close: () => Promise<void>) => () => {
     if (shuttingDown) return;
     shuttingDown = true;
-    await close().catch(() => {});
-    process.exit(0);
+    close().then(
+      () => process.exit(0),
+      () => process.exit(0),
+    );
   };
 
   if (!argv.includes('--http')) {

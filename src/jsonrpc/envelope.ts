@@ -44,7 +44,7 @@ export function lazyAnswer(id: JsonRpcId, bytes: Buffer): JsonRpcResponse {
       Object.defineProperty(this, 'result', { value: result, enumerable: true, configurable: true, writable: true });
       return result;
     },
-  } as JsonRpcResponse;
+  };
 }
 
 /** The bytes of a lazy frame's result (an object) while nothing has decoded it; undefined after, or for any other frame. */

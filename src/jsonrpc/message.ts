@@ -31,7 +31,7 @@ export interface JsonRpcResponse {
 export type JsonRpcMessage = JsonRpcRequest | JsonRpcNotification | JsonRpcResponse;
 
 /** A JSON object (not null, not an array): what params, results and `_meta` must be. */
-export function isObject(v: unknown): v is Record<string, any> {
+export function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
@@ -193,7 +193,7 @@ function clientProblem(m: Record<string, unknown>): string | undefined {
 /** Returns why a value is not a JSON-RPC 2.0 message, or undefined when it is one. */
 export function checkMessage(value: unknown): string | undefined {
   if (!isObject(value)) return 'a message must be a JSON object';
-  const m = value as Record<string, unknown>;
+  const m = value;
   if (m.jsonrpc !== '2.0') return '"jsonrpc" must be exactly "2.0"';
   if ('id' in m && m.id !== undefined) {
     const id = m.id;

@@ -114,7 +114,7 @@ export function readModernMeta(req: JsonRpcRequest): RequestEnvelope {
     if (key.startsWith('io.modelcontextprotocol/') || key === 'progressToken') continue;
     (passMeta ??= {})[key] = m[key];
   }
-  return { capabilities: capabilities as Record<string, any>, logLevel, progressToken, passMeta };
+  return { capabilities: capabilities, logLevel, progressToken, passMeta };
 }
 
 /** The client capability a server→client request needs, as `requiredCapabilities` names it. */
@@ -126,14 +126,15 @@ export function capabilityFor(method: string, params: Record<string, unknown> | 
 }
 
 /** Does the client's declaration cover `needed` (as returned by capabilityFor)? */
-export function declares(capabilities: Record<string, any>, needed: Record<string, unknown>): boolean {
+export function declares(capabilities: Record<string, unknown>, needed: Record<string, unknown>): boolean {
   const [name, sub] = Object.entries(needed)[0] as [string, Record<string, unknown>];
   const declared = capabilities[name];
   if (typeof declared !== 'object' || declared === null) return false;
+  const fields = declared as Record<string, unknown>; // an array passes too, as it always has
   if (name === 'elicitation') {
     // An empty elicitation object means form mode (2025-11-25 compatibility).
     const mode = Object.keys(sub)[0];
-    return declared[mode] !== undefined || (mode === 'form' && Object.keys(declared).length === 0);
+    return fields[mode] !== undefined || (mode === 'form' && Object.keys(fields).length === 0);
   }
-  return Object.keys(sub).every((k) => declared[k] !== undefined);
+  return Object.keys(sub).every((k) => fields[k] !== undefined);
 }

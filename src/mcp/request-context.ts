@@ -18,7 +18,7 @@ export interface RequestContext {
   /** What per-client limits count: the principal, or the client's address without authentication. */
   clientKey: string;
   /** The client's capabilities, as it declared them (untrusted). */
-  capabilities: Record<string, any>;
+  capabilities: Record<string, unknown>;
   /** The tags and variant its host (MCP-Features) or the operator (a profile) assigned it. */
   assigned: Assigned;
   /** Severity index into LOG_LEVELS from which notifications/message are sent; undefined = none. */

@@ -19,7 +19,7 @@ const tagger: Transformer<{ tag: string; fail: boolean }> = {
     return { ...result, content: [{ type: 'text', text: first.text + tag }] };
   },
 };
-const transformers = new Map([...builtinTransformers(), ['tag', tagger as Transformer<any>]]);
+const transformers = new Map([...builtinTransformers(), ['tag', tagger]]);
 const rules = (yamlish: unknown[]) => compileRules(yamlish.map((r) => ruleSchema.parse(r)), transformers);
 const input = { content: [{ type: 'text', text: '' }] };
 

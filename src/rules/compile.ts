@@ -53,7 +53,7 @@ export interface CompiledRule {
 }
 
 /** Compiles rules; throws an Error listing every problem with its path (`rules[2].apply[0]`). */
-export function compileRules(rules: RuleConfig[], transformers: Map<string, Transformer<any>>, path = 'contentNegotiation.rules'): CompiledRule[] {
+export function compileRules(rules: RuleConfig[], transformers: Map<string, Transformer>, path = 'contentNegotiation.rules'): CompiledRule[] {
   const problems: string[] = [];
   const compiled = rules.map((rule, i) => {
     const at = `${path}[${i}]`;

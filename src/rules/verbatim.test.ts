@@ -61,10 +61,10 @@ describe('exact contents', () => {
 });
 
 describe('exact contents and failing or slow steps', () => {
-  const failing: Transformer<Record<string, never>> = { name: 'explode', description: 'test', options: z.object({}).default({}) as z.ZodType<Record<string, never>>, create: () => () => { throw new Error('boom'); } };
+  const failing: Transformer<Record<string, never>> = { name: 'explode', description: 'test', options: z.object({}).default({}), create: () => () => { throw new Error('boom'); } };
   /** Burns CPU after an await, as a plugin that fetches something first would. */
   const slow: Transformer<Record<string, never>> = {
-    name: 'slow', description: 'test', options: z.object({}).default({}) as z.ZodType<Record<string, never>>,
+    name: 'slow', description: 'test', options: z.object({}).default({}),
     create: () => async (result, ctx) => {
       await Promise.resolve();
       const start = process.cpuUsage();
@@ -72,7 +72,7 @@ describe('exact contents and failing or slow steps', () => {
       return { ...result, slow: true };
     },
   };
-  const transformers = new Map([...builtinTransformers(), ['explode', failing as Transformer<any>], ['slow', slow as Transformer<any>]]);
+  const transformers = new Map([...builtinTransformers(), ['explode', failing], ['slow', slow]]);
 
   it('a step that fails with onError: fail costs the client no file: exact contents pass as they came', async () => {
     const rules = compileRules([ruleSchema.parse({ apply: [{ explode: {} }], onError: 'fail' }), ...DEFAULT_RULES], transformers);

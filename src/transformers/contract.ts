@@ -49,7 +49,7 @@ export interface Transformer<O = unknown> {
 
 /** A transformer that takes no options: its function is the same for every rule. */
 export function withoutOptions(name: string, description: string, fn: TransformFn): Transformer<Record<string, never>> {
-  return { name, description, options: z.object({}).strict().default({}) as z.ZodType<Record<string, never>>, create: () => fn };
+  return { name, description, options: z.object({}).strict().default({}), create: () => fn };
 }
 
 /** Helpers for the common shapes inside results. */

@@ -8,6 +8,6 @@ import { tabular } from './tabular/index.js';
 import { trim } from './trim/index.js';
 import type { Transformer } from './contract.js';
 
-export function builtinTransformers(): Map<string, Transformer<any>> {
-  return new Map([jsonExtract, patternExtract, markdown, plainText, trim, tabular, audience].map((t) => [t.name, t as Transformer<any>]));
+export function builtinTransformers(): Map<string, Transformer> {
+  return new Map([jsonExtract, patternExtract, markdown, plainText, trim, tabular, audience].map((t) => [t.name, t as Transformer]));
 }

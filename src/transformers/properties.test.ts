@@ -42,10 +42,10 @@ const toolsList = fc.record({
 });
 
 const CASES: Array<[string, string, fc.Arbitrary<McpResult>]> = [
-  ['tools/call', 'CallToolResult', toolResult as fc.Arbitrary<McpResult>],
-  ['resources/read', 'ReadResourceResult', resourceResult as fc.Arbitrary<McpResult>],
-  ['prompts/get', 'GetPromptResult', promptResult as fc.Arbitrary<McpResult>],
-  ['tools/list', 'ListToolsResult', toolsList as fc.Arbitrary<McpResult>],
+  ['tools/call', 'CallToolResult', toolResult],
+  ['resources/read', 'ReadResourceResult', resourceResult],
+  ['prompts/get', 'GetPromptResult', promptResult],
+  ['tools/list', 'ListToolsResult', toolsList],
 ];
 const FEATURES = FEATURE_SETS;
 

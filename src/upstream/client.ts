@@ -129,7 +129,7 @@ export class UpstreamClient {
 
   /** Answers a server→client request. */
   respond(id: JsonRpcId, outcome: { result: Record<string, unknown> } | { error: JsonRpcErrorObject }): void {
-    if (!this.closed) this.connection.send({ msg: { jsonrpc: '2.0', id, ...outcome } as JsonRpcResponse });
+    if (!this.closed) this.connection.send({ msg: { jsonrpc: '2.0', id, ...outcome } });
   }
 
   notify(method: string, params?: Record<string, unknown>): void {

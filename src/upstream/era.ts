@@ -13,7 +13,7 @@
  */
 import type { Logger } from 'pino';
 import { ProxyError, UNSUPPORTED_PROTOCOL_VERSION } from '../jsonrpc/errors.js';
-import { isObject, type JsonRpcErrorObject } from '../jsonrpc/message.js';
+import { isObject } from '../jsonrpc/message.js';
 import type { ServerEra } from '../mcp/era.js';
 import { META, MODERN_VERSIONS } from '../mcp/eras.js';
 import type { McpResult } from '../transformers/contract.js';
@@ -35,7 +35,7 @@ export type UpstreamServer = McpResult;
  * (UnsupportedProtocolVersion): its JSON-RPC error to a client's `initialize`, or the failure
  * an `initialize` of the proxy's own ended in.
  */
-export function refusedAsModern(refusal: JsonRpcErrorObject | unknown): boolean {
+export function refusedAsModern(refusal: unknown): boolean {
   const code = refusal instanceof Error ? (refusal instanceof ProxyError ? refusal.details?.upstreamCode : undefined) : isObject(refusal) ? refusal.code : undefined;
   return code === UNSUPPORTED_PROTOCOL_VERSION;
 }
@@ -144,7 +144,7 @@ export class UpstreamEra {
    * upstream in the 2026-07-28 era (moves the session to the bridge, or asks again); false
    * otherwise, and the refusal stands.
    */
-  tookRefusal(refusal: JsonRpcErrorObject | unknown): boolean {
+  tookRefusal(refusal: unknown): boolean {
     if (!this.found || !refusedAsModern(refusal)) return false;
     this.refusedLegacy();
     return true;

@@ -219,7 +219,7 @@ describe('HttpUpstream', () => {
     server.handle = (_seen, res) => sse(res); // holds the call open
     other.send(request(1));
     await until(() => server.seen.some((s) => s.headers['mcp-session-id'] === 's-2'));
-    other.detach!();
+    other.detach();
     await server.seen.find((s) => s.headers['mcp-session-id'] === 's-2')!.gone;
     expect(server.seen.filter((s) => s.method === 'DELETE')).toHaveLength(1);
   });

@@ -10,6 +10,7 @@ import { request, type Dispatcher } from 'undici';
 import { ProxyError, unusableAnswer } from '../jsonrpc/errors.js';
 import { isNotification, isRequest, isResponse, parseUpstream, type Frame, type JsonRpcId, type Wire } from '../jsonrpc/message.js';
 import { cancelledOf } from '../mcp/cancel-progress.js';
+import { JSON_TYPE, SSE_TYPE, mediaTypeOf } from '../mcp/media-type.js';
 import { traceContextOf } from '../ops/trace-context.js';
 import { encodeForUpstream } from './encode.js';
 import { holdStream, readEvents, resumeStream, type StreamState } from './http-streams.js';
@@ -167,7 +168,7 @@ export class HttpUpstream implements UpstreamConnection {
       signal,
       headers: this.headers({ accept: 'text/event-stream', ...(state.lastEventId ? { 'last-event-id': state.lastEventId } : {}) }),
     });
-    if (res.statusCode === 200 && String(res.headers['content-type']).startsWith('text/event-stream')) return res.body;
+    if (res.statusCode === 200 && mediaTypeOf(res.headers['content-type']) === SSE_TYPE) return res.body;
     await res.body.dump();
     if (res.statusCode === 404) this.sessionExpired();
     else if (res.statusCode === 405 || res.statusCode === 200) this.log.debug({ status: res.statusCode }, 'upstream offers no GET stream');
@@ -239,8 +240,8 @@ export class HttpUpstream implements UpstreamConnection {
   /** A 2xx answer to a POST: its SSE stream (resumed when it breaks off), JSON body, or nothing. */
   private async answered(frame: Frame, ids: JsonRpcId[], res: Dispatcher.ResponseData, signal: AbortSignal): Promise<void> {
     this.confirmed = true;
-    const type = String(res.headers['content-type'] ?? '');
-    if (type.startsWith('text/event-stream')) {
+    const type = mediaTypeOf(res.headers['content-type']);
+    if (type === SSE_TYPE) {
       const state: StreamState = {};
       const done = () => !ids.some((id) => this.inFlight.has(id));
       try {
@@ -250,7 +251,7 @@ export class HttpUpstream implements UpstreamConnection {
         this.log.debug({ err: (err as Error).message }, 'upstream response stream broke off; resuming');
       }
       if (!done() && state.lastEventId) await this.resume(ids[0], state, done, signal);
-    } else if (type.startsWith('application/json')) {
+    } else if (type === JSON_TYPE) {
       this.deliverBytes(Buffer.from(await res.body.arrayBuffer()), ids[0], 'body');
     } else {
       await res.body.dump();
@@ -267,8 +268,7 @@ export class HttpUpstream implements UpstreamConnection {
     // A session taken over from a token that the server refuses at once is gone: servers built on
     // the SDK's example answer an unknown session with 400 ("No valid session ID"), not 404.
     if (res.statusCode === 400 && this.opts.resume && !this.confirmed && /session/i.test(text.slice(0, 500))) return this.sessionExpired();
-    const type = String(res.headers['content-type'] ?? '');
-    const rejection = type.startsWith('application/json') ? requestError(text, ids, this.spec.maxJsonDepth) : undefined;
+    const rejection = mediaTypeOf(res.headers['content-type']) === JSON_TYPE ? requestError(text, ids, this.spec.maxJsonDepth) : undefined;
     if (rejection) this.deliver(rejection, ids[0]);
     this.failed(ids, new ProxyError('UPSTREAM_PROTOCOL', `The upstream answered HTTP ${res.statusCode}`, { body: text.slice(0, 500), status: res.statusCode }));
     if (ids.length === 0) this.log.warn({ status: res.statusCode, body: text.slice(0, 200) }, 'upstream rejected a message');

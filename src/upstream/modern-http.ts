@@ -10,6 +10,7 @@ import { ProxyError, unusableAnswer } from '../jsonrpc/errors.js';
 import { isNotification, isResponse, parseUpstream, type Frame, type JsonRpcRequest } from '../jsonrpc/message.js';
 import { PROGRESS } from '../mcp/cancel-progress.js';
 import { modernRequestHeaders, type ParamHeaders } from '../mcp/http-headers.js';
+import { JSON_TYPE, SSE_TYPE, mediaTypeOf } from '../mcp/media-type.js';
 import { traceContextOf } from '../ops/trace-context.js';
 import { readEvents } from './http-streams.js';
 import type { HttpUpstreamSpec } from './types.js';
@@ -74,9 +75,9 @@ export class ModernHttpUpstream implements ModernUpstream {
         body,
       });
       responded = true;
-      const type = String(res.headers['content-type'] ?? '');
-      const frame = type.startsWith('text/event-stream') ? await this.readStream(res.body, req, o, done, () => timer.refresh()) : type.startsWith('application/json') ? answerIn(Buffer.from(await res.body.arrayBuffer()), req, this.spec.maxJsonDepth) : undefined;
-      if (!type.startsWith('text/event-stream') && !type.startsWith('application/json')) await res.body.dump();
+      const type = mediaTypeOf(res.headers['content-type']);
+      const frame = type === SSE_TYPE ? await this.readStream(res.body, req, o, done, () => timer.refresh()) : type === JSON_TYPE ? answerIn(Buffer.from(await res.body.arrayBuffer()), req, this.spec.maxJsonDepth) : undefined;
+      if (type !== SSE_TYPE && type !== JSON_TYPE) await res.body.dump();
       if (frame) return { frame, status: res.statusCode };
       throw new ProxyError('UPSTREAM_PROTOCOL', res.statusCode >= 400 ? `The upstream answered HTTP ${res.statusCode}` : 'The upstream ended the response without answering', { status: res.statusCode });
     } catch (err) {

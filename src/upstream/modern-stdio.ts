@@ -61,7 +61,10 @@ export class ModernStdioUpstream implements ModernUpstream {
         if (this.closed) throw new ProxyError('UPSTREAM_CLOSED', 'The proxy is shutting down');
         this.process().send({ msg: { jsonrpc: '2.0', id, method: req.method, ...(params ? { params } : {}) } });
       } catch (err) {
-        if (pending.settle(id)) (waiter.done(), reject(err));
+        if (pending.settle(id)) {
+          waiter.done();
+          reject(err);
+        }
       }
     });
   }
@@ -134,7 +137,7 @@ export class ModernStdioUpstream implements ModernUpstream {
     const token = progressTokenOf(n);
     const stream = meta[META.subscriptionId];
     if (token !== undefined) {
-      const owner = (this.calls.progressed(token as string) ?? this.streams.progressed(token as string))?.call;
+      const owner = (this.calls.progressed(token) ?? this.streams.progressed(token))?.call;
       return owner ? this.deliver(owner, withProgressToken(n, requestProgressToken(owner.req.params))) : this.dropped(n);
     }
     if (stream !== undefined) {

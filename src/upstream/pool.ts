@@ -59,7 +59,7 @@ export type UnrelatedListener = (n: JsonRpcNotification, principal: string) => v
 const KNOWN_FLAGS: Record<string, string[]> = { sampling: ['context', 'tools'], elicitation: ['form', 'url'], roots: ['listChanged'] };
 
 /** Does a client declare a capability a legacy server may ask it to use during a call (sampling, elicitation, roots)? */
-export function declaresInput(declared: Record<string, any>): boolean {
+export function declaresInput(declared: Record<string, unknown>): boolean {
   for (const name in KNOWN_FLAGS) if (isObject(declared[name])) return true;
   return false;
 }
@@ -69,7 +69,7 @@ export function declaresInput(declared: Record<string, any>): boolean {
  * roots, each with only the flags the revision defines (a client inventing members gets no
  * session of its own).
  */
-export function upstreamCapabilities(declared: Record<string, any>): Record<string, unknown> {
+export function upstreamCapabilities(declared: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [name, flags] of Object.entries(KNOWN_FLAGS)) {
     const given = declared[name];

@@ -95,9 +95,9 @@ export function createStdioUpstream(
 
   return {
     send(frame: Frame) {
-      if (closed || !child.stdin!.writable) return;
+      if (closed || !child.stdin.writable) return;
       const text = encodeForUpstream(oneLine(frame), events, log);
-      if (text !== undefined) child.stdin!.write(typeof text === 'string' ? text + '\n' : Buffer.concat([text, NEWLINE]));
+      if (text !== undefined) child.stdin.write(typeof text === 'string' ? text + '\n' : Buffer.concat([text, NEWLINE]));
     },
     close() {
       exited ??= reap(child, opts.shutdownGraceMs, () => {

@@ -6,7 +6,7 @@
  * asked for tools/list; a listing that fails refuses the call (the header would go unchecked).
  */
 import { ProxyError } from '../jsonrpc/errors.js';
-import type { JsonRpcRequest, JsonRpcResponse } from '../jsonrpc/message.js';
+import { isObject, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
 import { modernEnvelope } from '../mcp/eras.js';
 import type { RequestContext } from '../mcp/request-context.js';
 import { paramHeadersOf, type ParamHeaders } from '../mcp/http-headers.js';
@@ -72,12 +72,12 @@ export class ToolHeaders {
       this.byTool.clear();
       this.taskSupportByTool.clear();
     }
-    for (const tool of tools as Array<Record<string, any>>) {
+    for (const tool of tools as Array<Record<string, unknown>>) {
       if (typeof tool?.name !== 'string') continue;
       const headers = paramHeadersOf(tool.inputSchema);
       if (headers) this.byTool.set(tool.name, headers);
       else this.byTool.delete(tool.name);
-      const support = tool.execution?.taskSupport;
+      const support = isObject(tool.execution) ? tool.execution.taskSupport : undefined;
       if (typeof support === 'string') this.taskSupportByTool.set(tool.name, support);
       else this.taskSupportByTool.delete(tool.name);
     }

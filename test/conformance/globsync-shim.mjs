@@ -54,6 +54,7 @@ export const globSync = fs.globSync ?? shimGlobSync;
 
 // Source text of the replacement, kept as a real function for readability.
 function shimGlobSync(patterns, options = {}) {
+  /* global fs, path -- this source runs inside the patched module, which has fs and path in scope */
   const cwd = options.cwd ? String(options.cwd) : process.cwd();
   const toRegExp = (glob) => {
     // '**/' matches zero or more directories, '*' and '?' stay within a segment.

@@ -49,7 +49,7 @@ describe('validate and serving check a config the same way', () => {
   it('validate checks the start the same options would make: a host from the environment, an upstream command from a flag', async () => {
     const viaEnv = await run(['validate'], { MCP_PROXY_HOST: '0.0.0.0' });
     expect(viaEnv.code).toBe(2);
-    expect(problems(viaEnv.stderr)).toEqual([expect.stringMatching(/^  listen\.host \(from the command line or environment\): 0\.0\.0\.0 is reachable .*--allow-unauthenticated/)]);
+    expect(problems(viaEnv.stderr)).toEqual([expect.stringMatching(/^ {2}listen\.host \(from the command line or environment\): 0\.0\.0\.0 is reachable .*--allow-unauthenticated/)]);
     expect((await run(['validate'], { MCP_PROXY_HOST: '0.0.0.0', MCP_PROXY_ALLOW_UNAUTHENTICATED: '1' })).code).toBe(0);
     const quote = await run(['validate', '--upstream', "node 'server.js"]);
     expect(problems(quote.stderr)).toEqual(["  upstream.command (from the command line or environment): unclosed ' quote in command: node 'server.js"]);

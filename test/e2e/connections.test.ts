@@ -53,7 +53,7 @@ function trickle(raw: Raw, bytes: string, everyMs: number): void {
     if (raw.socket.destroyed || i >= bytes.length) return clearInterval(timer);
     raw.socket.write(bytes[i++]);
   }, everyMs);
-  raw.closed.then(() => clearInterval(timer));
+  void raw.closed.then(() => clearInterval(timer)); // closed only resolves (on the socket's close)
 }
 
 const postHead = (path: string, length: number, extra = '') => `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: ${length}\r\n${extra}\r\n`;

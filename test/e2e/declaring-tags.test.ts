@@ -32,7 +32,7 @@ const open: Array<{ close(): Promise<void> }> = [];
 /** A v1 (legacy) client on `url` that declares no extension, sending `headers` on every request. */
 async function legacyClient(url: string, headers: Record<string, string> = {}, features?: string[], name = 'a-host'): Promise<Client> {
   const capabilities = features ? { extensions: { [EXTENSION]: { version: '1.0', features } } } : {};
-  const client = new Client({ name, version: '1.0.0' }, { capabilities: capabilities as never });
+  const client = new Client({ name, version: '1.0.0' }, { capabilities });
   await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
   open.push(client);
   return client;
@@ -107,7 +107,7 @@ describe('the MCP-Features header', () => {
     expect(shaped((await call({ 'mcp-features': 'agent, format=json' })).messages[0].result)).toMatchObject({ temperature_c: expect.any(Number) });
     expect(shaped((await call({})).messages[0].result)).toBeUndefined();
 
-    const client = new ModernClient({ name: 'a-v2-host', version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: { pin: MODERN } } } as ConstructorParameters<typeof ModernClient>[1]);
+    const client = new ModernClient({ name: 'a-v2-host', version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: { pin: MODERN } } });
     await client.connect(new ModernHttpTransport(new URL(proxy.url), { requestInit: { headers: { 'MCP-Features': 'agent, format=json' } } }));
     open.push(client);
     expect(shaped(await client.callTool(CALL))).toMatchObject({ title: 'Current Weather in Bern' });
@@ -215,7 +215,7 @@ describe('profiles chosen by credential and by path', () => {
     const client = await legacyClient(url, bearer(TOKENS.other));
     expect(shaped(await client.callTool(CALL))).toMatchObject({ temperature_c: expect.any(Number) });
     expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['get_weather']);
-    const full = await client.request({ method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/server-variant': 'full' } } } as never, (await import('@modelcontextprotocol/sdk/types.js')).ListToolsResultSchema);
+    const full = await client.request({ method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/server-variant': 'full' } } }, (await import('@modelcontextprotocol/sdk/types.js')).ListToolsResultSchema);
     expect(full.tools.length).toBeGreaterThan(1);
     // The path wins over the principal's profile; the access log says so.
     const agent = await legacyClient(url, bearer(TOKENS.agent));

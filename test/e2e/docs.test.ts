@@ -442,7 +442,7 @@ async function checkHostConfig(unit: Unit, index: number): Promise<void> {
           command: server.command!,
           args: (server.args ?? []).map(local),
           cwd: ROOT,
-          env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, npm_config_update_notifier: 'false', npm_config_offline: 'true', MCP_REMOTE_CONFIG_DIR: join(work, `mcp-remote-${index}`), ...server.env } as Record<string, string>,
+          env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, npm_config_update_notifier: 'false', npm_config_offline: 'true', MCP_REMOTE_CONFIG_DIR: join(work, `mcp-remote-${index}`), ...server.env },
           stderr: 'pipe',
         });
     let stderr = '';
@@ -587,7 +587,7 @@ describe('documentation', () => {
         for (const alt of node.anyOf ?? []) walk(alt, path, inItem);
         if (node.items) walk(node.items, `${path}[]`, true);
       };
-      walk(configJsonSchema() as Node, '', false);
+      walk(configJsonSchema(), '', false);
       const config = TEXT.get('docs/configuration.md')!;
       expect(paths.filter((p) => !config.includes(`\`${p}\``))).toEqual([]);
       const allDocs = DOCS.filter((f) => f.startsWith('docs/')).map((f) => TEXT.get(f)!).join('\n');

@@ -15,6 +15,7 @@ import { connectModern, NEGOTIATION } from '../helpers/modern-clients.js';
 import { commandLine, eventually, fixtureArgv, PYTHON, ROOT, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
 import { INIT, modern, rawPost, type RawReply } from '../helpers/raw.js';
 import { lineSplitter } from '../../src/jsonrpc/lines.js';
+import { SSE_TYPE, mediaTypeOf } from '../../src/mcp/media-type.js';
 
 const SERVERS = ['python/fastmcp_server.py', 'python/sdk_server.py'];
 const discover = modern(1, 'server/discover');
@@ -39,10 +40,10 @@ function handshake(client: Client): unknown {
 
 /** The one JSON-RPC message of a reply, as the bytes it came in (a JSON body, or an SSE event's data). */
 function messageBytes(reply: RawReply): string {
-  if (!(reply.headers.get('content-type') ?? '').includes('text/event-stream')) return reply.text;
+  if (mediaTypeOf(reply.headers.get('content-type')) !== SSE_TYPE) return reply.text;
   const data = reply.text.split(/\r?\n/).filter((l) => l.startsWith('data: ') && l.length > 6); // uvicorn's SSE ends lines with CRLF
   expect(data).toHaveLength(1);
-  return data[0]!.slice('data: '.length);
+  return data[0].slice('data: '.length);
 }
 
 /** A raw legacy session on `url`: the initialize answer's bytes, and the bytes of each call's answer. */
@@ -64,7 +65,7 @@ async function pythonClient(url: string, mode: 'legacy' | '2026-07-28' | 'auto')
 
 /** The server's own answer to server/discover over stdio (a process of its own, stopped after). */
 async function stdioDiscover(argv: string[]): Promise<any> {
-  const proc = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'ignore'] });
+  const proc = spawn(argv[0], argv.slice(1), { stdio: ['pipe', 'pipe', 'ignore'] });
   try {
     const line = new Promise<string>((resolve) => proc.stdout.on('data', lineSplitter(resolve)));
     proc.stdin.write(JSON.stringify(discover.body) + '\n');
@@ -123,7 +124,7 @@ describe.each(SERVERS)('%s, a dual-era server, behind the proxy over HTTP', (ser
   it("relays a legacy session's bytes: initialize and a call answered as the server wrote them", async () => {
     const calls = [{ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'weather_json', arguments: { city: 'Lugano' } } }, { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} }];
     const direct = await legacyBytes(upstream.url, calls);
-    expect(JSON.parse(direct[0]!).result.protocolVersion).toBe('2025-11-25');
+    expect(JSON.parse(direct[0]).result.protocolVersion).toBe('2025-11-25');
     expect(await legacyBytes(proxy.url, calls)).toEqual(direct);
   }, 30_000);
 

@@ -14,6 +14,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { SSE_TYPE, mediaTypeOf } from '../../src/mcp/media-type.js';
 import { connectModern } from '../helpers/modern-clients.js';
 import { connectViaProxy } from '../helpers/clients.js';
 import { commandLine, fixtureArgv, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
@@ -32,7 +33,7 @@ function strictJson(text: string): any {
 async function modernCall(url: string, id: number, method: string, params: Record<string, unknown>, capabilities: Record<string, unknown> = {}): Promise<any> {
   const { body, headers } = modern(id, method, params, capabilities);
   const reply = await rawPost(url, body, headers);
-  const texts = reply.headers.get('content-type')?.includes('text/event-stream') ? reply.text.split('\n').filter((l) => l.startsWith('data: ') && l.length > 6).map((l) => l.slice(6)) : [reply.text];
+  const texts = mediaTypeOf(reply.headers.get('content-type')) === SSE_TYPE ? reply.text.split('\n').filter((l) => l.startsWith('data: ') && l.length > 6).map((l) => l.slice(6)) : [reply.text];
   const messages = texts.map(strictJson);
   const answer = messages.find((m) => m.id === id);
   expect(answer, reply.text.slice(0, 300)).toBeDefined();

@@ -273,7 +273,7 @@ async function connectLegacy(cell: Cell, rig: Rig, o: LegacyOptions) {
   if (cell.front === 'http') {
     const replicas = o.replicas ?? [rig.a!];
     let next = 0;
-    const roundRobin: typeof fetch = (input, init) => fetch(new URL('/mcp', replicas[next++ % replicas.length]!.url), init);
+    const roundRobin: typeof fetch = (input, init) => fetch(new URL('/mcp', replicas[next++ % replicas.length].url), init);
     transport = new StreamableHTTPClientTransport(new URL(rig.a!.url), { fetch: roundRobin });
   } else {
     transport = new StdioClientTransport({ command: process.execPath, args: [PROXY_MAIN, '--stdio', '--config', rig.config, '--log-level', 'warn'], env: { ...process.env } as Record<string, string>, stderr: 'pipe' });
@@ -387,7 +387,7 @@ const RUNS: Record<Scenario, Run> = {
     const names = async (variant: string): Promise<string[]> => {
       if (cell.client === 'legacy') {
         const c = await legacyClient(cell, rig, { variants: true });
-        const tools = (await c.client.listTools({ _meta: { [KEY]: variant } } as never)).tools.map((t) => t.name);
+        const tools = (await c.client.listTools({ _meta: { [KEY]: variant } })).tools.map((t) => t.name);
         await c.close();
         return tools;
       }
@@ -589,9 +589,9 @@ async function inputRound(cell: Cell, rig: Rig, across: boolean): Promise<void> 
       results.push(textOf(reply.result));
     }
   }
-  expect(JSON.parse(results[0]!)).toMatchObject({ action: 'accept', content: { name: 'Ada' } });
+  expect(JSON.parse(results[0])).toMatchObject({ action: 'accept', content: { name: 'Ada' } });
   expect(results[1]).toBe('sampled: hello');
-  expect(JSON.parse(results[2]!)).toMatchObject({ roots: [{ uri: 'file:///tmp/matrix', name: 'matrix' }] });
+  expect(JSON.parse(results[2])).toMatchObject({ roots: [{ uri: 'file:///tmp/matrix', name: 'matrix' }] });
 }
 
 /** Opens a modern listen stream, runs `during` once it is acknowledged, and resolves with its messages once `until` matches one. */

@@ -20,7 +20,7 @@ async function legacyClient(front: Front, target: { proxyUrl: string; upstreamAr
   const capabilities: Record<string, unknown> = {};
   if (o.elicit !== undefined) capabilities.elicitation = { form: {} };
   if (o.features) capabilities.extensions = { [NEGOTIATION]: { version: '1.0', features: o.features } };
-  const client = new Client({ name: 'legacy-in-front-of-modern', version: '1.0.0' }, { capabilities: capabilities as never });
+  const client = new Client({ name: 'legacy-in-front-of-modern', version: '1.0.0' }, { capabilities });
   const asked: unknown[] = [];
   if (o.elicit !== undefined) {
     client.setRequestHandler(ElicitRequestSchema, async (req) => {
@@ -29,7 +29,7 @@ async function legacyClient(front: Front, target: { proxyUrl: string; upstreamAr
     });
   }
   const transport = front === 'http'
-    ? new StreamableHTTPClientTransport(new URL(target.proxyUrl!))
+    ? new StreamableHTTPClientTransport(new URL(target.proxyUrl))
     : new StdioClientTransport({ command: process.execPath, args: [PROXY_MAIN, '--stdio', '--upstream', target.upstreamArg, '--log-level', 'warn'], env: { ...process.env } as Record<string, string>, stderr: 'pipe' });
   await client.connect(transport);
   return { client, asked, close: () => client.close() };

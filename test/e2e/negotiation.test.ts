@@ -19,7 +19,7 @@ const valid = (def: string, value: unknown) => {
 
 async function connect(url: string, features?: unknown[], extra: Record<string, unknown> = {}): Promise<Client> {
   const capabilities = features === undefined ? {} : { ...extra, extensions: { [EXTENSION]: { version: '1.0', features } } };
-  const client = new Client({ name: 'negotiation-test', version: '1.0.0' }, { capabilities: capabilities as never });
+  const client = new Client({ name: 'negotiation-test', version: '1.0.0' }, { capabilities });
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   return client;
 }
@@ -113,7 +113,7 @@ describe('content negotiation in front of a server that does not speak it', () =
   });
 
   it('negotiates over the stdio front too', async () => {
-    const client = new Client({ name: 'stdio-negotiation', version: '1' }, { capabilities: { extensions: { [EXTENSION]: { version: '1.0', features: ['agent', 'format=json'] } } } as never });
+    const client = new Client({ name: 'stdio-negotiation', version: '1' }, { capabilities: { extensions: { [EXTENSION]: { version: '1.0', features: ['agent', 'format=json'] } } } });
     await client.connect(new StdioClientTransport({ command: process.execPath, args: [PROXY_MAIN, '--stdio', '--log-level', 'silent'], stderr: 'ignore' }));
     clients.push(client);
     const result = await client.callTool({ name: 'convert_units', arguments: { value: 12, from: 'km', to: 'mi' } });

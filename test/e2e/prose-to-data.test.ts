@@ -17,7 +17,7 @@ describe('prose to data (config/examples/weather-prose.yaml, demo upstream)', ()
   const clients: Client[] = [];
   const connect = async (features?: string[]) => {
     const capabilities = features ? { extensions: { [NEGOTIATION]: { version: 1, features } } } : {};
-    const client = new Client({ name: 'prose-test', version: '1' }, { capabilities: capabilities as never });
+    const client = new Client({ name: 'prose-test', version: '1' }, { capabilities });
     await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
     clients.push(client);
     return client;

@@ -34,7 +34,7 @@ const onlyText = (r: ToolResult) => {
 /** A v1 SDK client through the proxy, declaring `features`; it lists the tools, so it checks every structuredContent against the schema it was shown. */
 async function sdkClient(proxy: Running, features: string[]): Promise<{ client: Client; schemas: Map<string, unknown>; call(name: string, args?: Record<string, unknown>): Promise<ToolResult> }> {
   const capabilities = features.length ? { extensions: { [EXTENSION]: { version: '1.0', features } } } : {};
-  const client = new Client({ name: 'python-negotiation', version: '1.0.0' }, { capabilities: capabilities as never });
+  const client = new Client({ name: 'python-negotiation', version: '1.0.0' }, { capabilities });
   await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
   const schemas = new Map((await client.listTools()).tools.map((t) => [t.name, t.outputSchema as unknown]));
   return {

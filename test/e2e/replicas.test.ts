@@ -51,7 +51,7 @@ describe('replicas sharing a secret, in front of an HTTP upstream', () => {
     const served: string[] = [];
     const client = new Client(
       { name: 'replica-test', version: '1.0.0' },
-      { capabilities: { elicitation: { form: {} }, extensions: { 'io.modelcontextprotocol/content-negotiation': { version: 1, features: ['format=json'] } } } as never },
+      { capabilities: { elicitation: { form: {} }, extensions: { 'io.modelcontextprotocol/content-negotiation': { version: 1, features: ['format=json'] } } } },
     );
     client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: 'Ada' } }));
     const transport = new StreamableHTTPClientTransport(new URL(replicas[0].url), { fetch: roundRobin(replicas, served) });

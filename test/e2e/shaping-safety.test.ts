@@ -30,7 +30,7 @@ async function negotiatingSession(url: string, features: string[]): Promise<Reco
 }
 
 async function connect(url: string, features: string[]): Promise<Client> {
-  const client = new Client({ name: 'shaping-safety', version: '1' }, { capabilities: { extensions: { [EXTENSION]: { version: '1.0', features } } } as never });
+  const client = new Client({ name: 'shaping-safety', version: '1' }, { capabilities: { extensions: { [EXTENSION]: { version: '1.0', features } } } });
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   return client;
 }

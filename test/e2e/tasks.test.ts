@@ -111,7 +111,7 @@ describe('tasks in front of a legacy server', () => {
   it('serves the official v2 client polling, answering and cancelling tasks', async () => {
     // The v2 client (2.4) sends tasks requests as the extension wants them (_meta, Mcp-Name), but
     // refuses a tools/call result whose resultType is "task": the call that creates each task is a plain POST.
-    const client = new Client({ name: 'tasks-test', version: '1.0.0' }, { capabilities: TASKS, versionNegotiation: { mode: { pin: '2026-07-28' } } } as ConstructorParameters<typeof Client>[1]);
+    const client = new Client({ name: 'tasks-test', version: '1.0.0' }, { capabilities: TASKS, versionNegotiation: { mode: { pin: '2026-07-28' } } });
     await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url), { requestInit: { headers: { authorization: `Bearer ${token('alice')}` } } }));
     const any = z.looseObject({});
     const task = (method: string, params: Record<string, unknown>) => client.request({ method, params }, any) as Promise<any>;

@@ -97,12 +97,12 @@ describe('server variants in front of the demo server', () => {
   });
 
   it('works for the official SDK client selecting variants in _meta', async () => {
-    const client = new Client({ name: 'variants-sdk', version: '1' }, { capabilities: { extensions: { [EXT]: { variantHints: { hints: { useCase: 'chat' } } } } } as never });
+    const client = new Client({ name: 'variants-sdk', version: '1' }, { capabilities: { extensions: { [EXT]: { variantHints: { hints: { useCase: 'chat' } } } } } });
     await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
     const ext = (client.getServerCapabilities() as { extensions: Record<string, { availableVariants: Array<{ id: string }> }> }).extensions[EXT];
     expect(ext.availableVariants[0].id).toBe('readonly');
     expect((await client.listTools()).tools.map((t) => t.name)).not.toContain('plan_journey');
-    expect((await client.listTools({ _meta: { [KEY]: 'full' } } as never)).tools.map((t) => t.name)).toContain('plan_journey');
+    expect((await client.listTools({ _meta: { [KEY]: 'full' } })).tools.map((t) => t.name)).toContain('plan_journey');
     await client.close();
   });
 });
@@ -152,7 +152,7 @@ describe('cursors and carry-over over a paginating upstream', () => {
     const proxy = await startProxy(['--config', config]);
     const seen: unknown[] = [];
     const connect = async (declare: boolean) => {
-      const client = new Client({ name: 'lc', version: '1' }, { capabilities: (declare ? { extensions: { [EXT]: { variantHints: { hints: {} } } } } : {}) as never });
+      const client = new Client({ name: 'lc', version: '1' }, { capabilities: (declare ? { extensions: { [EXT]: { variantHints: { hints: {} } } } } : {}) });
       client.setNotificationHandler(ToolListChangedNotificationSchema, (n) => void seen.push([declare, n.params?._meta?.[KEY] ?? null]));
       await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
       return client;

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { lineSplitter } from '../../src/jsonrpc/lines.js';
+import { SSE_TYPE, mediaTypeOf } from '../../src/mcp/media-type.js';
 import { MODERN } from '../helpers/modern-clients.js';
 import { INIT, meta, metricValue, rawSession } from '../helpers/raw.js';
 import { commandLine, eventually, fixtureArgv, PROXY_MAIN, startProxy, stopAll } from '../helpers/processes.js';
@@ -116,7 +117,7 @@ describe('fuzz: the HTTP front', () => {
         const res = await fetch(proxy.url, { method: r.method, headers: r.headers, body: r.method === 'POST' ? r.body : undefined, signal: AbortSignal.timeout(ANSWER_WITHIN_MS) });
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
         // A GET that opened a stream stays open by design: its head is the answer.
-        if (res.headers.get('content-type')?.includes('text/event-stream') && r.method === 'GET') await res.body?.cancel();
+        if (mediaTypeOf(res.headers.get('content-type')) === SSE_TYPE && r.method === 'GET') await res.body?.cancel();
         else await res.text();
         expect(res.status < 500 || res.status === 503, `${r.method} ${r.body.slice(0, 200)} → ${res.status}`).toBe(true);
       }),
@@ -213,7 +214,7 @@ describe('fuzz: the stdio front', () => {
     const write = (text: string) => new Promise<void>((resolve) => (proc.stdin.write(`${text}\n`) ? resolve() : proc.stdin.once('drain', resolve)));
     const exited = new Promise((r) => proc.once('exit', r));
     try {
-      write(JSON.stringify(INIT));
+      await write(JSON.stringify(INIT));
       await fc.assert(
         fc.asyncProperty(fc.oneof(body, fc.constant('')), legacyMessage, async (line, request) => {
           await write(line.replace(/\n/g, ' '));

@@ -154,7 +154,7 @@ describe('fuzz: transformers', () => {
       await fc.assert(
         fc.asyncProperty(result, fc.constantFrom(...methods), fc.constantFrom(...tags), async (r, method, features) => {
           const before = JSON.stringify(r);
-          await fn(r as Record<string, unknown>, { method, name: 'x', features: parseFeatures(features).features, era: 'legacy', log });
+          await fn(r, { method, name: 'x', features: parseFeatures(features).features, era: 'legacy', log });
           expect(JSON.stringify(r)).toBe(before); // the input is never modified
         }),
         fuzzParams,

@@ -12,6 +12,7 @@ import { Agent, request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { PROXY_ERROR_CODES } from '../../src/jsonrpc/errors.js';
+import { SSE_TYPE, mediaTypeOf } from '../../src/mcp/media-type.js';
 import { NEGOTIATION } from '../helpers/modern-clients.js';
 import { callTool, modern, rawSession } from '../helpers/raw.js';
 import { commandLine, fixtureArgv, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
@@ -39,7 +40,7 @@ async function post(url: string, body: unknown, headers: Record<string, string>)
 
 /** Every message of a POST's body, each read strictly: JSON, and no member written twice. */
 function strictMessages(text: string, contentType: string | null): any[] {
-  const texts = contentType?.includes('text/event-stream') ? text.split('\n').filter((l) => l.startsWith('data: ') && l.length > 6).map((l) => l.slice(6)) : [text];
+  const texts = mediaTypeOf(contentType) === SSE_TYPE ? text.split('\n').filter((l) => l.startsWith('data: ') && l.length > 6).map((l) => l.slice(6)) : [text];
   return texts.map((t) => {
     const value: unknown = JSON.parse(t);
     parseYaml(t, { uniqueKeys: true, maxAliasCount: -1 });

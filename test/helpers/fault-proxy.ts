@@ -100,7 +100,12 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
     set(next) {
       fault = next;
       // Refusing: connections already open go too, so the next request needs a new one.
-      if (next.kind === 'refuse') for (const p of pairs) (p.client.resetAndDestroy(), p.upstream.destroy());
+      if (next.kind === 'refuse') {
+        for (const p of pairs) {
+          p.client.resetAndDestroy();
+          p.upstream.destroy();
+        }
+      }
       for (const p of pairs) {
         p.budget = budgetOf(next);
         p.release();
@@ -114,7 +119,10 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
     cuts: () => cuts,
     close: () =>
       new Promise((r) => {
-        for (const p of pairs) (p.client.destroy(), p.upstream.destroy());
+        for (const p of pairs) {
+          p.client.destroy();
+          p.upstream.destroy();
+        }
         server.close(() => r());
       }),
   };

@@ -31,7 +31,7 @@ function newModernClient(received: Record<string, unknown[]>, o: ModernOptions):
   if (o.features) capabilities.extensions = { [NEGOTIATION]: { features: o.features } };
   const client = new Client(
     { name: 'negotiate-proxy-modern-tests', version: '1.0.0' },
-    { capabilities, versionNegotiation: { mode: o.mode === 'auto' ? 'auto' : { pin: MODERN } } } as ConstructorParameters<typeof Client>[1],
+    { capabilities, versionNegotiation: { mode: o.mode === 'auto' ? 'auto' : { pin: MODERN } } },
   );
   if (o.input === false) return client; // the SDK refuses handlers for undeclared capabilities
   const note = (method: string, params: unknown) => (received[method] ??= []).push(params);

@@ -1,4 +1,5 @@
 import { request as httpRequest } from 'node:http';
+import { SSE_TYPE, mediaTypeOf } from '../../src/mcp/media-type.js';
 /**
  * A deliberately low-level Streamable HTTP client (fetch), for tests that need exact statuses,
  * headers and bodies, or that misbehave on purpose.
@@ -43,7 +44,7 @@ export function postWithHost(url: string, host: string, body: unknown): Promise<
 export async function read(res: Response): Promise<RawReply> {
   const text = await res.text();
   let messages: any[] = [];
-  if ((res.headers.get('content-type') ?? '').includes('text/event-stream')) {
+  if (mediaTypeOf(res.headers.get('content-type')) === SSE_TYPE) {
     // A priming event (an id, no data) carries no message.
     messages = text.split('\n').filter((l) => l.startsWith('data: ') && l.length > 6).map((l) => JSON.parse(l.slice(6)));
   } else if (text) {

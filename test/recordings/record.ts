@@ -77,8 +77,8 @@ async function record(): Promise<void> {
         await call(c, 'get-resource-links', { count: 3 }),
         await call(c, 'get-resource-reference', { resourceType: 'Text', resourceId: 2 }),
         ...(await Promise.all(resources.filter((r) => r.mimeType === 'text/markdown').map((r) => read(c, r.uri)))),
-        { method: 'prompts/get', name: 'args-prompt', result: (await c.getPrompt({ name: 'args-prompt', arguments: { city: 'Bern', state: 'BE' } })) as Record<string, unknown> },
-        { method: 'prompts/get', name: 'resource-prompt', result: (await c.getPrompt({ name: 'resource-prompt', arguments: { resourceType: 'Text', resourceId: '3' } })) as Record<string, unknown> },
+        { method: 'prompts/get', name: 'args-prompt', result: (await c.getPrompt({ name: 'args-prompt', arguments: { city: 'Bern', state: 'BE' } })) },
+        { method: 'prompts/get', name: 'resource-prompt', result: (await c.getPrompt({ name: 'resource-prompt', arguments: { resourceType: 'Text', resourceId: '3' } })) },
       ];
     });
     const filesystem = await session('server-filesystem', [`${pkg('server-filesystem')}/dist/index.js`, dir], {}, async (c) => [
@@ -119,7 +119,7 @@ async function record(): Promise<void> {
       await read(c, 'demo://cities'),
       await read(c, 'demo://guide'),
       await read(c, 'demo://weather/Bern'),
-      { method: 'prompts/get', name: 'trip_briefing', result: (await c.getPrompt({ name: 'trip_briefing', arguments: { destination: 'Zurich' } })) as Record<string, unknown> },
+      { method: 'prompts/get', name: 'trip_briefing', result: (await c.getPrompt({ name: 'trip_briefing', arguments: { destination: 'Zurich' } })) },
     ]);
     const python = (fixture: string) => [`${ROOT}test/fixtures/python/${fixture}`];
     const pythonEnv = { PYTHONDONTWRITEBYTECODE: '1', GIT_AUTHOR_DATE: '2026-03-04T12:00:00Z', GIT_COMMITTER_DATE: '2026-03-04T12:00:00Z' };

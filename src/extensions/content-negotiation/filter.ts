@@ -122,7 +122,10 @@ export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter
       // (Only when a rule would transform the result; waiting at most LISTING_WAIT_MS, once.)
       if (negotiating && method === 'tools/call' && name !== undefined && ctx.ask && !state.outputSchemas.has(name) && setup.rules.some((r) => r.steps.length > 0 && ruleMatches(r, method, name, state.features, ctx.variant))) {
         const listing = (state.listing ??= learnSchemas(ctx.ask, state.outputSchemas, ctx.log));
-        return atMost(listing, LISTING_WAIT_MS, () => (state.listing = LISTED)).then(() => shape(result, ctx, negotiating));
+        const stopWaiting = () => {
+          state.listing = LISTED;
+        };
+        return atMost(listing, LISTING_WAIT_MS, stopWaiting).then(() => shape(result, ctx, negotiating));
       }
       return shape(result, ctx, negotiating);
     },

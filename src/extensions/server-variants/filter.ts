@@ -35,8 +35,8 @@ export function serverVariantsFilter(catalog: VariantCatalog): Filter<VariantSta
     },
     onInitializeResult(result, state) {
       if (!state.offer || state.passThrough) return undefined;
-      const capabilities = result.capabilities as Record<string, any>;
-      return { ...result, capabilities: { ...capabilities, extensions: { ...capabilities.extensions, [SERVER_VARIANTS]: state.offer } } };
+      const capabilities = isObject(result.capabilities) ? result.capabilities : {};
+      return { ...result, capabilities: { ...capabilities, extensions: { ...extensionsOf(result), [SERVER_VARIANTS]: state.offer } } };
     },
     discover(state) {
       const offer = state.offer ?? state.scope.offer();

@@ -50,7 +50,7 @@ const all = () => true;
 /** The fields of an upstream's ServerVariant that a variant config takes (hints: strings only). */
 function pick(raw: unknown): Record<string, unknown> {
   const v = (raw ?? {}) as Record<string, unknown>;
-  const hints = Object.fromEntries(Object.entries((v.hints ?? {}) as object).filter(([, x]) => typeof x === 'string'));
+  const hints = Object.fromEntries(Object.entries((v.hints ?? {})).filter(([, x]) => typeof x === 'string'));
   return { id: v.id, description: v.description || String(v.id), hints, status: v.status, deprecationInfo: v.deprecationInfo };
 }
 
@@ -77,10 +77,11 @@ export class VariantScope {
   }
 
   /** Ranks the variants for the client's hints; returns the payload to advertise to a client that declared the extension. */
-  onInitialize(capabilities: Record<string, any>): Record<string, unknown> | undefined {
+  onInitialize(capabilities: Record<string, unknown>): Record<string, unknown> | undefined {
     if (!this.catalog.enabled) return undefined;
-    const settings = capabilities?.extensions?.[SERVER_VARIANTS];
-    this.hints = parseVariantHints(settings?.variantHints);
+    const extensions = capabilities?.extensions;
+    const settings = isObject(extensions) ? extensions[SERVER_VARIANTS] : undefined;
+    this.hints = parseVariantHints(isObject(settings) ? settings.variantHints : undefined);
     this.declared = settings !== undefined;
     return this.rank(this.catalog.variants);
   }
@@ -221,7 +222,7 @@ function rewrite(item: Record<string, unknown>, method: string, v: VariantConfig
   return out;
 }
 
-function simplify(schema: Record<string, any>, how: { dropOptional: boolean; dropDescriptions: boolean }): Record<string, unknown> {
+function simplify(schema: Record<string, unknown>, how: { dropOptional: boolean; dropDescriptions: boolean }): Record<string, unknown> {
   if (!isObject(schema.properties)) return schema;
   const required = new Set(Array.isArray(schema.required) ? schema.required : []);
   const properties = Object.fromEntries(

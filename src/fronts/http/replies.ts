@@ -31,7 +31,7 @@ export interface ReplyChannel {
  * (CORS, rate-limit): the raw response writes its own head from here on.
  */
 export function takeOver(reply: FastifyReply): ServerResponse {
-  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value as string | string[]);
+  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value);
   reply.hijack();
   return reply.raw;
 }

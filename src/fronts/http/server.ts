@@ -13,6 +13,7 @@ import { errorResponse, isRequest, parsePayload, type Frame, type JsonRpcRequest
 import { withVariantHeader } from '../../extensions/server-variants/variants.js';
 import { eraOf } from '../../mcp/eras.js';
 import { httpStatusOf } from '../../mcp/http-status.js';
+import { ANY_TYPE, JSON_TYPE, SSE_TYPE, acceptedTypes } from '../../mcp/media-type.js';
 import { noteExchange, registerAccessLog } from '../../ops/access-log.js';
 import type { Metrics, RefusalReason } from '../../ops/metrics.js';
 import type { ReadinessReport } from '../../ops/readiness.js';
@@ -204,9 +205,9 @@ function createApp(listen: HttpListen, metrics: Metrics, log: Logger): FastifyIn
  * and trace context carried into `_meta` (under the request's own span when tracing).
  */
 function parsePost(req: FastifyRequest, reply: FastifyReply, listen: HttpListen, tracing: Tracing | undefined): Post | undefined {
-  const accept = String(req.headers.accept ?? '*/*');
-  const wantsSse = accept.includes('text/event-stream') || accept.includes('*/*');
-  const wantsJson = accept.includes('application/json') || accept.includes('*/*');
+  const accepted = acceptedTypes(req.headers.accept ?? ANY_TYPE);
+  const wantsSse = accepted.includes(SSE_TYPE) || accepted.includes(ANY_TYPE);
+  const wantsJson = accepted.includes(JSON_TYPE) || accepted.includes(ANY_TYPE);
   if (!wantsSse && !wantsJson) return void sendError(reply, new ProxyError('NOT_ACCEPTABLE', 'Not Acceptable: accept application/json or text/event-stream'));
   if (typeof req.body !== 'string') return void sendError(reply, new ProxyError('BAD_REQUEST', 'Request body is empty'));
   const parsed = parsePayload(req.body, { maxBatch: listen.maxBatchSize, maxDepth: listen.maxJsonDepth });

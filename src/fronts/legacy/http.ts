@@ -14,6 +14,7 @@ import type { HeldBytes } from '../../core/held-bytes.js';
 import { duplicateId, type ClientSink, type RelaySession } from '../../core/relay.js';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import { isRequest, type JsonRpcId } from '../../jsonrpc/message.js';
+import { SSE_TYPE, acceptedTypes } from '../../mcp/media-type.js';
 import { LEGACY_VERSIONS } from '../../mcp/eras.js';
 import { noteExchange } from '../../ops/access-log.js';
 import type { Metrics } from '../../ops/metrics.js';
@@ -98,7 +99,7 @@ export class LegacySessions implements LegacyEndpoint {
   }
 
   async get(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
-    if (!String(req.headers.accept ?? '').includes('text/event-stream')) {
+    if (!acceptedTypes(req.headers.accept).includes(SSE_TYPE)) {
       return sendError(reply, new ProxyError('NOT_ACCEPTABLE', 'Not Acceptable: the GET stream needs Accept: text/event-stream'));
     }
     const session = this.sessionFor(req, reply);

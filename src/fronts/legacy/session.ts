@@ -184,7 +184,7 @@ export class HttpSession implements ClientSink {
     if (exchange?.channel.isOpen && (exchange.channel.canStream || isResponse(frame.msg))) {
       const answers = isResponse(frame.msg) && frame.msg.id === relatedId;
       exchange.channel.send(json, answers && exchange.waiting.size === 1);
-      if (answers) this.answered(exchange, relatedId!);
+      if (answers) this.answered(exchange, relatedId);
       return;
     }
     if (this.getStream?.isOpen) return this.getStream.send(json);

@@ -52,7 +52,7 @@ export async function forwardToOwner(target: Owner, id: JsonRpcId, req: FastifyR
   try {
     const res = await request(target.url, { method: 'POST', headers, body: req.body as string, signal: abort.signal, dispatcher });
     const back: Record<string, string> = {};
-    for (const name of RELAYED_BACK) if (typeof res.headers[name] === 'string') back[name] = res.headers[name] as string;
+    for (const name of RELAYED_BACK) if (typeof res.headers[name] === 'string') back[name] = res.headers[name];
     reply.raw.writeHead(res.statusCode, back);
     reply.raw.flushHeaders();
     await pipeline(res.body, reply.raw);

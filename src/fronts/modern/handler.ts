@@ -15,7 +15,7 @@ import { httpStatusOf } from '../../mcp/http-status.js';
 import { targetOf } from '../../mcp/requests.js';
 import type { FilterChain } from '../../core/filters.js';
 import { modernUpstreamError, ProxyError, toJsonRpcError, URL_ELICITATION_REQUIRED } from '../../jsonrpc/errors.js';
-import { errorResponse, type Frame, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
+import { errorResponse, isObject, type Frame, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
 import { INPUT_METHODS, META, MODERN_METHODS, MODERN_VERSIONS, readModernMeta, SUPPORTED_VERSIONS } from '../../mcp/eras.js';
 import type { RequestContext } from '../../mcp/request-context.js';
 import { clientNameOf } from '../../core/profiles.js';
@@ -191,8 +191,8 @@ export class ModernHandler {
   private async discover(ctx: RequestContext): Promise<{ result: McpResult }> {
     const server = await this.opts.pool.server();
     const negotiation = this.opts.filters().forRequest(ctx, server);
-    const { tasks: _legacyTasks, ...capabilities } = (server.capabilities ?? {}) as Record<string, any>;
-    const extensions = { ...capabilities.extensions, ...negotiation.discoverExtensions(), ...(this.tasks ? { [TASKS_EXTENSION]: {} } : {}) };
+    const { tasks: _legacyTasks, ...capabilities } = (server.capabilities ?? {}) as Record<string, unknown>;
+    const extensions = { ...(isObject(capabilities.extensions) ? capabilities.extensions : {}), ...negotiation.discoverExtensions(), ...(this.tasks ? { [TASKS_EXTENSION]: {} } : {}) };
     const result: McpResult = {
       supportedVersions: SUPPORTED_VERSIONS,
       capabilities: Object.keys(extensions).length ? { ...capabilities, extensions } : capabilities,

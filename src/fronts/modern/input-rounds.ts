@@ -169,7 +169,7 @@ export class InputRounds {
     if (!isObject(responses)) {
       throw invalidState('Invalid params: a retry with requestState needs inputResponses (an object keyed like inputRequests)');
     }
-    return { call, step: await within(call.resume(responses as Record<string, unknown>, reply.cancellation, logFilter(ctx, reply)), answerWithinMs) };
+    return { call, step: await within(call.resume(responses, reply.cancellation, logFilter(ctx, reply)), answerWithinMs) };
   }
 
   /** The retry's requestState, checked: its seal, its request, its principal and its time; throws otherwise. */

@@ -69,7 +69,7 @@ export class ListenHub {
     if (!isObject(wanted)) {
       throw new ProxyError('INVALID_META', 'Invalid params: subscriptions/listen needs params.notifications (toolsListChanged, promptsListChanged, resourcesListChanged, resourceSubscriptions, taskIds)');
     }
-    const w = wanted as Record<string, unknown>;
+    const w = wanted;
     const taskIds = tasks && Array.isArray(w.taskIds) ? [...new Set(w.taskIds.filter((id): id is string => typeof id === 'string'))].slice(0, MAX_TASK_IDS) : undefined;
     if (taskIds && !Tasks.declared(ctx)) {
       throw new ProxyError('MISSING_CLIENT_CAPABILITY', `Task status notifications (notifications.taskIds) are part of the ${TASKS_EXTENSION} extension, which this request does not declare`, { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } });

@@ -120,7 +120,7 @@ export class BridgedCall {
     for (const [key, req] of this.inputs) {
       const answer = responses[key];
       if (!isObject(answer)) continue;
-      this.client.respond(req.id, { result: answer as Record<string, unknown> });
+      this.client.respond(req.id, { result: answer });
       this.inputs.delete(key);
     }
     this.client.resume(this.id);

@@ -221,7 +221,7 @@ export class Tasks {
     if (task.status === 'input_required' && task.inputRequests && Object.keys(task.inputRequests).some((k) => Object.hasOwn(responses, k))) {
       task.inputRequests = undefined;
       task.set('working');
-      const next = task.run!.call.resume(responses as Record<string, unknown>, task.run!.cancellation, () => undefined);
+      const next = task.run!.call.resume(responses, task.run!.cancellation, () => undefined);
       this.follow(task, next);
       // A partial answer is asked again at once (see BridgedCall.resume): let it show before the ack.
       await Promise.race([next, new Promise((resolve) => setImmediate(resolve))]);

@@ -212,7 +212,7 @@ function tableRows(header: string, rows: string[], budget?: Budget): Json[] {
     return splitRow(r).map(plainCell);
   });
   const width = cells.reduce((w, r) => Math.max(w, r.length), keys.length);
-  const out = cells.map(() => ({}) as Record<string, Json>);
+  const out = cells.map((): Record<string, Json> => ({}));
   for (let j = 0; j < width; j++) {
     const column = cells.map((r) => r[j]);
     const units = column.map((c) => (c ? numberWithUnit(c) : undefined));

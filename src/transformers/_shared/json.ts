@@ -62,12 +62,18 @@ export function valueDepth(value: unknown, limit = MAX_DEPTH): number {
     if (Array.isArray(v)) {
       for (let i = 0; i < v.length; i++) {
         const item = v[i];
-        if (item !== null && typeof item === 'object') (values.push(item), depths.push(depth + 1));
+        if (item !== null && typeof item === 'object') {
+          values.push(item);
+          depths.push(depth + 1);
+        }
       }
     } else {
       for (const key in v) {
         const item = v[key];
-        if (item !== null && typeof item === 'object') (values.push(item), depths.push(depth + 1));
+        if (item !== null && typeof item === 'object') {
+          values.push(item);
+          depths.push(depth + 1);
+        }
       }
     }
   }

@@ -94,7 +94,10 @@ function markup(line: string, hasCode: boolean, budget?: Budget): void {
       }
       i++;
     } else if (c === STAR || c === UNDERSCORE || c === TILDE) {
-      if (!emphasis) (clearOpeners(), (emphasis = true));
+      if (!emphasis) {
+        clearOpeners();
+        emphasis = true;
+      }
       i = delimiterRun(line, i, c, action, size);
     } else i++;
   }

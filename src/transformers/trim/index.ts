@@ -61,7 +61,7 @@ function compactResource(result: McpResult, prose: (text: string) => string): Mc
   const contents = result.contents.map((c: Record<string, unknown>) => {
     if (typeof c?.text !== 'string') return c;
     const mime = typeof c.mimeType === 'string' ? c.mimeType : '';
-    const text = c.text as string;
+    const text = c.text;
     const next = mime === 'application/json' || mime.endsWith('+json') ? minified(text) : mime === 'text/markdown' || mime === '' ? prose(text) : undefined;
     if (next === undefined || next === text) return c;
     changed = true;
