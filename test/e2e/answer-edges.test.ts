@@ -1,7 +1,8 @@
 /**
  * Edges of how an answer is given, through the built proxy with real upstreams: a cancellation
  * that names no request cancels nothing; the proxy's own refusals while serving a modern request
- * take their code's HTTP status.
+ * take their code's HTTP status; an upstream's unknown method is a 404 to a modern client whatever
+ * the upstream's era.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commandLine, fixtureArgv, logged, ROOT, startProxy, stopAll, type Running } from '../helpers/processes.js';
@@ -34,9 +35,10 @@ describe('a legacy client in front of a 2026-07-28 upstream (bridged)', () => {
 
 describe('a modern client: HTTP status of answers', () => {
   let legacy: Running;
+  let modernUpstream: Running;
 
   beforeAll(async () => {
-    legacy = await startProxy(['--upstream', VERBATIM]);
+    [legacy, modernUpstream] = await Promise.all([startProxy(['--upstream', VERBATIM]), startProxy(['--upstream', commandLine(fixtureArgv('matrix-modern-server'))])]);
   }, 30_000);
 
   it('answers a refusal raised while serving the request with the status its code names (400), as before serving it', async () => {
@@ -48,5 +50,17 @@ describe('a modern client: HTTP status of answers', () => {
     const task = await rawPost(legacy.url, unknown.body, unknown.headers);
     expect(task.messages.at(-1).error).toMatchObject({ code: -32602, data: { code: 'TASK_NOT_FOUND' } });
     expect({ state: state.status, task: task.status }).toEqual({ state: 400, task: 400 });
+  });
+
+  it("answers an upstream's -32601 with 404, from a legacy (pooled) and from a 2026-07-28 (passed-through) upstream alike", async () => {
+    // Once the upstream's era is known, so that the answer is not already streaming (with 200) when it comes.
+    const warm = modern(3, 'tools/list');
+    await Promise.all([rawPost(legacy.url, warm.body, warm.headers), rawPost(modernUpstream.url, warm.body, warm.headers)]);
+    // Neither fixture has prompts.
+    const m = modern(4, 'prompts/list');
+    const [fromLegacy, fromModern] = await Promise.all([rawPost(legacy.url, m.body, m.headers), rawPost(modernUpstream.url, m.body, m.headers)]);
+    expect(fromLegacy.messages.at(-1).error?.code).toBe(-32601);
+    expect(fromModern.messages.at(-1).error?.code).toBe(-32601);
+    expect({ legacy: fromLegacy.status, modern: fromModern.status }).toEqual({ legacy: 404, modern: 404 });
   });
 });
