@@ -2,11 +2,12 @@
  * Edges of how an answer is given, through the built proxy with real upstreams: a cancellation
  * that names no request cancels nothing; the proxy's own refusals while serving a modern request
  * take their code's HTTP status; an upstream's unknown method is a 404 to a modern client whatever
- * the upstream's era.
+ * the upstream's era; a progress token that is neither a string nor an integer is refused (-32602)
+ * in either era.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commandLine, fixtureArgv, logged, ROOT, startProxy, stopAll, type Running } from '../helpers/processes.js';
-import { modern, rawPost, rawSession, sseMessages } from '../helpers/raw.js';
+import { callTool, modern, rawPost, rawSession, sseMessages } from '../helpers/raw.js';
 
 const VERBATIM = commandLine([process.execPath, `${ROOT}test/fixtures/verbatim-server.mjs`]);
 
@@ -62,5 +63,33 @@ describe('a modern client: HTTP status of answers', () => {
     expect(fromLegacy.messages.at(-1).error?.code).toBe(-32601);
     expect(fromModern.messages.at(-1).error?.code).toBe(-32601);
     expect({ legacy: fromLegacy.status, modern: fromModern.status }).toEqual({ legacy: 404, modern: 404 });
+  });
+});
+
+describe('progress tokens that are neither a string nor an integer', () => {
+  let proxy: Running;
+
+  beforeAll(async () => {
+    proxy = await startProxy(['--upstream', commandLine(fixtureArgv('faulty-server')), '--request-timeout', '5000']);
+  }, 30_000);
+
+  it('refuses such a request of a legacy client (-32602) at once, and serves the next', async () => {
+    const headers = await rawSession(proxy.url);
+    for (const [id, token] of [[1, { a: 1 }], [2, 1.5], [3, true]] as const) {
+      const call = { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'echo', arguments: { text: 'hi' }, _meta: { progressToken: token } } };
+      const res = await rawPost(proxy.url, call, headers);
+      expect(res.messages.at(-1)).toMatchObject({ id, error: { code: -32602, message: expect.stringContaining('progressToken') } });
+    }
+    const ok = await rawPost(proxy.url, callTool(4, 'echo', { text: 'hi' }), headers);
+    expect(ok.messages.at(-1).result?.content?.[0]?.text).toBe('hi');
+  });
+
+  it('refuses such a request of a modern client (-32602, HTTP 400)', async () => {
+    for (const [id, token] of [[5, { a: 1 }], [6, 1.5]] as const) {
+      const m = modern(id, 'tools/call', { name: 'echo', arguments: { text: 'hi' }, _meta: { progressToken: token } });
+      const res = await rawPost(proxy.url, m.body, m.headers);
+      expect(res.messages.at(-1)).toMatchObject({ id, error: { code: -32602, message: expect.stringContaining('progressToken'), data: { code: 'INVALID_META' } } });
+      expect(res.status).toBe(400);
+    }
   });
 });
