@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
 import { errorResponse, INVALID_PARAMS, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
-import { cancelledNotification, cancelledOf, PROGRESS, progressTokenOf, requestProgressToken } from '../mcp/cancel-progress.js';
+import { cancelledNotification, cancelledOf, invalidProgressToken, PROGRESS, progressTokenOf, requestProgressToken } from '../mcp/cancel-progress.js';
 import { targetOf } from '../mcp/requests.js';
 import { refusedElicitation, refusedUrlElicitations, refusedUrlError } from '../mcp/url-elicitation.js';
 import type { TagsNote } from '../ops/access-log.js';
@@ -135,6 +135,8 @@ export class RelaySession {
     if (isRequest(msg)) {
       if (this.ended) return this.answer(msg.id, new ProxyError('UPSTREAM_CLOSED', 'The upstream session has ended'));
       if (this.pending.has(msg.id)) return this.answer(msg.id, duplicateId(msg.id));
+      const badToken = invalidProgressToken(msg.params);
+      if (badToken) return this.sink.deliver({ msg: errorResponse(msg.id, { code: INVALID_PARAMS, message: badToken }) }, msg.id);
       const check = this.opts.shaper?.onRequest(msg);
       if (check && 'error' in check) return this.sink.deliver({ msg: errorResponse(msg.id, check.error) }, msg.id);
       if (check?.request) frame = { msg: check.request };

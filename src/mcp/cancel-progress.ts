@@ -33,6 +33,22 @@ export function cancelledNotification(requestId: JsonRpcId, reason: string): Jso
   return { jsonrpc: '2.0', method: CANCELLED, params: { requestId, reason } };
 }
 
+/** Whether `v` may name a call's progress: a string or an integer, as the schema's ProgressToken. */
+export function isProgressToken(v: unknown): v is ProgressToken {
+  return typeof v === 'string' || Number.isInteger(v);
+}
+
+/**
+ * Why a request's progress token is invalid (an object, a fraction, a boolean: no progress could
+ * ever be matched to it, and the official SDKs drop such a request unanswered); undefined when it
+ * has a valid one or none.
+ */
+export function invalidProgressToken(params: Record<string, unknown> | undefined): string | undefined {
+  const token = (params?._meta as { progressToken?: unknown } | undefined)?.progressToken;
+  if (token === undefined || isProgressToken(token)) return undefined;
+  return `Invalid params: _meta.progressToken must be a string or an integer, not ${JSON.stringify(token)?.slice(0, 40) ?? typeof token}; send one of those, or none`;
+}
+
 /** The token a request asks progress under, as it came (legacy relays keep a client's token as it is). */
 export function requestProgressToken(params: Record<string, unknown> | undefined): ProgressToken | undefined {
   return (params?._meta as { progressToken?: ProgressToken } | undefined)?.progressToken;

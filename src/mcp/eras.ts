@@ -5,6 +5,7 @@
  * the connection: every request stands alone.
  */
 import { ProxyError } from '../jsonrpc/errors.js';
+import { invalidProgressToken, type ProgressToken } from './cancel-progress.js';
 import type { Era } from './era.js';
 import type { RequestEnvelope } from './request-context.js';
 import { isObject, type JsonRpcRequest } from '../jsonrpc/message.js';
@@ -108,7 +109,9 @@ export function readModernMeta(req: JsonRpcRequest): RequestEnvelope {
     logLevel = LOG_LEVELS.indexOf(m[META.logLevel] as string);
     if (logLevel < 0) throw new ProxyError('INVALID_META', `Invalid params: _meta["${META.logLevel}"] must be one of ${LOG_LEVELS.join(', ')}`);
   }
-  const progressToken = typeof m.progressToken === 'string' || typeof m.progressToken === 'number' ? m.progressToken : undefined;
+  const badToken = invalidProgressToken(req.params);
+  if (badToken) throw new ProxyError('INVALID_META', badToken);
+  const progressToken = m.progressToken as ProgressToken | undefined;
   let passMeta: Record<string, unknown> | undefined;
   for (const key in m) {
     if (key.startsWith('io.modelcontextprotocol/') || key === 'progressToken') continue;

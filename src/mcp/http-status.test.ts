@@ -14,7 +14,7 @@ describe('the HTTP status of an answer', () => {
   it('keeps a passed-through rejection, and follows the revision for the rest', () => {
     expect(httpStatusOf({})).toBe(200);
     expect(httpStatusOf({ error: { code: -32021 } })).toBe(400);
-    expect(httpStatusOf({ error: { code: -32601 } })).toBe(200);
+    expect(httpStatusOf({ error: { code: -32601 } })).toBe(404);
     expect(httpStatusOf({ error: { code: -32601 }, upstreamStatus: 200 })).toBe(404);
     expect(httpStatusOf({ error: { code: -32602 }, upstreamStatus: 422 })).toBe(422);
     expect(httpStatusOf({ error: { code: -32021 }, upstreamStatus: 500 })).toBe(400);

@@ -22,11 +22,10 @@ export function httpStatusOf(answer: StatusSource): number {
   if ('refused' in answer) return answer.refused instanceof ProxyError ? answer.refused.httpStatus : 500;
   if (answer.unreadable) return 400;
   const { error, upstreamStatus } = answer;
-  if (upstreamStatus !== undefined) {
-    // The server's own rejections are the client's (-32021 with 400, -32601 with 404); an unknown method is a 404 without one.
-    if (upstreamStatus >= 400 && upstreamStatus < 500) return upstreamStatus;
-    if (error?.code === METHOD_NOT_FOUND) return 404;
-  }
-  // A missing capability found during a call is still a rejection of the request.
-  return error?.code === MISSING_CLIENT_CAPABILITY ? 400 : 200;
+  // The server's own rejections are the client's (-32021 with 400, -32601 with 404).
+  if (upstreamStatus !== undefined && upstreamStatus >= 400 && upstreamStatus < 500) return upstreamStatus;
+  // A missing capability found during a call is still a rejection of the request; an unknown
+  // method is a 404 whoever found it (a legacy upstream's -32601 too), as the revision maps it.
+  if (error?.code === MISSING_CLIENT_CAPABILITY) return 400;
+  return error?.code === METHOD_NOT_FOUND ? 404 : 200;
 }

@@ -10,10 +10,10 @@ import type { Logger } from 'pino';
 import { maskSecrets } from '../ops/mask.js';
 import type { UpstreamOutcome } from '../ops/metrics.js';
 import { traceContextOf } from '../ops/trace-context.js';
-import { cancelledNotification, progressTokenOf, PROGRESS, requestProgressToken, withProgressToken, withRequestProgressToken } from '../mcp/cancel-progress.js';
+import { cancelledNotification, invalidProgressToken, progressTokenOf, PROGRESS, requestProgressToken, withProgressToken, withRequestProgressToken } from '../mcp/cancel-progress.js';
 import { refusedElicitation } from '../mcp/url-elicitation.js';
 import { ProxyError, type ProxyErrorCode } from '../jsonrpc/errors.js';
-import { INVALID_PARAMS, isRequest, isResponse, METHOD_NOT_FOUND, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
+import { errorResponse, INVALID_PARAMS, isRequest, isResponse, METHOD_NOT_FOUND, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
 import { PendingCalls } from './pending.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
 
@@ -91,6 +91,9 @@ export class UpstreamClient {
     const id = this.nextId++;
     const outcome = new Promise<CallOutcome>((resolve) => {
       if (this.closed) return resolve({ failure: this.closed });
+      // A token the schema does not allow: refused, as the relay and the modern front refuse it.
+      const badToken = invalidProgressToken(params);
+      if (badToken) return resolve({ response: errorResponse(id, { code: INVALID_PARAMS, message: badToken }) });
       const clientToken = requestProgressToken(params);
       const observe = this.opts.observe;
       const started = observe ? performance.now() : 0;

@@ -72,7 +72,8 @@ export class ModernBridge implements UpstreamConnection {
     }
     if (isNotification(msg)) {
       const cancelled = cancelledOf(msg);
-      if (cancelled) this.calls.get(cancelled.requestId ?? '')?.abort(new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
+      if (cancelled?.requestId !== undefined) this.calls.get(cancelled.requestId)?.abort(new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
+      else if (cancelled) this.o.log.debug({ reason: cancelled.reason }, 'ignored a cancellation that names no request');
       // A bridged session never moves to another replica: it listens from its start, as a session that stays does.
       if (msg.method === 'notifications/initialized') this.listening.listChanges(true);
       return; // roots/list_changed: a stateless server has no session to tell

@@ -151,7 +151,8 @@ export class ModernHandler {
         return this.handle(req, ctx, reply, true);
       }
       if (!(err instanceof ProxyError)) this.opts.log.error({ err: (err as Error)?.message, method: req.method }, 'modern request failed');
-      reply.answer({ msg: errorResponse(req.id, toJsonRpcError(err, 'modern')) }, err instanceof ProxyError && err.retryAfter ? { httpStatus: httpStatusOf({ refused: err }), retryAfter: err.retryAfter } : undefined);
+      // The status the code names, as for the same refusal before `handle` (a failure after acceptance names 200).
+      reply.answer({ msg: errorResponse(req.id, toJsonRpcError(err, 'modern')) }, { httpStatus: httpStatusOf({ refused: err }), retryAfter: err instanceof ProxyError ? err.retryAfter : undefined });
     }
   }
 
