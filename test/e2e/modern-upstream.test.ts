@@ -256,5 +256,35 @@ for (const kind of ['http', 'stdio'] as const) describe(`a 2026-07-28-only serve
       expect(ack.params._meta['io.modelcontextprotocol/subscriptionId']).toBe(8);
       abort.abort();
     });
+
+    it("serves the proxy's own tasks (the server offers none): a long call becomes a task, polled to its result; another is cancelled", async () => {
+      const caps = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+      let id = 900;
+      const send = async (method: string, params: Record<string, unknown>) => {
+        const m = modern(id++, method, params, caps);
+        return (await rawPost(proxy.url, m.body, m.headers)).messages.find((x) => x.id === m.body.id);
+      };
+      expect((await send('server/discover', {})).result.capabilities.extensions['io.modelcontextprotocol/tasks']).toEqual({});
+      // Answered within modern.tasks.answerWithinMs (500 ms): no task.
+      expect((await send('tools/call', { name: 'echo', arguments: { text: 'quick' } })).result).toMatchObject({ resultType: 'complete', content: [{ text: 'quick' }] });
+
+      const created = (await send('tools/call', { name: 'slow', arguments: { ms: 1500 } })).result;
+      expect(created).toMatchObject({ resultType: 'task', status: 'working', pollIntervalMs: expect.any(Number) });
+      let last: any;
+      await eventually(async () => {
+        last = (await send('tasks/get', { taskId: created.taskId })).result;
+        return last.status !== 'working';
+      }, 15_000, 'the task finishes');
+      expect(last).toMatchObject({ resultType: 'complete', status: 'completed', result: { content: [{ type: 'text', text: 'slept 1500 ms' }] } });
+      expect(last.result.resultType).toBeUndefined();
+
+      const long = (await send('tools/call', { name: 'slow', arguments: { ms: 30_000 } })).result;
+      expect(long).toMatchObject({ resultType: 'task', status: 'working' });
+      expect((await send('tasks/cancel', { taskId: long.taskId })).result).toEqual({ resultType: 'complete' });
+      // Cancelled at once: the upstream request was closed, not waited for.
+      await eventually(async () => (await send('tasks/get', { taskId: long.taskId })).result.status === 'cancelled', 5_000, 'the task is cancelled');
+      const forged = await send('tasks/get', { taskId: `${long.taskId.slice(0, -4)}AAAA` });
+      expect(forged.error).toMatchObject({ code: -32602, data: { code: 'TASK_NOT_FOUND' } });
+    }, 30_000);
   });
 });
