@@ -1,9 +1,9 @@
 /**
  * The tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663) in front of servers that have
- * none: a modern `tools/call` still running after `answerWithinMs` becomes a task the client
- * polls (`tasks/get`), answers (`tasks/update`: the legacy server's sampling, elicitation and
- * roots requests during the call become the task's `inputRequests`) and cancels (`tasks/cancel`:
- * cancelled upstream). A task id is sealed: it names the task's random key, its principal and the
+ * none, whatever their era: a modern `tools/call` still running after `answerWithinMs` becomes a
+ * task (over a TaskCall: a legacy call or a passed-through modern one) the client polls
+ * (`tasks/get`), answers (`tasks/update`: the upstream's input requests during the call become
+ * the task's `inputRequests`) and cancels (`tasks/cancel`: cancelled upstream). A task id is sealed: it names the task's random key, its principal and the
  * replica that holds it (a request for it elsewhere is forwarded there). A task runs at most
  * `maxRunMs` (then it is cancelled upstream and fails with TASK_TIMEOUT). A finished task keeps
  * only its shaped result (or error), counted against its client's share of listen.heldBytes,
