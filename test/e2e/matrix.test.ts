@@ -120,12 +120,6 @@ const KNOWN_GAPS: Row[] = [
       why: 'the other replica answers -32001 "Session not found on this replica: it lives on replica … (its upstream runs there)"',
     })),
   ),
-  ...(['2026-07-28/stdio', '2026-07-28/http', 'dual/http'] as const).flatMap((server) =>
-    (['tasks', 'unread large answer held once'] as const).map((scenario) => ({
-      client: 'modern' as const, server, front: '*' as const, scenario,
-      why: "the proxy's own tasks run only in front of a legacy server: a call declaring the tasks extension is answered resultType complete, never task",
-    })),
-  ),
   { client: 'modern', server: '2026-07-28/http', front: '*', scenario: 'list changes per variant', why: 'the listen stream is passed through: one list_changed without the variant in _meta, none per variant' },
 ];
 

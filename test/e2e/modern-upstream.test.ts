@@ -2,8 +2,12 @@
  * A 2026-07-28-only server behind the proxy (the v2 SDK with `legacy: 'reject'`,
  * test/fixtures/modern-server.ts): the proxy finds its era, is ready, and serves legacy (v1 SDK)
  * and modern (v2 SDK) clients in front of it, over HTTP and stdio: negotiation, input rounds
- * both ways, sealed requestState, progress, rejections and listen streams.
+ * both ways, sealed requestState, progress, rejections, listen streams, and the proxy's own
+ * tasks (the server offers none).
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -256,5 +260,67 @@ for (const kind of ['http', 'stdio'] as const) describe(`a 2026-07-28-only serve
       expect(ack.params._meta['io.modelcontextprotocol/subscriptionId']).toBe(8);
       abort.abort();
     });
+
+    it("serves the proxy's own tasks (the server offers none): a long call becomes a task, polled to its result; another is cancelled", async () => {
+      const caps = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+      let id = 900;
+      const send = async (method: string, params: Record<string, unknown>) => {
+        const m = modern(id++, method, params, caps);
+        return (await rawPost(proxy.url, m.body, m.headers)).messages.find((x) => x.id === m.body.id);
+      };
+      expect((await send('server/discover', {})).result.capabilities.extensions['io.modelcontextprotocol/tasks']).toEqual({});
+      // Answered within modern.tasks.answerWithinMs (500 ms): no task.
+      expect((await send('tools/call', { name: 'echo', arguments: { text: 'quick' } })).result).toMatchObject({ resultType: 'complete', content: [{ text: 'quick' }] });
+
+      const created = (await send('tools/call', { name: 'slow', arguments: { ms: 1500 } })).result;
+      expect(created).toMatchObject({ resultType: 'task', status: 'working', pollIntervalMs: expect.any(Number) });
+      let last: any;
+      await eventually(async () => {
+        last = (await send('tasks/get', { taskId: created.taskId })).result;
+        return last.status !== 'working';
+      }, 15_000, 'the task finishes');
+      expect(last).toMatchObject({ resultType: 'complete', status: 'completed', result: { content: [{ type: 'text', text: 'slept 1500 ms' }] } });
+      expect(last.result.resultType).toBeUndefined();
+
+      const long = (await send('tools/call', { name: 'slow', arguments: { ms: 30_000 } })).result;
+      expect(long).toMatchObject({ resultType: 'task', status: 'working' });
+      expect((await send('tasks/cancel', { taskId: long.taskId })).result).toEqual({ resultType: 'complete' });
+      // Cancelled at once: the upstream request was closed, not waited for.
+      await eventually(async () => (await send('tasks/get', { taskId: long.taskId })).result.status === 'cancelled', 5_000, 'the task is cancelled');
+      const forged = await send('tasks/get', { taskId: `${long.taskId.slice(0, -4)}AAAA` });
+      expect(forged.error).toMatchObject({ code: -32602, data: { code: 'TASK_NOT_FOUND' } });
+    }, 30_000);
+
+    it("asks inside the proxy's own task for the input the server's input_required rounds want, keeping the server's requestState", async () => {
+      const file = join(mkdtempSync(join(tmpdir(), 'proxy-modern-tasks-')), 'proxy.yaml');
+      writeFileSync(file, 'modern:\n  tasks:\n    answerWithinMs: 0\n    pollIntervalMs: 100\n');
+      const at = await startProxy(['--config', file, '--upstream', target.upstreamArg]);
+      try {
+        const caps = { extensions: { 'io.modelcontextprotocol/tasks': {} }, elicitation: { form: {} } };
+        let id = 950;
+        const send = async (method: string, params: Record<string, unknown>) => {
+          const m = modern(id++, method, params, caps);
+          return (await rawPost(at.url, m.body, m.headers)).messages.find((x) => x.id === m.body.id);
+        };
+        const created = (await send('tools/call', { name: 'ask_twice', arguments: {} })).result;
+        expect(created).toMatchObject({ resultType: 'task', status: 'working' });
+        const poll = async (until: (task: any) => boolean) => {
+          let last: any;
+          await eventually(async () => until((last = (await send('tasks/get', { taskId: created.taskId })).result)), 15_000, 'the task moves on');
+          return last;
+        };
+        const first = await poll((t) => t.status !== 'working');
+        expect(first).toMatchObject({ status: 'input_required', inputRequests: { first: { method: 'elicitation/create' } } });
+        await send('tasks/update', { taskId: created.taskId, inputResponses: { first: { action: 'accept', content: { name: 'Grace' } } } });
+        const second = await poll((t) => t.status !== 'working' && t.inputRequests?.second !== undefined);
+        expect(second).toMatchObject({ status: 'input_required', inputRequests: { second: { method: 'elicitation/create' } } });
+        expect(JSON.stringify(second)).not.toContain('first=Grace'); // the server's requestState stays with the proxy
+        await send('tasks/update', { taskId: created.taskId, inputResponses: { second: { action: 'accept', content: { name: 'Hopper' } } } });
+        const done = await poll((t) => t.status !== 'working');
+        expect(done).toMatchObject({ status: 'completed', result: { content: [{ type: 'text', text: 'Grace Hopper' }] } });
+      } finally {
+        await at.stop();
+      }
+    }, 45_000);
   });
 });

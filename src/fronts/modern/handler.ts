@@ -6,7 +6,8 @@
  * `input_required` rounds, and hands results through the same variant and content-negotiation
  * filters as legacy sessions, then adds what the revision requires (`resultType`, cache hints,
  * serverInfo). In front of an upstream that speaks 2026-07-28 (only, or besides legacy) it
- * passes requests through (pass-through.ts).
+ * passes requests through (pass-through.ts). The tasks extension is the proxy's own in front of
+ * every upstream that does not offer it: one Tasks, running whichever call the upstream takes.
  */
 import type { Logger } from 'pino';
 import type { Requester } from '../../core/context.js';
@@ -28,7 +29,8 @@ import { Completion, type CacheHints } from './complete.js';
 import type { Owner } from './forward.js';
 import type { TaskWatch } from './listen.js';
 import { InputRounds } from './input-rounds.js';
-import { Tasks, TASKS_EXTENSION, type TaskRoom, type TasksOptions } from './tasks.js';
+import { Tasks, TASKS_EXTENSION, type ShapeResult, type TaskCall, type TaskRoom, type TasksOptions } from './tasks.js';
+import type { CallStep } from './mrtr.js';
 import type { ModernReply } from './reply.js';
 import type { ToolHeaders } from '../../upstream/tool-headers.js';
 import type { ParamHeaders } from '../../mcp/http-headers.js';
@@ -81,7 +83,8 @@ export class ModernHandler {
     this.tasks = opts.tasks && new Tasks(opts.tasks);
     this.completion = new Completion(opts.cache);
     const { modern, era, filters, requestTimeoutMs, toolHeaders, sealer, log } = opts;
-    this.passThrough = new PassThrough({ upstream: modern, server: () => era.server(), filters, toolHeaders, sealer, cache: () => this.completion.cache, requestTimeoutMs, log });
+    const tasks = opts.tasks && { held: opts.held, inputTimeoutMs: opts.inputTimeoutMs, maxInputBytes: opts.maxInputRequestBytes };
+    this.passThrough = new PassThrough({ upstream: modern, server: () => era.server(), filters, toolHeaders, sealer, cache: () => this.completion.cache, requestTimeoutMs, tasks, log });
   }
 
   /** New cache hints (a config reload). */
@@ -110,9 +113,11 @@ export class ModernHandler {
 
   /** For a retry whose call waits on another reachable replica, or a request for tasks it holds: that replica (see InputRounds, Tasks). */
   ownerElsewhere(req: JsonRpcRequest, ctx: RequestContext): Owner | undefined {
+    // The proxy's own tasks, in front of any upstream (the server's own task ids are sealed for another purpose: none here).
+    if (req.method.startsWith('tasks/')) return this.tasks?.ownerElsewhere(req, ctx);
     if (speaksModern(this.opts.era.now)) return undefined; // nothing waits on a replica: the upstream holds what a retry needs
     if (req.method === 'subscriptions/listen') return this.listenOwner(req, ctx);
-    return this.rounds.ownerElsewhere(req, ctx) ?? (req.method.startsWith('tasks/') ? this.tasks?.ownerElsewhere(req, ctx) : undefined);
+    return this.rounds.ownerElsewhere(req, ctx);
   }
 
   /** The context of a modern request from `who`; throws the modern rejection (unknown method: 404 on HTTP; bad `_meta`) when it has none. */
@@ -139,7 +144,7 @@ export class ModernHandler {
   /** Serves one request; every outcome, including the proxy's own failures, ends in `reply.answer`. */
   async handle(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply, again = false): Promise<void> {
     try {
-      if (speaksModern(this.opts.era.now ?? (await this.opts.era.resolve()))) return await this.passThrough.handle(req, ctx, reply);
+      if (speaksModern(this.opts.era.now ?? (await this.opts.era.resolve()))) return await this.passedThrough(req, ctx, reply);
       if (req.method === 'subscriptions/listen' && this.opts.listen) return await this.opts.listen(req, ctx, reply, this.tasks);
       const result = req.method === 'server/discover' ? await this.discover(ctx) : TASK_METHODS.has(req.method) ? await this.taskRequest(req, ctx) : await this.forward(req, ctx, reply);
       if ('frame' in result) reply.answer(result.frame);
@@ -159,6 +164,19 @@ export class ModernHandler {
   close(): void {
     this.rounds.close();
     this.tasks?.close();
+  }
+
+  /** In front of a modern upstream: passed through, but for the proxy's own tasks where the server offers none. */
+  private async passedThrough(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply): Promise<void> {
+    if (!this.tasks || !(await this.passThrough.servesTasks())) return this.passThrough.handle(req, ctx, reply);
+    if (TASK_METHODS.has(req.method)) return reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: (await this.taskRequest(req, ctx)).result } });
+    const room = await this.taskRoom(req, ctx);
+    try {
+      const offer = room && { ms: room.ms, start: (call: TaskCall, pending: Promise<CallStep>, shape: ShapeResult) => this.tasks!.start(call, pending, ctx, shape, room) };
+      return await this.passThrough.handle(req, ctx, reply, offer);
+    } finally {
+      room?.release(); // a call answered at once gives its place back (a task took it over)
+    }
   }
 
   /** tasks/get, tasks/update, tasks/cancel; only for a request that declares the extension. */

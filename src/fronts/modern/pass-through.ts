@@ -7,12 +7,15 @@
  * principal they were given to (the server sees only the proxy's credentials): nobody else can
  * resume the call, or read, answer, cancel or listen to the task; any replica can carry them.
  * Complete results go through the same result filters as everywhere; cache hints are the
- * server's, lowered where the proxy's configuration says less.
+ * server's, lowered where the proxy's configuration says less. In front of a server that does not
+ * offer the tasks extension, the proxy's own serves it: a tools/call offered a task (TaskOffer)
+ * that is still running after its time becomes one (passed-call.ts, tasks.ts).
  */
 import type { Logger } from 'pino';
+import type { HeldBytes } from '../../core/held-bytes.js';
 import type { FilterChain } from '../../core/filters.js';
 import { ProxyError } from '../../jsonrpc/errors.js';
-import { errorResponse, isObject, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
+import { errorResponse, isObject, type Frame, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
 import { TokenTooLarge, type Sealer } from '../../sealing/sealer.js';
 import { CACHEABLE_METHODS, META, SUPPORTED_VERSIONS } from '../../mcp/eras.js';
 import type { RequestContext } from '../../mcp/request-context.js';
@@ -22,9 +25,12 @@ import { refusedInputRequests, refusedUrlElicitations, refusedUrlError } from '.
 import { traceContextOf } from '../../ops/trace-context.js';
 import type { McpResult } from '../../transformers/contract.js';
 import type { UpstreamServer } from '../../upstream/era.js';
-import { NO_TIMEOUT_MS, type ModernUpstream } from '../../upstream/modern-http.js';
+import { NO_TIMEOUT_MS, type ModernExchange, type ModernUpstream } from '../../upstream/modern-http.js';
 import type { CacheHint, CacheHints } from './complete.js';
+import type { CallStep } from './mrtr.js';
+import { PassedCall } from './passed-call.js';
 import type { ModernReply } from './reply.js';
+import { TASKS_EXTENSION, type ShapeResult, type TaskCall } from './tasks.js';
 import type { ToolHeaders } from '../../upstream/tool-headers.js';
 
 
@@ -39,14 +45,29 @@ export interface PassThroughOptions {
   /** The proxy's cache hints (`modern.cache`), read per request (a reload replaces them). */
   cache(): CacheHints;
   requestTimeoutMs: number;
+  /** The proxy's own tasks extension (none: not offered), served where the server offers none. */
+  tasks?: { held: HeldBytes; inputTimeoutMs: number; maxInputBytes: number };
   log: Logger;
+}
+
+/** A tools/call that may become one of the proxy's tasks: still running after `ms`, `start` makes it one and gives the CreateTaskResult. */
+export interface TaskOffer {
+  ms: number;
+  start(call: TaskCall, pending: Promise<CallStep>, shape: ShapeResult): McpResult;
 }
 
 export class PassThrough {
   constructor(private readonly o: PassThroughOptions) {}
 
-  /** Serves one request; rejects with a ProxyError when no answer could be had from the upstream. */
-  async handle(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply): Promise<void> {
+  /** Whether the proxy serves the tasks extension here: it offers one, and the server does not (the server's own pass through). */
+  async servesTasks(): Promise<boolean> {
+    if (!this.o.tasks) return false;
+    const capabilities = (await this.o.server()).capabilities;
+    return !(isObject(capabilities) && isObject(capabilities.extensions) && capabilities.extensions[TASKS_EXTENSION] !== undefined);
+  }
+
+  /** Serves one request (`offer`: a tools/call that may become a task); rejects with a ProxyError when no answer could be had from the upstream. */
+  async handle(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply, offer?: TaskOffer): Promise<void> {
     const negotiation = this.o.filters().forRequest(ctx, await this.o.server());
     const own = req.method === 'server/discover' || req.method === 'subscriptions/listen';
     const check = own ? undefined : negotiation.onRequest(req);
@@ -54,18 +75,37 @@ export class PassThrough {
     // The server's ids of the tasks this request names, and the client's for each.
     const named = new Map<string, string>();
     const sent = this.serverTaskIds(this.unsealState(check?.request ?? req, ctx), ctx, named);
-    const abort = new AbortController();
-    reply.cancellation.onCancel(() => abort.abort(new ProxyError('CLIENT_GONE', 'The client closed the request')));
-    const { frame, status } = await this.o.upstream.send(sent, {
-      signal: abort.signal,
-      timeoutMs: req.method === 'subscriptions/listen' ? NO_TIMEOUT_MS : this.o.requestTimeoutMs,
-      paramHeaders: this.o.upstream.mirrorsHeaders ? await this.o.toolHeaders.of(sent, ctx) : undefined,
-      onNotification: (n) => {
-        const note = this.clientTaskIds(n.msg as JsonRpcNotification, ctx, req.method === 'subscriptions/listen' ? named : undefined);
-        if (note?.method === 'notifications/tools/list_changed') this.o.toolHeaders.changed();
-        if (note) reply.notify(note);
-      },
-    });
+    const paramHeaders = this.o.upstream.mirrorsHeaders ? await this.o.toolHeaders.of(sent, ctx) : undefined;
+    const onNotification = (n: Frame) => {
+      const note = this.clientTaskIds(n.msg as JsonRpcNotification, ctx, req.method === 'subscriptions/listen' ? named : undefined);
+      if (note?.method === 'notifications/tools/list_changed') this.o.toolHeaders.changed();
+      if (note) reply.notify(note);
+    };
+    let exchange: ModernExchange;
+    if (offer && this.o.tasks && req.method === 'tools/call') {
+      const call = new PassedCall({
+        req: sent,
+        send: (r, o) => this.o.upstream.send(r, { ...o, paramHeaders }),
+        timeoutMs: this.o.requestTimeoutMs,
+        cancellation: reply.cancellation,
+        onNotification: (n) => onNotification({ msg: n }),
+        clientKey: ctx.clientKey ?? ctx.principal ?? '',
+        ...this.o.tasks,
+      });
+      if (!(await answeredWithin(call.answered, offer.ms))) {
+        const name = targetOf(req.params);
+        const traceparent = traceContextOf(ctx.passMeta)?.traceparent;
+        const shape = async ({ resultType: _t, ...result }: McpResult) => (await negotiation.shape(req.method, name, result, check?.scope, traceparent)) ?? result;
+        return reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: offer.start(call, call.next(), shape) } });
+      }
+      exchange = await call.answered;
+    } else {
+      const abort = new AbortController();
+      reply.cancellation.onCancel(() => abort.abort(new ProxyError('CLIENT_GONE', 'The client closed the request')));
+      const timeoutMs = req.method === 'subscriptions/listen' ? NO_TIMEOUT_MS : this.o.requestTimeoutMs;
+      exchange = await this.o.upstream.send(sent, { signal: abort.signal, timeoutMs, paramHeaders, onNotification });
+    }
+    const { frame, status } = exchange;
     // The upstream refused the proxy's own credentials (upstream.headers): nothing the client can fix.
     if (status === 401 || status === 403) throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream refused the proxy's credentials (HTTP ${status}); check upstream.headers`);
     const msg = frame.msg as JsonRpcResponse;
@@ -93,7 +133,7 @@ export class PassThrough {
     const hint = this.hint(req.method, result, wants);
     if (!wants && !hint && !own && result.resultType !== undefined) return reply.answer(frame);
     let shaped = result;
-    if (req.method === 'server/discover') shaped = discovered(result, negotiation.discoverExtensions());
+    if (req.method === 'server/discover') shaped = discovered(result, { ...negotiation.discoverExtensions(), ...((await this.servesTasks()) ? { [TASKS_EXTENSION]: {} } : {}) });
     else if (wants) shaped = (await negotiation.shape(req.method, name, result, check?.scope, traceContextOf(ctx.passMeta)?.traceparent)) ?? result;
     reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: { ...shaped, resultType: 'complete', ...(isObject(result._meta) ? { _meta: { ...(shaped._meta as object), ...pick(result._meta, META.serverInfo) } } : {}), ...hint } } });
   }
@@ -196,6 +236,17 @@ function discovered(result: McpResult, extensions: Record<string, unknown>): Mcp
   const capabilities = isObject(result.capabilities) ? result.capabilities : {};
   const all = { ...(isObject(capabilities.extensions) ? capabilities.extensions : {}), ...extensions };
   return { ...result, supportedVersions: SUPPORTED_VERSIONS, capabilities: Object.keys(all).length ? { ...capabilities, extensions: all } : capabilities };
+}
+
+/** Whether the upstream answered within `ms` (with an answer or a failure). */
+async function answeredWithin(answer: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => (timer = setTimeout(resolve, ms, false)));
+  try {
+    return await Promise.race([answer.then(() => true, () => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function pick(from: Record<string, unknown>, key: string): Record<string, unknown> {

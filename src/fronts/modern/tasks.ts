@@ -1,9 +1,9 @@
 /**
  * The tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663) in front of servers that have
- * none: a modern `tools/call` still running after `answerWithinMs` becomes a task the client
- * polls (`tasks/get`), answers (`tasks/update`: the legacy server's sampling, elicitation and
- * roots requests during the call become the task's `inputRequests`) and cancels (`tasks/cancel`:
- * cancelled upstream). A task id is sealed: it names the task's random key, its principal and the
+ * none, whatever their era: a modern `tools/call` still running after `answerWithinMs` becomes a
+ * task (over a TaskCall: a legacy call or a passed-through modern one) the client polls
+ * (`tasks/get`), answers (`tasks/update`: the upstream's input requests during the call become
+ * the task's `inputRequests`) and cancels (`tasks/cancel`: cancelled upstream). A task id is sealed: it names the task's random key, its principal and the
  * replica that holds it (a request for it elsewhere is forwarded there). A task runs at most
  * `maxRunMs` (then it is cancelled upstream and fails with TASK_TIMEOUT). A finished task keeps
  * only its shaped result (or error), counted against its client's share of listen.heldBytes,
@@ -16,13 +16,13 @@ import type { Logger } from 'pino';
 import { randomUUID } from 'node:crypto';
 import type { Held, HeldBytes } from '../../core/held-bytes.js';
 import { modernUpstreamError, ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
-import { isObject, type JsonRpcErrorObject, type JsonRpcRequest } from '../../jsonrpc/message.js';
+import { isObject, type JsonRpcErrorObject, type JsonRpcNotification, type JsonRpcRequest } from '../../jsonrpc/message.js';
 import type { RequestContext } from '../../mcp/request-context.js';
 import type { Sealer } from '../../sealing/sealer.js';
 import type { McpResult } from '../../transformers/contract.js';
 import { declaresInput } from '../../upstream/pool.js';
 import type { Owner } from './forward.js';
-import type { BridgedCall, CallStep, InputRequests } from './mrtr.js';
+import type { CallStep, InputRequests } from './mrtr.js';
 import { Cancellation } from './reply.js';
 
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
@@ -67,6 +67,27 @@ interface TaskClaims {
   principal: string;
 }
 
+/**
+ * An upstream call a task runs, whatever the upstream: a legacy one on a pooled session
+ * (BridgedCall, mrtr.ts) or a modern one passed through (PassedCall, passed-call.ts).
+ */
+export interface TaskCall {
+  /** Waiting for the client's input, with no request under way upstream. */
+  readonly awaitingInput: boolean;
+  /** Settles once the call is over. */
+  readonly done: Promise<void>;
+  /** The next step: input the client must give, or the upstream's outcome. */
+  next(): Promise<CallStep>;
+  /** The client's answers go upstream; the call goes on under `cancellation`. */
+  resume(responses: Record<string, unknown>, cancellation: Cancellation, onNotification: (n: JsonRpcNotification) => void): Promise<CallStep>;
+  /** The call goes on as a task: `cancellation` alone cancels it, and it may take `timeoutMs` from now. */
+  adopt(cancellation: Cancellation, onNotification: (n: JsonRpcNotification) => void, timeoutMs: number): void;
+  /** Ends a call that waits for input nobody gave. */
+  expire(): void;
+  /** Ends the call, cancelled upstream with `reason`; `err` is its outcome. */
+  stop(reason: string, err: ProxyError): void;
+}
+
 /** The finished call's result as the client gets it (reshaped by the request's filters). */
 export type ShapeResult = (result: McpResult) => Promise<McpResult>;
 
@@ -97,7 +118,7 @@ class Task {
      * While it runs: the call, what its result becomes for the client (the creating request's
      * filters), and what cancels it (its listeners hold the call). Let go of once it ends.
      */
-    public run: { call: BridgedCall; shape: ShapeResult; cancellation: Cancellation } | undefined,
+    public run: { call: TaskCall; shape: ShapeResult; cancellation: Cancellation } | undefined,
     /** It holds an upstream session alone while it runs. */
     readonly exclusive: boolean,
   ) {}
@@ -168,7 +189,7 @@ export class Tasks {
   }
 
   /** Makes a call still running into a task (in the place `room` reserved); its next step is `pending`. Answers the CreateTaskResult. */
-  start(call: BridgedCall, pending: Promise<CallStep>, ctx: RequestContext, shape: ShapeResult, room: TaskRoom): McpResult {
+  start(call: TaskCall, pending: Promise<CallStep>, ctx: RequestContext, shape: ShapeResult, room: TaskRoom): McpResult {
     const principal = ctx.principal ?? '';
     const key = randomUUID();
     const claims: TaskClaims = { k: key, replica: this.o.replicaId, url: this.o.replicaUrl(), principal };
