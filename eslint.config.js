@@ -6,8 +6,10 @@ import tseslint from 'typescript-eslint';
 
 /** A substring test on a header value passes `application/json-seq` or a parameter: parse the media type instead. */
 const MEDIA_TYPE_SUBSTRING = {
-  selector: "CallExpression[callee.property.name=/^(includes|indexOf|startsWith|endsWith)$/][arguments.0.value=/^(application\\/json|text\\/event-stream)$/]",
-  message: 'Read a Content-Type with mediaTypeOf() and an Accept header with acceptedTypes() (src/mcp/media-type.ts) instead of matching a substring.',
+  selector:
+    'CallExpression[callee.property.name=/^(includes|indexOf|startsWith|endsWith)$/][arguments.0.value=/^(application\\/json|text\\/event-stream)$/]',
+  message:
+    'Read a Content-Type with mediaTypeOf() and an Accept header with acceptedTypes() (src/mcp/media-type.ts) instead of matching a substring.',
 };
 
 export default tseslint.config(

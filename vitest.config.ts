@@ -1,7 +1,13 @@
 import { defineConfig } from 'vitest/config';
 
 /** Slow end-to-end files: the conformance suite, the docs' commands, the benchmarks' smoke run, deployments. */
-const SLOW = ['test/e2e/conformance.test.ts', 'test/e2e/docs.test.ts', 'test/e2e/bench-smoke.test.ts', 'test/e2e/docker.test.ts', 'test/e2e/kubernetes.test.ts'];
+const SLOW = [
+  'test/e2e/conformance.test.ts',
+  'test/e2e/docs.test.ts',
+  'test/e2e/bench-smoke.test.ts',
+  'test/e2e/docker.test.ts',
+  'test/e2e/kubernetes.test.ts',
+];
 /** Unit files that start a child process: they run with the end-to-end tests. */
 const UNIT_WITH_PROCESSES = ['src/upstream/encode.test.ts'];
 
@@ -16,7 +22,10 @@ export default defineConfig({
       // No build and no processes: in-memory doubles and in-process servers on 127.0.0.1 only.
       { extends: true, test: { name: 'unit', include: ['src/**/*.test.ts'], exclude: UNIT_WITH_PROCESSES } },
       // The built CLI (dist/main.js) and real servers as child processes.
-      { extends: true, test: { name: 'e2e', include: ['test/e2e/**/*.test.ts', 'test/recordings/**/*.test.ts', ...UNIT_WITH_PROCESSES], exclude: SLOW } },
+      {
+        extends: true,
+        test: { name: 'e2e', include: ['test/e2e/**/*.test.ts', 'test/recordings/**/*.test.ts', ...UNIT_WITH_PROCESSES], exclude: SLOW },
+      },
       { extends: true, test: { name: 'slow', include: [...SLOW, 'test/fuzz/**/*.test.ts', 'test/safety/**/*.test.ts'] } },
     ],
   },

@@ -25,33 +25,64 @@ const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: IN_FLIGHT 
 type Send = (id: number) => Promise<unknown>;
 
 async function post(url: string, body: unknown, headers: Record<string, string>): Promise<Record<string, unknown>> {
-  const res = await request(url, { method: 'POST', dispatcher, body: JSON.stringify(body), headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers } });
+  const res = await request(url, {
+    method: 'POST',
+    dispatcher,
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+  });
   const text = await res.body.text();
   if (res.statusCode !== 200) throw new Error(`HTTP ${res.statusCode}: ${text.slice(0, 200)}`);
-  const json = text.startsWith('{') ? text : text.split('\n').filter((l) => l.startsWith('data: ')).at(-1)!.slice(6);
+  const json = text.startsWith('{')
+    ? text
+    : text
+        .split('\n')
+        .filter((l) => l.startsWith('data: '))
+        .at(-1)!
+        .slice(6);
   const msg = JSON.parse(json) as { result?: Record<string, unknown>; error?: unknown };
   if (msg.error) throw new Error(JSON.stringify(msg.error));
   return msg.result ?? {};
 }
 
 async function legacySession(url: string): Promise<Record<string, string>> {
-  const res = await request(url, { method: 'POST', dispatcher, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }), headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' } });
+  const res = await request(url, {
+    method: 'POST',
+    dispatcher,
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
+    }),
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+  });
   await res.body.text();
   const headers = { 'mcp-session-id': String(res.headers['mcp-session-id']), 'mcp-protocol-version': '2025-11-25' };
   await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers).catch(() => undefined);
   return headers;
 }
 
-const modernMeta = (capabilities: Record<string, unknown> = {}) => ({ 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': capabilities, 'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' } });
-const modernHeaders = (method: string, name?: string) => ({ 'mcp-protocol-version': V, 'mcp-method': method, ...(name ? { 'mcp-name': name } : {}) });
+const modernMeta = (capabilities: Record<string, unknown> = {}) => ({
+  'io.modelcontextprotocol/protocolVersion': V,
+  'io.modelcontextprotocol/clientCapabilities': capabilities,
+  'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' },
+});
+const modernHeaders = (method: string, name?: string) => ({
+  'mcp-protocol-version': V,
+  'mcp-method': method,
+  ...(name ? { 'mcp-name': name } : {}),
+});
 
 /** Runs `n` sends, IN_FLIGHT at a time; returns the proxy's CPU ms per send. */
 async function measure(pid: number, n: number, send: Send): Promise<number> {
   const [u0, s0] = cpuTimes(pid);
   let next = 0;
-  await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
-    while (next < n) await send(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (next < n) await send(next++);
+    }),
+  );
   const [u1, s1] = cpuTimes(pid);
   return ((u1 - u0 + s1 - s0) * 1000) / CLK_TCK / n;
 }
@@ -60,7 +91,8 @@ async function measure(pid: number, n: number, send: Send): Promise<number> {
 async function alternate(pid: number, kinds: Record<string, Send>, calls: number, rounds: number): Promise<Record<string, number>> {
   const totals: Record<string, number> = {};
   for (let r = 0; r < rounds; r++) {
-    for (const [name, send] of Object.entries(kinds)) totals[name] = (totals[name] ?? 0) + (await measure(pid, Math.ceil(calls / rounds), send));
+    for (const [name, send] of Object.entries(kinds))
+      totals[name] = (totals[name] ?? 0) + (await measure(pid, Math.ceil(calls / rounds), send));
   }
   return Object.fromEntries(Object.entries(totals).map(([k, v]) => [k, v / rounds]));
 }
@@ -71,7 +103,12 @@ async function eras(): Promise<string[]> {
   const call = (id: number) => ({ name: 'echo', arguments: { text: `hello ${id}` } });
   const kinds: Record<string, Send> = {
     legacy: (id) => post(proxy.url, { jsonrpc: '2.0', id, method: 'tools/call', params: call(id) }, legacyHeaders),
-    modern: (id) => post(proxy.url, { jsonrpc: '2.0', id, method: 'tools/call', params: { ...call(id), _meta: modernMeta() } }, modernHeaders('tools/call', 'echo')),
+    modern: (id) =>
+      post(
+        proxy.url,
+        { jsonrpc: '2.0', id, method: 'tools/call', params: { ...call(id), _meta: modernMeta() } },
+        modernHeaders('tools/call', 'echo'),
+      ),
   };
   await alternate(proxy.proc.pid!, kinds, 1000, 2); // warm-up: JIT, pooled session, connections
   const cpu = await alternate(proxy.proc.pid!, kinds, CALLS, ROUNDS);
@@ -89,13 +126,33 @@ async function mrtr(): Promise<string[]> {
   const fixture = [process.execPath, '--import', 'tsx', `${ROOT}test/fixtures/conformance-server.ts`];
   const proxy = await startProxy(commandLine(fixture));
   const caps = { elicitation: { form: {} } };
-  const plain: Send = (id) => post(proxy.url, { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'test_simple_text', arguments: {}, _meta: modernMeta(caps) } }, modernHeaders('tools/call', 'test_simple_text'));
+  const plain: Send = (id) =>
+    post(
+      proxy.url,
+      { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'test_simple_text', arguments: {}, _meta: modernMeta(caps) } },
+      modernHeaders('tools/call', 'test_simple_text'),
+    );
   const round: Send = async (id) => {
     const name = 'test_input_required_result_elicitation';
-    const first = await post(proxy.url, { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: {}, _meta: modernMeta(caps) } }, modernHeaders('tools/call', name));
+    const first = await post(
+      proxy.url,
+      { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: {}, _meta: modernMeta(caps) } },
+      modernHeaders('tools/call', name),
+    );
     const done = await post(
       proxy.url,
-      { jsonrpc: '2.0', id: `${id}r`, method: 'tools/call', params: { name, arguments: {}, inputResponses: { user_name: { action: 'accept', content: { name: 'Ada' } } }, requestState: first.requestState, _meta: modernMeta(caps) } },
+      {
+        jsonrpc: '2.0',
+        id: `${id}r`,
+        method: 'tools/call',
+        params: {
+          name,
+          arguments: {},
+          inputResponses: { user_name: { action: 'accept', content: { name: 'Ada' } } },
+          requestState: first.requestState,
+          _meta: modernMeta(caps),
+        },
+      },
       modernHeaders('tools/call', name),
     );
     if (done.resultType !== 'complete') throw new Error('MRTR round did not complete');
@@ -112,7 +169,12 @@ async function mrtr(): Promise<string[]> {
 }
 
 /** Alternating batches of each kind, sent `IN_FLIGHT` at a time: wall ms per call, and CPU ms per call of each process in `pids`. */
-async function costs(pids: Record<string, number>, kinds: Record<string, Send>, calls: number, rounds: number): Promise<Record<string, { wall: number; cpu: Record<string, number> }>> {
+async function costs(
+  pids: Record<string, number>,
+  kinds: Record<string, Send>,
+  calls: number,
+  rounds: number,
+): Promise<Record<string, { wall: number; cpu: Record<string, number> }>> {
   const out: Record<string, { wall: number; cpu: Record<string, number> }> = {};
   const ms = (pid: number) => ((cpuTimes(pid)[0] + cpuTimes(pid)[1]) * 1000) / CLK_TCK;
   for (let r = 0; r < rounds; r++) {
@@ -121,9 +183,11 @@ async function costs(pids: Record<string, number>, kinds: Record<string, Send>, 
       const before = Object.fromEntries(Object.entries(pids).map(([p, pid]) => [p, ms(pid)]));
       const start = performance.now();
       let next = 0;
-      await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
-        while (next < n) await send(next++);
-      }));
+      await Promise.all(
+        Array.from({ length: IN_FLIGHT }, async () => {
+          while (next < n) await send(next++);
+        }),
+      );
       const row = (out[name] ??= { wall: 0, cpu: {} });
       row.wall += (performance.now() - start) / n / rounds;
       for (const [p, pid] of Object.entries(pids)) row.cpu[p] = (row.cpu[p] ?? 0) + (ms(pid) - before[p]) / n / rounds;
@@ -137,7 +201,14 @@ async function modernUpstream(): Promise<string[]> {
   const proxy = await startProxy(upstream.url);
   const legacyHeaders = await legacySession(proxy.url);
   const call = (id: number) => ({ name: 'echo', arguments: { text: `hello ${id}` } });
-  const modern = (url: string): Send => (id) => post(url, { jsonrpc: '2.0', id, method: 'tools/call', params: { ...call(id), _meta: modernMeta() } }, modernHeaders('tools/call', 'echo'));
+  const modern =
+    (url: string): Send =>
+    (id) =>
+      post(
+        url,
+        { jsonrpc: '2.0', id, method: 'tools/call', params: { ...call(id), _meta: modernMeta() } },
+        modernHeaders('tools/call', 'echo'),
+      );
   const kinds: Record<string, Send> = {
     direct: modern(upstream.url),
     passed: modern(proxy.url),
@@ -148,7 +219,8 @@ async function modernUpstream(): Promise<string[]> {
   const c = await costs(pids, kinds, smoke(CALLS / 2, 20), ROUNDS);
   await proxy.stop();
   await upstream.stop();
-  const row = (label: string, k: string) => `| ${label} | ${c[k].wall.toFixed(3)} ms | ${(c[k].wall / c.direct.wall).toFixed(2)}× | ${k === 'direct' ? '—' : `${c[k].cpu.proxy.toFixed(3)} ms`} | ${c[k].cpu.upstream.toFixed(3)} ms |`;
+  const row = (label: string, k: string) =>
+    `| ${label} | ${c[k].wall.toFixed(3)} ms | ${(c[k].wall / c.direct.wall).toFixed(2)}× | ${k === 'direct' ? '—' : `${c[k].cpu.proxy.toFixed(3)} ms`} | ${c[k].cpu.upstream.toFixed(3)} ms |`;
   return [
     `| tools/call in front of a 2026-07-28-only server (v2 SDK, HTTP), ${IN_FLIGHT} in flight | wall per call | × direct | proxy CPU per call | server CPU per call |`,
     `|---|---:|---:|---:|---:|`,

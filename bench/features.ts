@@ -46,13 +46,23 @@ function proxyVariant(label: string, main: string, config: string, extra: string
     label,
     async start() {
       const port = await freePort();
-      const args = [main || `${ROOT}dist/main.js`, '--port', String(port), '--config', config || `${ROOT}bench/proxy.yaml`, ...extra, '--upstream', commandLine(upstream)];
+      const args = [
+        main || `${ROOT}dist/main.js`,
+        '--port',
+        String(port),
+        '--config',
+        config || `${ROOT}bench/proxy.yaml`,
+        ...extra,
+        '--upstream',
+        commandLine(upstream),
+      ];
       const proc = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
       spawned.add(proc);
       proc.once('exit', () => spawned.delete(proc));
       let tail = '';
       proc.stderr.on('data', (d: Buffer) => (tail = (tail + d.toString()).slice(-2000))); // drained for the process's whole life, as a log shipper would
-      const stop = () => new Promise<void>((done) => (proc.exitCode !== null ? done() : (proc.once('exit', () => done()), proc.kill('SIGTERM'))));
+      const stop = () =>
+        new Promise<void>((done) => (proc.exitCode !== null ? done() : (proc.once('exit', () => done()), proc.kill('SIGTERM'))));
       for (const until = Date.now() + 20_000; !(await accepts(port)); await new Promise((r) => setTimeout(r, 50))) {
         if (proc.exitCode !== null || Date.now() > until) {
           await stop();
@@ -73,14 +83,18 @@ function accepts(port: number): Promise<boolean> {
 
 const variants: Variant[] = argv.map((spec) => {
   if (spec === 'bare') return { label: 'bare node:http relay', start: async (): Promise<Running> => startPeer('bare-relay', upstream) };
-  if (spec === 'fastify') return { label: 'the bare relay on fastify', start: async (): Promise<Running> => startPeer('fastify-relay', upstream) };
-  if (spec === 'mcp-proxy' || spec === 'supergateway') return { label: spec, start: async (): Promise<Running> => startPeer(spec, upstream) };
+  if (spec === 'fastify')
+    return { label: 'the bare relay on fastify', start: async (): Promise<Running> => startPeer('fastify-relay', upstream) };
+  if (spec === 'mcp-proxy' || spec === 'supergateway')
+    return { label: spec, start: async (): Promise<Running> => startPeer(spec, upstream) };
   const [label, rest = ''] = spec.split(/=(.*)/s);
   const [main = '', config = '', extra = ''] = rest.split('|');
   return proxyVariant(label, main, config, extra ? extra.split(',') : []);
 });
 if (variants.length === 0) {
-  process.stderr.write('usage: node --import tsx bench/features.ts [--rounds N] [--calls N] <bare | fastify | mcp-proxy | supergateway | label=main|config|args>...\n');
+  process.stderr.write(
+    'usage: node --import tsx bench/features.ts [--rounds N] [--calls N] <bare | fastify | mcp-proxy | supergateway | label=main|config|args>...\n',
+  );
   process.exit(2);
 }
 
@@ -90,26 +104,40 @@ try {
   for (const v of variants) {
     const p = await v.start();
     const session = await connectHttp(p.url, { argName: 'text' });
-    opened.push({ v, session, pids: () => ({ proxy: [p.pid], upstream: childPids(p.pid) }), stop: async () => (await session.close(), await p.stop()) });
+    opened.push({
+      v,
+      session,
+      pids: () => ({ proxy: [p.pid], upstream: childPids(p.pid) }),
+      stop: async () => (await session.close(), await p.stop()),
+    });
     await warmUp([session], 2500, 10_000);
   }
   const runs: RunResult[][] = opened.map(() => []);
   for (let r = 0; r < rounds; r++) {
-    for (const [i, o] of opened.entries()) runs[i].push(await batch([o.session], { calls, maxMs: 60_000, pids: o.pids(), minProxyTicks: MIN_TICKS, maxCalls: calls * 10 }));
+    for (const [i, o] of opened.entries())
+      runs[i].push(await batch([o.session], { calls, maxMs: 60_000, pids: o.pids(), minProxyTicks: MIN_TICKS, maxCalls: calls * 10 }));
     process.stderr.write(`round ${r + 1}/${rounds}\n`);
   }
   const ms = runs.map((list) => {
     const p = pool(list);
-    return { ms: ticksToMs(p.cpu.proxyTicks ?? 0) / p.calls, calls: p.calls, perRound: list.map((x) => ticksToMs(x.cpu.proxyTicks ?? 0) / x.calls) };
+    return {
+      ms: ticksToMs(p.cpu.proxyTicks ?? 0) / p.calls,
+      calls: p.calls,
+      perRound: list.map((x) => ticksToMs(x.cpu.proxyTicks ?? 0) / x.calls),
+    };
   });
   const floor = opened.findIndex((o) => o.v.label.startsWith('bare'));
   // Each round's ratio to the bare relay measured in that round: slow drifts of a shared machine cancel out.
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  process.stdout.write('| variant | calls | CPU ms / call | × bare (pooled) | × bare (median of rounds) | per round |\n|---|---:|---:|---:|---:|---|\n');
+  process.stdout.write(
+    '| variant | calls | CPU ms / call | × bare (pooled) | × bare (median of rounds) | per round |\n|---|---:|---:|---:|---:|---|\n',
+  );
   for (const [i, o] of opened.entries()) {
     const pooled = floor >= 0 ? `${(ms[i].ms / ms[floor].ms).toFixed(2)}×` : '';
     const perRound = floor >= 0 ? `${median(ms[i].perRound.map((x, r) => x / ms[floor].perRound[r])).toFixed(2)}×` : '';
-    process.stdout.write(`| ${o.v.label} | ${ms[i].calls} | ${ms[i].ms.toFixed(3)} | ${pooled} | ${perRound} | ${ms[i].perRound.map((x) => x.toFixed(3)).join(' ')} |\n`);
+    process.stdout.write(
+      `| ${o.v.label} | ${ms[i].calls} | ${ms[i].ms.toFixed(3)} | ${pooled} | ${perRound} | ${ms[i].perRound.map((x) => x.toFixed(3)).join(' ')} |\n`,
+    );
   }
 } finally {
   for (const o of opened) await o.stop();

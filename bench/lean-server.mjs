@@ -94,7 +94,8 @@ function serveHttp(argv) {
     res.end(body === undefined ? undefined : JSON.stringify(body));
   };
   const server = createServer((req, res) => {
-    if (!req.url || !req.url.startsWith('/mcp')) return json(res, 404, { jsonrpc: '2.0', id: null, error: { code: -32000, message: 'Not found' } });
+    if (!req.url || !req.url.startsWith('/mcp'))
+      return json(res, 404, { jsonrpc: '2.0', id: null, error: { code: -32000, message: 'Not found' } });
     const sid = req.headers['mcp-session-id'];
     if (typeof sid === 'string' && !sessions.has(sid)) {
       return json(res, 404, { jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Session not found' } });

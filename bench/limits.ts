@@ -33,8 +33,15 @@ function cpuPerCall(fn: () => unknown, maxCalls: number): { us: number; calls: n
 /** A tools/call body of about `bytes`, arguments nested a few levels as real ones are. */
 function toolCall(bytes: number): string {
   const rows: unknown[] = [];
-  const body = (r: unknown[]) => JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'write_file', arguments: { path: '/tmp/x', rows: r }, _meta: { progressToken: 7 } } });
-  for (let i = 0; body(rows).length < bytes; i++) rows.push({ id: i, name: `row ${i}`, tags: ['a', 'b'], note: 'text with "quotes" and \\ backslashes' });
+  const body = (r: unknown[]) =>
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 7,
+      method: 'tools/call',
+      params: { name: 'write_file', arguments: { path: '/tmp/x', rows: r }, _meta: { progressToken: 7 } },
+    });
+  for (let i = 0; body(rows).length < bytes; i++)
+    rows.push({ id: i, name: `row ${i}`, tags: ['a', 'b'], note: 'text with "quotes" and \\ backslashes' });
   return body(rows);
 }
 
@@ -58,7 +65,9 @@ for (const size of smoke([300, 4 * 1024, 64 * 1024, 1024 * 1024], [300])) {
   const parse = cpuPerCall(() => JSON.parse(text), n);
   const full = cpuPerCall(() => parsePayload(text, LIMITS), n);
   const kb = text.length / 1024;
-  lines.push(`| tools/call | ${kb >= 1024 ? (kb / 1024).toFixed(1) + ' MB' : kb.toFixed(1) + ' KB'} | ${scan.us.toFixed(2)} | ${parse.us.toFixed(2)} | **${(scan.us / parse.us).toFixed(2)}×** | ${full.us.toFixed(2)} |`);
+  lines.push(
+    `| tools/call | ${kb >= 1024 ? (kb / 1024).toFixed(1) + ' MB' : kb.toFixed(1) + ' KB'} | ${scan.us.toFixed(2)} | ${parse.us.toFixed(2)} | **${(scan.us / parse.us).toFixed(2)}×** | ${full.us.toFixed(2)} |`,
+  );
 }
 const deep = '['.repeat(100_000) + ']'.repeat(100_000);
 const refused = cpuPerCall(() => parsePayload(deep, LIMITS), 2000);
@@ -68,7 +77,12 @@ const typical = toolCall(300);
 const parseTypical = cpuPerCall(() => JSON.parse(typical), 1_000_000).us;
 const inFlight = new ClientLimits({ requestsPerSecond: 100, sessions: 32, inFlight: 64 });
 const failures = new FailureCounter(20);
-const caps = { sampling: { context: {} }, elicitation: { form: {} }, roots: { listChanged: true }, extensions: { x: { features: ['agent'] } } };
+const caps = {
+  sampling: { context: {} },
+  elicitation: { form: {} },
+  roots: { listChanged: true },
+  extensions: { x: { features: ['agent'] } },
+};
 const steps: Array<[string, () => unknown]> = [
   ['in-flight count (begin + release)', () => inFlight.begin('token:alice')?.()],
   ['failed-authentication window (check)', () => failures.blockedFor('203.0.113.9')],

@@ -17,7 +17,12 @@ process.on('exit', killAllNow);
 for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void stopAll().finally(() => process.exit(130)));
 const started = Date.now();
 const log = (line: string) => process.stderr.write(`[peers ${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s] ${line}\n`);
-const lean = upstreamDefs({ calls: settings.calls, callsEverything: settings.callsEverything, concCalls: settings.concCalls, concCallsEverything: settings.concCallsEverything }).lean;
+const lean = upstreamDefs({
+  calls: settings.calls,
+  callsEverything: settings.callsEverything,
+  concCalls: settings.concCalls,
+  concCallsEverything: settings.concCallsEverything,
+}).lean;
 try {
   const rows = await comparePeers(lean, settings, log);
   process.stdout.write(`${renderPeers(rows, lean)}\n`);

@@ -22,7 +22,11 @@ import { smoke } from './lib/settings.js';
 
 const SIZES = smoke([1024, 64 * 1024, 1024 * 1024], [1024]);
 const rules = compileRules(DEFAULT_RULES, builtinTransformers());
-const weatherRules = (parseYaml(readFileSync(new URL('../config/examples/weather-prose.yaml', import.meta.url), 'utf8')) as { contentNegotiation: { rules: unknown[] } }).contentNegotiation.rules;
+const weatherRules = (
+  parseYaml(readFileSync(new URL('../config/examples/weather-prose.yaml', import.meta.url), 'utf8')) as {
+    contentNegotiation: { rules: unknown[] };
+  }
+).contentNegotiation.rules;
 const withPatterns = compileRules([...weatherRules.map((r) => ruleSchema.parse(r)), ...DEFAULT_RULES], builtinTransformers());
 const log = pino({ level: 'silent' });
 
@@ -58,14 +62,16 @@ const KINDS: Kind[] = [
     tags: ['human', 'format=markdown'],
     text: (n: number) => {
       const rows: unknown[] = [];
-      for (let i = 0; JSON.stringify(rows).length < n - 60; i++) rows.push({ station: `S${i}`, temperature_c: (i * 7) % 31, wind: 'NW', dry: i % 2 === 0 });
+      for (let i = 0; JSON.stringify(rows).length < n - 60; i++)
+        rows.push({ station: `S${i}`, temperature_c: (i * 7) % 31, wind: 'NW', dry: i % 2 === 0 });
       return JSON.stringify({ location: 'Bern', stations: rows });
     },
   },
   {
     kind: 'markdown → format=text',
     tags: ['format=text'],
-    text: (n: number) => fill((i) => (i % 10 === 0 ? `## Section ${i}` : `- **Item ${i}**: some [linked](http://x.test/${i}) text with \`code\``), n),
+    text: (n: number) =>
+      fill((i) => (i % 10 === 0 ? `## Section ${i}` : `- **Item ${i}**: some [linked](http://x.test/${i}) text with \`code\``), n),
   },
   {
     // trim: a guide with Examples and Tips sections to drop, trailing spaces and blank runs.
@@ -92,7 +98,13 @@ const KINDS: Kind[] = [
     kind: 'weather prose → pattern-extract',
     tags: ['format=json'],
     rules: withPatterns,
-    text: (n: number) => WEATHER + fill((i) => `Day ${i + 1} brings highs near ${(i * 7) % 31}°C in Bern, with a ${(i * 13) % 100}% chance of showers and light winds from the north-west.`, n - WEATHER.length),
+    text: (n: number) =>
+      WEATHER +
+      fill(
+        (i) =>
+          `Day ${i + 1} brings highs near ${(i * 7) % 31}°C in Bern, with a ${(i * 13) % 100}% chance of showers and light winds from the north-west.`,
+        n - WEATHER.length,
+      ),
   },
   {
     // audience: a summary for the user beside the details for the assistant; an agent keeps the details.
@@ -124,7 +136,17 @@ const WEATHER = [
 
 function guideSection(i: number): string {
   const title = i % 4 === 1 ? 'Examples' : i % 4 === 3 ? 'Tips' : `Step ${i}`;
-  return [`## ${title}`, '', `Run \`tool ${i}\` with the station id and a date.   `, 'It answers with the readings of that day.', '', '', '', `- Option ${i}: the unit to report in`, ''].join('\n');
+  return [
+    `## ${title}`,
+    '',
+    `Run \`tool ${i}\` with the station id and a date.   `,
+    'It answers with the readings of that day.',
+    '',
+    '',
+    '',
+    `- Option ${i}: the unit to report in`,
+    '',
+  ].join('\n');
 }
 
 function wireMessage(k: Kind, text: string) {
@@ -186,7 +208,9 @@ for (const k of KINDS) {
     const r = await measure(k, text);
     const base = await baseline(k, text, maxCallsFor(text));
     const kb = text.length / 1024;
-    lines.push(`| ${k.kind} | ${k.tags.join(', ')} | ${kb >= 1024 ? (kb / 1024).toFixed(1) + ' MB' : kb.toFixed(0) + ' KB'} | ${r.calls} | **${r.ms.toFixed(3)}** | ${((r.ms * 1000) / kb).toFixed(2)} | ${base.ms.toFixed(3)} | **${(r.ms / base.ms).toFixed(1)}×** | ${(r.outBytes / 1024).toFixed(0)} KB |`);
+    lines.push(
+      `| ${k.kind} | ${k.tags.join(', ')} | ${kb >= 1024 ? (kb / 1024).toFixed(1) + ' MB' : kb.toFixed(0) + ' KB'} | ${r.calls} | **${r.ms.toFixed(3)}** | ${((r.ms * 1000) / kb).toFixed(2)} | ${base.ms.toFixed(3)} | **${(r.ms / base.ms).toFixed(1)}×** | ${(r.outBytes / 1024).toFixed(0)} KB |`,
+    );
   }
 }
 const report = lines.join('\n') + '\n';

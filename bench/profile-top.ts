@@ -58,10 +58,18 @@ function summarise(file: string, top: number): string {
     byArea.set(a, (byArea.get(a) ?? 0) + us);
   }
   const pct = (us: number) => ((us / total) * 100).toFixed(1).padStart(5) + ' %';
-  const lines = [`## ${file}`, '', `busy ${(total / 1000).toFixed(0)} ms, idle ${(idle / 1000).toFixed(0)} ms, wall ${((p.endTime - p.startTime) / 1000).toFixed(0)} ms`, '', 'self time by area:'];
-  for (const [k, v] of [...byArea].sort((a, b) => b[1] - a[1]).slice(0, 20)) lines.push(`  ${pct(v)}  ${(v / 1000).toFixed(0).padStart(6)} ms  ${k}`);
+  const lines = [
+    `## ${file}`,
+    '',
+    `busy ${(total / 1000).toFixed(0)} ms, idle ${(idle / 1000).toFixed(0)} ms, wall ${((p.endTime - p.startTime) / 1000).toFixed(0)} ms`,
+    '',
+    'self time by area:',
+  ];
+  for (const [k, v] of [...byArea].sort((a, b) => b[1] - a[1]).slice(0, 20))
+    lines.push(`  ${pct(v)}  ${(v / 1000).toFixed(0).padStart(6)} ms  ${k}`);
   lines.push('', `top ${top} functions by self time:`);
-  for (const [k, v] of [...byFn].sort((a, b) => b[1] - a[1]).slice(0, top)) lines.push(`  ${pct(v)}  ${(v / 1000).toFixed(0).padStart(6)} ms  ${k}`);
+  for (const [k, v] of [...byFn].sort((a, b) => b[1] - a[1]).slice(0, top))
+    lines.push(`  ${pct(v)}  ${(v / 1000).toFixed(0).padStart(6)} ms  ${k}`);
   return lines.join('\n');
 }
 

@@ -47,6 +47,10 @@ try {
 }
 // The stdio-front proxy exits on its own once its client closes; give it a moment to write.
 await new Promise((r) => setTimeout(r, 1500));
-const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).map((f) => `${dir}/${f}`);
+const files = readdirSync(dir)
+  .filter((f) => f.endsWith('.cpuprofile'))
+  .map((f) => `${dir}/${f}`);
 if (files.length === 0) throw new Error(`no profile written in ${dir}`);
-process.stdout.write(execFileSync(process.execPath, ['--import', 'tsx', `${ROOT}bench/profile-top.ts`, ...files], { encoding: 'utf8', cwd: ROOT }));
+process.stdout.write(
+  execFileSync(process.execPath, ['--import', 'tsx', `${ROOT}bench/profile-top.ts`, ...files], { encoding: 'utf8', cwd: ROOT }),
+);

@@ -30,7 +30,18 @@ const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 64 });
 
 function sealing(): void {
   const tokens = new SessionTokens(new Sealer([SECRET.MCP_PROXY_SECRET]), 'bench-replica');
-  const claims = { principal: 'token:client-1', upstream: { id: '3f2c1d9e-5b7a-4c1e-9f0d-2a6b8c4e1f37', protocolVersion: '2025-11-25' }, negotiation: { client: { sampling: {}, extensions: { 'io.modelcontextprotocol/content-negotiation': { version: 1, features: ['agent', 'format=json', 'verbosity=compact'] } } } } };
+  const claims = {
+    principal: 'token:client-1',
+    upstream: { id: '3f2c1d9e-5b7a-4c1e-9f0d-2a6b8c4e1f37', protocolVersion: '2025-11-25' },
+    negotiation: {
+      client: {
+        sampling: {},
+        extensions: {
+          'io.modelcontextprotocol/content-negotiation': { version: 1, features: ['agent', 'format=json', 'verbosity=compact'] },
+        },
+      },
+    },
+  };
   const time = (fn: () => void) => {
     for (let i = 0; i < 2000; i++) fn(); // warm
     const t0 = process.hrtime.bigint();
@@ -41,18 +52,34 @@ function sealing(): void {
   const seal = time(() => tokens.mint(claims));
   const open = time(() => tokens.open(token));
   const plain = time(() => JSON.parse(JSON.stringify({ replica: 'bench-replica', issued: 1, ...claims })));
-  console.log(`sealing: seal ${(seal * 1000).toFixed(1)} µs, open ${(open * 1000).toFixed(1)} µs, seal+open ${((seal + open) * 1000).toFixed(1)} µs per token (${(seal + open).toFixed(4)} ms; target ≤ 0.02 ms); JSON round trip of the same claims ${(plain * 1000).toFixed(1)} µs; token ${token.length} characters`);
+  console.log(
+    `sealing: seal ${(seal * 1000).toFixed(1)} µs, open ${(open * 1000).toFixed(1)} µs, seal+open ${((seal + open) * 1000).toFixed(1)} µs per token (${(seal + open).toFixed(4)} ms; target ≤ 0.02 ms); JSON round trip of the same claims ${(plain * 1000).toFixed(1)} µs; token ${token.length} characters`,
+  );
 }
 
-async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, unknown> }> {
-  const res = await request(url, { method: 'POST', dispatcher, body: JSON.stringify(body), headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers } });
+async function post(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Record<string, unknown> }> {
+  const res = await request(url, {
+    method: 'POST',
+    dispatcher,
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+  });
   await res.body.text();
   if (res.statusCode >= 300) throw new Error(`HTTP ${res.statusCode} from ${url}`);
   return { status: res.statusCode, headers: res.headers };
 }
 
 async function openSession(url: string): Promise<Record<string, string>> {
-  const init = await post(url, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } });
+  const init = await post(url, {
+    jsonrpc: '2.0',
+    id: 0,
+    method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
+  });
   const headers = { 'mcp-session-id': String(init.headers['mcp-session-id']), 'mcp-protocol-version': '2025-11-25' };
   await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
   return headers;
@@ -67,7 +94,14 @@ function heapUsed(): number {
 /** Two gateways in this process (so the heap can be read after a GC), sessions opened on one and resumed on the other. */
 async function memory(upstream: string): Promise<void> {
   if (!(globalThis as { gc?: unknown }).gc) return console.log('memory per session: skipped (run with node --expose-gc)');
-  const config = loadConfig({ overrides: { upstream: { url: upstream }, listen: { port: 0, perClient: { sessions: 1e6, requestsPerSecond: 1e6, inFlight: 1e6 } }, replicas: { secret: SECRET.MCP_PROXY_SECRET }, logLevel: 'silent' } });
+  const config = loadConfig({
+    overrides: {
+      upstream: { url: upstream },
+      listen: { port: 0, perClient: { sessions: 1e6, requestsPerSecond: 1e6, inFlight: 1e6 } },
+      replicas: { secret: SECRET.MCP_PROXY_SECRET },
+      logLevel: 'silent',
+    },
+  });
   const log = pino({ level: 'silent' });
   const [ga, gb] = [createGateway(config, { log }), createGateway(config, { log })];
   const [a, b] = [(await ga.start()).url!, (await gb.start()).url!];
@@ -90,16 +124,23 @@ async function memory(upstream: string): Promise<void> {
 /** Calls per second with `urls` taking turns; the processes' CPU ms per call. */
 async function throughput(urls: string[], pids: number[]): Promise<{ rps: number; cpuMs: number }> {
   const sessions = await Promise.all(Array.from({ length: CONCURRENCY }, () => openSession(urls[0])));
-  const call = (i: number) => ({ jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name: 'echo', arguments: { text: `call ${i}` } } });
+  const call = (i: number) => ({
+    jsonrpc: '2.0',
+    id: i + 1,
+    method: 'tools/call',
+    params: { name: 'echo', arguments: { text: `call ${i}` } },
+  });
   const cpu0 = cpuTimesOf(pids);
   const t0 = performance.now();
   let next = 0;
-  await Promise.all(sessions.map(async (headers) => {
-    while (next < CALLS) {
-      const i = next++;
-      await post(urls[i % urls.length], call(i), headers);
-    }
-  }));
+  await Promise.all(
+    sessions.map(async (headers) => {
+      while (next < CALLS) {
+        const i = next++;
+        await post(urls[i % urls.length], call(i), headers);
+      }
+    }),
+  );
   const seconds = (performance.now() - t0) / 1000;
   const cpu1 = cpuTimesOf(pids);
   const ticks = cpu1[0] + cpu1[1] - cpu0[0] - cpu0[1];

@@ -57,7 +57,15 @@ function gitDescribe(): string {
  * calls per batch) on the same warm sessions and processes, and the batches are pooled.
  * Alternating keeps slow drifts of a shared machine out of the ratio.
  */
-async function compare(u: UpstreamDef, mode: Comparison['mode'], directRoute: Route, proxyRoute: Route, clients: number, calls: number, http: Running | undefined): Promise<Comparison> {
+async function compare(
+  u: UpstreamDef,
+  mode: Comparison['mode'],
+  directRoute: Route,
+  proxyRoute: Route,
+  clients: number,
+  calls: number,
+  http: Running | undefined,
+): Promise<Comparison> {
   const c: Comparison = { upstream: u.key, mode, directRoute, proxyRoute, roundRatios: [] };
   const what = `${u.key} ${clients}× ${mode}`;
   if (Date.now() > deadline) {
@@ -86,7 +94,9 @@ async function compare(u: UpstreamDef, mode: Comparison['mode'], directRoute: Ro
       direct.push(rd);
       proxied.push(rp);
       c.roundRatios.push(rp.callsPerSec / rd.callsPerSec);
-      log(`${what} round ${r + 1}/${rounds}: direct ${rd.callsPerSec.toFixed(0)}, proxied ${rp.callsPerSec.toFixed(0)} calls/s (${rd.calls} / ${rp.calls} calls)`);
+      log(
+        `${what} round ${r + 1}/${rounds}: direct ${rd.callsPerSec.toFixed(0)}, proxied ${rp.callsPerSec.toFixed(0)} calls/s (${rd.calls} / ${rp.calls} calls)`,
+      );
     }
     c.direct = pool(direct);
     c.proxied = pool(proxied);
@@ -159,8 +169,14 @@ async function main(): Promise<number> {
       ['proxy', `mcp-negotiate-proxy ${pkgVersion('package.json')} at ${gitDescribe()} (dist/ rebuilt by npm run bench)`],
       ['node', `${process.version} (${process.platform} ${process.arch})`],
       ['cpu', `${cpuModel()} × ${cpuList.length} logical cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM, CLK_TCK ${CLK_TCK}`],
-      ['client', `@modelcontextprotocol/sdk ${pkgVersion('node_modules/@modelcontextprotocol/sdk/package.json')} Client (StdioClientTransport / StreamableHTTPClientTransport)`],
-      ['upstreams', `lean = bench/lean-server.mjs (no SDK; HTTP mode answers ${settings.leanSse ? 'one-event SSE streams (BENCH_LEAN_SSE=1)' : 'application/json (BENCH_LEAN_SSE=1: SSE)'}); everything = @modelcontextprotocol/server-everything ${pkgVersion('node_modules/@modelcontextprotocol/server-everything/package.json')} (stdio / streamableHttp, SSE answers)`],
+      [
+        'client',
+        `@modelcontextprotocol/sdk ${pkgVersion('node_modules/@modelcontextprotocol/sdk/package.json')} Client (StdioClientTransport / StreamableHTTPClientTransport)`,
+      ],
+      [
+        'upstreams',
+        `lean = bench/lean-server.mjs (no SDK; HTTP mode answers ${settings.leanSse ? 'one-event SSE streams (BENCH_LEAN_SSE=1)' : 'application/json (BENCH_LEAN_SSE=1: SSE)'}); everything = @modelcontextprotocol/server-everything ${pkgVersion('node_modules/@modelcontextprotocol/server-everything/package.json')} (stdio / streamableHttp, SSE answers)`,
+      ],
       [
         'counts',
         `sequential: ${settings.calls} calls (lean), ${settings.callsEverything} (everything); ` +
@@ -169,7 +185,10 @@ async function main(): Promise<number> {
           `warm-up per route: ${settings.warmup} calls or ${settings.warmupSeconds} s, whichever ends first, 4 calls in flight per session; ` +
           `cap ${settings.runSeconds} s per route over its batches; memory: ${settings.sessions} sessions`,
       ],
-      ['proxy flags', `--port 0 --upstream … (log level info: one line per session, none per call); stdio front: --stdio --log-level warn${settings.profileDir ? `; under --cpu-prof (profiles in ${settings.profileDir}), so CPU numbers include profiler overhead` : ''}`],
+      [
+        'proxy flags',
+        `--port 0 --upstream … (log level info: one line per session, none per call); stdio front: --stdio --log-level warn${settings.profileDir ? `; under --cpu-prof (profiles in ${settings.profileDir}), so CPU numbers include profiler overhead` : ''}`,
+      ],
       ['wall time', `${wallSeconds.toFixed(0)} s`],
       ['machine before start', `${busyBefore.toFixed(0)} % of one core busy (2 s sample, before any benchmark process started)`],
     ],
@@ -185,7 +204,8 @@ async function main(): Promise<number> {
   writeFileSync(`${ROOT}.bench/report.md`, full + '\n');
   process.stdout.write(full + '\n');
   log(`report written to .bench/report.md`);
-  const failed = [...sequential, ...concurrent].some((c) => c.error && !c.error.startsWith('skipped')) || !!memoryError || !!peers?.some((r) => r.error);
+  const failed =
+    [...sequential, ...concurrent].some((c) => c.error && !c.error.startsWith('skipped')) || !!memoryError || !!peers?.some((r) => r.error);
   return failed ? 1 : 0;
 }
 

@@ -43,9 +43,22 @@ function adversarialTable(): string[] {
 
 const MB = smoke(1, 1 / 64);
 const MEGABYTE: Record<string, [string[], string]> = {
-  'prose → format=json': [['agent', 'format=json'], '## Stations\n\n' + Array.from({ length: 40_000 * MB }, (_, i) => `Station ${i}: ${(i * 7) % 31}°C`).join('\n')],
-  'JSON → format=markdown': [['human', 'format=markdown'], JSON.stringify(Array.from({ length: 15_000 * MB }, (_, i) => ({ station: `S${i}`, temperature_c: (i * 7) % 31, wind: 'NW', dry: i % 2 === 0 })))],
-  'markdown → format=text': [['format=text'], Array.from({ length: 25_000 * MB }, (_, i) => (i % 10 === 0 ? `## Section ${i}` : `- **Item ${i}**: [linked](http://x.test/${i})`)).join('\n')],
+  'prose → format=json': [
+    ['agent', 'format=json'],
+    '## Stations\n\n' + Array.from({ length: 40_000 * MB }, (_, i) => `Station ${i}: ${(i * 7) % 31}°C`).join('\n'),
+  ],
+  'JSON → format=markdown': [
+    ['human', 'format=markdown'],
+    JSON.stringify(
+      Array.from({ length: 15_000 * MB }, (_, i) => ({ station: `S${i}`, temperature_c: (i * 7) % 31, wind: 'NW', dry: i % 2 === 0 })),
+    ),
+  ],
+  'markdown → format=text': [
+    ['format=text'],
+    Array.from({ length: 25_000 * MB }, (_, i) =>
+      i % 10 === 0 ? `## Section ${i}` : `- **Item ${i}**: [linked](http://x.test/${i})`,
+    ).join('\n'),
+  ],
   'adversarial → format=text': [['format=text'], ADVERSARIAL['code spans'](1_000_000 * MB)],
   'adversarial → format=json': [['agent', 'format=json'], ADVERSARIAL['key-value lines'](1_000_000 * MB)],
 };
@@ -68,17 +81,28 @@ async function blocked(tags: string[], text: string, limits: PipelineLimits | un
   }
   histogram.disable();
   const { size, budget } = counters.resultsUnshaped;
-  const outcome = shaped ? 'shaped' : size ? 'relayed unchanged: too large' : budget ? 'relayed unchanged: over budget' : 'nothing to change';
+  const outcome = shaped
+    ? 'shaped'
+    : size
+      ? 'relayed unchanged: too large'
+      : budget
+        ? 'relayed unchanged: over budget'
+        : 'nothing to change';
   return { maxMs: histogram.max / 1e6, outcome };
 }
 
 async function eventLoopTable(): Promise<string[]> {
-  const lines = ['| 1 MB result | plain copy ms | default limits: longest block ms | outcome | no limits: longest block ms | outcome |', '|---|---:|---:|---|---:|---|'];
+  const lines = [
+    '| 1 MB result | plain copy ms | default limits: longest block ms | outcome | no limits: longest block ms | outcome |',
+    '|---|---:|---:|---|---:|---|',
+  ];
   for (const [kind, [tags, text]] of Object.entries(MEGABYTE)) {
     const copy = best(5, () => JSON.parse(JSON.stringify({ content: [{ type: 'text', text }] })));
     const limited = await blocked(tags, text, DEFAULT_LIMITS);
     const unlimited = await blocked(tags, text, undefined);
-    lines.push(`| ${kind} (${(text.length / 1e6).toFixed(2)} MB) | ${copy.toFixed(1)} | **${limited.maxMs.toFixed(0)}** | ${limited.outcome} | ${unlimited.maxMs.toFixed(0)} | ${unlimited.outcome} |`);
+    lines.push(
+      `| ${kind} (${(text.length / 1e6).toFixed(2)} MB) | ${copy.toFixed(1)} | **${limited.maxMs.toFixed(0)}** | ${limited.outcome} | ${unlimited.maxMs.toFixed(0)} | ${unlimited.outcome} |`,
+    );
   }
   return lines;
 }

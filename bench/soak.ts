@@ -39,12 +39,20 @@ async function post(body: unknown, headers: Record<string, string> = {}): Promis
 }
 
 async function legacySession(n: number): Promise<void> {
-  const init = await post({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: `soak-${n}`, version: '1' } } });
+  const init = await post({
+    jsonrpc: '2.0',
+    id: 0,
+    method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: `soak-${n}`, version: '1' } },
+  });
   if (init.status !== 200 || !init.session) throw new Error(`initialize: HTTP ${init.status} ${init.body.slice(0, 200)}`);
   const headers = { 'mcp-session-id': init.session, 'mcp-protocol-version': '2025-11-25' };
   await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
   for (let i = 1; i <= CALLS; i++) {
-    const call = await post({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'echo', arguments: { text: `s${n} c${i}` } } }, headers);
+    const call = await post(
+      { jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'echo', arguments: { text: `s${n} c${i}` } } },
+      headers,
+    );
     if (!call.body.includes(`s${n} c${i}`)) throw new Error(`call: HTTP ${call.status} ${call.body.slice(0, 200)}`);
   }
   const res = await request(url, { method: 'DELETE', headers });
@@ -53,7 +61,10 @@ async function legacySession(n: number): Promise<void> {
 
 async function modernCall(n: number): Promise<void> {
   const meta = { 'io.modelcontextprotocol/protocolVersion': MODERN, 'io.modelcontextprotocol/clientCapabilities': {} };
-  const res = await post({ jsonrpc: '2.0', id: n, method: 'tools/call', params: { name: 'echo', arguments: { text: `m${n}` }, _meta: meta } }, { 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': 'echo' });
+  const res = await post(
+    { jsonrpc: '2.0', id: n, method: 'tools/call', params: { name: 'echo', arguments: { text: `m${n}` }, _meta: meta } },
+    { 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': 'echo' },
+  );
   if (!res.body.includes(`m${n}`)) throw new Error(`modern call: HTTP ${res.status} ${res.body.slice(0, 200)}`);
 }
 
@@ -128,7 +139,11 @@ try {
 }
 
 const half = samples.slice(Math.floor(samples.length / 2));
-const per1000 = (key: keyof Sample) => slope(half.map((s) => s.sessions), half.map((s) => s[key])) * 1000;
+const per1000 = (key: keyof Sample) =>
+  slope(
+    half.map((s) => s.sessions),
+    half.map((s) => s[key]),
+  ) * 1000;
 const fmt = (v: number, digits = 1) => (Number.isFinite(v) ? v.toFixed(digits) : '–');
 const first = samples[1] ?? samples[0];
 const lastSample = samples.at(-1)!;
@@ -137,7 +152,9 @@ const lines = [
   '',
   '| after sessions | RSS MB | heap MB | open fds | child processes | active handles | timers |',
   '|---:|---:|---:|---:|---:|---:|---:|',
-  ...samples.filter((_, i) => i === 0 || i === 1 || i % Math.max(1, Math.floor(samples.length / 8)) === 0 || i === samples.length - 1).map((s) => `| ${s.sessions} | ${fmt(s.rssMb)} | ${fmt(s.heapMb)} | ${s.fds} | ${s.children} | ${s.handles} | ${s.timers} |`),
+  ...samples
+    .filter((_, i) => i === 0 || i === 1 || i % Math.max(1, Math.floor(samples.length / 8)) === 0 || i === samples.length - 1)
+    .map((s) => `| ${s.sessions} | ${fmt(s.rssMb)} | ${fmt(s.heapMb)} | ${s.fds} | ${s.children} | ${s.handles} | ${s.timers} |`),
   '',
   `Slope over the second half, per 1,000 sessions: RSS ${fmt(per1000('rssMb'), 2)} MB, heap ${fmt(per1000('heapMb'), 2)} MB, fds ${fmt(per1000('fds'), 2)}, children ${fmt(per1000('children'), 2)}, handles ${fmt(per1000('handles'), 2)}, timers ${fmt(per1000('timers'), 2)}.`,
   `From the first wave to the last: RSS ${fmt(first.rssMb)} → ${fmt(lastSample.rssMb)} MB, fds ${first.fds} → ${lastSample.fds}, children ${first.children} → ${lastSample.children}, timers ${first.timers} → ${lastSample.timers}.`,

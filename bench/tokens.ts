@@ -24,7 +24,14 @@ interface Recorded {
 
 const transformers = builtinTransformers();
 /** One transformer alone, on every result it shapes. */
-const only = (name: string): RuleConfig[] => [{ name, when: { method: ['tools/call', 'resources/read', 'prompts/get', 'tools/list', 'prompts/list', 'resources/list'], features: [] }, apply: [{ [name]: {} }], onError: 'pass' }];
+const only = (name: string): RuleConfig[] => [
+  {
+    name,
+    when: { method: ['tools/call', 'resources/read', 'prompts/get', 'tools/list', 'prompts/list', 'resources/list'], features: [] },
+    apply: [{ [name]: {} }],
+    onError: 'pass',
+  },
+];
 const CASES: Array<[tags: string[], what: string, rules: RuleConfig[]]> = [
   [['verbosity=compact'], 'default rules: trim, then tabular', DEFAULT_RULES],
   [['verbosity=compact'], 'trim alone', only('trim')],
@@ -55,7 +62,9 @@ for (const [tags, what, config] of CASES) {
     let n = sessions.get(r.server);
     if (!n) {
       n = builtinChain({ rules, variants: new VariantCatalog(serverVariantsSchema.parse({})) }).forSession(log);
-      n.onInitialize({ capabilities: { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: '1.0', features: tags } } } });
+      n.onInitialize({
+        capabilities: { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: '1.0', features: tags } } },
+      });
       sessions.set(r.server, n);
     }
     const shaped = await n.shape(r.method, r.name, r.result);
@@ -68,7 +77,9 @@ for (const [tags, what, config] of CASES) {
     after += tokens.out;
   }
   const saved = before === 0 ? 0 : (100 * (before - after)) / before;
-  rows.push(`| ${tags.join(', ')} | ${what} | ${changed} of ${recordings.length} | ${before} → ${after} | **${saved >= 0 ? '−' : '+'}${Math.abs(saved).toFixed(0)} %** | ${((100 * (before - after)) / all).toFixed(1)} % | ${[...servers].join(', ') || '–'} |`);
+  rows.push(
+    `| ${tags.join(', ')} | ${what} | ${changed} of ${recordings.length} | ${before} → ${after} | **${saved >= 0 ? '−' : '+'}${Math.abs(saved).toFixed(0)} %** | ${((100 * (before - after)) / all).toFixed(1)} % | ${[...servers].join(', ') || '–'} |`,
+  );
 }
 
 const report = [

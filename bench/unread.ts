@@ -30,7 +30,8 @@ function askAndStall(url: string, session: string, sse: boolean): Promise<Socket
     });
     socket.setTimeout(20_000, () => socket.destroy(new Error('no reply within 20 s')));
     socket.once('data', (first) => {
-      if (!first.toString('latin1', 0, 12).startsWith('HTTP/1.1 200')) return reject(new Error(`reply: ${first.toString('latin1', 0, 200)}`));
+      if (!first.toString('latin1', 0, 12).startsWith('HTTP/1.1 200'))
+        return reject(new Error(`reply: ${first.toString('latin1', 0, 200)}`));
       socket.setTimeout(0);
       socket.pause();
       resolve(socket);
@@ -66,7 +67,12 @@ async function measure(upstream: string, label: string): Promise<Outcome> {
     for (const sse of [false, true]) {
       const res = await fetch(proxy.url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: sse ? 'text/event-stream' : 'application/json', 'mcp-session-id': await openSession(proxy.url), 'mcp-protocol-version': '2025-11-25' },
+        headers: {
+          'content-type': 'application/json',
+          accept: sse ? 'text/event-stream' : 'application/json',
+          'mcp-session-id': await openSession(proxy.url),
+          'mcp-protocol-version': '2025-11-25',
+        },
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { bytes: BYTES } } }),
       });
       await res.arrayBuffer();
@@ -79,7 +85,9 @@ async function measure(upstream: string, label: string): Promise<Outcome> {
     const after = await settledRssKb(proxy.pid);
     const growthKb = after - opened;
     const perAnswerMb = growthKb / 1024 / CLIENTS;
-    console.log(`${label}: RSS ${(before / 1024).toFixed(1)} MiB warm, ${(opened / 1024).toFixed(1)} MiB with ${CLIENTS} sessions, ${(after / 1024).toFixed(1)} MiB with their answers unread`);
+    console.log(
+      `${label}: RSS ${(before / 1024).toFixed(1)} MiB warm, ${(opened / 1024).toFixed(1)} MiB with ${CLIENTS} sessions, ${(after / 1024).toFixed(1)} MiB with their answers unread`,
+    );
     return { upstream: label, growthKb, perAnswerMb, held: (growthKb * 1024) / (CLIENTS * BYTES) };
   } finally {
     for (const s of sockets) s.destroy();
@@ -97,11 +105,14 @@ async function main(): Promise<void> {
     await stopAll();
   }
   const mb = (BYTES / (1 << 20)).toFixed(BYTES >= 1 << 20 ? 0 : 2);
-  console.log(`\n## Unread answers: ${CLIENTS} clients that never read a ${mb} MiB answer (${((CLIENTS * BYTES) / (1 << 20)).toFixed(0)} MiB in all)\n`);
+  console.log(
+    `\n## Unread answers: ${CLIENTS} clients that never read a ${mb} MiB answer (${((CLIENTS * BYTES) / (1 << 20)).toFixed(0)} MiB in all)\n`,
+  );
   console.log('| upstream | proxy RSS growth | per answer | × answer size |');
   console.log('|---|---:|---:|---:|');
-  for (const o of outcomes) console.log(`| ${o.upstream} | ${(o.growthKb / 1024).toFixed(1)} MiB | ${o.perAnswerMb.toFixed(2)} MiB | **${o.held.toFixed(2)}×** |`);
-  console.log('\nRSS after it settles; the kernel\'s socket buffers hold part of each answer outside the proxy, so below 1.0× is possible.');
+  for (const o of outcomes)
+    console.log(`| ${o.upstream} | ${(o.growthKb / 1024).toFixed(1)} MiB | ${o.perAnswerMb.toFixed(2)} MiB | **${o.held.toFixed(2)}×** |`);
+  console.log("\nRSS after it settles; the kernel's socket buffers hold part of each answer outside the proxy, so below 1.0× is possible.");
 }
 
 main().catch(async (err) => {

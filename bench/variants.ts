@@ -16,7 +16,15 @@ const log = pino({ level: 'silent' });
 const tools = Array.from({ length: 200 }, (_, i) => ({
   name: `${i % 4 === 0 ? 'admin' : 'tool'}_${i}`,
   description: `Tool number ${i}. It does one thing well. It has a longer explanation with examples and caveats.`,
-  inputSchema: { type: 'object', required: ['id'], properties: { id: { type: 'string', description: 'The id.' }, verbose: { type: 'boolean', description: 'More output.' }, limit: { type: 'number', description: 'At most this many.' } } },
+  inputSchema: {
+    type: 'object',
+    required: ['id'],
+    properties: {
+      id: { type: 'string', description: 'The id.' },
+      verbose: { type: 'boolean', description: 'More output.' },
+      limit: { type: 'number', description: 'At most this many.' },
+    },
+  },
 }));
 const catalog = new VariantCatalog(
   serverVariantsSchema.parse({

@@ -28,7 +28,9 @@ export const CLIENT_INFO = { name: 'mcp-negotiate-proxy', version: PROXY_VERSION
 export function replicaAddress(config: Config): { url: string | undefined; listening(url: string): void } {
   const wildcard = ['0.0.0.0', '::', '[::]'].includes(config.listen.host);
   const address = {
-    url: config.replicas.url ?? (wildcard && config.listen.port !== 0 ? `http://${hostname()}:${config.listen.port}${config.listen.path}` : undefined),
+    url:
+      config.replicas.url ??
+      (wildcard && config.listen.port !== 0 ? `http://${hostname()}:${config.listen.port}${config.listen.path}` : undefined),
     listening(url: string) {
       if (!wildcard) address.url ??= url;
     },
@@ -73,11 +75,19 @@ export function createPool(config: Config, connector: UpstreamConnector, log: Lo
 }
 
 /** The upstream's tools' Mcp-Param-* headers: listed as a modern client (an upstream that speaks 2026-07-28), or on a pooled session of a legacy upstream. */
-export function createToolHeaders(config: Config, connector: UpstreamConnector, pool: UpstreamPool | undefined, learnt: (result: McpResult) => void): ToolHeaders {
+export function createToolHeaders(
+  config: Config,
+  connector: UpstreamConnector,
+  pool: UpstreamPool | undefined,
+  learnt: (result: McpResult) => void,
+): ToolHeaders {
   const timeoutMs = config.timeouts.requestMs;
   return new ToolHeaders({
     learnt,
-    lister: async (who) => (!pool || speaksModern(connector.era.now ?? (await connector.era.resolve())) ? modernToolLister(connector.modern, timeoutMs, CLIENT_INFO) : pooledToolLister(pool, who, timeoutMs)),
+    lister: async (who) =>
+      !pool || speaksModern(connector.era.now ?? (await connector.era.resolve()))
+        ? modernToolLister(connector.modern, timeoutMs, CLIENT_INFO)
+        : pooledToolLister(pool, who, timeoutMs),
   });
 }
 
@@ -103,7 +113,9 @@ export function createModernHandler(
     maxInputRequestBytes: config.modern.maxInputRequestBytes,
     ...replica,
     cache: config.modern.cache,
-    ...(config.modern.tasks.enabled ? { tasks: { ...config.modern.tasks, ...replica, exclusive: taskSessionShares(config), held, log } } : {}),
+    ...(config.modern.tasks.enabled
+      ? { tasks: { ...config.modern.tasks, ...replica, exclusive: taskSessionShares(config), held, log } }
+      : {}),
     listen: (req, ctx, reply, tasks) => hub.listen(req, ctx, reply, tasks),
     era: connector.era,
     modern: connector.modern,

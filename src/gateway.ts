@@ -129,7 +129,17 @@ class ProxyGateway implements Gateway {
     this.replicaId = config.replicas.id ?? `${hostname()}:${process.pid}`;
     this.sessionsMove = this.sealer.shared && spec.kind === 'http';
     this.replica = replicaAddress(config);
-    const connector = (this.connector = new UpstreamConnector({ spec, target: this.target, getFollowsClient: this.sessionsMove, shutdownGraceMs: config.timeouts.shutdownGraceMs, clientInfo: CLIENT_INFO, era: config.upstream.era, discoverTimeoutMs: Math.min(DISCOVER_TIMEOUT_MS, config.timeouts.initializeMs), log, witness: (usable, cause) => this.readiness.note(usable, cause) }));
+    const connector = (this.connector = new UpstreamConnector({
+      spec,
+      target: this.target,
+      getFollowsClient: this.sessionsMove,
+      shutdownGraceMs: config.timeouts.shutdownGraceMs,
+      clientInfo: CLIENT_INFO,
+      era: config.upstream.era,
+      discoverTimeoutMs: Math.min(DISCOVER_TIMEOUT_MS, config.timeouts.initializeMs),
+      log,
+      witness: (usable, cause) => this.readiness.note(usable, cause),
+    }));
     this.readiness = new Readiness(() => connector.probe(READY_PROBE_TIMEOUT_MS, log.child({ probe: true })), READY_TTL_MS);
     this.authenticator = createAuthenticator(config.auth);
     const held = (this.held = new HeldBytes(config.listen.heldBytes));
@@ -145,7 +155,19 @@ class ProxyGateway implements Gateway {
     this.pool = config.modern.enabled || sharing ? createPool(config, connector, log, this.observers) : undefined;
     const shared = this.pool && sharing ? new SharedUpstreamSessions(this.pool, config.timeouts.requestMs) : undefined;
     const toolHeaders = createToolHeaders(config, connector, this.pool, (result) => this.filters.learnTools(result));
-    this.modern = this.pool && config.modern.enabled ? createModernHandler(config, this.pool, connector, toolHeaders, () => this.filters, log.child({ era: 'modern' }), { sealer: this.sealer, replicaId: this.replicaId, replicaUrl: () => this.replica.url }, held) : undefined;
+    this.modern =
+      this.pool && config.modern.enabled
+        ? createModernHandler(
+            config,
+            this.pool,
+            connector,
+            toolHeaders,
+            () => this.filters,
+            log.child({ era: 'modern' }),
+            { sealer: this.sealer, replicaId: this.replicaId, replicaUrl: () => this.replica.url },
+            held,
+          )
+        : undefined;
     this.pool?.onUnrelated((n, principal) => {
       if (n.method === 'notifications/tools/list_changed') toolHeaders.changed();
       this.modern?.hub.publish(n, principal);
@@ -196,10 +218,15 @@ class ProxyGateway implements Gateway {
     if (changes.live.includes('modern.cache')) this.modern?.handler.setCache(next.modern.cache);
     log.level = next.logLevel;
     if (JSON.stringify(next.contentNegotiation.tokens) !== JSON.stringify(running.contentNegotiation.tokens)) {
-      this.observers.countTokens(next.contentNegotiation.tokens).catch((err: Error) => log.error({ err: err.message }, 'token counting could not start'));
+      this.observers
+        .countTokens(next.contentNegotiation.tokens)
+        .catch((err: Error) => log.error({ err: err.message }, 'token counting could not start'));
     }
     // What needs a restart is not in effect: it stays as it was, and is reported again next time.
-    this.running = { ...next, ...Object.fromEntries(changes.restart.filter((key) => key in running).map((key) => [key, running[key as keyof Config]])) };
+    this.running = {
+      ...next,
+      ...Object.fromEntries(changes.restart.filter((key) => key in running).map((key) => [key, running[key as keyof Config]])),
+    };
     return changes;
   }
 
@@ -209,7 +236,17 @@ class ProxyGateway implements Gateway {
 
   private buildFilters(rules: CompiledRule[], settings: Config): FilterChain {
     const { metrics, observers } = this;
-    return builtinChain({ rules, variants: new VariantCatalog(settings.serverVariants), profiles: new Profiles(settings.profiles), limits: settings.contentNegotiation.limits, counters: metrics.counters, observeStep: observers.step, observeTokens: observers.tokens, outputSchemas: this.outputSchemas, extra: this.deps.filters });
+    return builtinChain({
+      rules,
+      variants: new VariantCatalog(settings.serverVariants),
+      profiles: new Profiles(settings.profiles),
+      limits: settings.contentNegotiation.limits,
+      counters: metrics.counters,
+      observeStep: observers.step,
+      observeTokens: observers.tokens,
+      outputSchemas: this.outputSchemas,
+      extra: this.deps.filters,
+    });
   }
 
   /**
@@ -221,7 +258,9 @@ class ProxyGateway implements Gateway {
     const failFast = this.deps.failFast;
     const limitMs = failFast?.timeoutMs ?? this.config.timeouts.initializeMs;
     const probe = this.connector.probe(limitMs, log.child({ probe: true }));
-    const watched = failFast ? logWhileWaiting(probe, limitMs, log, (waited, limit) => `waiting for the upstream to answer initialize (${waited} of ${limit})…`) : probe;
+    const watched = failFast
+      ? logWhileWaiting(probe, limitMs, log, (waited, limit) => `waiting for the upstream to answer initialize (${waited} of ${limit})…`)
+      : probe;
     return watched.then(
       () => {
         this.readiness.note(true);
@@ -232,8 +271,12 @@ class ProxyGateway implements Gateway {
         log.error({ upstream: target, cause: err.message }, 'upstream not ready: sessions will fail until it is');
         if (!failFast) return;
         const slow = err instanceof ProxyError && err.code === 'REQUEST_TIMEOUT';
-        const hint = slow ? ` (--fail-fast-timeout ${limitMs}): raise it if the upstream needs longer to start (npx may download first), or check that it speaks MCP` : '';
-        throw new ProxyStartError(`The upstream ${target} is not usable (--fail-fast): ${slow ? `it did not answer initialize within ${seconds(limitMs)}` : err.message}${hint}`);
+        const hint = slow
+          ? ` (--fail-fast-timeout ${limitMs}): raise it if the upstream needs longer to start (npx may download first), or check that it speaks MCP`
+          : '';
+        throw new ProxyStartError(
+          `The upstream ${target} is not usable (--fail-fast): ${slow ? `it did not answer initialize within ${seconds(limitMs)}` : err.message}${hint}`,
+        );
       },
     );
   }

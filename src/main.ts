@@ -37,7 +37,9 @@ async function main(): Promise<number> {
   const { config, rules, warnings } = await checkConfig(request.configFile, request.overrides);
   if (request.command === 'validate') {
     for (const warning of warnings) process.stderr.write(`mcp-negotiate-proxy: warning: ${warning}\n`);
-    return print(`${request.configFile ?? '(defaults)'}: OK (${rules.length} content-negotiation rules${warnings.length ? `, ${warnings.length} warning(s)` : ''})`);
+    return print(
+      `${request.configFile ?? '(defaults)'}: OK (${rules.length} content-negotiation rules${warnings.length ? `, ${warnings.length} warning(s)` : ''})`,
+    );
   }
 
   const lines = config.logFormat === 'pretty' ? undefined : logDestination(process.stderr);
@@ -46,7 +48,15 @@ async function main(): Promise<number> {
     {
       name: 'mcp-negotiate-proxy',
       level: config.logLevel,
-      redact: { paths: ['headers.authorization', '*.headers.authorization', 'headers.cookie', `headers["${config.auth.apiKeyHeader.toLowerCase()}"]`], censor: '[redacted]' },
+      redact: {
+        paths: [
+          'headers.authorization',
+          '*.headers.authorization',
+          'headers.cookie',
+          `headers["${config.auth.apiKeyHeader.toLowerCase()}"]`,
+        ],
+        censor: '[redacted]',
+      },
       // No field or message grows with what a client or an upstream sends.
       formatters: { log: boundedFields, bindings: boundedFields },
       hooks: {
@@ -58,7 +68,9 @@ async function main(): Promise<number> {
     lines ?? pretty({ destination: 2, colorize: process.stderr.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,name' }),
   );
   // A last line of defence: one request's failure that escaped its own handling must not end every session.
-  process.on('unhandledRejection', (err) => log.error({ err: (err as Error)?.stack ?? String(err) }, 'internal error: a failure nobody handled; the proxy goes on'));
+  process.on('unhandledRejection', (err) =>
+    log.error({ err: (err as Error)?.stack ?? String(err) }, 'internal error: a failure nobody handled; the proxy goes on'),
+  );
   const gateway = createGateway(config, { log, rules, failFast: request.failFast ? { timeoutMs: request.failFastTimeoutMs } : undefined });
   process.on('exit', () => gateway.killChildrenNow());
   for (const warning of warnings) log.warn(warning);
@@ -72,7 +84,10 @@ async function main(): Promise<number> {
     }
     stopping = true;
     log.info({ signal }, 'shutting down');
-    gateway.close().then(() => process.exit(0), () => process.exit(1));
+    gateway.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
@@ -82,7 +97,12 @@ async function main(): Promise<number> {
       const { config: next, rules: nextRules, warnings: nextWarnings } = await checkConfig(request.configFile, request.overrides);
       const { live, restart } = gateway.reload(next, nextRules);
       for (const warning of nextWarnings) log.warn(warning);
-      log.info({ why, applied: live, rules: nextRules.length }, live.length ? 'config reloaded: new sessions and modern requests use it; open legacy sessions keep what they negotiated' : 'config reloaded: nothing that applies live changed');
+      log.info(
+        { why, applied: live, rules: nextRules.length },
+        live.length
+          ? 'config reloaded: new sessions and modern requests use it; open legacy sessions keep what they negotiated'
+          : 'config reloaded: nothing that applies live changed',
+      );
       if (restart.length) log.warn({ sections: restart }, 'config changes that take effect only after a restart');
     } catch (err) {
       const problems = err instanceof UserError ? err.problems : [(err as Error).message];
@@ -118,7 +138,6 @@ function print(text: string): number {
   return 0;
 }
 
-
 main().then(
   (code) => {
     process.exitCode = code;
@@ -131,7 +150,12 @@ main().then(
       return;
     }
     const e = err as NodeJS.ErrnoException;
-    const hint = e.code === 'EADDRINUSE' ? ' (another process uses this port: pick one with --port)' : e.code === 'EACCES' ? ' (not permitted: use a port above 1023)' : '';
+    const hint =
+      e.code === 'EADDRINUSE'
+        ? ' (another process uses this port: pick one with --port)'
+        : e.code === 'EACCES'
+          ? ' (not permitted: use a port above 1023)'
+          : '';
     process.stderr.write(`mcp-negotiate-proxy: ${e.code ? `${e.message}${hint}` : (e.stack ?? String(err))}\n`);
     process.exitCode = 1;
   },

@@ -64,9 +64,13 @@ export async function warmUp(sessions: BenchSession[], calls: number, maxMs: num
   const perLoop = Math.max(5, Math.ceil(calls / sessions.length / inFlight));
   const deadline = performance.now() + maxMs;
   let n = 0;
-  await Promise.all(sessions.flatMap((s) => Array.from({ length: inFlight }, async () => {
-    for (let i = 0; i < perLoop && (i < 5 || performance.now() < deadline); i++) await s.call(n++);
-  })));
+  await Promise.all(
+    sessions.flatMap((s) =>
+      Array.from({ length: inFlight }, async () => {
+        for (let i = 0; i < perLoop && (i < 5 || performance.now() < deadline); i++) await s.call(n++);
+      }),
+    ),
+  );
   return n;
 }
 
@@ -95,15 +99,17 @@ export async function batch(sessions: BenchSession[], opts: BatchOptions): Promi
     target = Math.min(maxCalls, Math.max(target + 500, needed));
     return true;
   };
-  await Promise.all(sessions.map(async (s) => {
-    while (performance.now() < deadline) {
-      if (issued >= target && !extend()) break;
-      const i = issued++;
-      const start = performance.now();
-      await s.call(i);
-      latencies[done++] = performance.now() - start;
-    }
-  }));
+  await Promise.all(
+    sessions.map(async (s) => {
+      while (performance.now() < deadline) {
+        if (issued >= target && !extend()) break;
+        const i = issued++;
+        const start = performance.now();
+        await s.call(i);
+        latencies[done++] = performance.now() - start;
+      }
+    }),
+  );
   const elapsedMs = performance.now() - t0;
   const proxy1 = proxy0 === undefined ? undefined : cpuTimesOf(pids.proxy);
   const up1 = cpuTimesOf(pids.upstream);
@@ -146,7 +152,8 @@ export function pool(runs: RunResult[]): RunResult {
     at += r.latencies.length;
   }
   latencies.sort();
-  const sumOf = (pick: (r: RunResult) => number | undefined) => (runs.some((r) => pick(r) === undefined) ? undefined : runs.reduce((n, r) => n + pick(r)!, 0));
+  const sumOf = (pick: (r: RunResult) => number | undefined) =>
+    runs.some((r) => pick(r) === undefined) ? undefined : runs.reduce((n, r) => n + pick(r)!, 0);
   return {
     clients: runs[0].clients,
     calls,

@@ -48,7 +48,12 @@ export async function openSession(url: string): Promise<string> {
   const version = /"protocolVersion":"([^"]+)"/.exec(text)?.[1] ?? '2025-11-25';
   const note = await fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': id, 'mcp-protocol-version': version },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-session-id': id,
+      'mcp-protocol-version': version,
+    },
     body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
     signal: AbortSignal.timeout(10_000),
   });
@@ -59,13 +64,17 @@ export async function openSession(url: string): Promise<string> {
 
 async function deleteSessions(url: string, ids: string[]): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: 8 }, async () => {
-    while (next < ids.length) {
-      const id = ids[next++];
-      const res = await fetch(url, { method: 'DELETE', headers: { 'mcp-session-id': id }, signal: AbortSignal.timeout(10_000) }).catch(() => undefined);
-      await res?.arrayBuffer().catch(() => undefined);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (next < ids.length) {
+        const id = ids[next++];
+        const res = await fetch(url, { method: 'DELETE', headers: { 'mcp-session-id': id }, signal: AbortSignal.timeout(10_000) }).catch(
+          () => undefined,
+        );
+        await res?.arrayBuffer().catch(() => undefined);
+      }
+    }),
+  );
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -115,7 +124,9 @@ export async function measureMemory(kind: 'faulty' | 'everything' | 'lean', sess
     await sleep(1500); // let the per-session upstream GET streams open
     const openKb = rssKb(proxy.pid);
     const openFds = fdCount(proxy.pid);
-    const health = (await fetch(new URL('/healthz', url)).then((r) => r.json()).catch(() => undefined)) as { sessions?: number } | undefined;
+    const health = (await fetch(new URL('/healthz', url))
+      .then((r) => r.json())
+      .catch(() => undefined)) as { sessions?: number } | undefined;
 
     await deleteSessions(url, ids.splice(0));
     await sleep(1000);

@@ -46,7 +46,15 @@ export async function comparePeers(u: UpstreamDef, s: Settings, log: (line: stri
     for (let r = 0; r < s.rounds; r++) {
       for (const [i, o] of opened.entries()) {
         if (!o) continue;
-        runs[i].push(await batch(o.sessions, { calls: perRound, maxMs: (s.runSeconds * 1000) / s.rounds, pids: o.pids(), minProxyTicks: MIN_TICKS, maxCalls: perRound * 10 }));
+        runs[i].push(
+          await batch(o.sessions, {
+            calls: perRound,
+            maxMs: (s.runSeconds * 1000) / s.rounds,
+            pids: o.pids(),
+            minProxyTicks: MIN_TICKS,
+            maxCalls: perRound * 10,
+          }),
+        );
       }
     }
     for (const [i, list] of runs.entries()) {
@@ -70,7 +78,7 @@ export function renderPeers(rows: PeerRow[], u: UpstreamDef): string {
     '## Against other gateways (same run, alternating batches)',
     '',
     `One SDK HTTP client, \`tools/call\` echo through each gateway to ${u.label} over stdio. CPU is the gateway process's own`,
-    '(utime + stime from /proc), per relayed call. Cost above the floor = CPU per call minus the bare relay\'s.',
+    "(utime + stime from /proc), per relayed call. Cost above the floor = CPU per call minus the bare relay's.",
     '',
     '| gateway | calls | **CPU ms / call** | × bare relay | cost above the floor | ours ÷ theirs (above the floor) |',
     '|---|---:|---:|---:|---:|---:|',
@@ -82,8 +90,11 @@ export function renderPeers(rows: PeerRow[], u: UpstreamDef): string {
     }
     const above = floor === undefined ? undefined : r.ms - floor;
     const oursAbove = ours === undefined || floor === undefined ? undefined : ours - floor;
-    const share = above !== undefined && oursAbove !== undefined && above > 0 && r !== rows[0] && r !== rows[1] ? (oursAbove / above).toFixed(2) : '';
-    lines.push(`| ${r.label} | ${r.calls} | **${r.ms.toFixed(3)}** | ${floor ? (r.ms / floor).toFixed(2) + '×' : ''} | ${above === undefined ? '' : above.toFixed(3)} | ${share} |`);
+    const share =
+      above !== undefined && oursAbove !== undefined && above > 0 && r !== rows[0] && r !== rows[1] ? (oursAbove / above).toFixed(2) : '';
+    lines.push(
+      `| ${r.label} | ${r.calls} | **${r.ms.toFixed(3)}** | ${floor ? (r.ms / floor).toFixed(2) + '×' : ''} | ${above === undefined ? '' : above.toFixed(3)} | ${share} |`,
+    );
   }
   return lines.join('\n');
 }

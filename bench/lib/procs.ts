@@ -36,7 +36,14 @@ export function commandLine(argv: string[]): string {
  * Spawns a process and resolves once `pattern` shows up on `stream` (the match's group 1 is the
  * URL, unless `url` is given). Both output streams are drained for the process's whole life.
  */
-async function startAndWait(argv: string[], env: NodeJS.ProcessEnv, stream: 'stdout' | 'stderr', pattern: RegExp, what: string, url?: string): Promise<Running> {
+async function startAndWait(
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+  stream: 'stdout' | 'stderr',
+  pattern: RegExp,
+  what: string,
+  url?: string,
+): Promise<Running> {
   const proc = spawn(argv[0], argv.slice(1), { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let tail = '';
   let seen = '';
@@ -57,7 +64,16 @@ async function startAndWait(argv: string[], env: NodeJS.ProcessEnv, stream: 'std
       });
       proc.kill('SIGTERM');
     });
-  const running: Running = { proc, pid: proc.pid ?? -1, url: url ?? '', tail: () => tail, stop: async () => { await stop(); live.delete(running); } };
+  const running: Running = {
+    proc,
+    pid: proc.pid ?? -1,
+    url: url ?? '',
+    tail: () => tail,
+    stop: async () => {
+      await stop();
+      live.delete(running);
+    },
+  };
   live.add(running);
   proc.once('exit', () => live.delete(running));
   try {
@@ -93,12 +109,29 @@ function profFlags(dir: string | undefined): string[] {
 
 /** The proxy CLI with an HTTP front; resolves once it logs its URL. */
 export function startProxy(upstreamArg: string, profileDir?: string, env: NodeJS.ProcessEnv = {}): Promise<Running> {
-  return startAndWait([process.execPath, ...profFlags(profileDir), PROXY_MAIN, '--port', '0', '--config', BENCH_CONFIG, '--upstream', upstreamArg], env, 'stderr', /"url":"(http:[^"]+)"/, 'proxy');
+  return startAndWait(
+    [process.execPath, ...profFlags(profileDir), PROXY_MAIN, '--port', '0', '--config', BENCH_CONFIG, '--upstream', upstreamArg],
+    env,
+    'stderr',
+    /"url":"(http:[^"]+)"/,
+    'proxy',
+  );
 }
 
 /** argv of the proxy's stdio front (for an SDK StdioClientTransport). */
 export function proxyStdioArgv(upstreamArg: string, profileDir?: string): string[] {
-  return [process.execPath, ...profFlags(profileDir), PROXY_MAIN, '--stdio', '--config', BENCH_CONFIG, '--log-level', 'warn', '--upstream', upstreamArg];
+  return [
+    process.execPath,
+    ...profFlags(profileDir),
+    PROXY_MAIN,
+    '--stdio',
+    '--config',
+    BENCH_CONFIG,
+    '--log-level',
+    'warn',
+    '--upstream',
+    upstreamArg,
+  ];
 }
 
 /** The gateways the proxy is compared with, each in front of a stdio server, with their default features. */
@@ -110,11 +143,58 @@ export async function startPeer(peer: Peer, stdioArgv: string[]): Promise<Runnin
   switch (peer) {
     case 'bare-relay':
     case 'fastify-relay':
-      return startAndWait([process.execPath, `${ROOT}bench/${peer}.mjs`, '--port', String(port), '--', ...stdioArgv], {}, 'stdout', /LISTENING (http:\S+)/, peer);
+      return startAndWait(
+        [process.execPath, `${ROOT}bench/${peer}.mjs`, '--port', String(port), '--', ...stdioArgv],
+        {},
+        'stdout',
+        /LISTENING (http:\S+)/,
+        peer,
+      );
     case 'mcp-proxy':
-      return listening(await startAndWait([process.execPath, `${ROOT}node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs`, '--port', String(port), '--host', '127.0.0.1', '--', ...stdioArgv], {}, 'stdout', /starting server on port/, peer, url), port);
+      return listening(
+        await startAndWait(
+          [
+            process.execPath,
+            `${ROOT}node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs`,
+            '--port',
+            String(port),
+            '--host',
+            '127.0.0.1',
+            '--',
+            ...stdioArgv,
+          ],
+          {},
+          'stdout',
+          /starting server on port/,
+          peer,
+          url,
+        ),
+        port,
+      );
     case 'supergateway':
-      return listening(await startAndWait([process.execPath, `${ROOT}node_modules/supergateway/dist/index.js`, '--stdio', commandLine(stdioArgv), '--outputTransport', 'streamableHttp', '--stateful', '--port', String(port), '--logLevel', 'info'], {}, 'stdout', /Listening on port/, peer, url), port);
+      return listening(
+        await startAndWait(
+          [
+            process.execPath,
+            `${ROOT}node_modules/supergateway/dist/index.js`,
+            '--stdio',
+            commandLine(stdioArgv),
+            '--outputTransport',
+            'streamableHttp',
+            '--stateful',
+            '--port',
+            String(port),
+            '--logLevel',
+            'info',
+          ],
+          {},
+          'stdout',
+          /Listening on port/,
+          peer,
+          url,
+        ),
+        port,
+      );
   }
 }
 
@@ -133,22 +213,47 @@ async function listening(r: Running, port: number): Promise<Running> {
 }
 
 export function startLeanHttp(sse = false): Promise<Running> {
-  return startAndWait([process.execPath, LEAN_MAIN, '--http', '--port', '0', ...(sse ? ['--sse'] : [])], {}, 'stdout', /LISTENING (http:\S+)/, 'lean-server');
+  return startAndWait(
+    [process.execPath, LEAN_MAIN, '--http', '--port', '0', ...(sse ? ['--sse'] : [])],
+    {},
+    'stdout',
+    /LISTENING (http:\S+)/,
+    'lean-server',
+  );
 }
 
 export function startFaultyHttp(): Promise<Running> {
-  return startAndWait([process.execPath, '--import', 'tsx', FAULTY_MAIN, '--http', '--port', '0'], {}, 'stdout', /LISTENING (http:\S+)/, 'faulty-server');
+  return startAndWait(
+    [process.execPath, '--import', 'tsx', FAULTY_MAIN, '--http', '--port', '0'],
+    {},
+    'stdout',
+    /LISTENING (http:\S+)/,
+    'faulty-server',
+  );
 }
 
 /** The 2026-07-28-only fixture (v2 SDK, `legacy: 'reject'`) over Streamable HTTP. */
 export function startModernHttp(): Promise<Running> {
-  return startAndWait([process.execPath, '--import', 'tsx', `${ROOT}test/fixtures/modern-server.ts`, '--http', '--port', '0'], {}, 'stdout', /LISTENING (http:\S+)/, 'modern-server');
+  return startAndWait(
+    [process.execPath, '--import', 'tsx', `${ROOT}test/fixtures/modern-server.ts`, '--http', '--port', '0'],
+    {},
+    'stdout',
+    /LISTENING (http:\S+)/,
+    'modern-server',
+  );
 }
 
 /** server-everything's Streamable HTTP transport (it logs every request on stdout: drained). */
 export async function startEverythingHttp(): Promise<Running> {
   const port = await freePort();
-  return startAndWait([process.execPath, EVERYTHING_MAIN, 'streamableHttp'], { PORT: String(port) }, 'stderr', /listening on port/i, 'server-everything', `http://127.0.0.1:${port}/mcp`);
+  return startAndWait(
+    [process.execPath, EVERYTHING_MAIN, 'streamableHttp'],
+    { PORT: String(port) },
+    'stderr',
+    /listening on port/i,
+    'server-everything',
+    `http://127.0.0.1:${port}/mcp`,
+  );
 }
 
 export async function stopAll(): Promise<void> {

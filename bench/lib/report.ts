@@ -50,7 +50,8 @@ const verdict = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
 function ratioCell(c: Comparison): string {
   if (!c.direct || !c.proxied) return '–';
   const r = c.proxied.callsPerSec / c.direct.callsPerSec;
-  const spread = c.roundRatios.length > 1 ? ` (rounds ${Math.min(...c.roundRatios).toFixed(2)}–${Math.max(...c.roundRatios).toFixed(2)})` : '';
+  const spread =
+    c.roundRatios.length > 1 ? ` (rounds ${Math.min(...c.roundRatios).toFixed(2)}–${Math.max(...c.roundRatios).toFixed(2)})` : '';
   return `${r.toFixed(2)}×${spread} ${verdict(r >= TARGET_RATIO)}`;
 }
 
@@ -86,12 +87,14 @@ function matchedRows(rows: Comparison[]): string[] {
     const c = rows.find((r) => r.mode === 'c' && r.upstream === a.upstream && r.direct);
     if (!c?.direct || !a.proxied) continue;
     const r = a.proxied.callsPerSec / c.direct.callsPerSec;
-    out.push(`| ${a.upstream} | ${int(c.direct.callsPerSec)} | ${int(a.proxied.callsPerSec)} | ${r.toFixed(2)}× ${verdict(r >= TARGET_RATIO)} |`);
+    out.push(
+      `| ${a.upstream} | ${int(c.direct.callsPerSec)} | ${int(a.proxied.callsPerSec)} | ${r.toFixed(2)}× ${verdict(r >= TARGET_RATIO)} |`,
+    );
   }
   if (out.length === 0) return [];
   return [
     '(a) with a same-client-transport baseline: proxied (a) against the direct SDK HTTP client of (c) — the same server',
-    'code in its HTTP mode (so the server side\'s transport differs instead; measured in separate comparisons, not alternated).',
+    "code in its HTTP mode (so the server side's transport differs instead; measured in separate comparisons, not alternated).",
     '',
     '| upstream | direct HTTP client → server (HTTP) calls/s | proxied (a) calls/s | ratio |',
     '|---|---:|---:|---:|',
@@ -116,7 +119,7 @@ function cpuRows(all: Comparison[]): string[] {
     const resolution = ticks > 0 ? ((100 * rounds) / ticks).toFixed(1) + ' %' : '–';
     const enough = ticks >= MIN_TICKS * rounds ? '' : ' (too few ticks)';
     out.push(
-      `| ${c.upstream} | ${MODE_LABEL[c.mode]} | ${p.clients} | ${int(p.calls)} | ${ticks} | ${int(ms)} | **${perCall.toFixed(3)}** ${verdict(perCall <= TARGET_CPU_MS)} | ${ticks ? ((100 * (p.cpu.proxySysTicks ?? 0)) / ticks).toFixed(0) : '–'} % | ${resolution}${enough} | ${(ms / p.elapsedMs * 100).toFixed(0)} % |`,
+      `| ${c.upstream} | ${MODE_LABEL[c.mode]} | ${p.clients} | ${int(p.calls)} | ${ticks} | ${int(ms)} | **${perCall.toFixed(3)}** ${verdict(perCall <= TARGET_CPU_MS)} | ${ticks ? ((100 * (p.cpu.proxySysTicks ?? 0)) / ticks).toFixed(0) : '–'} % | ${resolution}${enough} | ${((ms / p.elapsedMs) * 100).toFixed(0)} % |`,
     );
   }
   return out;
@@ -137,7 +140,9 @@ function cpuBoundRows(all: Array<Comparison & { kind: string }>): string[] {
     if (!c.direct || !c.proxied) continue;
     const d = totalCpuPerCall(c.direct);
     const p = totalCpuPerCall(c.proxied);
-    out.push(`| ${c.upstream} | ${c.kind} ${MODE_LABEL[c.mode]} | ${f(d, 3)} | ${f(p, 3)} | ${(d / p).toFixed(2)} | ${(c.proxied.callsPerSec / c.direct.callsPerSec).toFixed(2)} |`);
+    out.push(
+      `| ${c.upstream} | ${c.kind} ${MODE_LABEL[c.mode]} | ${f(d, 3)} | ${f(p, 3)} | ${(d / p).toFixed(2)} | ${(c.proxied.callsPerSec / c.direct.callsPerSec).toFixed(2)} |`,
+    );
   }
   return out;
 }
@@ -155,7 +160,10 @@ function breakdownRows(all: Array<Comparison & { kind: string }>): string[] {
     '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const c of all) {
-    for (const [route, r] of [[c.directRoute, c.direct], [c.proxyRoute, c.proxied]] as const) {
+    for (const [route, r] of [
+      [c.directRoute, c.direct],
+      [c.proxyRoute, c.proxied],
+    ] as const) {
       if (!r) continue;
       const client = r.cpu.clientMs / r.calls;
       const proxy = r.cpu.proxyTicks === undefined ? undefined : ticksToMs(r.cpu.proxyTicks) / r.calls;
@@ -176,17 +184,17 @@ export function renderReport(input: ReportInput): string {
   for (const [k, v] of input.header) lines.push(`| ${k} | ${v} |`);
   lines.push('');
   lines.push(
-    'Each route (direct or proxied) is set up once and warmed up (V8 optimises the proxy\'s hot paths after ~2000 calls),',
-    'then measured in batches that alternate with the other route\'s (direct, proxied, direct, proxied) on the same warm',
+    "Each route (direct or proxied) is set up once and warmed up (V8 optimises the proxy's hot paths after ~2000 calls),",
+    "then measured in batches that alternate with the other route's (direct, proxied, direct, proxied) on the same warm",
     'sessions; the batches are pooled, and the ratio of each direct/proxied pair of batches is shown as the "rounds" spread.',
     'A call is one `tools/call echo` made with the official SDK `Client.callTool` (result checked). Latency is per call as',
     'the client sees it; p50/p99 are nearest-rank over all measured calls.',
-    'Client, proxy and upstream(s) all run on this machine and share its cores, so every process\'s CPU competes with the',
-    'others: on a 2-core box a proxy\'s CPU is taken directly from the client and the upstream.',
+    "Client, proxy and upstream(s) all run on this machine and share its cores, so every process's CPU competes with the",
+    "others: on a 2-core box a proxy's CPU is taken directly from the client and the upstream.",
     '',
     'Routes: direct baselines are the same server reached by the same SDK client without the proxy.',
-    'In (a) the client-side transport differs (proxied: Streamable HTTP, direct: stdio), so (a)\'s ratio mixes the proxy\'s',
-    'cost with the cost difference between the SDK\'s HTTP and stdio client transports. (b) and (c) keep the client transport.',
+    "In (a) the client-side transport differs (proxied: Streamable HTTP, direct: stdio), so (a)'s ratio mixes the proxy's",
+    "cost with the cost difference between the SDK's HTTP and stdio client transports. (b) and (c) keep the client transport.",
     'With a stdio upstream the proxy starts one upstream process per client session, just as the direct stdio clients do.',
     '',
   );
@@ -194,7 +202,10 @@ export function renderReport(input: ReportInput): string {
   const all = [...input.sequential, ...input.concurrent].flatMap((c) => [c.direct, c.proxied]).filter((r): r is RunResult => !!r);
   const noisy = all.filter((r) => otherPct(r) > 15 || (100 * ticksToMs(r.cpu.stealTicks)) / r.elapsedMs > 5).length;
   if (noisy) {
-    lines.push(`**Noise:** in ${noisy} of ${all.length} measured routes other processes or the hypervisor took over 15 % of a core (or 5 % steal); see the CPU breakdown. Re-run on a quiet machine before trusting small differences.`, '');
+    lines.push(
+      `**Noise:** in ${noisy} of ${all.length} measured routes other processes or the hypervisor took over 15 % of a core (or 5 % steal); see the CPU breakdown. Re-run on a quiet machine before trusting small differences.`,
+      '',
+    );
   }
   lines.push('## 1. Sequential calls (1 client, 1 session, one call in flight)', '');
   lines.push(...throughputTable(input.sequential), '');
@@ -248,7 +259,7 @@ export function renderReport(input: ReportInput): string {
   lines.push('## 4. Proxy memory (RSS from /proc/<pid>/status VmRSS)', '');
   const m = input.memory;
   if (m) {
-    const perSession = ((m.openKb - m.warmKb) / m.sessionsOpened);
+    const perSession = (m.openKb - m.warmKb) / m.sessionsOpened;
     lines.push(
       `HTTP front → HTTP upstream (${m.upstream === 'faulty' ? 'test/fixtures/faulty-server.ts --http' : m.upstream === 'everything' ? 'server-everything streamableHttp' : 'bench/lean-server.mjs --http'}).`,
       `Sessions opened one after another with plain fetch (initialize, then notifications/initialized), held open, then DELETEd.`,
@@ -264,7 +275,9 @@ export function renderReport(input: ReportInput): string {
       '',
       `Per open session: (open − warm) / ${m.sessionsOpened} = **${perSession.toFixed(1)} KiB** ` +
         `((open − idle) / ${m.sessionsOpened} = ${((m.openKb - m.idleKb) / m.sessionsOpened).toFixed(1)} KiB). ` +
-        (m.halfKb !== undefined && m.sessionsOpened > m.half ? `Second half only: (open − ${m.half} open) / ${m.sessionsOpened - m.half} = ${((m.openKb - m.halfKb) / (m.sessionsOpened - m.half)).toFixed(1)} KiB. ` : '') +
+        (m.halfKb !== undefined && m.sessionsOpened > m.half
+          ? `Second half only: (open − ${m.half} open) / ${m.sessionsOpened - m.half} = ${((m.openKb - m.halfKb) / (m.sessionsOpened - m.half)).toFixed(1)} KiB. `
+          : '') +
         `RSS moves with V8 heap growth and GC timing, so these figures vary by some KiB per session between runs. ` +
         `Sessions reported by /healthz while open: ${m.sessionsReported ?? 'unknown'}. Opening took ${m.openSeconds.toFixed(1)} s ` +
         `(${(m.sessionsOpened / m.openSeconds).toFixed(0)} sessions/s).`,

@@ -9,8 +9,17 @@
 import { connectHttp, connectStdio, type BenchSession, type EchoShape } from './clients.js';
 import type { Pids } from './measure.js';
 import {
-  EVERYTHING_MAIN, LEAN_MAIN, childPids, commandLine, proxyStdioArgv, startEverythingHttp, startLeanHttp, startPeer, startProxy,
-  type Peer, type Running,
+  EVERYTHING_MAIN,
+  LEAN_MAIN,
+  childPids,
+  commandLine,
+  proxyStdioArgv,
+  startEverythingHttp,
+  startLeanHttp,
+  startPeer,
+  startProxy,
+  type Peer,
+  type Running,
 } from './procs.js';
 
 export interface UpstreamDef {
@@ -24,7 +33,13 @@ export interface UpstreamDef {
   concCalls: number;
 }
 
-export function upstreamDefs(s: { calls: number; callsEverything: number; concCalls: number; concCallsEverything: number; leanSse?: boolean }): Record<string, UpstreamDef> {
+export function upstreamDefs(s: {
+  calls: number;
+  callsEverything: number;
+  concCalls: number;
+  concCallsEverything: number;
+  leanSse?: boolean;
+}): Record<string, UpstreamDef> {
   return {
     lean: {
       key: 'lean',
@@ -139,7 +154,8 @@ export async function openRoute(plan: RoutePlan): Promise<OpenRoute> {
     // A proxy's start-up check runs the upstream once more; its process is gone within seconds.
     const until = Date.now() + 30_000;
     for (let seen = pids().upstream.length; seen !== expected; seen = pids().upstream.length) {
-      if (Date.now() > until) throw new Error(`${route}: expected ${expected} upstream process(es) for CPU accounting, found ${seen} after 30 s`);
+      if (Date.now() > until)
+        throw new Error(`${route}: expected ${expected} upstream process(es) for CPU accounting, found ${seen} after 30 s`);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     return { route, sessions, pids, close };

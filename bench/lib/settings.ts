@@ -24,8 +24,12 @@ export function int(name: string, fallback: number, min: number, max: number): n
 function list(name: string, fallback: string[], allowed: string[]): string[] {
   const raw = process.env[name];
   if (!raw) return fallback;
-  const items = raw.split(',').map((s) => s.trim()).filter(Boolean);
-  for (const item of items) if (!allowed.includes(item)) throw new Error(`${name}: unknown item "${item}" (allowed: ${allowed.join(', ')})`);
+  const items = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const item of items)
+    if (!allowed.includes(item)) throw new Error(`${name}: unknown item "${item}" (allowed: ${allowed.join(', ')})`);
   return items;
 }
 

@@ -16,12 +16,16 @@ describe('parseCli', () => {
   it('maps flags to config overrides', () => {
     const r = parseCli(['--upstream', 'node server.js', '--port', '9000', '--stdio', '--request-timeout', '500'], {});
     expect(r.command).toBe('serve');
-    expect(r.overrides).toMatchObject({ upstream: { command: 'node server.js' }, listen: { transport: 'stdio', port: 9000 }, timeouts: { requestMs: 500 } });
+    expect(r.overrides).toMatchObject({
+      upstream: { command: 'node server.js' },
+      listen: { transport: 'stdio', port: 9000 },
+      timeouts: { requestMs: 500 },
+    });
     expect(parseCli(['--upstream-era', 'modern'], {}).overrides).toMatchObject({ upstream: { era: 'modern' } });
     expect(parseCli([], { MCP_PROXY_UPSTREAM_ERA: 'legacy' }).overrides).toMatchObject({ upstream: { era: 'legacy' } });
   });
 
-  it('passes --env NAME=VALUE and --env NAME (the proxy\'s own value) to a stdio upstream, and refuses what it cannot pass', () => {
+  it("passes --env NAME=VALUE and --env NAME (the proxy's own value) to a stdio upstream, and refuses what it cannot pass", () => {
     const r = parseCli(['--env', 'A=1=2', '--env', 'TOKEN'], { TOKEN: 'secret' });
     expect(r.overrides.upstream).toEqual({ env: { A: '1=2', TOKEN: 'secret' } });
     expect(() => parseCli(['--env', 'MISSING'], {})).toThrow(/no variable MISSING/);
@@ -33,10 +37,22 @@ describe('parseCli', () => {
   });
 
   it('reads MCP_PROXY_* variables, with flags winning', () => {
-    const env = { MCP_PROXY_UPSTREAM: 'http://127.0.0.1:1/mcp', MCP_PROXY_PORT: '7000', MCP_PROXY_STDIO: 'true', MCP_PROXY_CONFIG: 'x.yaml', MCP_PROXY_LOG_LEVEL: 'debug', MCP_PROXY_STATE_SECRET: 'a-long-shared-secret' };
+    const env = {
+      MCP_PROXY_UPSTREAM: 'http://127.0.0.1:1/mcp',
+      MCP_PROXY_PORT: '7000',
+      MCP_PROXY_STDIO: 'true',
+      MCP_PROXY_CONFIG: 'x.yaml',
+      MCP_PROXY_LOG_LEVEL: 'debug',
+      MCP_PROXY_STATE_SECRET: 'a-long-shared-secret',
+    };
     const r = parseCli(['--port', '7001'], env);
     expect(r.configFile).toBe('x.yaml');
-    expect(r.overrides).toMatchObject({ upstream: { url: 'http://127.0.0.1:1/mcp' }, listen: { port: 7001, transport: 'stdio' }, logLevel: 'debug', modern: { stateSecret: 'a-long-shared-secret' } });
+    expect(r.overrides).toMatchObject({
+      upstream: { url: 'http://127.0.0.1:1/mcp' },
+      listen: { port: 7001, transport: 'stdio' },
+      logLevel: 'debug',
+      modern: { stateSecret: 'a-long-shared-secret' },
+    });
   });
 
   it('recognises subcommands, help and version', () => {
@@ -51,7 +67,9 @@ describe('parseCli', () => {
     expect(parseCli(['--fail-fast', '--fail-fast-timeout', '5000'], { MCP_PROXY_FAIL_FAST_TIMEOUT: '9000' }).failFastTimeoutMs).toBe(5000);
     expect(parseCli([], { MCP_PROXY_FAIL_FAST: '1', MCP_PROXY_FAIL_FAST_TIMEOUT: '9000' }).failFastTimeoutMs).toBe(9000);
     expect(() => parseCli(['--fail-fast-timeout', '5000'], {})).toThrow('--fail-fast-timeout applies only with --fail-fast');
-    expect(() => parseCli(['--fail-fast', '--fail-fast-timeout', '0'], {})).toThrow('--fail-fast-timeout must be a whole number of at least 1, got "0"');
+    expect(() => parseCli(['--fail-fast', '--fail-fast-timeout', '0'], {})).toThrow(
+      '--fail-fast-timeout must be a whole number of at least 1, got "0"',
+    );
   });
 
   it('explains bad usage', () => {
@@ -70,26 +88,45 @@ describe('parseCli', () => {
     expect(message(['--metod', 'tools/call'])).not.toContain('did you mean'); // close only to an option serving does not take
   });
 
-  it('lists only the options of the command being run, and refuses another command\'s options', () => {
+  it("lists only the options of the command being run, and refuses another command's options", () => {
     const options = /\nOptions: (.*)\n/.exec(message(['--bogus']))![1].split(', ');
     expect(options).toEqual(expect.arrayContaining(['--upstream', '--host', '--fail-fast', '--fail-fast-timeout', '--config', '--help']));
     for (const flag of ['--method', '--name', '--input', '--principal']) expect(options).not.toContain(flag);
-    expect(() => parseCli(['explain', '--bogus'], {})).toThrow(/\nOptions of explain: --config, --features, --method, --name, --input, --principal, --path, --client-name, --features-header, --help, --version\n/);
-    expect(() => parseCli(['--method', 'tools/call'], {})).toThrow(/^--method is not an option of serving; it belongs to explain\nOptions: --upstream/);
-    expect(() => parseCli(['explain', '--upstream', 'x'], {})).toThrow(/^--upstream is not an option of explain; it belongs to serving and validate\n/);
-    expect(() => parseCli(['schema', '--config', 'a.yaml'], {})).toThrow(/it belongs to serving, validate and explain\nOptions of schema: --help, --version\n/);
+    expect(() => parseCli(['explain', '--bogus'], {})).toThrow(
+      /\nOptions of explain: --config, --features, --method, --name, --input, --principal, --path, --client-name, --features-header, --help, --version\n/,
+    );
+    expect(() => parseCli(['--method', 'tools/call'], {})).toThrow(
+      /^--method is not an option of serving; it belongs to explain\nOptions: --upstream/,
+    );
+    expect(() => parseCli(['explain', '--upstream', 'x'], {})).toThrow(
+      /^--upstream is not an option of explain; it belongs to serving and validate\n/,
+    );
+    expect(() => parseCli(['schema', '--config', 'a.yaml'], {})).toThrow(
+      /it belongs to serving, validate and explain\nOptions of schema: --help, --version\n/,
+    );
     // validate takes serving's options: it checks the start that command line would make.
-    expect(parseCli(['validate', '--host', '0.0.0.0', '--allow-unauthenticated'], {}).overrides).toMatchObject({ listen: { host: '0.0.0.0' }, auth: { allowUnauthenticated: true } });
+    expect(parseCli(['validate', '--host', '0.0.0.0', '--allow-unauthenticated'], {}).overrides).toMatchObject({
+      listen: { host: '0.0.0.0' },
+      auth: { allowUnauthenticated: true },
+    });
   });
 
   it('--features and MCP_PROXY_FEATURES give every client tags (the default profile); a malformed tag is a usage error', () => {
-    expect(parseCli(['--stdio', '--features', 'agent, format=json'], {}).overrides.profiles).toEqual({ default: { features: ['agent', 'format=json'] } });
+    expect(parseCli(['--stdio', '--features', 'agent, format=json'], {}).overrides.profiles).toEqual({
+      default: { features: ['agent', 'format=json'] },
+    });
     expect(parseCli([], { MCP_PROXY_FEATURES: 'human' }).overrides.profiles).toEqual({ default: { features: ['human'] } });
-    expect(parseCli(['--features', 'agent'], { MCP_PROXY_FEATURES: 'human' }).overrides.profiles).toEqual({ default: { features: ['agent'] } });
+    expect(parseCli(['--features', 'agent'], { MCP_PROXY_FEATURES: 'human' }).overrides.profiles).toEqual({
+      default: { features: ['agent'] },
+    });
     expect(parseCli([], {}).overrides.profiles).toBeUndefined();
-    expect(() => parseCli(['--features', 'agent,Format=JSON'], {})).toThrow(/^--features \(MCP_PROXY_FEATURES\): "Format=JSON": does not match/);
+    expect(() => parseCli(['--features', 'agent,Format=JSON'], {})).toThrow(
+      /^--features \(MCP_PROXY_FEATURES\): "Format=JSON": does not match/,
+    );
     // explain's --features are what the client declares; the variable still sets the default profile.
-    const explained = parseCli(['explain', '--features', 'format=text', '--principal', 'token:ci', '--features-header', 'agent'], { MCP_PROXY_FEATURES: 'verbosity=compact' });
+    const explained = parseCli(['explain', '--features', 'format=text', '--principal', 'token:ci', '--features-header', 'agent'], {
+      MCP_PROXY_FEATURES: 'verbosity=compact',
+    });
     expect(explained.explain).toMatchObject({ features: ['format=text'], arrival: { principal: 'token:ci', featuresHeader: 'agent' } });
     expect(explained.overrides.profiles).toEqual({ default: { features: ['verbosity=compact'] } });
   });

@@ -116,7 +116,24 @@ const DEFAULT_FAIL_FAST_TIMEOUT_MS = 30_000;
 
 type Flag = keyof typeof OPTIONS;
 /** Serving's options; `validate` takes the same, so that it checks the very start a command line would make. */
-const SERVE_FLAGS: Flag[] = ['upstream', 'upstream-era', 'stdio', 'features', 'host', 'allow-unauthenticated', 'port', 'config', 'env', 'fail-fast', 'fail-fast-timeout', 'request-timeout', 'log-level', 'log-format', 'help', 'version'];
+const SERVE_FLAGS: Flag[] = [
+  'upstream',
+  'upstream-era',
+  'stdio',
+  'features',
+  'host',
+  'allow-unauthenticated',
+  'port',
+  'config',
+  'env',
+  'fail-fast',
+  'fail-fast-timeout',
+  'request-timeout',
+  'log-level',
+  'log-format',
+  'help',
+  'version',
+];
 /** The options each command takes (help and version take them all). */
 const FLAGS_OF: Record<Exclude<CliCommand, 'help' | 'version'>, Flag[]> = {
   serve: SERVE_FLAGS,
@@ -140,7 +157,13 @@ export interface CliRequest {
   /** For `hash-token`. */
   token?: string;
   /** For `explain`: the client's declared tags, the request, and how the client arrives. */
-  explain?: { features: string[]; method: string; name?: string; input?: string; arrival: { principal: string; path?: string; clientName?: string; featuresHeader?: string } };
+  explain?: {
+    features: string[];
+    method: string;
+    name?: string;
+    input?: string;
+    arrival: { principal: string; path?: string; clientName?: string; featuresHeader?: string };
+  };
 }
 
 export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
@@ -183,23 +206,36 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
     replicas: {
       id: pick(undefined, 'MCP_PROXY_REPLICA_ID'),
       secret: pick(undefined, 'MCP_PROXY_SECRET'),
-      previousSecrets: pick(undefined, 'MCP_PROXY_PREVIOUS_SECRETS')?.split(',').map((s) => s.trim()).filter(Boolean),
+      previousSecrets: pick(undefined, 'MCP_PROXY_PREVIOUS_SECRETS')
+        ?.split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
       url: pick(undefined, 'MCP_PROXY_REPLICA_URL'),
     },
   };
-  const explain = command === 'explain'
-    ? {
-        features: (values.features ?? '').split(',').map((f) => f.trim()).filter(Boolean),
-        method: values.method ?? 'tools/call',
-        name: values.name,
-        input: values.input,
-        arrival: { principal: values.principal ?? '', path: values.path, clientName: values['client-name'], featuresHeader: values['features-header'] },
-      }
-    : undefined;
+  const explain =
+    command === 'explain'
+      ? {
+          features: (values.features ?? '')
+            .split(',')
+            .map((f) => f.trim())
+            .filter(Boolean),
+          method: values.method ?? 'tools/call',
+          name: values.name,
+          input: values.input,
+          arrival: {
+            principal: values.principal ?? '',
+            path: values.path,
+            clientName: values['client-name'],
+            featuresHeader: values['features-header'],
+          },
+        }
+      : undefined;
   const failFast = values['fail-fast'] ?? truthy(env.MCP_PROXY_FAIL_FAST) ?? false;
   // A flag that would change nothing is a mistake; the variable may sit in an environment shared by both ways of starting.
   if (values['fail-fast-timeout'] !== undefined && !failFast) throw new UsageError('--fail-fast-timeout applies only with --fail-fast');
-  const failFastTimeoutMs = integer(pick(values['fail-fast-timeout'], 'MCP_PROXY_FAIL_FAST_TIMEOUT'), '--fail-fast-timeout', 1) ?? DEFAULT_FAIL_FAST_TIMEOUT_MS;
+  const failFastTimeoutMs =
+    integer(pick(values['fail-fast-timeout'], 'MCP_PROXY_FAIL_FAST_TIMEOUT'), '--fail-fast-timeout', 1) ?? DEFAULT_FAIL_FAST_TIMEOUT_MS;
   return { command, configFile: pick(values.config, 'MCP_PROXY_CONFIG'), overrides, explain, token, failFast, failFastTimeoutMs };
 }
 
@@ -225,9 +261,13 @@ function guessCommand(argv: string[]): keyof typeof FLAGS_OF {
 function refuseForeignOptions(command: keyof typeof FLAGS_OF, tokens: Array<{ kind: string; name?: string; rawName?: string }>): void {
   for (const token of tokens) {
     if (token.kind !== 'option' || FLAGS_OF[command].includes(token.name as Flag)) continue;
-    const owners = Object.entries(FLAGS_OF).filter(([, flags]) => flags.includes(token.name as Flag)).map(([owner]) => (owner === 'serve' ? 'serving' : owner));
+    const owners = Object.entries(FLAGS_OF)
+      .filter(([, flags]) => flags.includes(token.name as Flag))
+      .map(([owner]) => (owner === 'serve' ? 'serving' : owner));
     const belongs = owners.length > 1 ? `${owners.slice(0, -1).join(', ')} and ${owners.at(-1)}` : owners[0];
-    throw new UsageError(`${token.rawName} is not an option of ${command === 'serve' ? 'serving' : command}; it belongs to ${belongs}\n${optionsOf(command)}`);
+    throw new UsageError(
+      `${token.rawName} is not an option of ${command === 'serve' ? 'serving' : command}; it belongs to ${belongs}\n${optionsOf(command)}`,
+    );
   }
 }
 
@@ -241,7 +281,10 @@ function optionsOf(command: keyof typeof FLAGS_OF): string {
 function defaultFeatures(value: string | undefined): Record<string, unknown> | undefined {
   if (value === undefined) return undefined;
   const { tags, ignored } = parseTagList(value);
-  if (ignored.length) throw new UsageError(`--features (MCP_PROXY_FEATURES): ${ignored.map((i) => `"${i.tag}": ${i.reason}`).join('; ')}. Write tags separated by commas: agent,format=json,!interactive`);
+  if (ignored.length)
+    throw new UsageError(
+      `--features (MCP_PROXY_FEATURES): ${ignored.map((i) => `"${i.tag}": ${i.reason}`).join('; ')}. Write tags separated by commas: agent,format=json,!interactive`,
+    );
   return { [DEFAULT_PROFILE]: { features: tags } };
 }
 
@@ -261,7 +304,8 @@ function upstreamEnv(entries: string[], env: NodeJS.ProcessEnv): Record<string, 
 
 function integer(value: string | undefined, flag: string, min = 0): number | undefined {
   if (value === undefined) return undefined;
-  if (!/^\d+$/.test(value) || Number(value) < min) throw new UsageError(`${flag} must be a whole number${min ? ` of at least ${min}` : ''}, got "${value}"`);
+  if (!/^\d+$/.test(value) || Number(value) < min)
+    throw new UsageError(`${flag} must be a whole number${min ? ` of at least ${min}` : ''}, got "${value}"`);
   return Number(value);
 }
 

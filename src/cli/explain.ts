@@ -51,11 +51,21 @@ const SAMPLE_TEXT = [
 function sample(method: string): McpResult {
   switch (method) {
     case 'resources/read':
-      return { contents: [{ uri: 'demo://sample', mimeType: 'application/json', text: JSON.stringify({ location: 'Bern', temperature_c: 8 }) }] };
+      return {
+        contents: [{ uri: 'demo://sample', mimeType: 'application/json', text: JSON.stringify({ location: 'Bern', temperature_c: 8 }) }],
+      };
     case 'prompts/get':
       return { messages: [{ role: 'user', content: { type: 'text', text: SAMPLE_TEXT } }] };
     case 'tools/list':
-      return { tools: [{ name: 'get_weather', description: 'Current weather for a city. Includes a forecast.', inputSchema: { type: 'object', properties: { city: { type: 'string', description: 'City name.' } } } }] };
+      return {
+        tools: [
+          {
+            name: 'get_weather',
+            description: 'Current weather for a city. Includes a forecast.',
+            inputSchema: { type: 'object', properties: { city: { type: 'string', description: 'City name.' } } },
+          },
+        ],
+      };
     default:
       return { content: [{ type: 'text', text: SAMPLE_TEXT }] };
   }
@@ -66,15 +76,18 @@ export async function explain(rules: CompiledRule[], req: ExplainRequest, profil
   const parsed = parseFeatures(req.features, {}, [], assigned?.tags);
   const lines: string[] = [];
   const { principal, path, clientName } = req.arrival ?? { principal: '' };
-  if (assigned?.profile) lines.push(`profile: ${assigned.profile.name} (${assigned.profile.why})${assigned.variant ? `, variant ${assigned.variant}` : ''}`);
-  else if (principal || path || clientName) lines.push('profile: none (no profile is chosen for this client, and the config has no "default" profile)');
+  if (assigned?.profile)
+    lines.push(`profile: ${assigned.profile.name} (${assigned.profile.why})${assigned.variant ? `, variant ${assigned.variant}` : ''}`);
+  else if (principal || path || clientName)
+    lines.push('profile: none (no profile is chosen for this client, and the config has no "default" profile)');
   if (assigned?.header) lines.push(`MCP-Features header: ${assigned.header.tags.join(', ') || '(no valid tags)'}`);
   for (const { tag, reason } of assigned?.header?.ignored ?? []) lines.push(`  ignored ${JSON.stringify(tag)}: ${reason}`);
   if (assigned?.tags.length) {
     lines.push(`assigned: ${assigned.tags.join(', ')} (the client's own tags win on each axis they name)`);
     lines.push(`declared by the client: ${req.features.join(', ') || '(none)'}`);
   }
-  for (const raw of parsed.overridden) lines.push(`  ${raw} (assigned) left out: the client's own declaration names ${raw.replace(/^!/, '').split(/!?=/)[0]}`);
+  for (const raw of parsed.overridden)
+    lines.push(`  ${raw} (assigned) left out: the client's own declaration names ${raw.replace(/^!/, '').split(/!?=/)[0]}`);
   lines.push(`features: ${parsed.features.toTags().join(', ') || '(none)'}`);
   for (const { tag, reason } of parsed.ignored) lines.push(`  ignored ${JSON.stringify(tag)}: ${reason}`);
   for (const raw of tagsNotActedOn(rules, [...parsed.accepted, ...(assigned?.tags ?? []).filter((t) => !parsed.overridden.includes(t))])) {
@@ -85,20 +98,40 @@ export async function explain(rules: CompiledRule[], req: ExplainRequest, profil
   lines.push(`request: ${req.method}${req.name ? ` ${req.name}` : ''}`, '', 'rules, in order:');
   for (const rule of rules) {
     const hit = ruleMatches(rule, req.method, req.name, parsed.features);
-    lines.push(`  ${hit ? '✔' : '·'} ${rule.label}: ${rule.verbatim ? 'verbatim (exact contents, never reshaped)' : rule.steps.map((s) => s.name).join(' → ')}`);
+    lines.push(
+      `  ${hit ? '✔' : '·'} ${rule.label}: ${rule.verbatim ? 'verbatim (exact contents, never reshaped)' : rule.steps.map((s) => s.name).join(' → ')}`,
+    );
   }
   const raw = req.input ? readInput(req.input) : sample(req.method);
   const input: unknown = raw && typeof raw === 'object' && 'result' in raw && 'jsonrpc' in raw ? raw.result : raw;
-  if (!isObject(input)) throw new UsageError(`--input ${req.input}: expected a result object or a JSON-RPC response, got ${Array.isArray(input) ? 'an array' : typeof input}`);
+  if (!isObject(input))
+    throw new UsageError(
+      `--input ${req.input}: expected a result object or a JSON-RPC response, got ${Array.isArray(input) ? 'an array' : typeof input}`,
+    );
   const outcome: Pick<PipelineOutcome, 'result' | 'applied' | 'verbatim'> = parsed.features.isEmpty
     ? { result: undefined, applied: [] }
-    : await runPipeline(rules, input, { method: req.method, name: req.name, features: parsed.features, era: 'legacy', outputSchema: req.outputSchema, log: pino({ level: 'silent' }) });
+    : await runPipeline(rules, input, {
+        method: req.method,
+        name: req.name,
+        features: parsed.features,
+        era: 'legacy',
+        outputSchema: req.outputSchema,
+        log: pino({ level: 'silent' }),
+      });
   lines.push('', `input (${req.input ?? 'built-in sample'}):`, JSON.stringify(input, null, 2), '');
-  lines.push(outcome.applied.length ? `applied: ${outcome.applied.join(', ')}` : 'applied: nothing (the client gets the upstream result unchanged)');
-  if (outcome.verbatim) lines.push(`left alone: ${outcome.verbatim}, so its text reaches the client exactly${outcome.result ? ' (only structuredContent was added)' : ''}`);
+  lines.push(
+    outcome.applied.length ? `applied: ${outcome.applied.join(', ')}` : 'applied: nothing (the client gets the upstream result unchanged)',
+  );
+  if (outcome.verbatim)
+    lines.push(
+      `left alone: ${outcome.verbatim}, so its text reaches the client exactly${outcome.result ? ' (only structuredContent was added)' : ''}`,
+    );
   lines.push('', 'output:', JSON.stringify(outcome.result ?? input, null, 2));
   const tokens = countTokensOf(await loadTokenizer(), req.method, input, outcome.result)!;
-  const change = tokens.in === 0 ? '' : ` (${tokens.out <= tokens.in ? '−' : '+'}${Math.abs(Math.round((100 * (tokens.in - tokens.out)) / tokens.in))} %)`;
+  const change =
+    tokens.in === 0
+      ? ''
+      : ` (${tokens.out <= tokens.in ? '−' : '+'}${Math.abs(Math.round((100 * (tokens.in - tokens.out)) / tokens.in))} %)`;
   lines.push('', `tokens a model reads (o200k_base): ${tokens.in} in → ${tokens.out} out${change}`);
   return lines.join('\n');
 }

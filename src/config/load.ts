@@ -33,10 +33,12 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     const lines = new LineCounter();
     const doc = parseDocument(text, { lineCounter: lines });
     if (doc.errors.length > 0) {
-      throw new ConfigError(doc.errors.map((e) => {
-        const at = e.linePos?.[0];
-        return `${file}${at ? `:${at.line}:${at.col}` : ''}: YAML syntax error: ${e.message.split('\n')[0]}`;
-      }));
+      throw new ConfigError(
+        doc.errors.map((e) => {
+          const at = e.linePos?.[0];
+          return `${file}${at ? `:${at.line}:${at.col}` : ''}: YAML syntax error: ${e.message.split('\n')[0]}`;
+        }),
+      );
     }
     let value: Record<string, unknown>;
     try {
@@ -48,13 +50,21 @@ export function loadConfig(opts: LoadOptions = {}): Config {
       throw new ConfigError([`${file}:1:1: the config file must be a YAML mapping (key: value pairs)`]);
     }
     const missing: string[] = [];
-    raw = interpolateEntries(dropNulls(value), env, [], (path, name) => missing.push(`${file}${lineOf(doc, lines, path)}: ${keyPath(path)}: environment variable ${name} is not set (use \${${name}:-default} for a fallback)`));
+    raw = interpolateEntries(dropNulls(value), env, [], (path, name) =>
+      missing.push(
+        `${file}${lineOf(doc, lines, path)}: ${keyPath(path)}: environment variable ${name} is not set (use \${${name}:-default} for a fallback)`,
+      ),
+    );
     if (missing.length) throw new ConfigError(missing);
     locate = (path) => `${file}${lineOf(doc, lines, path)}: ${keyPath(path)}`;
   }
   const merged = deepMerge(raw, opts.overrides ?? {});
   const result = configSchema.safeParse(merged);
-  if (!result.success) throw new ConfigError(result.error.issues.map((i) => `${locate(i.path)}: ${describeIssue(i)}`), merged);
+  if (!result.success)
+    throw new ConfigError(
+      result.error.issues.map((i) => `${locate(i.path)}: ${describeIssue(i)}`),
+      merged,
+    );
   return result.data;
 }
 
@@ -74,7 +84,10 @@ export function locateProblems(file: string, problems: string[]): string[] {
     const colon = problem.indexOf(': ');
     const dotted = colon > 0 ? problem.slice(0, colon) : '';
     if (!/^[A-Za-z][A-Za-z0-9_.[\]]*$/.test(dotted)) return `${file}: ${problem}`;
-    const path = dotted.split(/[.[\]]/).filter(Boolean).map((k) => (/^\d+$/.test(k) ? Number(k) : k));
+    const path = dotted
+      .split(/[.[\]]/)
+      .filter(Boolean)
+      .map((k) => (/^\d+$/.test(k) ? Number(k) : k));
     return `${file}${lineOf(doc, lines, path)}: ${problem}`;
   });
 }
@@ -109,7 +122,12 @@ function lineOf(doc: Document, lines: LineCounter, path: PropertyKey[]): string 
 const VAR = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}$]*))?\}/g;
 
 /** Replaces ${VAR} and ${VAR:-default} in every string value; reports unset variables. */
-function interpolate(value: unknown, env: NodeJS.ProcessEnv, path: PropertyKey[], missing: (path: PropertyKey[], name: string) => void): unknown {
+function interpolate(
+  value: unknown,
+  env: NodeJS.ProcessEnv,
+  path: PropertyKey[],
+  missing: (path: PropertyKey[], name: string) => void,
+): unknown {
   if (typeof value === 'string') {
     return value.replace(VAR, (_, name: string, fallback: string | undefined) => {
       const v = env[name];
@@ -124,7 +142,12 @@ function interpolate(value: unknown, env: NodeJS.ProcessEnv, path: PropertyKey[]
   return value;
 }
 
-function interpolateEntries(value: Record<string, unknown>, env: NodeJS.ProcessEnv, path: PropertyKey[], missing: (path: PropertyKey[], name: string) => void): Record<string, unknown> {
+function interpolateEntries(
+  value: Record<string, unknown>,
+  env: NodeJS.ProcessEnv,
+  path: PropertyKey[],
+  missing: (path: PropertyKey[], name: string) => void,
+): Record<string, unknown> {
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolate(v, env, [...path, k], missing)]));
 }
 

@@ -5,9 +5,15 @@ import { configSchema } from './schema.js';
 describe('diffConfig', () => {
   const config = (profiles: unknown) => configSchema.parse({ profiles });
 
-  it("takes profiles over live; a changed path is a route, served only after a restart", () => {
+  it('takes profiles over live; a changed path is a route, served only after a restart', () => {
     const before = config({ agents: { features: ['agent'], path: '/mcp/agents' } });
-    expect(diffConfig(before, config({ agents: { features: ['format=json'], path: '/mcp/agents' } }))).toEqual({ live: ['profiles'], restart: [] });
-    expect(diffConfig(before, config({ agents: { features: ['agent'], path: '/mcp/bots' } }))).toEqual({ live: ['profiles'], restart: ['profiles.*.path'] });
+    expect(diffConfig(before, config({ agents: { features: ['format=json'], path: '/mcp/agents' } }))).toEqual({
+      live: ['profiles'],
+      restart: [],
+    });
+    expect(diffConfig(before, config({ agents: { features: ['agent'], path: '/mcp/bots' } }))).toEqual({
+      live: ['profiles'],
+      restart: ['profiles.*.path'],
+    });
   });
 });

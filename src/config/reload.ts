@@ -17,19 +17,21 @@ export function diffConfig(running: Config, next: Config): { live: string[]; res
   for (const key of Object.keys(next) as Array<keyof Config>) {
     if (JSON.stringify(running[key]) === JSON.stringify(next[key])) continue;
     if (LIVE.includes(key)) live.push(key);
-    else if (key === 'modern' && JSON.stringify({ ...running.modern, cache: null }) === JSON.stringify({ ...next.modern, cache: null })) live.push('modern.cache');
+    else if (key === 'modern' && JSON.stringify({ ...running.modern, cache: null }) === JSON.stringify({ ...next.modern, cache: null }))
+      live.push('modern.cache');
     else if (key === 'profiles') {
       live.push(key);
       // A profile's path is a route of the HTTP front, made at start: new paths are served after a restart.
       if (JSON.stringify(profilePaths(running)) !== JSON.stringify(profilePaths(next))) restart.push('profiles.*.path');
-    }
-    else restart.push(key);
+    } else restart.push(key);
   }
   return { live, restart };
 }
 
 function profilePaths(config: Config): string[] {
-  return Object.values(config.profiles).flatMap((p) => (p.path === undefined ? [] : [p.path])).sort();
+  return Object.values(config.profiles)
+    .flatMap((p) => (p.path === undefined ? [] : [p.path]))
+    .sort();
 }
 
 /** Calls `onChange` (debounced) when `file` is written or replaced; returns the watcher to close. */

@@ -28,7 +28,8 @@ export async function loadRules(config: RuleSetConfig, configFile?: string): Pro
   for (const [i, path] of config.plugins.entries()) {
     try {
       for (const t of await importPlugin(resolve(base, path), `contentNegotiation.plugins[${i}]`)) {
-        if (transformers.has(t.name)) throw new RuleError([`contentNegotiation.plugins[${i}]: ${path}: transformer "${t.name}" is already defined`]);
+        if (transformers.has(t.name))
+          throw new RuleError([`contentNegotiation.plugins[${i}]: ${path}: transformer "${t.name}" is already defined`]);
         transformers.set(t.name, t);
       }
     } catch (err) {
@@ -63,7 +64,11 @@ async function importPlugin(file: string, at: string): Promise<Transformer[]> {
 function isTransformer(value: unknown): value is Transformer {
   const t = value as Transformer | null;
   return (
-    typeof t === 'object' && t !== null && typeof t.name === 'string' && /^[a-z][a-z0-9-]*$/.test(t.name) &&
-    typeof t.create === 'function' && typeof (t.options as { safeParse?: unknown })?.safeParse === 'function'
+    typeof t === 'object' &&
+    t !== null &&
+    typeof t.name === 'string' &&
+    /^[a-z][a-z0-9-]*$/.test(t.name) &&
+    typeof t.create === 'function' &&
+    typeof (t.options as { safeParse?: unknown })?.safeParse === 'function'
   );
 }

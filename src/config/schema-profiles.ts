@@ -20,7 +20,11 @@ const MAX_GLOB_LENGTH = 200;
 
 const tag = z.string().superRefine((raw, ctx) => {
   const parsed = parseTag(raw);
-  if ('invalid' in parsed) ctx.addIssue({ code: 'custom', message: `"${raw}" is not a feature tag (${parsed.invalid}); write agent, !interactive, format=json or format!=xml` });
+  if ('invalid' in parsed)
+    ctx.addIssue({
+      code: 'custom',
+      message: `"${raw}" is not a feature tag (${parsed.invalid}); write agent, !interactive, format=json or format!=xml`,
+    });
 });
 const globs = (what: string) => z.array(z.string().min(1).max(MAX_GLOB_LENGTH)).max(MAX_GLOBS).default([]).describe(what);
 
@@ -30,18 +34,26 @@ export const profileSchema = z
       .array(tag)
       .max(MAX_TAGS, `at most ${MAX_TAGS} tags`)
       .default([])
-      .describe("Feature tags its clients get, on the axes their own declaration leaves open (a client's own tag of an axis wins, and so does the MCP-Features header); same grammar as a client's: agent, !interactive, format=json."),
+      .describe(
+        "Feature tags its clients get, on the axes their own declaration leaves open (a client's own tag of an axis wins, and so does the MCP-Features header); same grammar as a client's: agent, !interactive, format=json.",
+      ),
     variant: z
       .string()
       .optional()
-      .describe('A serverVariants.variants id: the variant its clients are served in when a request names none (in _meta or MCP-Server-Variant); ranked first for clients that declare the server-variants extension.'),
+      .describe(
+        'A serverVariants.variants id: the variant its clients are served in when a request names none (in _meta or MCP-Server-Variant); ranked first for clients that declare the server-variants extension.',
+      ),
     principals: globs('Chosen for these principals (globs, * and ?): token:<auth.tokens name>, or jwt:<the principal claim>.'),
-    clientNames: globs('Chosen for clients whose clientInfo.name matches one of these globs (e.g. "claude-ai", "Visual Studio Code*"); a hint the client sends, not an identity.'),
+    clientNames: globs(
+      'Chosen for clients whose clientInfo.name matches one of these globs (e.g. "claude-ai", "Visual Studio Code*"); a hint the client sends, not an identity.',
+    ),
     path: z
       .string()
       .regex(PATH, 'a path such as /mcp/agents: segments of letters, digits, ".", "_", "~" and "-", no ".." and no trailing "/"')
       .optional()
-      .describe('An MCP endpoint of its own (e.g. /mcp/agents), beside listen.path: clients that connect there get this profile. HTTP only; a change takes a restart.'),
+      .describe(
+        'An MCP endpoint of its own (e.g. /mcp/agents), beside listen.path: clients that connect there get this profile. HTTP only; a change takes a restart.',
+      ),
   })
   .strict();
 
@@ -51,7 +63,12 @@ export const profilesSchema = z
   .record(z.string(), profileSchema)
   .superRefine((profiles, ctx) => {
     for (const name of Object.keys(profiles)) {
-      if (!NAME.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: `"${name.slice(0, 80)}" is not a profile name: letters, digits, ".", "_" and "-", at most 64, starting with a letter or digit` });
+      if (!NAME.test(name))
+        ctx.addIssue({
+          code: 'custom',
+          path: [name],
+          message: `"${name.slice(0, 80)}" is not a profile name: letters, digits, ".", "_" and "-", at most 64, starting with a letter or digit`,
+        });
     }
   })
   .default({})
@@ -77,14 +94,26 @@ export function profileProblems(profiles: Record<string, ProfileConfig>, o: Prof
     }
     const selectors = p.principals.length + p.clientNames.length + (p.path === undefined ? 0 : 1);
     if (name === DEFAULT_PROFILE && selectors > 0) {
-      problems.push([at(), `the "${DEFAULT_PROFILE}" profile applies to every client no other profile is chosen for: move principals, clientNames and path to a profile of another name`]);
+      problems.push([
+        at(),
+        `the "${DEFAULT_PROFILE}" profile applies to every client no other profile is chosen for: move principals, clientNames and path to a profile of another name`,
+      ]);
     } else if (name !== DEFAULT_PROFILE && selectors === 0) {
-      problems.push([at(), 'no principals, clientNames or path: no client would get this profile; add one, or name it "default" to give it to every client']);
+      problems.push([
+        at(),
+        'no principals, clientNames or path: no client would get this profile; add one, or name it "default" to give it to every client',
+      ]);
     }
     if (p.path === undefined) continue;
-    if (p.path === o.listenPath) problems.push([at('path'), `${p.path} is listen.path, the main endpoint; give the profile a path of its own (e.g. ${o.listenPath}/${name})`]);
-    else if (p.path.startsWith('/.well-known/') || p.path === '/healthz' || p.path === '/readyz' || p.path === '/metrics') problems.push([at('path'), `${p.path} is taken by the proxy's own routes; pick another path`]);
-    else if (paths.has(p.path)) problems.push([at('path'), `${p.path} is the path of profile "${paths.get(p.path)}" too; each profile needs its own`]);
+    if (p.path === o.listenPath)
+      problems.push([
+        at('path'),
+        `${p.path} is listen.path, the main endpoint; give the profile a path of its own (e.g. ${o.listenPath}/${name})`,
+      ]);
+    else if (p.path.startsWith('/.well-known/') || p.path === '/healthz' || p.path === '/readyz' || p.path === '/metrics')
+      problems.push([at('path'), `${p.path} is taken by the proxy's own routes; pick another path`]);
+    else if (paths.has(p.path))
+      problems.push([at('path'), `${p.path} is the path of profile "${paths.get(p.path)}" too; each profile needs its own`]);
     paths.set(p.path, name);
   }
   return problems;

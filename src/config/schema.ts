@@ -16,13 +16,21 @@ const headerMap = z.record(z.string(), z.string()).describe('HTTP headers sent t
 
 export const upstreamSchema = z
   .object({
-    url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional().describe('Streamable HTTP endpoint of the upstream server, e.g. http://127.0.0.1:3000/mcp.'),
+    url: z
+      .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
+      .optional()
+      .describe('Streamable HTTP endpoint of the upstream server, e.g. http://127.0.0.1:3000/mcp.'),
     command: z
       .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
       .optional()
       .describe('Command that starts a stdio upstream: a string split like a shell would ("node server.js --flag"), or an argv array.'),
     args: z.array(z.string()).default([]).describe('Extra arguments appended to `command`.'),
-    env: z.record(z.string(), z.string()).default({}).describe('Environment variables for a stdio upstream, beside the minimal set it always gets (PATH, HOME, USER, SHELL, TERM, LOGNAME); values may use ${ENV_VAR}.'),
+    env: z
+      .record(z.string(), z.string())
+      .default({})
+      .describe(
+        'Environment variables for a stdio upstream, beside the minimal set it always gets (PATH, HOME, USER, SHELL, TERM, LOGNAME); values may use ${ENV_VAR}.',
+      ),
     inheritEnv: z
       .boolean()
       .default(false)
@@ -31,17 +39,23 @@ export const upstreamSchema = z
     sessions: z
       .enum(['isolated', 'shared'])
       .default('isolated')
-      .describe('Stdio upstream: isolated = one process per client session (the server keeps per-client state apart); shared = client sessions borrow processes from the pool (modern.pool), request by request. See README, "Shared upstream processes".'),
+      .describe(
+        'Stdio upstream: isolated = one process per client session (the server keeps per-client state apart); shared = client sessions borrow processes from the pool (modern.pool), request by request. See README, "Shared upstream processes".',
+      ),
     stateless: z
       .boolean()
       .default(false)
-      .describe('Declares that the server keeps nothing between requests that one client could see of another: pooled upstream sessions (modern requests, shared sessions) then serve every principal. Off: each principal gets sessions of its own.'),
+      .describe(
+        'Declares that the server keeps nothing between requests that one client could see of another: pooled upstream sessions (modern requests, shared sessions) then serve every principal. Off: each principal gets sessions of its own.',
+      ),
     maxProcesses: z
       .number()
       .int()
       .positive()
       .default(16)
-      .describe('Most stdio upstream processes for legacy sessions (one each). An initialize beyond it ends the least recently used idle session (nothing in flight, no open stream; its client gets 404 and starts again) to make room, and gets 503 with Retry-After only when every session is busy. Modern requests use modern.pool.maxSessions more.'),
+      .describe(
+        'Most stdio upstream processes for legacy sessions (one each). An initialize beyond it ends the least recently used idle session (nothing in flight, no open stream; its client gets 404 and starts again) to make room, and gets 503 with Retry-After only when every session is busy. Modern requests use modern.pool.maxSessions more.',
+      ),
     headers: headerMap.default({}),
     maxJsonDepth: z
       .number()
@@ -52,7 +66,12 @@ export const upstreamSchema = z
       .describe(
         "Deepest nesting of arrays and objects in a message from the server. A deeper one is not taken as a message: an answer becomes an error for the request it answers (the server's output cannot crash the proxy when it is written again); anything else is dropped and logged. Real results nest a few dozen levels at most.",
       ),
-    era: z.enum(['auto', 'legacy', 'modern', 'dual']).default('auto').describe('Protocol era of the upstream. auto: an HTTP upstream is asked server/discover first (2026-07-28 servers answer it; others are initialized as before), and one that answers it is asked to initialize once: a server that takes it is dual-era; a stdio upstream is legacy until it refuses initialize as a 2026-07-28 server does. legacy (legacy sessions relayed, modern clients served through pooled sessions), modern (modern clients passed through, legacy sessions bridged) or dual (each client in its own era): taken as said. See docs/eras.md.'),
+    era: z
+      .enum(['auto', 'legacy', 'modern', 'dual'])
+      .default('auto')
+      .describe(
+        'Protocol era of the upstream. auto: an HTTP upstream is asked server/discover first (2026-07-28 servers answer it; others are initialized as before), and one that answers it is asked to initialize once: a server that takes it is dual-era; a stdio upstream is legacy until it refuses initialize as a 2026-07-28 server does. legacy (legacy sessions relayed, modern clients served through pooled sessions), modern (modern clients passed through, legacy sessions bridged) or dual (each client in its own era): taken as said. See docs/eras.md.',
+      ),
   })
   .strict()
   .refine((u) => !(u.url && u.command), { message: 'set either `url` or `command`, not both' })
@@ -61,8 +80,20 @@ export const upstreamSchema = z
 export const timeoutsSchema = z
   .object({
     requestMs: z.number().int().positive().default(60_000).describe('Per-request upstream timeout; progress notifications restart it.'),
-    initializeMs: z.number().int().positive().default(120_000).describe('Timeout of initialize, which includes starting a stdio upstream (npx may download first).'),
-    sessionIdleMs: z.number().int().positive().default(10 * 60_000).describe('An HTTP session with no traffic, no pending request and no open GET stream is ended after this (one whose client never opened a GET stream: sessionIdleNoStreamMs).'),
+    initializeMs: z
+      .number()
+      .int()
+      .positive()
+      .default(120_000)
+      .describe('Timeout of initialize, which includes starting a stdio upstream (npx may download first).'),
+    sessionIdleMs: z
+      .number()
+      .int()
+      .positive()
+      .default(10 * 60_000)
+      .describe(
+        'An HTTP session with no traffic, no pending request and no open GET stream is ended after this (one whose client never opened a GET stream: sessionIdleNoStreamMs).',
+      ),
     sessionIdleNoStreamMs: z
       .number()
       .int()
@@ -76,8 +107,15 @@ export const timeoutsSchema = z
       .int()
       .positive()
       .default(24 * 60 * 60_000)
-      .describe('A session older than this is ended (404; the client starts a new one): bounds how long a session id, a credential, stays usable, and how long an upstream session lives when clients never DELETE.'),
-    shutdownGraceMs: z.number().int().positive().default(2_000).describe('Grace period when stopping a stdio upstream: stdin closed, then SIGTERM, then SIGKILL.'),
+      .describe(
+        'A session older than this is ended (404; the client starts a new one): bounds how long a session id, a credential, stays usable, and how long an upstream session lives when clients never DELETE.',
+      ),
+    shutdownGraceMs: z
+      .number()
+      .int()
+      .positive()
+      .default(2_000)
+      .describe('Grace period when stopping a stdio upstream: stdin closed, then SIGTERM, then SIGKILL.'),
   })
   .strict();
 
@@ -96,7 +134,9 @@ export const shapingLimitsSchema = z
       .int()
       .positive()
       .default(SHAPING_LIMITS.timeBudgetMs)
-      .describe('CPU time one result may spend in the transformers; past it the upstream result is relayed unchanged (counted in /metrics, logged once per tool).'),
+      .describe(
+        'CPU time one result may spend in the transformers; past it the upstream result is relayed unchanged (counted in /metrics, logged once per tool).',
+      ),
   })
   .strict()
   .describe('Limits that keep untrusted upstream output from stalling the proxy.');
@@ -105,16 +145,36 @@ const TOKEN_COUNTING = { count: false, maxChars: 256 * 1024 };
 
 export const tokenCountingSchema = z
   .object({
-    count: z.boolean().default(TOKEN_COUNTING.count).describe('Count the tokens of negotiated results, in (from the upstream) and out (to the client), per method and tool in /metrics (o200k_base; loads ~70 MB and costs ~0.1 ms per KB, after the answer is sent).'),
-    maxChars: z.number().int().positive().default(TOKEN_COUNTING.maxChars).describe('Results with more text than this are not counted (counted as skipped).'),
+    count: z
+      .boolean()
+      .default(TOKEN_COUNTING.count)
+      .describe(
+        'Count the tokens of negotiated results, in (from the upstream) and out (to the client), per method and tool in /metrics (o200k_base; loads ~70 MB and costs ~0.1 ms per KB, after the answer is sent).',
+      ),
+    maxChars: z
+      .number()
+      .int()
+      .positive()
+      .default(TOKEN_COUNTING.maxChars)
+      .describe('Results with more text than this are not counted (counted as skipped).'),
   })
   .strict()
   .describe('Token counts of negotiated results, to see what negotiation saves.');
 
 export const negotiationSchema = z
   .object({
-    enabled: z.boolean().default(true).describe('Speak io.modelcontextprotocol/content-negotiation for the upstream and reshape results for clients that declare feature tags.'),
-    useDefaultRules: z.boolean().default(true).describe("Append the built-in rules (the SEP's tag registry: format=json, format=markdown, format=text, verbosity=compact, agent/human audience) after your own."),
+    enabled: z
+      .boolean()
+      .default(true)
+      .describe(
+        'Speak io.modelcontextprotocol/content-negotiation for the upstream and reshape results for clients that declare feature tags.',
+      ),
+    useDefaultRules: z
+      .boolean()
+      .default(true)
+      .describe(
+        "Append the built-in rules (the SEP's tag registry: format=json, format=markdown, format=text, verbosity=compact, agent/human audience) after your own.",
+      ),
     rules: z.array(ruleSchema).default([]).describe('Your rules, in execution order.'),
     plugins: z.array(z.string()).default([]).describe('ES modules (paths relative to the config file) exporting transformers.'),
     limits: shapingLimitsSchema.default(SHAPING_LIMITS),
@@ -125,7 +185,9 @@ export const negotiationSchema = z
 const cacheHint = z
   .object({
     ttlMs: z.number().int().min(0).describe('How long a client may reuse the result (0: always stale).'),
-    cacheScope: z.enum(['private', 'public']).describe('public: shareable across authorization contexts (shared gateways may cache it); private: only within one.'),
+    cacheScope: z
+      .enum(['private', 'public'])
+      .describe('public: shareable across authorization contexts (shared gateways may cache it); private: only within one.'),
   })
   .strict();
 
@@ -147,33 +209,56 @@ export const modernSchema = z
       .min(32, 'at least 32 characters, as replicas.secret (e.g. openssl rand -base64 32)')
       .optional()
       .describe('Older name of `replicas.secret`, used when that is unset (e.g. ${MCP_PROXY_STATE_SECRET}).'),
-    inputTimeoutMs: z.number().int().positive().default(MODERN_DEFAULTS.inputTimeoutMs).describe('How long a call waits for the client to supply requested input (the retry) before it is cancelled upstream.'),
+    inputTimeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .default(MODERN_DEFAULTS.inputTimeoutMs)
+      .describe('How long a call waits for the client to supply requested input (the retry) before it is cancelled upstream.'),
     parkedPerClient: z
       .number()
       .int()
       .positive()
       .default(MODERN_DEFAULTS.parkedPerClient)
-      .describe('Most calls of one client (principal, or address without authentication) waiting for its input at once; when a new call may ask for input beyond it, the oldest waiting call is given up (cancelled upstream; its requestState resumes nothing).'),
+      .describe(
+        'Most calls of one client (principal, or address without authentication) waiting for its input at once; when a new call may ask for input beyond it, the oldest waiting call is given up (cancelled upstream; its requestState resumes nothing).',
+      ),
     maxInputRequestBytes: z
       .number()
       .int()
       .positive()
       .default(MODERN_DEFAULTS.maxInputRequestBytes)
-      .describe("Most bytes of input requests (the upstream's elicitation, sampling and roots requests during a call) put to a modern client in one round; a task repeats them on every tasks/get until answered. A larger round is not put to the client: the upstream's requests are answered with an error saying so, and the call goes on."),
+      .describe(
+        "Most bytes of input requests (the upstream's elicitation, sampling and roots requests during a call) put to a modern client in one round; a task repeats them on every tasks/get until answered. A larger round is not put to the client: the upstream's requests are answered with an error saying so, and the call goes on.",
+      ),
     pool: z
       .object({
-        maxSessions: z.number().int().positive().default(MODERN_DEFAULTS.pool.maxSessions).describe('Most upstream sessions (stdio: processes) serving modern requests; a call that may ask for input holds one alone.'),
-        idleMs: z.number().int().positive().default(MODERN_DEFAULTS.pool.idleMs).describe('An upstream session unused for this long is closed.'),
+        maxSessions: z
+          .number()
+          .int()
+          .positive()
+          .default(MODERN_DEFAULTS.pool.maxSessions)
+          .describe('Most upstream sessions (stdio: processes) serving modern requests; a call that may ask for input holds one alone.'),
+        idleMs: z
+          .number()
+          .int()
+          .positive()
+          .default(MODERN_DEFAULTS.pool.idleMs)
+          .describe('An upstream session unused for this long is closed.'),
         perClient: z
           .number()
           .int()
           .positive()
           .optional()
-          .describe('Most pooled upstream sessions one client (principal, or address without authentication) holds at once. Default: a quarter of maxSessions.'),
+          .describe(
+            'Most pooled upstream sessions one client (principal, or address without authentication) holds at once. Default: a quarter of maxSessions.',
+          ),
         warmSpare: z
           .boolean()
           .default(MODERN_DEFAULTS.pool.warmSpare)
-          .describe('Stdio upstream: keep one extra process started (from the first modern request on), so a new session waits for an initialize, not a process start.'),
+          .describe(
+            'Stdio upstream: keep one extra process started (from the first modern request on), so a new session waits for an initialize, not a process start.',
+          ),
       })
       .strict()
       .default(MODERN_DEFAULTS.pool),
@@ -181,20 +266,51 @@ export const modernSchema = z
       .object({ default: cacheHint.default(MODERN_DEFAULTS.cache.default) })
       .catchall(cacheHint)
       .default(MODERN_DEFAULTS.cache)
-      .describe('ttlMs and cacheScope put on server/discover, list and resources/read results, per method (e.g. "tools/list"), with a default.'),
+      .describe(
+        'ttlMs and cacheScope put on server/discover, list and resources/read results, per method (e.g. "tools/list"), with a default.',
+      ),
     tasks: z
       .object({
-        enabled: z.boolean().default(MODERN_DEFAULTS.tasks.enabled).describe('Offer the tasks extension (io.modelcontextprotocol/tasks) to modern clients, for every tool of the upstream.'),
-        answerWithinMs: z.number().int().min(0).default(MODERN_DEFAULTS.tasks.answerWithinMs).describe('A tools/call from a client that declares tasks, still running after this long, is answered with a task; one that finishes or asks for input sooner is answered as usual. A tool whose execution.taskSupport is "required" is refused to a client that does not declare tasks.'),
-        ttlMs: z.number().int().positive().default(MODERN_DEFAULTS.tasks.ttlMs).describe('How long a task is kept from its creation, its result included; a task still running then is cancelled upstream.'),
+        enabled: z
+          .boolean()
+          .default(MODERN_DEFAULTS.tasks.enabled)
+          .describe('Offer the tasks extension (io.modelcontextprotocol/tasks) to modern clients, for every tool of the upstream.'),
+        answerWithinMs: z
+          .number()
+          .int()
+          .min(0)
+          .default(MODERN_DEFAULTS.tasks.answerWithinMs)
+          .describe(
+            'A tools/call from a client that declares tasks, still running after this long, is answered with a task; one that finishes or asks for input sooner is answered as usual. A tool whose execution.taskSupport is "required" is refused to a client that does not declare tasks.',
+          ),
+        ttlMs: z
+          .number()
+          .int()
+          .positive()
+          .default(MODERN_DEFAULTS.tasks.ttlMs)
+          .describe('How long a task is kept from its creation, its result included; a task still running then is cancelled upstream.'),
         maxRunMs: z
           .number()
           .int()
           .positive()
           .default(MODERN_DEFAULTS.tasks.maxRunMs)
-          .describe('Longest a task may run (progress does not extend it); past it the call is cancelled upstream and the task fails with TASK_TIMEOUT, its place and upstream session freed. Shorter than ttlMs, so that a task that ran its full time still has its result kept for a while; a task is never kept past ttlMs either way.'),
-        pollIntervalMs: z.number().int().positive().default(MODERN_DEFAULTS.tasks.pollIntervalMs).describe('How often clients are asked to poll a task (pollIntervalMs).'),
-        perClient: z.number().int().positive().default(MODERN_DEFAULTS.tasks.perClient).describe('Most tasks one client (principal, or address without authentication) has running at once; beyond it calls are answered without a task (a task-only tool is refused with Retry-After).'),
+          .describe(
+            'Longest a task may run (progress does not extend it); past it the call is cancelled upstream and the task fails with TASK_TIMEOUT, its place and upstream session freed. Shorter than ttlMs, so that a task that ran its full time still has its result kept for a while; a task is never kept past ttlMs either way.',
+          ),
+        pollIntervalMs: z
+          .number()
+          .int()
+          .positive()
+          .default(MODERN_DEFAULTS.tasks.pollIntervalMs)
+          .describe('How often clients are asked to poll a task (pollIntervalMs).'),
+        perClient: z
+          .number()
+          .int()
+          .positive()
+          .default(MODERN_DEFAULTS.tasks.perClient)
+          .describe(
+            'Most tasks one client (principal, or address without authentication) has running at once; beyond it calls are answered without a task (a task-only tool is refused with Retry-After).',
+          ),
       })
       .strict()
       .default(MODERN_DEFAULTS.tasks),
@@ -210,40 +326,67 @@ export const authSchema = z
       .array(
         z
           .object({
-            name: z.string().regex(/^[A-Za-z0-9_.@:-]{1,64}$/, 'letters, digits, "_", ".", "@", ":" and "-", at most 64').describe('Who holds the token (the principal, in logs and limits).'),
-            sha256: z.string().regex(/^[0-9a-fA-F]{64}$/, 'the SHA-256 of the token in hex (mcp-negotiate-proxy hash-token prints it)').describe('SHA-256 of the token, hex; the token itself is never stored.'),
+            name: z
+              .string()
+              .regex(/^[A-Za-z0-9_.@:-]{1,64}$/, 'letters, digits, "_", ".", "@", ":" and "-", at most 64')
+              .describe('Who holds the token (the principal, in logs and limits).'),
+            sha256: z
+              .string()
+              .regex(/^[0-9a-fA-F]{64}$/, 'the SHA-256 of the token in hex (mcp-negotiate-proxy hash-token prints it)')
+              .describe('SHA-256 of the token, hex; the token itself is never stored.'),
           })
           .strict(),
       )
       .default([])
       .describe('Static bearer tokens / API keys, stored hashed. Clients send Authorization: Bearer <token> or the apiKeyHeader.'),
-    apiKeyHeader: z.string().regex(/^[A-Za-z0-9-]+$/).default('x-api-key').describe('Header that may carry a static token instead of Authorization.'),
+    apiKeyHeader: z
+      .string()
+      .regex(/^[A-Za-z0-9-]+$/)
+      .default('x-api-key')
+      .describe('Header that may carry a static token instead of Authorization.'),
     jwt: z
       .object({
         jwksUrl: z.url({ protocol: /^https?$/ }).describe('Where the signing keys are published (JWKS).'),
         issuer: z.string().min(1).describe('Required `iss`.'),
-        audience: z.string().min(1).describe('Required `aud` (usually this endpoint\'s URL).'),
-        requiredScopes: z.array(z.string().min(1)).default([]).describe('Scopes every token must grant (`scope` or `scp`); missing ones get 403 insufficient_scope.'),
+        audience: z.string().min(1).describe("Required `aud` (usually this endpoint's URL)."),
+        requiredScopes: z
+          .array(z.string().min(1))
+          .default([])
+          .describe('Scopes every token must grant (`scope` or `scp`); missing ones get 403 insufficient_scope.'),
         principalClaim: z.string().min(1).default('sub').describe('The claim that names the principal.'),
         algorithms: z
           .array(z.enum(JWT_ALGORITHMS))
           .min(1)
           .default([...JWT_ALGORITHMS])
           .describe('Signature algorithms accepted (asymmetric only: a shared-secret HMAC key would let anyone who holds it mint tokens).'),
-        requireExpiry: z.boolean().default(true).describe('Refuse tokens without an `exp` claim (a token that never expires stays usable forever once leaked).'),
+        requireExpiry: z
+          .boolean()
+          .default(true)
+          .describe('Refuse tokens without an `exp` claim (a token that never expires stays usable forever once leaked).'),
       })
       .strict()
       .optional()
       .describe('JWT bearer tokens from an OAuth authorization server.'),
-    authorizationServers: z.array(z.url()).default([]).describe('Issuer URLs listed in the protected resource metadata (RFC 9728), for clients that obtain tokens themselves.'),
-    resource: z.url().optional().describe('The resource identifier in the metadata document (default: this endpoint\'s URL as the client reached it).'),
-    allowUnauthenticated: z.boolean().default(false).describe('Serve a non-loopback address without authentication (something in front authenticates).'),
+    authorizationServers: z
+      .array(z.url())
+      .default([])
+      .describe('Issuer URLs listed in the protected resource metadata (RFC 9728), for clients that obtain tokens themselves.'),
+    resource: z
+      .url()
+      .optional()
+      .describe("The resource identifier in the metadata document (default: this endpoint's URL as the client reached it)."),
+    allowUnauthenticated: z
+      .boolean()
+      .default(false)
+      .describe('Serve a non-loopback address without authentication (something in front authenticates).'),
     failuresPerAddress: z
       .number()
       .int()
       .positive()
       .default(20)
-      .describe('Failed authentication attempts one client address may make per minute; beyond it 429 with Retry-After, before any token is checked.'),
+      .describe(
+        'Failed authentication attempts one client address may make per minute; beyond it 429 with Retry-After, before any token is checked.',
+      ),
   })
   .strict()
   .describe('Who may connect. Off unless tokens or jwt are set; required when listening on a non-loopback address.');
@@ -259,22 +402,33 @@ export const replicasSchema = z
       .string()
       .min(32, 'at least 32 characters (e.g. openssl rand -base64 32)')
       .optional()
-      .describe('Secret shared by every replica (e.g. ${MCP_PROXY_SECRET}): seals session ids and requestState, so any replica serves any client, and the client address of a request one replica forwards to another. Unset: a random key per process; tokens then die with it.'),
+      .describe(
+        'Secret shared by every replica (e.g. ${MCP_PROXY_SECRET}): seals session ids and requestState, so any replica serves any client, and the client address of a request one replica forwards to another. Unset: a random key per process; tokens then die with it.',
+      ),
     previousSecrets: z
       .array(z.string().min(32))
       .default([])
-      .describe('Secrets that still open tokens sealed before a rotation (never used to seal). Drop them once the longest session has ended.'),
+      .describe(
+        'Secrets that still open tokens sealed before a rotation (never used to seal). Drop them once the longest session has ended.',
+      ),
     url: z
       .url({ protocol: /^https?$/ })
       .optional()
-      .describe("This replica's own MCP URL as other replicas reach it (e.g. http://10.0.0.5:8080/mcp): a modern retry that lands elsewhere is forwarded here. Unset: such a retry gets a clear error."),
+      .describe(
+        "This replica's own MCP URL as other replicas reach it (e.g. http://10.0.0.5:8080/mcp): a modern retry that lands elsewhere is forwarded here. Unset: such a retry gets a clear error.",
+      ),
   })
   .strict()
   .describe('Running several replicas behind a load balancer; they share only `secret`.');
 
 export const tracingSchema = z
   .object({
-    otlpEndpoint: z.url({ protocol: /^https?$/ }).optional().describe('OTLP/HTTP traces endpoint (e.g. http://collector:4318/v1/traces, or ${MCP_PROXY_OTLP_ENDPOINT}); unset: no spans, no cost.'),
+    otlpEndpoint: z
+      .url({ protocol: /^https?$/ })
+      .optional()
+      .describe(
+        'OTLP/HTTP traces endpoint (e.g. http://collector:4318/v1/traces, or ${MCP_PROXY_OTLP_ENDPOINT}); unset: no spans, no cost.',
+      ),
     serviceName: z.string().min(1).default('mcp-negotiate-proxy').describe('service.name of the exported spans.'),
   })
   .strict()
@@ -298,12 +452,21 @@ export const configSchema = z
     auth: withDefaults(authSchema),
     serverVariants: withDefaults(serverVariantsSchema).describe('Server variants (SEP-2053): ranked views of the upstream.'),
     profiles: profilesSchema,
-    logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level (logs always go to stderr).'),
-    logFormat: z.enum(['json', 'pretty']).default('json').describe('json: one JSON object per line (for log collectors); pretty: coloured lines for humans.'),
+    logLevel: z
+      .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+      .default('info')
+      .describe('Log level (logs always go to stderr).'),
+    logFormat: z
+      .enum(['json', 'pretty'])
+      .default('json')
+      .describe('json: one JSON object per line (for log collectors); pretty: coloured lines for humans.'),
   })
   .strict()
   .superRefine((config, ctx) => {
-    const problems = profileProblems(config.profiles, { listenPath: config.listen.path, variantIds: config.serverVariants.variants.map((v) => v.id) });
+    const problems = profileProblems(config.profiles, {
+      listenPath: config.listen.path,
+      variantIds: config.serverVariants.variants.map((v) => v.id),
+    });
     for (const [path, message] of problems) ctx.addIssue({ code: 'custom', path, message });
   });
 

@@ -12,7 +12,15 @@ export function resolveUpstream(config: UpstreamConfig, demoEntry: string): Upst
   if (config.command) {
     const argv = typeof config.command === 'string' ? commandArgv(config.command) : config.command;
     if (argv.length === 0) throw new ConfigError(['upstream.command: names no program (it is only whitespace)']);
-    return { kind: 'stdio', command: argv[0], args: [...argv.slice(1), ...config.args], env: config.env, inheritEnv: config.inheritEnv, cwd: config.cwd, maxJsonDepth };
+    return {
+      kind: 'stdio',
+      command: argv[0],
+      args: [...argv.slice(1), ...config.args],
+      env: config.env,
+      inheritEnv: config.inheritEnv,
+      cwd: config.cwd,
+      maxJsonDepth,
+    };
   }
   return { kind: 'stdio', command: process.execPath, args: [demoEntry], env: config.env, maxJsonDepth };
 }

@@ -19,10 +19,13 @@ const schemaReporter: Transformer<Record<string, never>> = {
   options: z.object({}).default({}),
   create: () => (result, ctx) => ({ ...result, seenSchema: ctx.outputSchema === undefined ? 'unknown' : ctx.outputSchema }),
 };
-const rules = compileRules([ruleSchema.parse({ when: { method: 'tools/call' }, apply: [{ 'report-schema': {} }] })], new Map([['report-schema', schemaReporter]]));
+const rules = compileRules(
+  [ruleSchema.parse({ when: { method: 'tools/call' }, apply: [{ 'report-schema': {} }] })],
+  new Map([['report-schema', schemaReporter]]),
+);
 
 describe('the filter chain across a reload', () => {
-  it("keeps the output schemas modern requests learnt: a chain built again sees the tools listed under the old one", async () => {
+  it('keeps the output schemas modern requests learnt: a chain built again sees the tools listed under the old one', async () => {
     const outputSchemas = new Map<string, Record<string, unknown>>();
     const build = () => builtinChain({ rules, variants: new VariantCatalog(serverVariantsSchema.parse({})), outputSchemas });
     const schema = { type: 'object', properties: { n: { type: 'number' } } };
@@ -45,7 +48,17 @@ describe("learning a legacy session's tools", () => {
 
   it('lists once, before the first shaped tool result, and shapes with what it learnt', async () => {
     const asked: string[] = [];
-    const bound = session(async (method) => (asked.push(method), { tools: [{ name: 'count', inputSchema: {}, outputSchema: schema }, { name: 'plain', inputSchema: {} }] }));
+    const bound = session(
+      async (method) => (
+        asked.push(method),
+        {
+          tools: [
+            { name: 'count', inputSchema: {}, outputSchema: schema },
+            { name: 'plain', inputSchema: {} },
+          ],
+        }
+      ),
+    );
     expect(await bound.shape('tools/call', 'count', { content: [] })).toMatchObject({ seenSchema: schema });
     expect(await bound.shape('tools/call', 'plain', { content: [] })).toMatchObject({ seenSchema: null });
     expect(await bound.shape('tools/call', 'unlisted', { content: [] })).toMatchObject({ seenSchema: 'unknown' });
@@ -69,21 +82,51 @@ describe("learning a legacy session's tools", () => {
 });
 
 describe('tags and a variant assigned to a session', () => {
-  const variants = () => new VariantCatalog(serverVariantsSchema.parse({ variants: [{ id: 'full', description: 'all' }, { id: 'lean', description: 'some', tools: { include: ['a'] } }] }));
-  const chain = () => builtinChain({ rules, variants: variants(), profiles: new Profiles({ agents: { features: ['format=json'], variant: 'lean', principals: ['token:ci'], clientNames: [] } }) });
+  const variants = () =>
+    new VariantCatalog(
+      serverVariantsSchema.parse({
+        variants: [
+          { id: 'full', description: 'all' },
+          { id: 'lean', description: 'some', tools: { include: ['a'] } },
+        ],
+      }),
+    );
+  const chain = () =>
+    builtinChain({
+      rules,
+      variants: variants(),
+      profiles: new Profiles({ agents: { features: ['format=json'], variant: 'lean', principals: ['token:ci'], clientNames: [] } }),
+    });
 
   it('are assigned at initialize (header and profile), kept in the snapshot, and restored by another replica', async () => {
     const bound = chain().forSession(log, { principal: 'token:ci', featuresHeader: 'agent' });
     bound.onInitialize({ capabilities: {}, clientInfo: { name: 'host' } });
-    expect(bound.tagsInEffect()).toEqual({ profile: { name: 'agents', why: 'principal token:ci' }, tags: ['agent', 'format=json'], overridden: [] });
+    expect(bound.tagsInEffect()).toEqual({
+      profile: { name: 'agents', why: 'principal token:ci' },
+      tags: ['agent', 'format=json'],
+      overridden: [],
+    });
     const snapshot = JSON.parse(JSON.stringify(bound.snapshot()));
-    expect(snapshot.assigned).toEqual({ tags: ['agent', 'format=json'], variant: 'lean', profile: { name: 'agents', why: 'principal token:ci' } });
+    expect(snapshot.assigned).toEqual({
+      tags: ['agent', 'format=json'],
+      variant: 'lean',
+      profile: { name: 'agents', why: 'principal token:ci' },
+    });
     const restored = chain().restore(snapshot, log);
     expect(restored.tagsInEffect()?.tags).toEqual(['agent', 'format=json']);
     // The profile's variant is the session's when a request names none.
     expect(restored.onRequest({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} })).toEqual({ scope: 'lean' });
-    expect(restored.onRequest({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'b' } })).toMatchObject({ error: { message: 'Unknown tool: b' } });
-    expect(restored.onRequest({ jsonrpc: '2.0', id: 3, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/server-variant': 'full' } } })).toMatchObject({ scope: 'full' });
+    expect(restored.onRequest({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'b' } })).toMatchObject({
+      error: { message: 'Unknown tool: b' },
+    });
+    expect(
+      restored.onRequest({
+        jsonrpc: '2.0',
+        id: 3,
+        method: 'tools/list',
+        params: { _meta: { 'io.modelcontextprotocol/server-variant': 'full' } },
+      }),
+    ).toMatchObject({ scope: 'full' });
   });
 
   it('a session token from elsewhere is input: malformed assigned tags are dropped', () => {

@@ -36,7 +36,9 @@ export interface FiltersSnapshot {
 export type ChainVerdict = { error: JsonRpcErrorObject } | { request?: JsonRpcRequest; scope?: string } | undefined;
 
 /** The built-in filters (server variants, then content negotiation) over the config's rules and variants, then `extra`; `profiles` assign tags and variants. */
-export function builtinChain(o: ContentNegotiationSetup & { variants: VariantCatalog; profiles?: Profiles; extra?: Filter[] }): FilterChain {
+export function builtinChain(
+  o: ContentNegotiationSetup & { variants: VariantCatalog; profiles?: Profiles; extra?: Filter[] },
+): FilterChain {
   return new FilterChain([serverVariantsFilter(o.variants), contentNegotiationFilter(o), ...(o.extra ?? [])], o.counters, o.profiles);
 }
 
@@ -66,7 +68,13 @@ export class FilterChain {
 
   /** A session's chain as another replica rebuilds it (see BoundFilters.snapshot). */
   restore(snapshot: FiltersSnapshot, log: Logger): BoundFilters {
-    const bound = new BoundFilters(this, 'legacy', log, isObject(snapshot.client) ? snapshot.client : {}, restoredAssignment(snapshot.assigned));
+    const bound = new BoundFilters(
+      this,
+      'legacy',
+      log,
+      isObject(snapshot.client) ? snapshot.client : {},
+      restoredAssignment(snapshot.assigned),
+    );
     bound.learnUpstream({ capabilities: { extensions: isObject(snapshot.upstream) ? snapshot.upstream : {} } });
     return bound;
   }
@@ -110,7 +118,9 @@ export class BoundFilters {
 
   /** Reads the client's initialize params (untrusted): what it is assigned, then each filter negotiates its state. */
   onInitialize(params: Record<string, unknown> | undefined): void {
-    const assigned = this.arrival ? this.chain.profiles.assign({ ...this.arrival, clientName: clientNameOf(params?.clientInfo) }) : NOTHING_ASSIGNED;
+    const assigned = this.arrival
+      ? this.chain.profiles.assign({ ...this.arrival, clientName: clientNameOf(params?.clientInfo) })
+      : NOTHING_ASSIGNED;
     this.negotiate(isObject(params?.capabilities) ? params.capabilities : {}, assigned);
     noteAssigned(assigned, this.log);
   }
@@ -119,7 +129,9 @@ export class BoundFilters {
   learnUpstream(result: McpResult): void {
     const implemented = pick(extensionsOf(result), [CONTENT_NEGOTIATION, SERVER_VARIANTS]);
     if (Object.keys(implemented).length) this.snapshotted.upstream = implemented;
-    this.chain.filters.forEach((f, i) => f.learnUpstream && this.guarded(f, 'learnUpstream', () => f.learnUpstream!(result, this.states[i])));
+    this.chain.filters.forEach(
+      (f, i) => f.learnUpstream && this.guarded(f, 'learnUpstream', () => f.learnUpstream!(result, this.states[i])),
+    );
   }
 
   /** Lets the filters send requests of the proxy's own to the session's upstream (see FilterContext.ask). */
@@ -193,7 +205,13 @@ export class BoundFilters {
   }
 
   /** A replacement result, or undefined to relay the upstream's bytes; `scope`: the request's variant. */
-  shape(method: string, name: string | undefined, result: McpResult, scope?: string, traceparent?: string): McpResult | undefined | Promise<McpResult | undefined> {
+  shape(
+    method: string,
+    name: string | undefined,
+    result: McpResult,
+    scope?: string,
+    traceparent?: string,
+  ): McpResult | undefined | Promise<McpResult | undefined> {
     if (method === 'initialize') return this.initializeResult(result);
     const filters = this.chain.filters;
     let current: McpResult | undefined;
@@ -222,7 +240,11 @@ export class BoundFilters {
     this.inEffect = null;
     this.snapshotted.client = snapshotCapabilities(capabilities);
     if (assigned.tags.length || assigned.variant !== undefined || assigned.profile) {
-      this.snapshotted.assigned = { tags: assigned.tags, ...(assigned.variant !== undefined ? { variant: assigned.variant } : {}), ...(assigned.profile ? { profile: assigned.profile } : {}) };
+      this.snapshotted.assigned = {
+        tags: assigned.tags,
+        ...(assigned.variant !== undefined ? { variant: assigned.variant } : {}),
+        ...(assigned.profile ? { profile: assigned.profile } : {}),
+      };
     } else delete this.snapshotted.assigned;
     this.states = this.chain.filters.map((f) => f.negotiate(capabilities, this.era, this.log, assigned));
   }
@@ -232,7 +254,9 @@ export class BoundFilters {
     this.learnUpstream(result);
     let current: McpResult | undefined;
     this.chain.filters.forEach((f, i) => {
-      if (f.onInitializeResult) current = this.guarded(f, 'onInitializeResult', () => f.onInitializeResult!(current ?? result, this.states[i], this.log)) ?? current;
+      if (f.onInitializeResult)
+        current =
+          this.guarded(f, 'onInitializeResult', () => f.onInitializeResult!(current ?? result, this.states[i], this.log)) ?? current;
     });
     return current;
   }
@@ -251,16 +275,33 @@ export class BoundFilters {
     }
   }
 
-  private context(i: number, method: string, name: string | undefined, variant: string | undefined, traceparent?: string, upstreamResult?: McpResult): FilterContext<unknown> {
+  private context(
+    i: number,
+    method: string,
+    name: string | undefined,
+    variant: string | undefined,
+    traceparent?: string,
+    upstreamResult?: McpResult,
+  ): FilterContext<unknown> {
     return { era: this.era, method, name, variant, traceparent, upstreamResult, ask: this.ask, state: this.states[i], log: this.log };
   }
 }
 
 /** A session's assignment, said once: which profile and why, the tags, and the header's tags that were ignored. */
 function noteAssigned(assigned: Assigned, log: Logger): void {
-  for (const { tag, reason } of assigned.header?.ignored ?? []) log.warn({ tag, reason }, 'MCP-Features header: invalid feature tag ignored');
+  for (const { tag, reason } of assigned.header?.ignored ?? [])
+    log.warn({ tag, reason }, 'MCP-Features header: invalid feature tag ignored');
   if (assigned.tags.length || assigned.variant !== undefined) {
-    log.info({ profile: assigned.profile?.name, why: assigned.profile?.why, tags: assigned.tags, header: assigned.header?.tags, variant: assigned.variant }, 'tags assigned to the session');
+    log.info(
+      {
+        profile: assigned.profile?.name,
+        why: assigned.profile?.why,
+        tags: assigned.tags,
+        header: assigned.header?.tags,
+        variant: assigned.variant,
+      },
+      'tags assigned to the session',
+    );
   }
 }
 
@@ -268,7 +309,10 @@ function noteAssigned(assigned: Assigned, log: Logger): void {
 function restoredAssignment(raw: unknown): Assigned {
   if (!isObject(raw)) return NOTHING_ASSIGNED;
   const tags = Array.isArray(raw.tags) ? raw.tags.slice(0, 2 * MAX_TAGS).filter((t): t is string => !('invalid' in parseTag(t))) : [];
-  const profile = isObject(raw.profile) && typeof raw.profile.name === 'string' && typeof raw.profile.why === 'string' ? { name: raw.profile.name, why: raw.profile.why } : undefined;
+  const profile =
+    isObject(raw.profile) && typeof raw.profile.name === 'string' && typeof raw.profile.why === 'string'
+      ? { name: raw.profile.name, why: raw.profile.why }
+      : undefined;
   return { tags, ...(typeof raw.variant === 'string' ? { variant: raw.variant } : {}), ...(profile ? { profile } : {}) };
 }
 

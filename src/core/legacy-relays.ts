@@ -60,9 +60,14 @@ export class LegacyRelays {
   full(): ProxyError | undefined {
     const max = this.o.maxProcesses;
     if (!this.ownProcesses()) return undefined;
-    if (this.processes >= max) return new ProxyError('TOO_MANY_SESSIONS', `All ${max} upstream processes for sessions are in use (upstream.maxProcesses)`);
+    if (this.processes >= max)
+      return new ProxyError('TOO_MANY_SESSIONS', `All ${max} upstream processes for sessions are in use (upstream.maxProcesses)`);
     // A process being stopped takes up to 2 × timeouts.shutdownGraceMs; churn must not pile them up.
-    if (this.exiting >= max) return new ProxyError('TOO_MANY_SESSIONS', `${max} upstream processes for sessions are still exiting (upstream.maxProcesses); try again shortly`);
+    if (this.exiting >= max)
+      return new ProxyError(
+        'TOO_MANY_SESSIONS',
+        `${max} upstream processes for sessions are still exiting (upstream.maxProcesses); try again shortly`,
+      );
     return undefined;
   }
 
@@ -97,7 +102,9 @@ export class LegacyRelays {
     if (era) return this.connectIn(era, events, log, who, resume);
     // The upstream's era is still being asked: what the client sends waits for the answer.
     const known = this.o.connector.era.resolve().then((found) => () => this.connectIn(found, events, log, who, resume));
-    return deferredConnection(known, (err) => events.onClose(err instanceof ProxyError ? err : new ProxyError('UPSTREAM_START_FAILED', String(err))));
+    return deferredConnection(known, (err) =>
+      events.onClose(err instanceof ProxyError ? err : new ProxyError('UPSTREAM_START_FAILED', String(err))),
+    );
   }
 
   /** The bridge to a modern upstream, or a session of a legacy or dual-era one that moves to the bridge if the upstream refuses its initialize as only a 2026-07-28 server does. */
@@ -113,7 +120,12 @@ export class LegacyRelays {
       });
     if (era === 'modern') return bridge(events);
     if (!connector.era.found || resume) return this.legacySession(events, log, who, resume);
-    return withModernFallback(events, (ev) => this.legacySession(ev, log, who), bridge, (error) => connector.era.tookRefusal(error));
+    return withModernFallback(
+      events,
+      (ev) => this.legacySession(ev, log, who),
+      bridge,
+      (error) => connector.era.tookRefusal(error),
+    );
   }
 
   /** A shared session, or one of its own (an HTTP session, or a stdio process while any is free). */

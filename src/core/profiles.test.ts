@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { configSchema } from '../config/schema.js';
 import { Profiles, tagsInEffect } from './profiles.js';
 
-const profiles = (raw: unknown) => new Profiles(configSchema.parse({ profiles: raw, serverVariants: { variants: [{ id: 'weather', description: 'w' }] } }).profiles);
+const profiles = (raw: unknown) =>
+  new Profiles(configSchema.parse({ profiles: raw, serverVariants: { variants: [{ id: 'weather', description: 'w' }] } }).profiles);
 const EXTENSION = 'io.modelcontextprotocol/content-negotiation';
 
 describe('Profiles', () => {
@@ -13,10 +14,20 @@ describe('Profiles', () => {
   });
 
   it('chooses by path, then principal, then client name, then default, and says why', () => {
-    expect(p.assign({ principal: 'token:ann', path: '/mcp/agents' })).toEqual({ tags: ['agent', 'format=json'], variant: 'weather', profile: { name: 'agents', why: 'path /mcp/agents' } });
-    expect(p.assign({ principal: 'token:ci-7', clientName: 'Claude Code' }).profile).toEqual({ name: 'agents', why: 'principal token:ci-7' });
+    expect(p.assign({ principal: 'token:ann', path: '/mcp/agents' })).toEqual({
+      tags: ['agent', 'format=json'],
+      variant: 'weather',
+      profile: { name: 'agents', why: 'path /mcp/agents' },
+    });
+    expect(p.assign({ principal: 'token:ci-7', clientName: 'Claude Code' }).profile).toEqual({
+      name: 'agents',
+      why: 'principal token:ci-7',
+    });
     expect(p.assign({ principal: '', clientName: 'Claude Code' }).profile).toEqual({ name: 'humans', why: 'client name "Claude Code"' });
-    expect(p.assign({ principal: '', path: '/mcp' })).toEqual({ tags: ['verbosity=compact'], profile: { name: 'default', why: 'every client' } });
+    expect(p.assign({ principal: '', path: '/mcp' })).toEqual({
+      tags: ['verbosity=compact'],
+      profile: { name: 'default', why: 'every client' },
+    });
     expect(Profiles.NONE.assign({ principal: 'token:x' })).toEqual({ tags: [] });
   });
 
@@ -29,7 +40,11 @@ describe('Profiles', () => {
   it("the tags in effect: the client's declaration wins each axis it names", () => {
     const assigned = p.assign({ principal: '', featuresHeader: 'agent, format=json' });
     const declared = { extensions: { [EXTENSION]: { features: ['format=markdown'] } } };
-    expect(tagsInEffect(declared, assigned)).toEqual({ profile: { name: 'default', why: 'every client' }, tags: ['agent', 'format=markdown', 'verbosity=compact'], overridden: ['format=json'] });
+    expect(tagsInEffect(declared, assigned)).toEqual({
+      profile: { name: 'default', why: 'every client' },
+      tags: ['agent', 'format=markdown', 'verbosity=compact'],
+      overridden: ['format=json'],
+    });
     expect(tagsInEffect({}, Profiles.NONE.assign({ principal: '' }))).toBeUndefined();
   });
 });

@@ -40,7 +40,12 @@ export class Profiles {
   static readonly NONE = new Profiles({});
 
   constructor(config: Record<string, ProfileConfig>) {
-    this.profiles = Object.entries(config).map(([name, p]) => ({ name, config: p, principals: p.principals.map(globMatcher), clientNames: p.clientNames.map(globMatcher) }));
+    this.profiles = Object.entries(config).map(([name, p]) => ({
+      name,
+      config: p,
+      principals: p.principals.map(globMatcher),
+      clientNames: p.clientNames.map(globMatcher),
+    }));
     for (const p of this.profiles) if (p.config.path !== undefined) this.byPath.set(p.config.path, p);
     this.fallback = this.profiles.find((p) => p.name === DEFAULT_PROFILE);
   }

@@ -47,12 +47,19 @@ class RecordingSink implements ClientSink {
 }
 
 const log = pino({ level: 'silent' });
-const request = (id: JsonRpcId, method = 'tools/call', params: Record<string, unknown> = { name: 'echo' }): Frame => ({ msg: { jsonrpc: '2.0', id, method, params } });
+const request = (id: JsonRpcId, method = 'tools/call', params: Record<string, unknown> = { name: 'echo' }): Frame => ({
+  msg: { jsonrpc: '2.0', id, method, params },
+});
 
 function relay(shaper?: ResultShaper) {
   const upstream = new MemoryUpstream();
   const sink = new RecordingSink();
-  const session = new RelaySession((events) => ((upstream.events = events), upstream), sink, { requestTimeoutMs: 1000, initializeTimeoutMs: 5000, shaper, log });
+  const session = new RelaySession((events) => ((upstream.events = events), upstream), sink, {
+    requestTimeoutMs: 1000,
+    initializeTimeoutMs: 5000,
+    shaper,
+    log,
+  });
   return { upstream, sink, session };
 }
 
@@ -78,9 +85,15 @@ describe('RelaySession', () => {
     session.fromClient(request(1));
     vi.advanceTimersByTime(1000);
     expect(sink.delivered.map((d) => [d.msg.id, d.msg.error?.data?.code])).toEqual([[1, 'REQUEST_TIMEOUT']]);
-    expect(upstream.sent.at(-1)!.msg).toMatchObject({ method: 'notifications/cancelled', params: { requestId: 1, reason: 'Request timed out after 1000 ms' } });
+    expect(upstream.sent.at(-1)!.msg).toMatchObject({
+      method: 'notifications/cancelled',
+      params: { requestId: 1, reason: 'Request timed out after 1000 ms' },
+    });
     vi.advanceTimersByTime(4000);
-    expect(sink.delivered.map((d) => [d.msg.id, d.msg.error?.data?.code])).toEqual([[1, 'REQUEST_TIMEOUT'], [0, 'REQUEST_TIMEOUT']]);
+    expect(sink.delivered.map((d) => [d.msg.id, d.msg.error?.data?.code])).toEqual([
+      [1, 'REQUEST_TIMEOUT'],
+      [0, 'REQUEST_TIMEOUT'],
+    ]);
     expect(upstream.methods().filter((m) => m === 'notifications/cancelled')).toHaveLength(1);
   });
 
@@ -89,7 +102,9 @@ describe('RelaySession', () => {
     session.fromClient(request(7, 'tools/call', { name: 'slow', _meta: { progressToken: 'tok' } }));
     for (let i = 1; i <= 3; i++) {
       vi.advanceTimersByTime(900);
-      upstream.events.onMessage({ msg: { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 'tok', progress: i } } });
+      upstream.events.onMessage({
+        msg: { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 'tok', progress: i } },
+      });
     }
     vi.advanceTimersByTime(900); // 3.6 s after the request, but 0.9 s after the last progress
     upstream.reply(7, { done: true });
@@ -128,7 +143,10 @@ describe('RelaySession', () => {
     session.fromClient(request(2));
     upstream.events.onClose(new ProxyError('UPSTREAM_CLOSED', 'exited'));
     upstream.events.onClose(new ProxyError('UPSTREAM_CLOSED', 'again'));
-    expect(sink.delivered.map((d) => [d.msg.id, d.msg.error.data.code])).toEqual([[1, 'UPSTREAM_CLOSED'], [2, 'UPSTREAM_CLOSED']]);
+    expect(sink.delivered.map((d) => [d.msg.id, d.msg.error.data.code])).toEqual([
+      [1, 'UPSTREAM_CLOSED'],
+      [2, 'UPSTREAM_CLOSED'],
+    ]);
     expect(sink.ended?.message).toBe('exited');
     session.fromClient(request(3));
     expect(sink.delivered.at(-1)!.msg).toMatchObject({ id: 3, error: { data: { code: 'UPSTREAM_CLOSED' } } });
@@ -152,10 +170,15 @@ describe('RelaySession', () => {
       onInitialize: () => undefined,
       onRequest: () => undefined,
       wantsResult: () => true,
-      shape: (_method, name) => (name === 'sync' ? { shaped: 'now' } : name === 'async' ? Promise.resolve({ shaped: 'later' }) : Promise.reject(new Error('boom'))),
+      shape: (_method, name) =>
+        name === 'sync' ? { shaped: 'now' } : name === 'async' ? Promise.resolve({ shaped: 'later' }) : Promise.reject(new Error('boom')),
     };
     const { upstream, sink, session } = relay(shaper);
-    for (const [id, name] of [[1, 'sync'], [2, 'async'], [3, 'broken']] as const) {
+    for (const [id, name] of [
+      [1, 'sync'],
+      [2, 'async'],
+      [3, 'broken'],
+    ] as const) {
       session.fromClient(request(id, 'tools/call', { name }));
       upstream.reply(id, { raw: true });
     }

@@ -7,8 +7,26 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
-import { errorResponse, INVALID_PARAMS, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
-import { cancelledNotification, cancelledOf, invalidProgressToken, PROGRESS, progressTokenOf, requestProgressToken } from '../mcp/cancel-progress.js';
+import {
+  errorResponse,
+  INVALID_PARAMS,
+  isRequest,
+  isResponse,
+  type Frame,
+  type JsonRpcErrorObject,
+  type JsonRpcId,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+  type JsonRpcResponse,
+} from '../jsonrpc/message.js';
+import {
+  cancelledNotification,
+  cancelledOf,
+  invalidProgressToken,
+  PROGRESS,
+  progressTokenOf,
+  requestProgressToken,
+} from '../mcp/cancel-progress.js';
 import { targetOf } from '../mcp/requests.js';
 import { refusedElicitation, refusedUrlElicitations, refusedUrlError } from '../mcp/url-elicitation.js';
 import type { TagsNote } from '../ops/access-log.js';
@@ -54,7 +72,13 @@ export interface ResultShaper {
   /** Whether shape would look at this result: when not, it is relayed without being decoded. */
   wantsResult(method: string, name: string | undefined, scope?: string): boolean;
   /** A replacement result, or undefined to relay the upstream's bytes. */
-  shape(method: string, name: string | undefined, result: Record<string, unknown>, scope?: string, traceparent?: string): Record<string, unknown> | undefined | Promise<Record<string, unknown> | undefined>;
+  shape(
+    method: string,
+    name: string | undefined,
+    result: Record<string, unknown>,
+    scope?: string,
+    traceparent?: string,
+  ): Record<string, unknown> | undefined | Promise<Record<string, unknown> | undefined>;
   /** The negotiated context in a form another replica rebuilds it from. */
   snapshot?(): object;
   /** The feature tags in effect and the profile that gave some, for the access log. */
@@ -124,7 +148,10 @@ export class RelaySession {
       this.relayFromClient(frame);
     } catch (err) {
       const msg = frame.msg;
-      this.opts.log.error({ err: (err as Error).message, method: 'method' in msg ? msg.method : undefined }, 'could not relay a client message');
+      this.opts.log.error(
+        { err: (err as Error).message, method: 'method' in msg ? msg.method : undefined },
+        'could not relay a client message',
+      );
       if (isRequest(msg) && (this.pending.settle(msg.id) || !this.ended)) this.answer(msg.id, err);
     }
   }
@@ -144,7 +171,12 @@ export class RelaySession {
       const progressToken = requestProgressToken(params);
       const name = targetOf(params);
       const traceparent = this.opts.observe ? traceContextOf(params?._meta as Record<string, unknown> | undefined)?.traceparent : undefined;
-      this.pending.add(msg.id, { method: msg.method, name, scope: check?.scope, started: performance.now(), traceparent }, this.limitFor(msg.method), progressToken);
+      this.pending.add(
+        msg.id,
+        { method: msg.method, name, scope: check?.scope, started: performance.now(), traceparent },
+        this.limitFor(msg.method),
+        progressToken,
+      );
       if (msg.method === 'initialize') this.opts.shaper?.onInitialize(params);
       if (this.opts.counters) this.opts.counters.requestsRelayed++;
     } else {
@@ -204,7 +236,8 @@ export class RelaySession {
     if (isResponse(msg)) {
       const id = msg.id;
       const own = id === null ? undefined : this.own.settle(id);
-      if (own) return msg.error ? own.reject(new Error(`the upstream answered ${msg.error.code}: ${msg.error.message}`)) : settleOwn(own, msg);
+      if (own)
+        return msg.error ? own.reject(new Error(`the upstream answered ${msg.error.code}: ${msg.error.message}`)) : settleOwn(own, msg);
       const p = id === null ? undefined : this.pending.settle(id);
       if (!p) {
         this.opts.log.debug({ id }, 'dropped an upstream response nobody waits for');
@@ -253,7 +286,10 @@ export class RelaySession {
     if (error) return this.sink.deliver({ msg: { ...msg, error } }, id);
     const shaper = this.opts.shaper;
     // `msg.result` decodes an upstream's bytes: only when a filter will look at it.
-    const shaped = shaper?.wantsResult(p.method, p.name, p.scope) && msg.result ? shaper.shape(p.method, p.name, msg.result, p.scope, p.traceparent) : undefined;
+    const shaped =
+      shaper?.wantsResult(p.method, p.name, p.scope) && msg.result
+        ? shaper.shape(p.method, p.name, msg.result, p.scope, p.traceparent)
+        : undefined;
     if (shaped === undefined) return this.sink.deliver(frame, id);
     if (!(shaped instanceof Promise)) return this.sink.deliver({ msg: { ...msg, result: shaped } }, id);
     shaped.then(

@@ -8,6 +8,6 @@ import { serveMcp } from './serve.js';
 import { createDemoServer } from './server.js';
 
 serveMcp(createDemoServer, process.argv.slice(2)).catch((err: unknown) => {
-  process.stderr.write(`demo server failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  process.stderr.write(`demo server failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   process.exit(1);
 });

@@ -95,8 +95,14 @@ export function weatherFor(city: string): DemoWeather {
 }
 
 function weatherProse(w: DemoWeather): string {
-  const trend = w.forecast[2].high_c > w.temperature_c ? 'a gradual warming trend' : w.forecast[2].high_c < w.temperature_c ? 'a slow cooling trend' : 'steady temperatures';
-  const advice = w.precipitation_probability >= 0.5 ? 'Take an umbrella.' : w.temperature_c < 5 ? 'Dress in warm layers.' : 'A light jacket should do.';
+  const trend =
+    w.forecast[2].high_c > w.temperature_c
+      ? 'a gradual warming trend'
+      : w.forecast[2].high_c < w.temperature_c
+        ? 'a slow cooling trend'
+        : 'steady temperatures';
+  const advice =
+    w.precipitation_probability >= 0.5 ? 'Take an umbrella.' : w.temperature_c < 5 ? 'Dress in warm layers.' : 'A light jacket should do.';
   return [
     `## Current Weather in ${w.location}`,
     '',
@@ -161,17 +167,32 @@ const UNITS: Record<string, Unit> = {
   c: { dim: 'temperature', toBase: (v) => v, fromBase: (v) => v, label: '°C' },
   f: { dim: 'temperature', toBase: (v) => ((v - 32) * 5) / 9, fromBase: (v) => (v * 9) / 5 + 32, label: '°F' },
   k: { dim: 'temperature', toBase: (v) => v - 273.15, fromBase: (v) => v + 273.15, label: 'K' },
-  m: lin('length', 1, 'm'), km: lin('length', 1000, 'km'), ft: lin('length', 0.3048, 'ft'), mi: lin('length', 1609.344, 'mi'),
-  kg: lin('mass', 1, 'kg'), lb: lin('mass', 0.45359237, 'lb'),
-  kmh: lin('speed', 1, 'km/h'), mph: lin('speed', 1.609344, 'mph'), ms: lin('speed', 3.6, 'm/s'), kn: lin('speed', 1.852, 'kn'),
+  m: lin('length', 1, 'm'),
+  km: lin('length', 1000, 'km'),
+  ft: lin('length', 0.3048, 'ft'),
+  mi: lin('length', 1609.344, 'mi'),
+  kg: lin('mass', 1, 'kg'),
+  lb: lin('mass', 0.45359237, 'lb'),
+  kmh: lin('speed', 1, 'km/h'),
+  mph: lin('speed', 1.609344, 'mph'),
+  ms: lin('speed', 3.6, 'm/s'),
+  kn: lin('speed', 1.852, 'kn'),
 };
-const unitKey = (u: string) => u.trim().toLowerCase().replace(/[°/\s.]/g, '').replace(/^deg/, '');
+const unitKey = (u: string) =>
+  u
+    .trim()
+    .toLowerCase()
+    .replace(/[°/\s.]/g, '')
+    .replace(/^deg/, '');
 
 function convert(value: number, from: string, to: string): CallToolResult {
   const a = UNITS[unitKey(from)];
   const b = UNITS[unitKey(to)];
   if (!a || !b) {
-    return { isError: true, content: [{ type: 'text', text: `Sorry, I don't know the unit "${!a ? from : to}". Known units: ${Object.keys(UNITS).join(', ')}.` }] };
+    return {
+      isError: true,
+      content: [{ type: 'text', text: `Sorry, I don't know the unit "${!a ? from : to}". Known units: ${Object.keys(UNITS).join(', ')}.` }],
+    };
   }
   if (a.dim !== b.dim) {
     return { isError: true, content: [{ type: 'text', text: `Cannot convert ${a.dim} (${a.label}) to ${b.dim} (${b.label}).` }] };
@@ -267,7 +288,12 @@ export function createDemoServer(): McpServer {
     'city-weather',
     new ResourceTemplate('demo://weather/{city}', {
       list: async () => ({
-        resources: DEMO_CITIES.map((c) => ({ uri: `demo://weather/${encodeURIComponent(c.name)}`, name: `weather-${c.name.toLowerCase()}`, title: `Weather in ${c.name}`, mimeType: 'application/json' })),
+        resources: DEMO_CITIES.map((c) => ({
+          uri: `demo://weather/${encodeURIComponent(c.name)}`,
+          name: `weather-${c.name.toLowerCase()}`,
+          title: `Weather in ${c.name}`,
+          mimeType: 'application/json',
+        })),
       }),
       complete: { city: (value) => DEMO_CITIES.map((c) => c.name).filter((n) => n.toLowerCase().startsWith(value.toLowerCase())) },
     }),

@@ -10,7 +10,17 @@ import type { Logger } from 'pino';
 import type { ModernHandler } from './modern/handler.js';
 import { Cancellation } from './modern/reply.js';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
-import { errorResponse, type ClientPayloadLimits, isRequest, parsePayload, serialize, type Frame, type JsonRpcId, type JsonRpcRequest, type Wire } from '../jsonrpc/message.js';
+import {
+  errorResponse,
+  type ClientPayloadLimits,
+  isRequest,
+  parsePayload,
+  serialize,
+  type Frame,
+  type JsonRpcId,
+  type JsonRpcRequest,
+  type Wire,
+} from '../jsonrpc/message.js';
 import { cancelledOf } from '../mcp/cancel-progress.js';
 import { eraOf } from '../mcp/eras.js';
 import { lineSplitter } from '../jsonrpc/lines.js';
@@ -19,7 +29,6 @@ import type { Requester } from '../core/context.js';
 
 /** The one client of the stdio front: no authentication, no address. */
 const STDIO_CLIENT: Requester = { principal: '', client: 'stdio' };
-
 
 const NEWLINE = Buffer.from('\n');
 export interface StdioDownstreamOptions {
@@ -106,7 +115,12 @@ export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstr
 }
 
 /** One modern request from the stdio client: its notifications and answer written as lines, unless it was cancelled. */
-function serveModern(handler: ModernHandler, req: JsonRpcRequest, write: (text: Wire) => void, inFlight: Map<JsonRpcId, Cancellation>): void {
+function serveModern(
+  handler: ModernHandler,
+  req: JsonRpcRequest,
+  write: (text: Wire) => void,
+  inFlight: Map<JsonRpcId, Cancellation>,
+): void {
   let ctx;
   try {
     ctx = handler.requestContext(req, STDIO_CLIENT);

@@ -48,13 +48,20 @@ describe('readAnswer', () => {
       'Starting server on stdio…',
       '',
       '{"jsonrpc":"2',
-    ]) expect(responseId(b(text)), text).toBeUndefined();
+    ])
+      expect(responseId(b(text)), text).toBeUndefined();
   });
 
   it('proves the result one JSON object, and names the request of one that is not, wherever its id is', () => {
     for (const result of ['{"a":nope}', '{"a":1,}', '{"a":NaN}', "{'a':1}", '{"a":1 /* c */}', '{"a" 1}', '{"a":"x\ty"}', '{"a":01}']) {
-      expect(unusable(b(`{"jsonrpc":"2.0","id":7,"result":${result}}`)), result).toEqual({ unusable: 7, why: "The upstream's answer is not valid JSON" });
-      expect(unusable(b(`{"result":${result},"jsonrpc":"2.0","id":"x"}`)), result).toEqual({ unusable: 'x', why: "The upstream's answer is not valid JSON" });
+      expect(unusable(b(`{"jsonrpc":"2.0","id":7,"result":${result}}`)), result).toEqual({
+        unusable: 7,
+        why: "The upstream's answer is not valid JSON",
+      });
+      expect(unusable(b(`{"result":${result},"jsonrpc":"2.0","id":"x"}`)), result).toEqual({
+        unusable: 'x',
+        why: "The upstream's answer is not valid JSON",
+      });
     }
     expect(readAnswer(Buffer.from([...b('{"jsonrpc":"2.0","id":1,"result":{"a":"'), 0xff, ...b('"}}')]), DEPTH)).toBeUndefined(); // not UTF-8: decoded by the caller
   });
@@ -87,8 +94,12 @@ describe('lazyResponse', () => {
     expect(undecodedResult({ msg: { jsonrpc: '2.0', id: 1, result: {} } })).toBeUndefined();
   });
 
-  it('knows the result\'s own members as they read', () => {
-    expect(lazyFrame(b('{"jsonrpc":"2.0","id":4,"result":{"a":{"b":1},"\\u0072esultType":"x","c\\"d":[]}}'))!.result!.members).toEqual(['a', 'resultType', 'c"d']);
+  it("knows the result's own members as they read", () => {
+    expect(lazyFrame(b('{"jsonrpc":"2.0","id":4,"result":{"a":{"b":1},"\\u0072esultType":"x","c\\"d":[]}}'))!.result!.members).toEqual([
+      'a',
+      'resultType',
+      'c"d',
+    ]);
   });
 
   it('takes a result nesting up to the limit (the envelope counts as a level), and not one deeper', () => {
@@ -139,6 +150,8 @@ describe('withId', () => {
     expect(String(undecodedResult(renamed))).toBe('{"a":1.50}');
     expect(renamed.result?.members).toEqual(['a']);
     expect((renamed.msg as JsonRpcResponse).result).toEqual({ a: 1.5 });
-    expect(withId({ msg: { jsonrpc: '2.0', id: 1, error: { code: 1, message: 'm' } } }, 'x')).toEqual({ msg: { jsonrpc: '2.0', id: 'x', error: { code: 1, message: 'm' } } });
+    expect(withId({ msg: { jsonrpc: '2.0', id: 1, error: { code: 1, message: 'm' } } }, 'x')).toEqual({
+      msg: { jsonrpc: '2.0', id: 'x', error: { code: 1, message: 'm' } },
+    });
   });
 });

@@ -8,7 +8,19 @@
  */
 import { isUtf8 } from 'node:buffer';
 import type { Frame, JsonRpcId, JsonRpcResponse } from './message.js';
-import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, OPEN_ARRAY, OPEN_OBJECT, QUOTE, scanValue, skipSpace, TOO_DEEP } from './strict-json.js';
+import {
+  BACKSLASH,
+  CLOSE_ARRAY,
+  CLOSE_OBJECT,
+  COLON,
+  COMMA,
+  OPEN_ARRAY,
+  OPEN_OBJECT,
+  QUOTE,
+  scanValue,
+  skipSpace,
+  TOO_DEEP,
+} from './strict-json.js';
 
 const JSONRPC_2 = Buffer.from('"2.0"');
 
@@ -59,7 +71,11 @@ export function withId(frame: Frame, id: JsonRpcId): Frame {
   if (!result) return { msg: { ...(frame.msg as JsonRpcResponse), id } };
   const head = Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`);
   const bytes = Buffer.concat([head, result, CLOSE]);
-  return { msg: lazyAnswer(id, bytes), raw: bytes, result: { start: head.length, end: head.length + result.length, members: frame.result!.members } };
+  return {
+    msg: lazyAnswer(id, bytes),
+    raw: bytes,
+    result: { start: head.length, end: head.length + result.length, members: frame.result!.members },
+  };
 }
 
 const CLOSE = Buffer.from('}');
@@ -104,7 +120,10 @@ function readEnvelope(b: Buffer, maxDepth: number): { id: JsonRpcId; result: Res
         i = end;
       } else {
         // Not usable; its brackets may still balance, and an id after it name the request it fails.
-        result = end === TOO_DEEP ? `The upstream's answer nests arrays and objects more than ${maxDepth} levels deep (upstream.maxJsonDepth)` : "The upstream's answer is not valid JSON";
+        result =
+          end === TOO_DEEP
+            ? `The upstream's answer nests arrays and objects more than ${maxDepth} levels deep (upstream.maxJsonDepth)`
+            : "The upstream's answer is not valid JSON";
         i = balancedEnd(b, i);
         if (i < 0) return undefined;
       }
@@ -122,7 +141,11 @@ function readEnvelope(b: Buffer, maxDepth: number): { id: JsonRpcId; result: Res
 const JSONRPC = 1;
 const ID = 2;
 const RESULT = 3;
-const KEYS: [number, Buffer][] = [[JSONRPC, Buffer.from('jsonrpc')], [ID, Buffer.from('id')], [RESULT, Buffer.from('result')]];
+const KEYS: [number, Buffer][] = [
+  [JSONRPC, Buffer.from('jsonrpc')],
+  [ID, Buffer.from('id')],
+  [RESULT, Buffer.from('result')],
+];
 
 /** Which of the three members a key (its bytes between the quotes) names, or 0. */
 function keyOf(b: Buffer, start: number, end: number): number {

@@ -5,7 +5,15 @@
  * renames the codes the 2026-07-28 revision forbids.
  */
 import type { Era } from '../mcp/era.js';
-import { INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, isObject, METHOD_NOT_FOUND, type JsonRpcErrorObject, type ParseOutcome } from './message.js';
+import {
+  INTERNAL_ERROR,
+  INVALID_PARAMS,
+  INVALID_REQUEST,
+  isObject,
+  METHOD_NOT_FOUND,
+  type JsonRpcErrorObject,
+  type ParseOutcome,
+} from './message.js';
 
 /** -32000 and -32001 are the codes the official SDKs use for these two situations (legacy era). */
 export const CONNECTION_CLOSED = -32000;
@@ -72,22 +80,40 @@ interface WireForm {
 }
 
 /** The same wire form for several codes. */
-const each = <C extends ProxyErrorCode>(form: WireForm, ...codes: C[]) => Object.fromEntries(codes.map((c) => [c, form])) as Record<C, WireForm>;
+const each = <C extends ProxyErrorCode>(form: WireForm, ...codes: C[]) =>
+  Object.fromEntries(codes.map((c) => [c, form])) as Record<C, WireForm>;
 /** No answer could be had (the upstream, the client, or the proxy itself): -32000 for legacy clients as the SDKs use it, -32603 for modern ones. */
-const noAnswer = (status = 200, retryAfter?: number): WireForm => ({ legacy: CONNECTION_CLOSED, modern: INTERNAL_ERROR, status, ...(retryAfter ? { retryAfter } : {}) });
+const noAnswer = (status = 200, retryAfter?: number): WireForm => ({
+  legacy: CONNECTION_CLOSED,
+  modern: INTERNAL_ERROR,
+  status,
+  ...(retryAfter ? { retryAfter } : {}),
+});
 const sameCode = (code: number, status: number): WireForm => ({ legacy: code, modern: code, status });
 
 // Typed as every code's form: a code without its wire form does not compile.
 const WIRE: Record<ProxyErrorCode, WireForm> = {
-  ...each(noAnswer(), 'UPSTREAM_CLOSED', 'UPSTREAM_START_FAILED', 'UPSTREAM_SESSION_EXPIRED', 'UPSTREAM_UNREACHABLE', 'CLIENT_GONE', 'SESSION_IDLE', 'HELD_BYTES_EXCEEDED'),
+  ...each(
+    noAnswer(),
+    'UPSTREAM_CLOSED',
+    'UPSTREAM_START_FAILED',
+    'UPSTREAM_SESSION_EXPIRED',
+    'UPSTREAM_UNREACHABLE',
+    'CLIENT_GONE',
+    'SESSION_IDLE',
+    'HELD_BYTES_EXCEEDED',
+  ),
   ...each(noAnswer(503, 5), 'SHUTTING_DOWN', 'AUTH_UNAVAILABLE', 'TOO_MANY_SESSIONS', 'TOO_MANY_CONNECTIONS'),
   UPSTREAM_BUSY: noAnswer(503, 2),
   RATE_LIMITED: noAnswer(429, 1),
   TOO_MANY_TASKS: noAnswer(429, 5),
   ...each(sameCode(INTERNAL_ERROR, 200), 'UPSTREAM_PROTOCOL', 'TRANSFORM_FAILED'),
   ...each(sameCode(INVALID_REQUEST, 400), 'DUPLICATE_ID', 'BAD_REQUEST'),
-  NOT_ACCEPTABLE: sameCode(INVALID_REQUEST, 406), UNSUPPORTED_MEDIA_TYPE: sameCode(INVALID_REQUEST, 415), BODY_TOO_LARGE: sameCode(INVALID_REQUEST, 413),
-  FORBIDDEN: sameCode(INVALID_REQUEST, 403), UNAUTHORIZED: sameCode(INVALID_REQUEST, 401),
+  NOT_ACCEPTABLE: sameCode(INVALID_REQUEST, 406),
+  UNSUPPORTED_MEDIA_TYPE: sameCode(INVALID_REQUEST, 415),
+  BODY_TOO_LARGE: sameCode(INVALID_REQUEST, 413),
+  FORBIDDEN: sameCode(INVALID_REQUEST, 403),
+  UNAUTHORIZED: sameCode(INVALID_REQUEST, 401),
   // -32001: what the SDKs answer for an unknown session.
   ...each({ legacy: REQUEST_TIMEOUT, modern: INVALID_REQUEST, status: 404 }, 'SESSION_NOT_FOUND', 'SESSION_EXPIRED'),
   ...each({ legacy: REQUEST_TIMEOUT, modern: INTERNAL_ERROR, status: 200 }, 'REQUEST_TIMEOUT', 'INPUT_TIMEOUT', 'TASK_TIMEOUT'),
@@ -133,7 +159,8 @@ export function unusableAnswer(parsed: ParseOutcome & { ok: false }): ProxyError
 export function toJsonRpcError(err: unknown, era: Era = 'legacy'): JsonRpcErrorObject {
   if (err instanceof ProxyError) {
     const wire = WIRE[err.code];
-    if (wire.specified) return err.details ? { code: wire[era], message: err.message, data: err.details } : { code: wire[era], message: err.message };
+    if (wire.specified)
+      return err.details ? { code: wire[era], message: err.message, data: err.details } : { code: wire[era], message: err.message };
     return { code: wire[era], message: err.message, data: { code: err.code, ...err.details } };
   }
   return { code: INTERNAL_ERROR, message: `Internal proxy error: ${(err as Error)?.message ?? String(err)}` };
@@ -154,7 +181,11 @@ export function modernUpstreamError(error: JsonRpcErrorObject): JsonRpcErrorObje
   const reserved = code <= -32020 && code >= -32099 && !DEFINED_MODERN.has(code);
   if (code !== RESOURCE_NOT_FOUND && code !== URL_ELICITATION_REQUIRED && !reserved) return error;
   const data = isObject(error.data) ? error.data : error.data === undefined ? {} : { value: error.data };
-  return { code: code === RESOURCE_NOT_FOUND ? INVALID_PARAMS : INTERNAL_ERROR, message: error.message, data: { ...data, upstreamCode: code } };
+  return {
+    code: code === RESOURCE_NOT_FOUND ? INVALID_PARAMS : INTERNAL_ERROR,
+    message: error.message,
+    data: { ...data, upstreamCode: code },
+  };
 }
 
 /**
@@ -178,7 +209,10 @@ export class UsageError extends UserError {
 
 /** The config does not validate; `raw`: the config as read, when only its validation failed (so other checks can still run on parts of it). */
 export class ConfigError extends UserError {
-  constructor(problems: string[], readonly raw?: Record<string, unknown>) {
+  constructor(
+    problems: string[],
+    readonly raw?: Record<string, unknown>,
+  ) {
     super(problems);
   }
 }

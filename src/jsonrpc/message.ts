@@ -101,11 +101,18 @@ export function parsePayload(text: string, client?: ClientPayloadLimits): ParseO
   }
   if (client && nestsDeeperThan(value, client.maxDepth)) {
     // The id is readable (the parser does not recurse): the client hears which request failed.
-    return invalid(Array.isArray(value) ? null : idOf(value), `the message nests arrays and objects more than ${client.maxDepth} levels deep (listen.maxJsonDepth)`);
+    return invalid(
+      Array.isArray(value) ? null : idOf(value),
+      `the message nests arrays and objects more than ${client.maxDepth} levels deep (listen.maxJsonDepth)`,
+    );
   }
   if (Array.isArray(value)) {
     if (value.length === 0) return invalid(null, 'empty batch');
-    if (client && value.length > client.maxBatch) return invalid(null, `a batch of ${value.length} messages is more than the ${client.maxBatch} this proxy takes at once (listen.maxBatchSize); send them in smaller batches`);
+    if (client && value.length > client.maxBatch)
+      return invalid(
+        null,
+        `a batch of ${value.length} messages is more than the ${client.maxBatch} this proxy takes at once (listen.maxBatchSize); send them in smaller batches`,
+      );
     const frames: Frame[] = [];
     for (const item of value) {
       const problem = checkMessage(item) ?? (client ? clientProblem(item as Record<string, unknown>) : undefined);
@@ -133,7 +140,10 @@ export function parseUpstream(bytes: Buffer, maxDepth: number): ParseOutcome {
   const parsed = parsePayload(bytes.toString('utf8'));
   if (!parsed.ok) return parsed;
   if (parsed.frames.some((f) => nestsDeeperThan(f.msg, maxDepth))) {
-    const error = errorResponse(null, { code: INVALID_REQUEST, message: `The upstream's message nests arrays and objects more than ${maxDepth} levels deep (upstream.maxJsonDepth)` });
+    const error = errorResponse(null, {
+      code: INVALID_REQUEST,
+      message: `The upstream's message nests arrays and objects more than ${maxDepth} levels deep (upstream.maxJsonDepth)`,
+    });
     const msg = parsed.frames[0].msg;
     return !parsed.batch && isResponse(msg) && msg.id !== null ? { ok: false, error, answerTo: msg.id } : { ok: false, error };
   }
@@ -184,7 +194,8 @@ const MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params', 'result', 'error']
  * or an integer, and params that are not an object. Checked on valid messages only.
  */
 function clientProblem(m: Record<string, unknown>): string | undefined {
-  for (const key in m) if (!MEMBERS.has(key)) return `unknown member "${key.slice(0, 64)}" (MCP messages have jsonrpc, id, method, params, result or error)`;
+  for (const key in m)
+    if (!MEMBERS.has(key)) return `unknown member "${key.slice(0, 64)}" (MCP messages have jsonrpc, id, method, params, result or error)`;
   if (typeof m.id === 'number' && !Number.isSafeInteger(m.id)) return '"id" must be a string or an integer';
   if ('method' in m && 'params' in m && !isObject(m.params)) return '"params" must be an object (MCP takes named parameters)';
   return undefined;

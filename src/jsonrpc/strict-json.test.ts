@@ -66,7 +66,8 @@ describe('strictObjectKeys', () => {
       '{"a"',
       '{',
       '',
-    ]) expect(keys(text), JSON.stringify(text)).toBeUndefined();
+    ])
+      expect(keys(text), JSON.stringify(text)).toBeUndefined();
   });
 
   it('bounds nesting without recursion', () => {

@@ -46,7 +46,14 @@ export const MODERN_METHODS = new Set([
 export const INPUT_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read']);
 
 /** Results that carry `ttlMs` and `cacheScope`. */
-export const CACHEABLE_METHODS = new Set(['server/discover', 'tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read']);
+export const CACHEABLE_METHODS = new Set([
+  'server/discover',
+  'tools/list',
+  'prompts/list',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+]);
 
 export const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
 
@@ -78,19 +85,29 @@ export function eraOf(frames: ReadonlyArray<{ msg: unknown }>, hints: EraHints =
   const version = hints.versionHeader;
   if (typeof version === 'string' && version !== '' && !LEGACY_VERSIONS.includes(version)) return 'modern';
   const msg = frames[0]?.msg as { method?: unknown; params?: Record<string, unknown> } | undefined;
-  return frames.length === 1 && msg !== undefined && typeof msg.method === 'string' && msg.method !== 'initialize' && isModernMessage(msg) ? 'modern' : 'legacy';
+  return frames.length === 1 && msg !== undefined && typeof msg.method === 'string' && msg.method !== 'initialize' && isModernMessage(msg)
+    ? 'modern'
+    : 'legacy';
 }
 
 /** The protocol's own `_meta` keys of a modern request (what the proxy sends when it speaks for a client, or for itself). */
 export function modernEnvelope(capabilities: Record<string, unknown>, clientInfo?: unknown, logLevel?: string): Record<string, unknown> {
-  return { [META.protocolVersion]: MODERN_VERSIONS[0], [META.clientCapabilities]: capabilities, ...(clientInfo !== undefined ? { [META.clientInfo]: clientInfo } : {}), ...(logLevel ? { [META.logLevel]: logLevel } : {}) };
+  return {
+    [META.protocolVersion]: MODERN_VERSIONS[0],
+    [META.clientCapabilities]: capabilities,
+    ...(clientInfo !== undefined ? { [META.clientInfo]: clientInfo } : {}),
+    ...(logLevel ? { [META.logLevel]: logLevel } : {}),
+  };
 }
 
 /** Reads the request's `_meta`; throws the modern rejection when a required field is missing or bad. */
 export function readModernMeta(req: JsonRpcRequest): RequestEnvelope {
   const meta = req.params?._meta;
   if (!isObject(meta)) {
-    throw new ProxyError('INVALID_META', `Invalid params: ${req.method} needs params._meta with "${META.protocolVersion}" and "${META.clientCapabilities}"`);
+    throw new ProxyError(
+      'INVALID_META',
+      `Invalid params: ${req.method} needs params._meta with "${META.protocolVersion}" and "${META.clientCapabilities}"`,
+    );
   }
   const m: Record<string, unknown> = meta;
   const version = m[META.protocolVersion];
@@ -98,7 +115,10 @@ export function readModernMeta(req: JsonRpcRequest): RequestEnvelope {
     throw new ProxyError('INVALID_META', `Invalid params: _meta["${META.protocolVersion}"] must be a protocol version string`);
   }
   if (!MODERN_VERSIONS.includes(version)) {
-    throw new ProxyError('UNSUPPORTED_PROTOCOL_VERSION', 'Unsupported protocol version', { supported: SUPPORTED_VERSIONS, requested: version });
+    throw new ProxyError('UNSUPPORTED_PROTOCOL_VERSION', 'Unsupported protocol version', {
+      supported: SUPPORTED_VERSIONS,
+      requested: version,
+    });
   }
   const capabilities = m[META.clientCapabilities];
   if (!isObject(capabilities)) {
@@ -107,7 +127,8 @@ export function readModernMeta(req: JsonRpcRequest): RequestEnvelope {
   let logLevel: number | undefined;
   if (m[META.logLevel] !== undefined) {
     logLevel = LOG_LEVELS.indexOf(m[META.logLevel] as string);
-    if (logLevel < 0) throw new ProxyError('INVALID_META', `Invalid params: _meta["${META.logLevel}"] must be one of ${LOG_LEVELS.join(', ')}`);
+    if (logLevel < 0)
+      throw new ProxyError('INVALID_META', `Invalid params: _meta["${META.logLevel}"] must be one of ${LOG_LEVELS.join(', ')}`);
   }
   const badToken = invalidProgressToken(req.params);
   if (badToken) throw new ProxyError('INVALID_META', badToken);

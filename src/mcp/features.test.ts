@@ -38,9 +38,19 @@ describe('FeatureSet.satisfies', () => {
   const set = parseFeatures(['agent', 'format=json', '!interactive']).features;
   it('evaluates presence, absence, equality and negated equality', () => {
     const t = (s: string) => set.satisfies(parseTag(s) as never);
-    expect([t('agent'), t('human'), t('!human'), t('!agent'), t('format'), t('format=json'), t('format=text'), t('format!=text'), t('format!=json'), t('verbosity!=compact'), t('!interactive')]).toEqual([
-      true, false, true, false, true, true, false, true, false, false, true,
-    ]);
+    expect([
+      t('agent'),
+      t('human'),
+      t('!human'),
+      t('!agent'),
+      t('format'),
+      t('format=json'),
+      t('format=text'),
+      t('format!=text'),
+      t('format!=json'),
+      t('verbosity!=compact'),
+      t('!interactive'),
+    ]).toEqual([true, false, true, false, true, true, false, true, false, false, true]);
   });
   it('is empty for a client that declared nothing', () => {
     expect(new FeatureSet([]).isEmpty).toBe(true);
@@ -49,7 +59,12 @@ describe('FeatureSet.satisfies', () => {
 
 describe('assigned tags (the MCP-Features header, a profile)', () => {
   it('fill the axes the client leaves open; the client wins on an axis it names', () => {
-    const r = parseFeatures(['format=markdown', '!agent'], { sampling: {} }, [], ['format=json', 'agent', 'verbosity=compact', '!sampling']);
+    const r = parseFeatures(
+      ['format=markdown', '!agent'],
+      { sampling: {} },
+      [],
+      ['format=json', 'agent', 'verbosity=compact', '!sampling'],
+    );
     expect(r.features.toTags()).toEqual(['!agent', 'format=markdown', 'sampling', 'verbosity=compact']);
     expect(r.overridden).toEqual(['format=json', 'agent', '!sampling']);
   });
@@ -70,7 +85,9 @@ describe('assigned tags (the MCP-Features header, a profile)', () => {
   });
 
   it('layers: the first layer that names an axis wins it, values of one layer together', () => {
-    expect(layerTags([['format=json'], ['format=markdown', 'agent', 'modality=text', 'modality=image'], ['agent', 'modality=audio']])).toEqual({
+    expect(
+      layerTags([['format=json'], ['format=markdown', 'agent', 'modality=text', 'modality=image'], ['agent', 'modality=audio']]),
+    ).toEqual({
       tags: ['format=json', 'agent', 'modality=text', 'modality=image'],
       overridden: ['format=markdown', 'agent', 'modality=audio'],
     });

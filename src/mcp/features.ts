@@ -92,7 +92,12 @@ export interface ParsedFeatures {
  * `assigned` (well-formed tags from the MCP-Features header or a profile) fill the axes the
  * client's own declaration leaves open: what a client says of an axis always wins.
  */
-export function parseFeatures(raw: unknown, capabilities: Record<string, unknown> = {}, extra: FeatureTag[] = [], assigned: string[] = []): ParsedFeatures {
+export function parseFeatures(
+  raw: unknown,
+  capabilities: Record<string, unknown> = {},
+  extra: FeatureTag[] = [],
+  assigned: string[] = [],
+): ParsedFeatures {
   const tags: FeatureTag[] = [];
   const accepted: string[] = [];
   const ignored: ParsedFeatures['ignored'] = [];
@@ -109,7 +114,8 @@ export function parseFeatures(raw: unknown, capabilities: Record<string, unknown
   });
   const declaredAbsent = new Set(tags.filter((t) => t.kind === 'absent').map((t) => t.name));
   for (const cap of ['sampling', 'elicitation', 'roots', 'tasks']) {
-    if (capabilities[cap] !== undefined && capabilities[cap] !== null && !declaredAbsent.has(cap)) tags.push({ kind: 'present', name: cap });
+    if (capabilities[cap] !== undefined && capabilities[cap] !== null && !declaredAbsent.has(cap))
+      tags.push({ kind: 'present', name: cap });
   }
   const declaredAxes = new Set(tags.map((t) => t.name));
   for (const raw of assigned.slice(0, 2 * MAX_TAGS)) {
@@ -138,11 +144,16 @@ export interface ParsedTagList {
  * skipped; malformed ones are ignored with a reason, as in a client's declaration.
  */
 export function parseTagList(value: string): ParsedTagList {
-  if (value.length > MAX_FEATURES_HEADER_LENGTH) return { tags: [], ignored: [{ tag: `${value.slice(0, 40)}…`, reason: `longer than ${MAX_FEATURES_HEADER_LENGTH} characters: ignored whole` }] };
+  if (value.length > MAX_FEATURES_HEADER_LENGTH)
+    return {
+      tags: [],
+      ignored: [{ tag: `${value.slice(0, 40)}…`, reason: `longer than ${MAX_FEATURES_HEADER_LENGTH} characters: ignored whole` }],
+    };
   const out: ParsedTagList = { tags: [], ignored: [] };
   // Each ignored item is a log line: a few are named, the rest counted.
   let unnamed = 0;
-  const ignore = (raw: string, reason: string) => (out.ignored.length < MAX_IGNORED_NAMED ? out.ignored.push({ tag: raw.slice(0, MAX_TAG_LENGTH + 8), reason }) : unnamed++);
+  const ignore = (raw: string, reason: string) =>
+    out.ignored.length < MAX_IGNORED_NAMED ? out.ignored.push({ tag: raw.slice(0, MAX_TAG_LENGTH + 8), reason }) : unnamed++;
   for (const item of value.split(',')) {
     const raw = item.trim();
     if (raw === '') continue;

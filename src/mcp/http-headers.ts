@@ -7,7 +7,14 @@ import type { JsonRpcRequest } from '../jsonrpc/message.js';
 import { META } from './eras.js';
 
 /** The body field Mcp-Name mirrors, by method (the tasks extension adds its methods' task ids). */
-export const NAMED_METHODS: Record<string, 'name' | 'uri' | 'taskId'> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri', 'tasks/get': 'taskId', 'tasks/update': 'taskId', 'tasks/cancel': 'taskId' };
+export const NAMED_METHODS: Record<string, 'name' | 'uri' | 'taskId'> = {
+  'tools/call': 'name',
+  'prompts/get': 'name',
+  'resources/read': 'uri',
+  'tasks/get': 'taskId',
+  'tasks/update': 'taskId',
+  'tasks/cancel': 'taskId',
+};
 
 const SENTINEL_PREFIX = '=?base64?';
 

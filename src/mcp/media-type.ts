@@ -20,5 +20,8 @@ export const ANY_TYPE = '*/*';
 /** The media ranges an Accept header lists (`type/subtype` or `*\/*`, lower-cased); quality values are not weighed. */
 export function acceptedTypes(header: string | string[] | undefined): string[] {
   const value = Array.isArray(header) ? header.join(',') : (header ?? '');
-  return value.split(',').map(mediaTypeOf).filter((type) => type !== '');
+  return value
+    .split(',')
+    .map(mediaTypeOf)
+    .filter((type) => type !== '');
 }

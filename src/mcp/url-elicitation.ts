@@ -51,5 +51,7 @@ function refusedUrl(url: unknown): string | undefined {
   } catch {
     return 'a URL elicitation whose URL is not an absolute URL';
   }
-  return ELICITATION_URL_SCHEMES.includes(scheme) ? undefined : `a URL elicitation with a ${JSON.stringify(scheme.slice(0, 32))} URL (only https: and http: URLs are put to clients)`;
+  return ELICITATION_URL_SCHEMES.includes(scheme)
+    ? undefined
+    : `a URL elicitation with a ${JSON.stringify(scheme.slice(0, 32))} URL (only https: and http: URLs are put to clients)`;
 }

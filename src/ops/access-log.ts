@@ -87,8 +87,22 @@ export function registerAccessLog(app: FastifyInstance, { logged, address, log, 
       const { rpc, target, era } = exchange;
       const res = reply.raw;
       const seconds = (performance.now() - started) / 1000;
-      observe?.(rpc ?? (req.method === 'GET' ? 'GET stream' : req.method === 'DELETE' ? 'DELETE' : undefined), era, res.statusCode, seconds);
-      req.span?.end(`mcp ${rpc ?? req.method}`, { 'mcp.method': rpc ?? '', 'mcp.era': era ?? '', ...(target ? { 'mcp.name': target } : {}), 'http.response.status_code': res.statusCode }, res.statusCode >= 500);
+      observe?.(
+        rpc ?? (req.method === 'GET' ? 'GET stream' : req.method === 'DELETE' ? 'DELETE' : undefined),
+        era,
+        res.statusCode,
+        seconds,
+      );
+      req.span?.end(
+        `mcp ${rpc ?? req.method}`,
+        {
+          'mcp.method': rpc ?? '',
+          'mcp.era': era ?? '',
+          ...(target ? { 'mcp.name': target } : {}),
+          'http.response.status_code': res.statusCode,
+        },
+        res.statusCode >= 500,
+      );
       if (!lines.isLevelEnabled('info')) return;
       const tags = exchange.tags?.();
       // Fields left undefined are not written: every line has this one shape, and only what is known shows.
@@ -130,7 +144,8 @@ export function noteExchange(req: FastifyRequest, frames: Frame[] | undefined, n
   }
   if (!frames?.length) return;
   const first = frames[0].msg as { method?: unknown; params?: { name?: unknown; uri?: unknown } };
-  exchange.rpc = frames.length > 1 ? `batch of ${frames.length}` : typeof first.method === 'string' ? clip(first.method, MAX_NAME_CHARS) : 'response';
+  exchange.rpc =
+    frames.length > 1 ? `batch of ${frames.length}` : typeof first.method === 'string' ? clip(first.method, MAX_NAME_CHARS) : 'response';
   const target = first.params?.name ?? first.params?.uri;
   if (frames.length === 1 && typeof target === 'string') exchange.target = clip(target, MAX_NAME_CHARS);
 }

@@ -7,7 +7,13 @@ describe('FastHistogram', () => {
     const buckets = [0.001, 0.01, 0.1, 1];
     const theirs = new Registry();
     const ours = new Registry();
-    const reference = new Histogram({ name: 'h_seconds', help: 'Help "text" \\ here.', labelNames: ['method', 'outcome'], buckets, registers: [theirs] });
+    const reference = new Histogram({
+      name: 'h_seconds',
+      help: 'Help "text" \\ here.',
+      labelNames: ['method', 'outcome'],
+      buckets,
+      registers: [theirs],
+    });
     const fast = new FastHistogram('h_seconds', 'Help "text" \\ here.', ['method', 'outcome'], buckets, [ours]);
     const seen: Array<[string, string, number]> = [
       ['tools/call', 'ok', 0.0004],

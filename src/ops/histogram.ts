@@ -108,7 +108,10 @@ export class FastHistogram<L extends string> {
   /** For Registry.getMetricsAsJSON: each value's own labels and its label set in one. */
   get(): object {
     const data = this.getForPromString();
-    return { ...data, values: data.values.map(({ labels, sharedLabels, ...rest }) => ({ ...rest, labels: { ...labels, ...sharedLabels } })) };
+    return {
+      ...data,
+      values: data.values.map(({ labels, sharedLabels, ...rest }) => ({ ...rest, labels: { ...labels, ...sharedLabels } })),
+    };
   }
 
   reset(): void {

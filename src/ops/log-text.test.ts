@@ -16,7 +16,12 @@ describe('boundedFields', () => {
 
   it('clips strings at any depth it walks, shortens arrays, and leaves the input as it was', () => {
     const long = 'y'.repeat(2_000_000);
-    const fields = { method: long, nested: { reason: long, keep: 1 }, tags: Array.from({ length: 1000 }, (_, i) => `t${i}`), deep: { a: { b: { c: { d: long } } } } };
+    const fields = {
+      method: long,
+      nested: { reason: long, keep: 1 },
+      tags: Array.from({ length: 1000 }, (_, i) => `t${i}`),
+      deep: { a: { b: { c: { d: long } } } },
+    };
     const out = boundedFields(fields) as any;
     expect(out.method).toHaveLength(MAX_FIELD_CHARS + ' (1997952 more characters)'.length + 1);
     expect(out.nested).toEqual({ reason: clip(long), keep: 1 });

@@ -17,9 +17,25 @@ export type UpstreamOutcome = 'ok' | 'error' | 'timeout' | 'closed';
 
 /** Methods that get their own label value; anything else is counted as "other". */
 const KNOWN_METHODS = new Set([
-  'initialize', 'ping', 'tools/list', 'tools/call', 'resources/list', 'resources/templates/list', 'resources/read',
-  'resources/subscribe', 'resources/unsubscribe', 'prompts/list', 'prompts/get', 'completion/complete', 'logging/setLevel',
-  'server/discover', 'subscriptions/listen', 'notifications', 'response', 'GET stream', 'DELETE',
+  'initialize',
+  'ping',
+  'tools/list',
+  'tools/call',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'resources/subscribe',
+  'resources/unsubscribe',
+  'prompts/list',
+  'prompts/get',
+  'completion/complete',
+  'logging/setLevel',
+  'server/discover',
+  'subscriptions/listen',
+  'notifications',
+  'response',
+  'GET stream',
+  'DELETE',
 ]);
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
@@ -62,19 +78,43 @@ export class Metrics {
    * `held`: the bytes held now for absent clients, and the items let go of to stay within
    * listen.heldBytes, by kind (task_result, stream, input_round).
    */
-  constructor(gauges: { sessions: () => number; upstreamProcesses: () => number; held?: () => Array<{ kind: string; bytes: number; dropped: number }> }) {
+  constructor(gauges: {
+    sessions: () => number;
+    upstreamProcesses: () => number;
+    held?: () => Array<{ kind: string; bytes: number; dropped: number }>;
+  }) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'mcp_proxy_' });
     const c = this.counters;
     const fromCounter = (name: string, help: string, read: () => number) =>
-      new Counter({ name, help, registers, collect() { this.reset(); this.inc(read()); } });
+      new Counter({
+        name,
+        help,
+        registers,
+        collect() {
+          this.reset();
+          this.inc(read());
+        },
+      });
     fromCounter('mcp_proxy_sessions_started_total', 'Client sessions started.', () => c.sessionsStarted);
-    fromCounter('mcp_proxy_sessions_evicted_total', 'Idle HTTP sessions ended to make room for a new one (listen.maxSessions or upstream.maxProcesses reached).', () => c.sessionsEvicted);
+    fromCounter(
+      'mcp_proxy_sessions_evicted_total',
+      'Idle HTTP sessions ended to make room for a new one (listen.maxSessions or upstream.maxProcesses reached).',
+      () => c.sessionsEvicted,
+    );
     fromCounter('mcp_proxy_requests_total', 'Client requests relayed upstream.', () => c.requestsRelayed);
     fromCounter('mcp_proxy_request_timeouts_total', 'Requests answered with a timeout error.', () => c.requestTimeouts);
-    fromCounter('mcp_proxy_upstream_closed_total', 'Upstream sessions that ended under a client (exit, crash, expiry).', () => c.upstreamClosed);
+    fromCounter(
+      'mcp_proxy_upstream_closed_total',
+      'Upstream sessions that ended under a client (exit, crash, expiry).',
+      () => c.upstreamClosed,
+    );
     fromCounter('mcp_proxy_results_shaped_total', 'Results changed by content negotiation or a server variant.', () => c.resultsShaped);
-    fromCounter('mcp_proxy_transform_failures_total', 'Transformer errors (the result passed on unchanged unless onError: fail).', () => c.transformFailures);
+    fromCounter(
+      'mcp_proxy_transform_failures_total',
+      'Transformer errors (the result passed on unchanged unless onError: fail).',
+      () => c.transformFailures,
+    );
     new Counter({
       name: 'mcp_proxy_results_unshaped_total',
       help: 'Results relayed unchanged because of a shaping limit: size (maxResultBytes) or budget (timeBudgetMs).',
@@ -96,14 +136,35 @@ export class Metrics {
       },
     });
     const connections = () => this.openConnections();
-    new Gauge({ name: 'mcp_proxy_connections', help: 'Open client connections to the HTTP front.', registers, collect() { this.set(connections()); } });
-    new Gauge({ name: 'mcp_proxy_sessions', help: 'Open HTTP sessions.', registers, collect() { this.set(gauges.sessions()); } });
-    new Gauge({ name: 'mcp_proxy_upstream_processes', help: 'Running stdio upstream processes.', registers, collect() { this.set(gauges.upstreamProcesses()); } });
+    new Gauge({
+      name: 'mcp_proxy_connections',
+      help: 'Open client connections to the HTTP front.',
+      registers,
+      collect() {
+        this.set(connections());
+      },
+    });
+    new Gauge({
+      name: 'mcp_proxy_sessions',
+      help: 'Open HTTP sessions.',
+      registers,
+      collect() {
+        this.set(gauges.sessions());
+      },
+    });
+    new Gauge({
+      name: 'mcp_proxy_upstream_processes',
+      help: 'Running stdio upstream processes.',
+      registers,
+      collect() {
+        this.set(gauges.upstreamProcesses());
+      },
+    });
     const held = gauges.held;
     if (held) {
       new Gauge({
         name: 'mcp_proxy_held_bytes',
-        help: 'Bytes held for clients that are away (listen.heldBytes), by kind: task_result (finished tasks not fetched), stream (resumable streams waiting for their client), input_round (calls waiting for the client\'s input).',
+        help: "Bytes held for clients that are away (listen.heldBytes), by kind: task_result (finished tasks not fetched), stream (resumable streams waiting for their client), input_round (calls waiting for the client's input).",
         labelNames: ['kind'],
         registers,
         collect() {
@@ -135,19 +196,36 @@ export class Metrics {
       LATENCY_BUCKETS,
       registers,
     );
-    this.transformerSeconds = new FastHistogram('mcp_proxy_transformer_duration_seconds', 'Time one transformer step took on one result.', ['transformer'], [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25], registers);
+    this.transformerSeconds = new FastHistogram(
+      'mcp_proxy_transformer_duration_seconds',
+      'Time one transformer step took on one result.',
+      ['transformer'],
+      [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
+      registers,
+    );
     this.tokens = new Counter({
       name: 'mcp_proxy_result_tokens_total',
       help: 'Tokens (o200k_base) of negotiated results: direction "in" as the upstream sent them, "out" as the client got them; by method and tool (contentNegotiation.tokens.count).',
       labelNames: ['direction', 'method', 'tool'],
       registers,
     });
-    this.tokensSkipped = new Counter({ name: 'mcp_proxy_result_tokens_skipped_total', help: 'Negotiated results not counted because they hold more text than contentNegotiation.tokens.maxChars.', registers });
-    this.transformerFailures = new Counter({ name: 'mcp_proxy_transformer_failures_total', help: 'Transformer steps that threw, by transformer.', labelNames: ['transformer'], registers });
+    this.tokensSkipped = new Counter({
+      name: 'mcp_proxy_result_tokens_skipped_total',
+      help: 'Negotiated results not counted because they hold more text than contentNegotiation.tokens.maxChars.',
+      registers,
+    });
+    this.transformerFailures = new Counter({
+      name: 'mcp_proxy_transformer_failures_total',
+      help: 'Transformer steps that threw, by transformer.',
+      labelNames: ['transformer'],
+      registers,
+    });
   }
 
   observeRequest(method: string | undefined, era: string | undefined, status: number, seconds: number): void {
-    this.requestSeconds.child(methodLabel(method), era ?? 'none', STATUS_CLASSES[Math.floor(status / 100)] ?? `${Math.floor(status / 100)}xx`).observe(seconds);
+    this.requestSeconds
+      .child(methodLabel(method), era ?? 'none', STATUS_CLASSES[Math.floor(status / 100)] ?? `${Math.floor(status / 100)}xx`)
+      .observe(seconds);
   }
 
   /** Where the open client connections are counted (the HTTP front, once listening). */

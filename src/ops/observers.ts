@@ -24,13 +24,27 @@ export class Observers {
     if (!this.tracing) return;
     // A client's method goes upstream as it came: a span is no bigger for a long one.
     const name = clip(method, 200);
-    this.tracing.record(`upstream ${name}`, traceparent ? { traceparent } : undefined, performance.now() - seconds * 1000, seconds, { 'mcp.method': name, 'mcp.outcome': outcome }, outcome !== 'ok');
+    this.tracing.record(
+      `upstream ${name}`,
+      traceparent ? { traceparent } : undefined,
+      performance.now() - seconds * 1000,
+      seconds,
+      { 'mcp.method': name, 'mcp.outcome': outcome },
+      outcome !== 'ok',
+    );
   };
 
   /** A transformer step ran on one result. */
   readonly step = (transformer: string, seconds: number, failed: boolean, traceparent?: string): void => {
     this.metrics.observeTransformer(transformer, seconds, failed);
-    this.tracing?.record(`transform ${transformer}`, traceparent ? { traceparent } : undefined, performance.now() - seconds * 1000, seconds, { 'mcp.transformer': transformer }, failed);
+    this.tracing?.record(
+      `transform ${transformer}`,
+      traceparent ? { traceparent } : undefined,
+      performance.now() - seconds * 1000,
+      seconds,
+      { 'mcp.transformer': transformer },
+      failed,
+    );
   };
 
   /** A negotiated result, as the rules got it and as the client gets it (undefined: unchanged). */
@@ -42,6 +56,11 @@ export class Observers {
   async countTokens(settings: TokenCountSettings): Promise<void> {
     if (!settings.count) return void (this.tokenMeter = undefined);
     const count = await loadTokenizer();
-    this.tokenMeter = new TokenMeter(count, settings.maxChars, (c) => this.metrics.observeTokens(c), () => this.metrics.tokensNotCounted());
+    this.tokenMeter = new TokenMeter(
+      count,
+      settings.maxChars,
+      (c) => this.metrics.observeTokens(c),
+      () => this.metrics.tokensNotCounted(),
+    );
   }
 }

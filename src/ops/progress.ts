@@ -11,7 +11,12 @@ const MAX_EVERY_MS = 5_000;
  * Resolves or rejects as `work` does; until then logs `message(waited, limit)` at info every
  * 5 s, or at each quarter of `limitMs` when that is sooner (a short limit still shows progress).
  */
-export async function logWhileWaiting<T>(work: Promise<T>, limitMs: number, log: Logger, message: (waited: string, limit: string) => string): Promise<T> {
+export async function logWhileWaiting<T>(
+  work: Promise<T>,
+  limitMs: number,
+  log: Logger,
+  message: (waited: string, limit: string) => string,
+): Promise<T> {
   const everyMs = Math.max(100, Math.min(MAX_EVERY_MS, Math.floor(limitMs / 4)));
   let waitedMs = 0;
   const timer = setInterval(() => {

@@ -34,14 +34,16 @@ export class Readiness {
   /** The freshest answer, probing when the last one is older than the TTL. */
   check(): Promise<ReadinessReport> {
     if (this.last && Date.now() - this.last.checkedAt < this.ttlMs) return Promise.resolve(this.last);
-    this.probing ??= this.probe().then(
-      (): ReadinessReport => ({ ready: true, checkedAt: Date.now(), source: 'probe' }),
-      (err: Error): ReadinessReport => ({ ready: false, cause: err.message, checkedAt: Date.now(), source: 'probe' }),
-    ).then((report) => {
-      this.probing = undefined;
-      this.last = report;
-      return report;
-    });
+    this.probing ??= this.probe()
+      .then(
+        (): ReadinessReport => ({ ready: true, checkedAt: Date.now(), source: 'probe' }),
+        (err: Error): ReadinessReport => ({ ready: false, cause: err.message, checkedAt: Date.now(), source: 'probe' }),
+      )
+      .then((report) => {
+        this.probing = undefined;
+        this.last = report;
+        return report;
+      });
     return this.probing;
   }
 }

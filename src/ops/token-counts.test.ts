@@ -6,9 +6,25 @@ const nextTurn = () => new Promise((r) => setImmediate(r));
 
 describe('readableText', () => {
   it('reads text blocks, prompt messages, resource texts and list entries, not binary content or _meta', () => {
-    expect(readableText('tools/call', { content: [{ type: 'text', text: 'a' }, { type: 'image', data: 'AAAA' }, { type: 'text', text: 'b' }], _meta: { x: 'hidden' } })).toBe('a\nb');
+    expect(
+      readableText('tools/call', {
+        content: [
+          { type: 'text', text: 'a' },
+          { type: 'image', data: 'AAAA' },
+          { type: 'text', text: 'b' },
+        ],
+        _meta: { x: 'hidden' },
+      }),
+    ).toBe('a\nb');
     expect(readableText('prompts/get', { messages: [{ role: 'user', content: { type: 'text', text: 'hi' } }] })).toBe('hi');
-    expect(readableText('resources/read', { contents: [{ uri: 'x', text: 'doc' }, { uri: 'y', blob: 'AAAA' }] })).toBe('doc');
+    expect(
+      readableText('resources/read', {
+        contents: [
+          { uri: 'x', text: 'doc' },
+          { uri: 'y', blob: 'AAAA' },
+        ],
+      }),
+    ).toBe('doc');
     expect(readableText('tools/call', { content: [], structuredContent: { a: 1 } })).toBe('{"a":1}');
     expect(readableText('tools/list', { tools: [{ name: 't' }] })).toBe('[{"name":"t"}]');
   });
@@ -17,8 +33,18 @@ describe('readableText', () => {
 describe('TokenMeter', () => {
   it('counts in and out after the current work, once when the result is unchanged', async () => {
     const seen: TokenCount[] = [];
-    const meter = new TokenMeter(count, 1000, (c) => seen.push(c), () => undefined);
-    meter.observe('tools/call', 'get', { content: [{ type: 'text', text: '## Title\n\n**bold** words here' }] }, { content: [{ type: 'text', text: 'Title\n\nbold words here' }] });
+    const meter = new TokenMeter(
+      count,
+      1000,
+      (c) => seen.push(c),
+      () => undefined,
+    );
+    meter.observe(
+      'tools/call',
+      'get',
+      { content: [{ type: 'text', text: '## Title\n\n**bold** words here' }] },
+      { content: [{ type: 'text', text: 'Title\n\nbold words here' }] },
+    );
     meter.observe('tools/call', 'get', { content: [{ type: 'text', text: 'same text' }] }, undefined);
     expect(seen).toEqual([]);
     await nextTurn();
@@ -31,7 +57,12 @@ describe('TokenMeter', () => {
   it('skips results over maxChars and folds tool names past the label limit into "other"', async () => {
     const seen: TokenCount[] = [];
     let skipped = 0;
-    const meter = new TokenMeter(count, 10, (c) => seen.push(c), () => skipped++);
+    const meter = new TokenMeter(
+      count,
+      10,
+      (c) => seen.push(c),
+      () => skipped++,
+    );
     meter.observe('tools/call', 'big', { content: [{ type: 'text', text: 'x'.repeat(11) }] }, undefined);
     for (let i = 0; i < 201; i++) meter.observe('tools/call', `tool-${i}`, { content: [{ type: 'text', text: 'ok' }] }, undefined);
     await nextTurn();

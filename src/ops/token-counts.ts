@@ -33,15 +33,24 @@ export function readableText(method: string, result: McpResult): string {
     if (b && b.type === 'text' && typeof b.text === 'string') parts.push(b.text);
   };
   if (Array.isArray(result.content)) result.content.forEach(addBlock);
-  if (Array.isArray(result.messages)) for (const m of result.messages) (Array.isArray(m?.content) ? m.content : [m?.content]).forEach(addBlock);
+  if (Array.isArray(result.messages))
+    for (const m of result.messages) (Array.isArray(m?.content) ? m.content : [m?.content]).forEach(addBlock);
   if (Array.isArray(result.contents)) for (const c of result.contents) if (typeof c?.text === 'string') parts.push(c.text);
-  if (parts.length === 0 && method === 'tools/call' && result.structuredContent !== undefined) parts.push(JSON.stringify(result.structuredContent));
-  for (const key of ['tools', 'prompts', 'resources', 'resourceTemplates']) if (Array.isArray(result[key])) parts.push(JSON.stringify(result[key]));
+  if (parts.length === 0 && method === 'tools/call' && result.structuredContent !== undefined)
+    parts.push(JSON.stringify(result.structuredContent));
+  for (const key of ['tools', 'prompts', 'resources', 'resourceTemplates'])
+    if (Array.isArray(result[key])) parts.push(JSON.stringify(result[key]));
   return parts.join('\n');
 }
 
 /** Tokens of a result as the upstream sent it and as the client got it (`after` undefined: unchanged); undefined when either text is over `maxChars`. */
-export function countTokensOf(count: CountTokens, method: string, before: McpResult, after: McpResult | undefined, maxChars = Infinity): { in: number; out: number } | undefined {
+export function countTokensOf(
+  count: CountTokens,
+  method: string,
+  before: McpResult,
+  after: McpResult | undefined,
+  maxChars = Infinity,
+): { in: number; out: number } | undefined {
   const textIn = readableText(method, before);
   const textOut = after === undefined ? textIn : readableText(method, after);
   if (textIn.length > maxChars || textOut.length > maxChars) return undefined;

@@ -56,10 +56,21 @@ export class Tracing {
   }
 
   /** A finished child span, from when it started (performance.now()) and how long it took. */
-  record(name: string, parent: TraceContext | undefined, startedAt: number, seconds: number, attributes: Attributes, failed: boolean): void {
+  record(
+    name: string,
+    parent: TraceContext | undefined,
+    startedAt: number,
+    seconds: number,
+    attributes: Attributes,
+    failed: boolean,
+  ): void {
     if (!parent) return; // only work that belongs to a traced request
     const start = performance.timeOrigin + startedAt;
-    const span = this.tracer.startSpan(name, { kind: name.startsWith('upstream') ? SpanKind.CLIENT : SpanKind.INTERNAL, startTime: start, attributes }, contextOf(parent));
+    const span = this.tracer.startSpan(
+      name,
+      { kind: name.startsWith('upstream') ? SpanKind.CLIENT : SpanKind.INTERNAL, startTime: start, attributes },
+      contextOf(parent),
+    );
     if (failed) span.setStatus({ code: SpanStatusCode.ERROR });
     span.end(start + seconds * 1000);
   }

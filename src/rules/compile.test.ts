@@ -13,14 +13,20 @@ const tagger: Transformer<{ tag: string; fail: boolean }> = {
   name: 'tag',
   description: 'test',
   options: z.object({ tag: z.string(), fail: z.boolean().default(false) }),
-  create: ({ tag, fail }) => (result) => {
-    if (fail) throw new Error('boom');
-    const [first] = result.content as Array<{ text: string }>;
-    return { ...result, content: [{ type: 'text', text: first.text + tag }] };
-  },
+  create:
+    ({ tag, fail }) =>
+    (result) => {
+      if (fail) throw new Error('boom');
+      const [first] = result.content as Array<{ text: string }>;
+      return { ...result, content: [{ type: 'text', text: first.text + tag }] };
+    },
 };
 const transformers = new Map([...builtinTransformers(), ['tag', tagger]]);
-const rules = (yamlish: unknown[]) => compileRules(yamlish.map((r) => ruleSchema.parse(r)), transformers);
+const rules = (yamlish: unknown[]) =>
+  compileRules(
+    yamlish.map((r) => ruleSchema.parse(r)),
+    transformers,
+  );
 const input = { content: [{ type: 'text', text: '' }] };
 
 describe('rules', () => {

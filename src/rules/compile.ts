@@ -10,11 +10,19 @@ import { parseTag, type FeatureTag } from '../mcp/features.js';
 import { globMatcher, type NameMatcher } from './glob.js';
 import type { Transformer, TransformFn } from '../transformers/contract.js';
 
-export const SHAPED_METHODS = ['tools/call', 'resources/read', 'prompts/get', 'tools/list', 'prompts/list', 'resources/list', 'resources/templates/list'] as const;
+export const SHAPED_METHODS = [
+  'tools/call',
+  'resources/read',
+  'prompts/get',
+  'tools/list',
+  'prompts/list',
+  'resources/list',
+  'resources/templates/list',
+] as const;
 
-const step = z
-  .record(z.string(), z.unknown())
-  .refine((o) => Object.keys(o).length === 1, { message: 'each apply step names exactly one transformer, e.g. `- json-extract: { keepText: false }`' });
+const step = z.record(z.string(), z.unknown()).refine((o) => Object.keys(o).length === 1, {
+  message: 'each apply step names exactly one transformer, e.g. `- json-extract: { keepText: false }`',
+});
 
 export const ruleSchema = z
   .object({
@@ -22,21 +30,41 @@ export const ruleSchema = z
     when: z
       .object({
         method: z
-          .union([z.enum(SHAPED_METHODS), z.array(z.enum(SHAPED_METHODS)).min(1)], { error: `must be one of ${SHAPED_METHODS.join(', ')}, or a list of them` })
+          .union([z.enum(SHAPED_METHODS), z.array(z.enum(SHAPED_METHODS)).min(1)], {
+            error: `must be one of ${SHAPED_METHODS.join(', ')}, or a list of them`,
+          })
           .optional()
           .describe('Methods whose results the rule shapes (default: all).'),
-        name: z.union([z.string(), z.array(z.string()).min(1)]).optional().describe('Glob(s) over the tool or prompt name or resource URI (* and ?); a list matches any of them.'),
-        features: z.array(z.string()).default([]).describe('Feature predicates that must all hold: agent, !interactive, format=json, format!=xml.'),
-        variant: z.union([z.string(), z.array(z.string()).min(1)]).optional().describe('Server variant(s) the rule applies to (see serverVariants).'),
+        name: z
+          .union([z.string(), z.array(z.string()).min(1)])
+          .optional()
+          .describe('Glob(s) over the tool or prompt name or resource URI (* and ?); a list matches any of them.'),
+        features: z
+          .array(z.string())
+          .default([])
+          .describe('Feature predicates that must all hold: agent, !interactive, format=json, format!=xml.'),
+        variant: z
+          .union([z.string(), z.array(z.string()).min(1)])
+          .optional()
+          .describe('Server variant(s) the rule applies to (see serverVariants).'),
       })
       .strict()
       .default({ features: [] }),
     apply: z.array(step).min(1).optional().describe('Transformers in order, each `- name: { options }` (or `- name: {}`).'),
-    verbatim: z.literal(true).optional().describe('The results are exact contents (a file, a diff): their text is never reshaped; structuredContent may be added beside it.'),
-    onError: z.enum(['pass', 'fail']).default('pass').describe('pass: keep the original result and log a warning; fail: answer with an error.'),
+    verbatim: z
+      .literal(true)
+      .optional()
+      .describe('The results are exact contents (a file, a diff): their text is never reshaped; structuredContent may be added beside it.'),
+    onError: z
+      .enum(['pass', 'fail'])
+      .default('pass')
+      .describe('pass: keep the original result and log a warning; fail: answer with an error.'),
   })
   .strict()
-  .refine((r) => (r.apply === undefined) !== (r.verbatim === undefined), { message: 'a rule has either `apply` (transformers) or `verbatim: true`', path: ['apply'] });
+  .refine((r) => (r.apply === undefined) !== (r.verbatim === undefined), {
+    message: 'a rule has either `apply` (transformers) or `verbatim: true`',
+    path: ['apply'],
+  });
 
 export type RuleConfig = z.infer<typeof ruleSchema>;
 
@@ -53,7 +81,11 @@ export interface CompiledRule {
 }
 
 /** Compiles rules; throws an Error listing every problem with its path (`rules[2].apply[0]`). */
-export function compileRules(rules: RuleConfig[], transformers: Map<string, Transformer>, path = 'contentNegotiation.rules'): CompiledRule[] {
+export function compileRules(
+  rules: RuleConfig[],
+  transformers: Map<string, Transformer>,
+  path = 'contentNegotiation.rules',
+): CompiledRule[] {
   const problems: string[] = [];
   const compiled = rules.map((rule, i) => {
     const at = `${path}[${i}]`;
@@ -72,14 +104,26 @@ export function compileRules(rules: RuleConfig[], transformers: Map<string, Tran
       }
       const parsed = transformer.options.safeParse(raw ?? undefined);
       if (!parsed.success) {
-        for (const issue of parsed.error.issues) problems.push(`${at}.apply[${j}].${name}${issue.path.length ? '.' + issue.path.join('.') : ''}: ${issue.message}`);
+        for (const issue of parsed.error.issues)
+          problems.push(`${at}.apply[${j}].${name}${issue.path.length ? '.' + issue.path.join('.') : ''}: ${issue.message}`);
         return [];
       }
       return [{ name, fn: transformer.create(parsed.data) }];
     });
-    const methods = rule.when.method === undefined ? undefined : new Set(Array.isArray(rule.when.method) ? rule.when.method : [rule.when.method]);
-    const variants = rule.when.variant === undefined ? undefined : new Set(Array.isArray(rule.when.variant) ? rule.when.variant : [rule.when.variant]);
-    return { label: rule.name ?? `rule ${i + 1}`, methods, name: nameMatcher(rule.when.name), variants, features, verbatim: rule.verbatim === true, steps, onError: rule.onError };
+    const methods =
+      rule.when.method === undefined ? undefined : new Set(Array.isArray(rule.when.method) ? rule.when.method : [rule.when.method]);
+    const variants =
+      rule.when.variant === undefined ? undefined : new Set(Array.isArray(rule.when.variant) ? rule.when.variant : [rule.when.variant]);
+    return {
+      label: rule.name ?? `rule ${i + 1}`,
+      methods,
+      name: nameMatcher(rule.when.name),
+      variants,
+      features,
+      verbatim: rule.verbatim === true,
+      steps,
+      onError: rule.onError,
+    };
   });
   if (problems.length) throw new RuleError(problems);
   return compiled;

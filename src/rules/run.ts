@@ -46,7 +46,13 @@ export interface PipelineOutcome {
 /** Called after each transformer step (for /metrics). */
 export type StepObserver = (transformer: string, seconds: number, failed: boolean) => void;
 
-export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx: TransformContext, limits?: PipelineLimits, observe?: StepObserver): Promise<PipelineOutcome> {
+export async function runPipeline(
+  rules: CompiledRule[],
+  result: McpResult,
+  ctx: TransformContext,
+  limits?: PipelineLimits,
+  observe?: StepObserver,
+): Promise<PipelineOutcome> {
   const matching = rules.filter((rule) => ruleMatches(rule, ctx.method, ctx.name, ctx.features, ctx.variant));
   if (matching.length === 0) return { result: undefined, applied: [], failures: 0 };
   const exactRule = matching.find((rule) => rule.verbatim);
@@ -57,7 +63,11 @@ export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx:
   if (limits && largerThan(result, limits.maxResultBytes)) return { result: undefined, applied: [], failures: 0, skipped: 'size' };
   const budget = limits ? new Budget(limits.timeBudgetMs) : ctx.budget;
   // The steps shape a wrapped result's text; the schema they are told of is the one of that text.
-  const stepCtx: TransformContext = { ...ctx, ...(budget ? { budget } : {}), ...(wrapped ? { outputSchema: resultSchema(ctx.outputSchema) } : {}) };
+  const stepCtx: TransformContext = {
+    ...ctx,
+    ...(budget ? { budget } : {}),
+    ...(wrapped ? { outputSchema: resultSchema(ctx.outputSchema) } : {}),
+  };
   let current = input;
   const applied: string[] = [];
   let failures = 0;
@@ -75,10 +85,15 @@ export async function runPipeline(rules: CompiledRule[], result: McpResult, ctx:
         if (err instanceof BudgetExceeded) return { result: undefined, applied: [], failures, skipped: 'budget' };
         // Exact contents are relayed whatever a step made of them: a failure never costs the client its file.
         if (rule.onError === 'fail' && !verbatim) {
-          throw new ProxyError('TRANSFORM_FAILED', `Transformer ${label} failed: ${(err as Error)?.message ?? String(err)}`, { step: label });
+          throw new ProxyError('TRANSFORM_FAILED', `Transformer ${label} failed: ${(err as Error)?.message ?? String(err)}`, {
+            step: label,
+          });
         }
         failures++;
-        ctx.log.warn({ step: label, method: ctx.method, name: ctx.name, err: (err as Error)?.message }, 'transformer failed; result passed on unchanged');
+        ctx.log.warn(
+          { step: label, method: ctx.method, name: ctx.name, err: (err as Error)?.message },
+          'transformer failed; result passed on unchanged',
+        );
         continue;
       }
       observe?.(step.name, (performance.now() - started) / 1000, false);

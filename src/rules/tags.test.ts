@@ -4,7 +4,10 @@ import { compileRules, ruleSchema } from './compile.js';
 import { profileTagWarnings } from './tags.js';
 
 describe('profileTagWarnings', () => {
-  const rules = compileRules([ruleSchema.parse({ when: { features: ['format=json'] }, apply: [{ 'json-extract': {} }] })], builtinTransformers());
+  const rules = compileRules(
+    [ruleSchema.parse({ when: { features: ['format=json'] }, apply: [{ 'json-extract': {} }] })],
+    builtinTransformers(),
+  );
 
   it('names a profile tag no rule acts on, with its key and why', () => {
     expect(profileTagWarnings({ default: { features: ['format=json', 'format=yml', 'x-mine'] } }, rules)).toEqual([

@@ -24,7 +24,9 @@ const REGISTRY: Record<string, string[] | undefined> = {
 
 /** Whether some rule looks at this tag: at its name, or for `name=value` at that value or any. */
 export function actedOn(rules: CompiledRule[], tag: FeatureTag): boolean {
-  return rules.some((rule) => rule.features.some((p) => p.name === tag.name && (tag.kind !== 'equals' || p.kind !== 'equals' || p.value === tag.value)));
+  return rules.some((rule) =>
+    rule.features.some((p) => p.name === tag.name && (tag.kind !== 'equals' || p.kind !== 'equals' || p.value === tag.value)),
+  );
 }
 
 /** Tags no rule acts on, of those a client declared (raw strings as it sent them). */
@@ -38,9 +40,11 @@ export function tagsNotActedOn(rules: CompiledRule[], declared: string[]): strin
 /** Why a well-formed tag is outside the registry, or undefined when a client may send it. */
 export function unregisteredTag(tag: FeatureTag): string | undefined {
   if (tag.name.startsWith('x-')) return undefined;
-  if (!(tag.name in REGISTRY)) return `"${tag.name}" is not a registered tag (registered: ${Object.keys(REGISTRY).join(', ')}, or x-* for your own)`;
+  if (!(tag.name in REGISTRY))
+    return `"${tag.name}" is not a registered tag (registered: ${Object.keys(REGISTRY).join(', ')}, or x-* for your own)`;
   const values = REGISTRY[tag.name];
-  if (values && (tag.kind === 'equals' || tag.kind === 'notEquals') && !values.includes(tag.value)) return `"${tag.value}" is not a registered value of ${tag.name} (${values.join(', ')})`;
+  if (values && (tag.kind === 'equals' || tag.kind === 'notEquals') && !values.includes(tag.value))
+    return `"${tag.value}" is not a registered value of ${tag.name} (${values.join(', ')})`;
   return undefined;
 }
 
@@ -51,7 +55,9 @@ export function profileTagWarnings(profiles: Record<string, { features: string[]
       const tag = parseTag(raw);
       if ('invalid' in tag || actedOn(rules, tag)) return [];
       const why = unregisteredTag(tag);
-      return [`profiles.${name}.features[${i}]: no rule acts on ${raw}${why ? ` (${why})` : ''}; its clients' results are not shaped for it`];
+      return [
+        `profiles.${name}.features[${i}]: no rule acts on ${raw}${why ? ` (${why})` : ''}; its clients' results are not shaped for it`,
+      ];
     }),
   );
 }

@@ -19,7 +19,8 @@ import { isWrappedText } from '../transformers/_shared/wrapped.js';
 /** Why a result is exact contents, or undefined when it may be reshaped. */
 export function fileContentsIn(result: McpResult): string | undefined {
   for (const item of resourceContents(result)) {
-    if (typeof item.uri === 'string' && item.uri.slice(0, 5).toLowerCase() === 'file:') return `it holds the contents of ${item.uri.slice(0, 200)}`;
+    if (typeof item.uri === 'string' && item.uri.slice(0, 5).toLowerCase() === 'file:')
+      return `it holds the contents of ${item.uri.slice(0, 200)}`;
   }
   return undefined;
 }
@@ -28,7 +29,8 @@ export function fileContentsIn(result: McpResult): string | undefined {
 function* resourceContents(result: McpResult): Generator<Record<string, unknown>> {
   if (Array.isArray(result.contents)) for (const c of result.contents) if (isObject(c)) yield c;
   if (Array.isArray(result.content)) for (const block of result.content) if (embedsResource(block)) yield block.resource;
-  if (Array.isArray(result.messages)) for (const m of result.messages) if (isObject(m) && embedsResource(m.content)) yield m.content.resource;
+  if (Array.isArray(result.messages))
+    for (const m of result.messages) if (isObject(m) && embedsResource(m.content)) yield m.content.resource;
 }
 
 function embedsResource(block: unknown): block is { resource: Record<string, unknown> } {
@@ -45,7 +47,10 @@ export function keepExact(upstream: McpResult, shaped: McpResult): McpResult | u
   const data = shaped.structuredContent;
   if (data === undefined) return undefined;
   if (upstream.structuredContent !== undefined && !(isWrappedText(upstream) && isObject(data) && isObject(data.result))) return undefined;
-  const text = contentOf(upstream)?.filter(isTextBlock).map((b) => b.text).join('\n\n');
+  const text = contentOf(upstream)
+    ?.filter(isTextBlock)
+    .map((b) => b.text)
+    .join('\n\n');
   if (text === undefined || parseJsonDocument(text) === undefined) return undefined;
   return { ...upstream, structuredContent: data };
 }

@@ -28,7 +28,17 @@ describe('Sealer', () => {
     const token = sealer.seal('session', { u: 'abc' });
     const [id, body] = token.split('.');
     const flipped = `${id}.${body.slice(0, 20)}${body[20] === 'A' ? 'B' : 'A'}${body.slice(21)}`;
-    for (const bad of [flipped, `${id}.${body.slice(0, -4)}`, `${id}.`, id, '', '.', 'x'.repeat(10_000), `${id}.${'A'.repeat(40)}`, `zzzzzzzz.${body}`]) {
+    for (const bad of [
+      flipped,
+      `${id}.${body.slice(0, -4)}`,
+      `${id}.`,
+      id,
+      '',
+      '.',
+      'x'.repeat(10_000),
+      `${id}.${'A'.repeat(40)}`,
+      `zzzzzzzz.${body}`,
+    ]) {
       expect(sealer.open('session', bad)).toBeUndefined();
     }
     expect(sealer.open('session', 42 as unknown as string)).toBeUndefined();

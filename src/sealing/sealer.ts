@@ -53,7 +53,14 @@ function nextIv(): Buffer {
   return ivPool.subarray(ivOffset - IV_BYTES, ivOffset);
 }
 
-const AAD: Record<SealPurpose, Buffer> = { session: Buffer.from('session'), requestState: Buffer.from('requestState'), task: Buffer.from('task'), upstreamState: Buffer.from('upstreamState'), upstreamTask: Buffer.from('upstreamTask'), clientAddress: Buffer.from('clientAddress') };
+const AAD: Record<SealPurpose, Buffer> = {
+  session: Buffer.from('session'),
+  requestState: Buffer.from('requestState'),
+  task: Buffer.from('task'),
+  upstreamState: Buffer.from('upstreamState'),
+  upstreamTask: Buffer.from('upstreamTask'),
+  clientAddress: Buffer.from('clientAddress'),
+};
 
 export class Sealer {
   private readonly keys: SealKey[];

@@ -61,7 +61,9 @@ export interface TextBlock {
 }
 
 export function isTextBlock(block: unknown): block is TextBlock {
-  return typeof block === 'object' && block !== null && (block as TextBlock).type === 'text' && typeof (block as TextBlock).text === 'string';
+  return (
+    typeof block === 'object' && block !== null && (block as TextBlock).type === 'text' && typeof (block as TextBlock).text === 'string'
+  );
 }
 
 export function contentOf(result: McpResult): unknown[] | undefined {

@@ -34,19 +34,54 @@ function lostBy(name: string, method: string, tags: string[], result: McpResult,
   return missingFacts(before, payload(out));
 }
 
-const ctxFor = (method: string, tags: string[], name = 'tool'): TransformContext => ({ method, name, features: parseFeatures(tags).features, era: 'legacy', log });
+const ctxFor = (method: string, tags: string[], name = 'tool'): TransformContext => ({
+  method,
+  name,
+  features: parseFeatures(tags).features,
+  era: 'legacy',
+  log,
+});
 
 // --- realistic generators --------------------------------------------------------------
 
-const WORDS = ['weather', 'forecast', 'humidity', 'wind', 'journey', 'train', 'platform', 'budget', 'meeting', 'report', 'status', 'release', 'version', 'review', 'notes', 'conditions', 'cloudy', 'sunny', 'approved', 'pending'];
+const WORDS = [
+  'weather',
+  'forecast',
+  'humidity',
+  'wind',
+  'journey',
+  'train',
+  'platform',
+  'budget',
+  'meeting',
+  'report',
+  'status',
+  'release',
+  'version',
+  'review',
+  'notes',
+  'conditions',
+  'cloudy',
+  'sunny',
+  'approved',
+  'pending',
+];
 const NAMES = ['Bern', 'Zurich', 'Lugano', 'Ada Lovelace', 'Charles Babbage', 'Analytical Engine', 'Grace Hopper', 'Geneva', 'Olten'];
 const UNITS = ['°C', '%', ' km/h', ' kg', ' ms', ' MB', ''];
 const word = fc.oneof(fc.constantFrom(...WORDS), fc.stringMatching(/^[a-z]{2,9}$/));
 const name = fc.constantFrom(...NAMES);
-const num = fc.oneof(fc.integer({ min: -40, max: 100_000 }).map(String), fc.float({ min: 0, max: 1000, noNaN: true }).map((f) => f.toFixed(2)));
+const num = fc.oneof(
+  fc.integer({ min: -40, max: 100_000 }).map(String),
+  fc.float({ min: 0, max: 1000, noNaN: true }).map((f) => f.toFixed(2)),
+);
 const measure = fc.tuple(num, fc.constantFrom(...UNITS)).map(([n, u]) => n + u);
 const url = fc.tuple(word, fc.nat(999)).map(([w, n]) => `https://example.org/${w}/${n}`);
-const token = fc.oneof({ weight: 5, arbitrary: word }, { weight: 2, arbitrary: name }, { weight: 2, arbitrary: measure }, { weight: 1, arbitrary: url });
+const token = fc.oneof(
+  { weight: 5, arbitrary: word },
+  { weight: 2, arbitrary: name },
+  { weight: 2, arbitrary: measure },
+  { weight: 1, arbitrary: url },
+);
 const sentence = fc.array(token, { minLength: 3, maxLength: 10 }).map((ts) => {
   const s = ts.join(' ');
   return `${s.charAt(0).toUpperCase()}${s.slice(1)}.`;
@@ -60,25 +95,64 @@ const inline = fc.oneof(
   fc.tuple(sentence, url).map(([s, u]) => `${s} <${u}>`),
 );
 const heading = fc.tuple(fc.integer({ min: 1, max: 3 }), label).map(([level, l]) => `${'#'.repeat(level)} ${l}`);
-const table = fc.tuple(fc.array(label, { minLength: 1, maxLength: 4 }), fc.array(fc.array(fc.oneof(measure, word, name), { minLength: 4, maxLength: 4 }), { minLength: 1, maxLength: 5 })).map(([head, rows]) =>
-  [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.slice(0, head.length).join(' | ')} |`)].join('\n'),
-);
-const list = fc.array(inline, { minLength: 1, maxLength: 4 }).chain((items) => fc.boolean().map((ordered) => items.map((t, i) => `${ordered ? `${i + 1}.` : '-'} ${t}`).join('\n')));
-const keyValues = fc.array(fc.tuple(label, measure), { minLength: 1, maxLength: 5 }).map((kvs) => kvs.map(([k, v]) => `${k}: ${v}`).join('\n'));
+const table = fc
+  .tuple(
+    fc.array(label, { minLength: 1, maxLength: 4 }),
+    fc.array(fc.array(fc.oneof(measure, word, name), { minLength: 4, maxLength: 4 }), { minLength: 1, maxLength: 5 }),
+  )
+  .map(([head, rows]) =>
+    [
+      `| ${head.join(' | ')} |`,
+      `|${head.map(() => '---').join('|')}|`,
+      ...rows.map((r) => `| ${r.slice(0, head.length).join(' | ')} |`),
+    ].join('\n'),
+  );
+const list = fc
+  .array(inline, { minLength: 1, maxLength: 4 })
+  .chain((items) => fc.boolean().map((ordered) => items.map((t, i) => `${ordered ? `${i + 1}.` : '-'} ${t}`).join('\n')));
+const keyValues = fc
+  .array(fc.tuple(label, measure), { minLength: 1, maxLength: 5 })
+  .map((kvs) => kvs.map(([k, v]) => `${k}: ${v}`).join('\n'));
 const code = fc.array(inline, { minLength: 1, maxLength: 3 }).map((lines) => `\`\`\`text\n${lines.join('\n')}\n\`\`\``);
-const markdown = fc.array(fc.oneof(heading, inline, table, list, keyValues, code, fc.constant('> quoted *note* 42')), { minLength: 1, maxLength: 8 }).map((blocks) => blocks.join('\n\n'));
-const jsonKey = fc.oneof(word, fc.tuple(word, word).map(([a, b]) => `${a}_${b}`), fc.tuple(word, word).map(([a, b]) => `${a}${b.charAt(0).toUpperCase()}${b.slice(1)}`));
-const jsonScalar = fc.oneof(fc.integer({ min: -1000, max: 1_000_000 }), fc.double({ min: -1000, max: 1000, noNaN: true, noDefaultInfinity: true }), fc.boolean(), word, name, url, fc.constant(null));
+const markdown = fc
+  .array(fc.oneof(heading, inline, table, list, keyValues, code, fc.constant('> quoted *note* 42')), { minLength: 1, maxLength: 8 })
+  .map((blocks) => blocks.join('\n\n'));
+const jsonKey = fc.oneof(
+  word,
+  fc.tuple(word, word).map(([a, b]) => `${a}_${b}`),
+  fc.tuple(word, word).map(([a, b]) => `${a}${b.charAt(0).toUpperCase()}${b.slice(1)}`),
+);
+const jsonScalar = fc.oneof(
+  fc.integer({ min: -1000, max: 1_000_000 }),
+  fc.double({ min: -1000, max: 1000, noNaN: true, noDefaultInfinity: true }),
+  fc.boolean(),
+  word,
+  name,
+  url,
+  fc.constant(null),
+);
 const flat = fc.dictionary(jsonKey, jsonScalar, { minKeys: 1, maxKeys: 6 });
-const jsonDoc = fc.oneof(flat, fc.array(flat, { minLength: 1, maxLength: 5 }), fc.tuple(flat, fc.array(flat, { maxLength: 4 }), flat).map(([a, rows, b]) => ({ ...a, items: rows, details: b })));
-const text = fc.oneof(markdown, fc.array(sentence, { minLength: 1, maxLength: 5 }).map((s) => s.join(' ')), jsonDoc.map((d) => JSON.stringify(d, null, 2)));
+const jsonDoc = fc.oneof(
+  flat,
+  fc.array(flat, { minLength: 1, maxLength: 5 }),
+  fc.tuple(flat, fc.array(flat, { maxLength: 4 }), flat).map(([a, rows, b]) => ({ ...a, items: rows, details: b })),
+);
+const text = fc.oneof(
+  markdown,
+  fc.array(sentence, { minLength: 1, maxLength: 5 }).map((s) => s.join(' ')),
+  jsonDoc.map((d) => JSON.stringify(d, null, 2)),
+);
 
 const toolResult = fc.oneof(
   fc.array(text, { minLength: 1, maxLength: 3 }).map((texts) => ({ content: texts.map((t) => ({ type: 'text', text: t })) })),
   jsonDoc.map((d) => ({ content: [{ type: 'text', text: JSON.stringify(d) }], structuredContent: Array.isArray(d) ? { items: d } : d })),
 );
-const resourceResult = fc.tuple(text, fc.constantFrom('text/markdown', 'application/json', 'text/plain', undefined)).map(([t, mimeType]) => ({ contents: [{ uri: 'demo://r', ...(mimeType ? { mimeType } : {}), text: t }] }));
-const promptResult = fc.array(text, { minLength: 1, maxLength: 3 }).map((texts) => ({ messages: texts.map((t) => ({ role: 'user', content: { type: 'text', text: t } })) }));
+const resourceResult = fc
+  .tuple(text, fc.constantFrom('text/markdown', 'application/json', 'text/plain', undefined))
+  .map(([t, mimeType]) => ({ contents: [{ uri: 'demo://r', ...(mimeType ? { mimeType } : {}), text: t }] }));
+const promptResult = fc
+  .array(text, { minLength: 1, maxLength: 3 })
+  .map((texts) => ({ messages: texts.map((t) => ({ role: 'user', content: { type: 'text', text: t } })) }));
 
 const CASES: Array<[string, fc.Arbitrary<McpResult>]> = [
   ['tools/call', toolResult],
@@ -103,7 +177,18 @@ describe('on what real servers answered', () => {
   const recordings = loadRecordings();
 
   it('has results of every server to check', () => {
-    expect(new Set(recordings.map((r) => r.server))).toEqual(new Set(['server-everything', 'server-filesystem', 'server-memory', 'server-sequential-thinking', 'demo', 'fastmcp', 'python-sdk', 'git']));
+    expect(new Set(recordings.map((r) => r.server))).toEqual(
+      new Set([
+        'server-everything',
+        'server-filesystem',
+        'server-memory',
+        'server-sequential-thinking',
+        'demo',
+        'fastmcp',
+        'python-sdk',
+        'git',
+      ]),
+    );
   });
 
   it('loses no fact of any recorded result, in any transformer', async () => {
@@ -128,7 +213,10 @@ describe('on what real servers answered', () => {
     const trim = builtinTransformers().get('trim')!;
     const fn = trim.create(trim.options.parse(undefined));
     for (const r of recordings.filter((r) => r.method.endsWith('/list'))) {
-      const out = ((await fn(r.result, ctxFor(r.method, ['verbosity=compact']))) ?? r.result) as Record<string, Array<Record<string, unknown>>>;
+      const out = ((await fn(r.result, ctxFor(r.method, ['verbosity=compact']))) ?? r.result) as Record<
+        string,
+        Array<Record<string, unknown>>
+      >;
       const key = Object.keys(out).find((k) => Array.isArray(out[k]))!;
       const before = r.result[key] as Array<Record<string, unknown>>;
       expect(out[key].map((i) => i.name)).toEqual(before.map((i) => i.name));
@@ -160,5 +248,9 @@ function descriptions(value: unknown, path = '', into = new Map<string, string>(
 function withoutDescriptions(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutDescriptions);
   if (!isPlainObject(value)) return value;
-  return Object.fromEntries(Object.entries(value).filter(([k, v]) => !(k === 'description' && typeof v === 'string')).map(([k, v]) => [k, withoutDescriptions(v)]));
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([k, v]) => !(k === 'description' && typeof v === 'string'))
+      .map(([k, v]) => [k, withoutDescriptions(v)]),
+  );
 }

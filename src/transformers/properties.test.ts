@@ -24,21 +24,38 @@ const otherBlock = fc.oneof(
   fc.record({ type: fc.constant('resource'), resource: fc.record({ uri: fc.constant('demo://y'), text: fc.string() }) }),
 );
 const toolResult = fc.record(
-  { content: fc.array(fc.oneof(textBlock, otherBlock), { maxLength: 5 }), isError: fc.boolean(), structuredContent: fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.jsonValue()) },
+  {
+    content: fc.array(fc.oneof(textBlock, otherBlock), { maxLength: 5 }),
+    isError: fc.boolean(),
+    structuredContent: fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.jsonValue()),
+  },
   { requiredKeys: ['content'] },
 );
 const resourceResult = fc.record({
   contents: fc.array(
     fc.oneof(
-      fc.record({ uri: fc.constant('demo://r'), mimeType: fc.constantFrom('text/markdown', 'application/json', 'text/plain'), text: textArb }),
+      fc.record({
+        uri: fc.constant('demo://r'),
+        mimeType: fc.constantFrom('text/markdown', 'application/json', 'text/plain'),
+        text: textArb,
+      }),
       fc.record({ uri: fc.constant('demo://b'), mimeType: fc.constant('application/octet-stream'), blob: fc.base64String() }),
     ),
     { maxLength: 3 },
   ),
 });
-const promptResult = fc.record({ messages: fc.array(fc.record({ role: fc.constantFrom('user', 'assistant'), content: fc.oneof(textBlock, otherBlock) }), { maxLength: 4 }) });
+const promptResult = fc.record({
+  messages: fc.array(fc.record({ role: fc.constantFrom('user', 'assistant'), content: fc.oneof(textBlock, otherBlock) }), { maxLength: 4 }),
+});
 const toolsList = fc.record({
-  tools: fc.array(fc.record({ name: fc.string({ minLength: 1, maxLength: 10 }), description: textArb, inputSchema: fc.constant({ type: 'object', properties: { a: { type: 'string', description: 'An a. More.' } } }) }), { maxLength: 4 }),
+  tools: fc.array(
+    fc.record({
+      name: fc.string({ minLength: 1, maxLength: 10 }),
+      description: textArb,
+      inputSchema: fc.constant({ type: 'object', properties: { a: { type: 'string', description: 'An a. More.' } } }),
+    }),
+    { maxLength: 4 },
+  ),
 });
 
 const CASES: Array<[string, string, fc.Arbitrary<McpResult>]> = [
@@ -50,7 +67,12 @@ const CASES: Array<[string, string, fc.Arbitrary<McpResult>]> = [
 const FEATURES = FEATURE_SETS;
 
 /** Blocks a transformer does not own: everything but text (audience may drop blocks for the other audience). */
-const foreignBlocks = (r: McpResult) => JSON.stringify([...((r.content as unknown[]) ?? []), ...((r.messages as Array<{ content: unknown }>) ?? []).map((m) => m.content)].filter((b) => (b as { type?: string }).type !== 'text'));
+const foreignBlocks = (r: McpResult) =>
+  JSON.stringify(
+    [...((r.content as unknown[]) ?? []), ...((r.messages as Array<{ content: unknown }>) ?? []).map((m) => m.content)].filter(
+      (b) => (b as { type?: string }).type !== 'text',
+    ),
+  );
 const binaries = (r: McpResult) => JSON.stringify(((r.contents as Array<{ blob?: string }>) ?? []).filter((c) => c.blob !== undefined));
 
 describe.each([...builtinTransformers().values()])('transformer $name', (transformer) => {

@@ -26,7 +26,11 @@ export class ClientRefused extends Error {
   readonly error: JsonRpcErrorObject;
   constructor(method: string, refusal: JsonRpcErrorObject) {
     super(refusal.message);
-    this.error = { code: INTERNAL_ERROR, message: `The client refused the server's ${method}: ${refusal.message}`, data: { clientCode: refusal.code } };
+    this.error = {
+      code: INTERNAL_ERROR,
+      message: `The client refused the server's ${method}: ${refusal.message}`,
+      data: { clientCode: refusal.code },
+    };
   }
 }
 
@@ -41,17 +45,29 @@ export class ClientQuestions {
   ) {}
 
   /** Puts a round's input requests to a client with `capabilities`; resolves with the answers by key. */
-  async round(requests: Record<string, unknown>, capabilities: Record<string, unknown>, relatedId: JsonRpcId, signal: AbortSignal): Promise<Record<string, unknown>> {
+  async round(
+    requests: Record<string, unknown>,
+    capabilities: Record<string, unknown>,
+    relatedId: JsonRpcId,
+    signal: AbortSignal,
+  ): Promise<Record<string, unknown>> {
     const keys = Object.keys(requests);
-    if (keys.length > MAX_INPUT_REQUESTS) throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream asked for more than ${MAX_INPUT_REQUESTS} inputs in one round`);
+    if (keys.length > MAX_INPUT_REQUESTS)
+      throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream asked for more than ${MAX_INPUT_REQUESTS} inputs in one round`);
     const questions = keys.map((key) => {
       const entry = requests[key];
-      if (!isObject(entry) || typeof entry.method !== 'string' || !INPUT_REQUESTS.has(entry.method)) throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream asked for input "${key}" with a request a client cannot be asked`);
+      if (!isObject(entry) || typeof entry.method !== 'string' || !INPUT_REQUESTS.has(entry.method))
+        throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream asked for input "${key}" with a request a client cannot be asked`);
       const params = isObject(entry.params) ? entry.params : {};
       const refused = refusedElicitation(entry.method, params);
       if (refused) throw refusedUrlError(refused);
       const needed = capabilityFor(entry.method, params)!;
-      if (!declares(capabilities, needed)) throw new ProxyError('MISSING_CLIENT_CAPABILITY', `The server needs ${entry.method} (${JSON.stringify(needed)}), which this client did not declare at initialize`, { requiredCapabilities: needed });
+      if (!declares(capabilities, needed))
+        throw new ProxyError(
+          'MISSING_CLIENT_CAPABILITY',
+          `The server needs ${entry.method} (${JSON.stringify(needed)}), which this client did not declare at initialize`,
+          { requiredCapabilities: needed },
+        );
       return { key, method: entry.method, params: withElicitationId(entry.method, params) };
     });
     const round = new AbortController();
@@ -79,11 +95,23 @@ export class ClientQuestions {
     for (const asked of [...this.asked.values()]) asked.reject(err);
   }
 
-  private ask(method: string, params: Record<string, unknown>, relatedId: JsonRpcId, signal: AbortSignal): Promise<Record<string, unknown>> {
+  private ask(
+    method: string,
+    params: Record<string, unknown>,
+    relatedId: JsonRpcId,
+    signal: AbortSignal,
+  ): Promise<Record<string, unknown>> {
     const id = `mcp-negotiate-proxy-input-${randomUUID()}`;
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(signal.reason);
-      const timer = setTimeout(() => fail(new ProxyError('INPUT_TIMEOUT', `The client did not answer ${method} within ${this.timeoutMs} ms (modern.inputTimeoutMs)`), true), this.timeoutMs);
+      const timer = setTimeout(
+        () =>
+          fail(
+            new ProxyError('INPUT_TIMEOUT', `The client did not answer ${method} within ${this.timeoutMs} ms (modern.inputTimeoutMs)`),
+            true,
+          ),
+        this.timeoutMs,
+      );
       const onAbort = () => fail(signal.reason, true);
       const done = () => {
         clearTimeout(timer);
@@ -104,5 +132,7 @@ export class ClientQuestions {
 
 /** A legacy URL-mode elicitation needs an id of its own; the modern one has none. */
 function withElicitationId(method: string, params: Record<string, unknown>): Record<string, unknown> {
-  return method === 'elicitation/create' && params.mode === 'url' && params.elicitationId === undefined ? { ...params, elicitationId: randomUUID() } : params;
+  return method === 'elicitation/create' && params.mode === 'url' && params.elicitationId === undefined
+    ? { ...params, elicitationId: randomUUID() }
+    : params;
 }

@@ -10,10 +10,30 @@ import type { Logger } from 'pino';
 import { maskSecrets } from '../ops/mask.js';
 import type { UpstreamOutcome } from '../ops/metrics.js';
 import { traceContextOf } from '../ops/trace-context.js';
-import { cancelledNotification, invalidProgressToken, progressTokenOf, PROGRESS, requestProgressToken, withProgressToken, withRequestProgressToken } from '../mcp/cancel-progress.js';
+import {
+  cancelledNotification,
+  invalidProgressToken,
+  progressTokenOf,
+  PROGRESS,
+  requestProgressToken,
+  withProgressToken,
+  withRequestProgressToken,
+} from '../mcp/cancel-progress.js';
 import { refusedElicitation } from '../mcp/url-elicitation.js';
 import { ProxyError, type ProxyErrorCode } from '../jsonrpc/errors.js';
-import { errorResponse, INVALID_PARAMS, isRequest, isResponse, METHOD_NOT_FOUND, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
+import {
+  errorResponse,
+  INVALID_PARAMS,
+  isRequest,
+  isResponse,
+  METHOD_NOT_FOUND,
+  type Frame,
+  type JsonRpcErrorObject,
+  type JsonRpcId,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+  type JsonRpcResponse,
+} from '../jsonrpc/message.js';
 import { PendingCalls } from './pending.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
 
@@ -56,11 +76,22 @@ export interface UpstreamClientOptions {
 export type UpstreamObserver = (method: string, outcome: UpstreamOutcome, seconds: number, traceparent?: string) => void;
 
 /** Failures that mean the upstream session is gone; the others are an error on the way (refused, unreachable, malformed). */
-const SESSION_GONE = new Set<ProxyErrorCode>(['UPSTREAM_CLOSED', 'UPSTREAM_SESSION_EXPIRED', 'UPSTREAM_START_FAILED', 'SHUTTING_DOWN', 'SESSION_IDLE', 'CLIENT_GONE']);
+const SESSION_GONE = new Set<ProxyErrorCode>([
+  'UPSTREAM_CLOSED',
+  'UPSTREAM_SESSION_EXPIRED',
+  'UPSTREAM_START_FAILED',
+  'SHUTTING_DOWN',
+  'SESSION_IDLE',
+  'CLIENT_GONE',
+]);
 
 /** How a call the upstream did not answer counts in metrics and traces. */
 export function failureOutcome(failure: ProxyError): UpstreamOutcome {
-  return failure.code === 'REQUEST_TIMEOUT' || failure.code === 'TASK_TIMEOUT' ? 'timeout' : SESSION_GONE.has(failure.code) ? 'closed' : 'error';
+  return failure.code === 'REQUEST_TIMEOUT' || failure.code === 'TASK_TIMEOUT'
+    ? 'timeout'
+    : SESSION_GONE.has(failure.code)
+      ? 'closed'
+      : 'error';
 }
 
 export class UpstreamClient {
@@ -72,7 +103,10 @@ export class UpstreamClient {
   private readonly pending = new PendingCalls<PendingCall>((id, call, ms) => this.timedOut(id, call, ms));
   private nextId = 1;
 
-  constructor(connect: (events: UpstreamEvents) => UpstreamConnection, private readonly opts: UpstreamClientOptions) {
+  constructor(
+    connect: (events: UpstreamEvents) => UpstreamConnection,
+    private readonly opts: UpstreamClientOptions,
+  ) {
     this.connection = connect({
       onMessage: (frame, related) => this.onMessage(frame, related),
       onFailure: (id, err) => this.pending.settle(id)?.resolve({ failure: err }),
@@ -87,7 +121,12 @@ export class UpstreamClient {
   }
 
   /** Sends a request under a fresh id; the outcome never rejects. */
-  request(method: string, params: Record<string, unknown> | undefined, hooks: CallHooks, timeoutMs: number): { id: JsonRpcId; outcome: Promise<CallOutcome> } {
+  request(
+    method: string,
+    params: Record<string, unknown> | undefined,
+    hooks: CallHooks,
+    timeoutMs: number,
+  ): { id: JsonRpcId; outcome: Promise<CallOutcome> } {
     const id = this.nextId++;
     const outcome = new Promise<CallOutcome>((resolve) => {
       if (this.closed) return resolve({ failure: this.closed });
@@ -102,7 +141,12 @@ export class UpstreamClient {
         ? (o: CallOutcome) => {
             // A call the client gave up on says nothing about the upstream: not observed, as in the relay.
             if ('response' in o || !CLIENT_ENDED.has(o.failure.code)) {
-              observe(method, 'response' in o ? (o.response.error ? 'error' : 'ok') : failureOutcome(o.failure), (performance.now() - started) / 1000, traceparent);
+              observe(
+                method,
+                'response' in o ? (o.response.error ? 'error' : 'ok') : failureOutcome(o.failure),
+                (performance.now() - started) / 1000,
+                traceparent,
+              );
             }
             resolve(o);
           }
@@ -172,7 +216,9 @@ export class UpstreamClient {
       const status = failure?.details?.status;
       const err = res
         ? refusedInitialize(res.error!.message, { upstreamCode: res.error!.code })
-        : failure!.code === 'UPSTREAM_PROTOCOL' ? refusedInitialize(failure!.message, typeof status === 'number' ? { status } : undefined) : failure!;
+        : failure!.code === 'UPSTREAM_PROTOCOL'
+          ? refusedInitialize(failure!.message, typeof status === 'number' ? { status } : undefined)
+          : failure!;
       this.onClose(err);
       void this.connection.close();
       throw err;
@@ -186,7 +232,9 @@ export class UpstreamClient {
   private timedOut(id: JsonRpcId, call: PendingCall, ms: number): void {
     this.opts.log.warn({ id, method: call.method, ms }, 'upstream request timed out');
     this.cancelUpstream(id, `Request timed out after ${ms} ms`);
-    call.resolve({ failure: new ProxyError('REQUEST_TIMEOUT', `The upstream did not answer ${call.method} within ${ms} ms`, { timeoutMs: ms }) });
+    call.resolve({
+      failure: new ProxyError('REQUEST_TIMEOUT', `The upstream did not answer ${call.method} within ${ms} ms`, { timeoutMs: ms }),
+    });
   }
 
   /** The call a server message belongs to: the HTTP stream's request, else the only call of an exclusive stdio session. */
@@ -226,7 +274,9 @@ export class UpstreamClient {
     if (call?.hooks.onServerRequest) return call.hooks.onServerRequest(req);
     if (req.method === 'roots/list') return this.respond(req.id, { result: { roots: [] } });
     this.opts.log.debug({ method: req.method }, 'answered an upstream request that belongs to no call');
-    this.respond(req.id, { error: { code: METHOD_NOT_FOUND, message: `${req.method} is not available: no client request to relate it to` } });
+    this.respond(req.id, {
+      error: { code: METHOD_NOT_FOUND, message: `${req.method} is not available: no client request to relate it to` },
+    });
   }
 
   private onClose(err: ProxyError): void {

@@ -56,8 +56,21 @@ export class UpstreamConnector {
   constructor(private readonly o: ConnectorOptions) {
     const spec = o.spec;
     const log = o.log.child({ upstreamEra: 'modern' });
-    const modern = (this.modern = this.witnessed(spec.kind === 'http' ? new ModernHttpUpstream(spec, this.dispatcher, log) : new ModernStdioUpstream((events) => this.connect(events, log), log)));
-    const discover = () => modern.send({ jsonrpc: '2.0', id: 'mcp-negotiate-proxy-discover', method: 'server/discover', params: { _meta: modernEnvelope({}, o.clientInfo) } }, { timeoutMs: o.discoverTimeoutMs });
+    const modern = (this.modern = this.witnessed(
+      spec.kind === 'http'
+        ? new ModernHttpUpstream(spec, this.dispatcher, log)
+        : new ModernStdioUpstream((events) => this.connect(events, log), log),
+    ));
+    const discover = () =>
+      modern.send(
+        {
+          jsonrpc: '2.0',
+          id: 'mcp-negotiate-proxy-discover',
+          method: 'server/discover',
+          params: { _meta: modernEnvelope({}, o.clientInfo) },
+        },
+        { timeoutMs: o.discoverTimeoutMs },
+      );
     const takesInitialize = () => this.takesInitialize(o.discoverTimeoutMs, o.log.child({ eraCheck: true }));
     this.era = new UpstreamEra({ setting: o.era, discover, takesInitialize, askFirst: spec.kind === 'http', log: o.log });
   }
@@ -77,9 +90,16 @@ export class UpstreamConnector {
     let stopping = false;
     const watched = this.watched(events, () => stopping);
     const spec = this.o.spec;
-    const connection = spec.kind === 'http'
-      ? new HttpUpstream(spec, watched, log, { dispatcher: this.dispatcher, defaultRetryMs: 1000, maxResumes: 5, resume: clientSession?.resume, getFollowsClient: this.o.getFollowsClient && clientSession !== undefined })
-      : createStdioUpstream(spec, watched, log, { shutdownGraceMs: this.o.shutdownGraceMs, children: this.children });
+    const connection =
+      spec.kind === 'http'
+        ? new HttpUpstream(spec, watched, log, {
+            dispatcher: this.dispatcher,
+            defaultRetryMs: 1000,
+            maxResumes: 5,
+            resume: clientSession?.resume,
+            getFollowsClient: this.o.getFollowsClient && clientSession !== undefined,
+          })
+        : createStdioUpstream(spec, watched, log, { shutdownGraceMs: this.o.shutdownGraceMs, children: this.children });
     const close = connection.close.bind(connection);
     connection.close = () => {
       stopping = true;
@@ -139,7 +159,12 @@ export class UpstreamConnector {
     if (speaksModern(known)) return void (await this.era.server(true));
     // Not known yet: asking is the probe (a modern answer is fresh).
     if (known === undefined && speaksModern(await this.era.resolve())) return void (await this.era.server());
-    const client = new UpstreamClient((events) => this.connect(events, log), { capabilities: {}, clientInfo: this.o.clientInfo, initializeTimeoutMs: timeoutMs, log });
+    const client = new UpstreamClient((events) => this.connect(events, log), {
+      capabilities: {},
+      clientInfo: this.o.clientInfo,
+      initializeTimeoutMs: timeoutMs,
+      log,
+    });
     try {
       await client.ready;
     } catch (err) {
@@ -154,7 +179,12 @@ export class UpstreamConnector {
 
   /** Whether the upstream takes an initialize of the proxy's own (the session is ended at once); rejects when it said nothing (see refusedHandshake). */
   private async takesInitialize(timeoutMs: number, log: Logger): Promise<boolean> {
-    const client = new UpstreamClient((events) => this.connect(events, log), { capabilities: {}, clientInfo: this.o.clientInfo, initializeTimeoutMs: timeoutMs, log });
+    const client = new UpstreamClient((events) => this.connect(events, log), {
+      capabilities: {},
+      clientInfo: this.o.clientInfo,
+      initializeTimeoutMs: timeoutMs,
+      log,
+    });
     try {
       await client.ready;
       return true;

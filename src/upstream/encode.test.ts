@@ -14,7 +14,11 @@ describe('a send that cannot be serialized', () => {
     const echo = 'process.stdin.pipe(process.stdout)';
     const connection = createStdioUpstream(
       { kind: 'stdio', command: process.execPath, args: ['-e', echo], maxJsonDepth: 256 },
-      { onMessage: (frame, related) => received.push([frame, related]), onFailure: (id, err) => failed.push([id, err]), onClose: (err) => ended(err) },
+      {
+        onMessage: (frame, related) => received.push([frame, related]),
+        onFailure: (id, err) => failed.push([id, err]),
+        onClose: (err) => ended(err),
+      },
       pino({ level: 'silent' }),
       { shutdownGraceMs: 500, children: new Set() },
     );
@@ -27,7 +31,9 @@ describe('a send that cannot be serialized', () => {
       const wait = () => (received.length >= 1 && failed.length >= 1 ? resolve() : setTimeout(wait, 20));
       wait();
     });
-    expect(failed).toEqual([[7, expect.objectContaining({ code: 'BAD_REQUEST', message: expect.stringContaining('could not be sent to the upstream') })]]);
+    expect(failed).toEqual([
+      [7, expect.objectContaining({ code: 'BAD_REQUEST', message: expect.stringContaining('could not be sent to the upstream') })],
+    ]);
     expect(received.map(([frame]) => frame.msg)).toEqual([{ jsonrpc: '2.0', id: 8, result: {} }]);
     await connection.close();
     expect((await closed).code).toBe('UPSTREAM_CLOSED'); // told once its output is drained, after the exit

@@ -14,7 +14,10 @@ export function encodeForUpstream(frame: Frame, events: UpstreamEvents, log: Log
   } catch (err) {
     const msg = frame.msg;
     const why = (err as Error).message;
-    log.warn({ err: why, method: 'method' in msg ? msg.method : undefined }, 'a message could not be serialized for the upstream; not sent');
+    log.warn(
+      { err: why, method: 'method' in msg ? msg.method : undefined },
+      'a message could not be serialized for the upstream; not sent',
+    );
     if (isRequest(msg)) {
       const failure = new ProxyError('BAD_REQUEST', `The request could not be sent to the upstream: ${why}`);
       queueMicrotask(() => events.onFailure(msg.id, failure));

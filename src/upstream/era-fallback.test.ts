@@ -25,8 +25,18 @@ function setup() {
   const failures: JsonRpcId[] = [];
   let refused = 0;
   // A stdio upstream whose era is found out: legacy until refused.
-  const era = new UpstreamEra({ setting: 'auto', discover: () => Promise.reject(new Error('not asked')), takesInitialize: () => Promise.reject(new Error('not asked')), askFirst: false, log: pino({ level: 'silent' }) });
-  const events: UpstreamEvents = { onMessage: (frame) => client.push(frame), onFailure: (id) => failures.push(id), onClose: () => undefined };
+  const era = new UpstreamEra({
+    setting: 'auto',
+    discover: () => Promise.reject(new Error('not asked')),
+    takesInitialize: () => Promise.reject(new Error('not asked')),
+    askFirst: false,
+    log: pino({ level: 'silent' }),
+  });
+  const events: UpstreamEvents = {
+    onMessage: (frame) => client.push(frame),
+    onFailure: (id) => failures.push(id),
+    onClose: () => undefined,
+  };
   const connection = withModernFallback(
     events,
     (ev) => ((legacy.events = ev), legacy.connection),

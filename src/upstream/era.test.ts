@@ -4,22 +4,44 @@ import { ProxyError } from '../jsonrpc/errors.js';
 import { classifyDiscover, refusedHandshake, UpstreamEra, type EraSetting } from './era.js';
 import type { ModernExchange } from './modern-http.js';
 
-const answer = (status: number, msg: Record<string, unknown>): ModernExchange => ({ status, frame: { msg: { jsonrpc: '2.0', id: 1, ...msg } as never } });
-const DISCOVERED = { result: { supportedVersions: ['2026-07-28'], capabilities: { tools: {} }, instructions: 'hi', resultType: 'complete', _meta: { 'io.modelcontextprotocol/serverInfo': { name: 's', version: '1' } } } };
+const answer = (status: number, msg: Record<string, unknown>): ModernExchange => ({
+  status,
+  frame: { msg: { jsonrpc: '2.0', id: 1, ...msg } as never },
+});
+const DISCOVERED = {
+  result: {
+    supportedVersions: ['2026-07-28'],
+    capabilities: { tools: {} },
+    instructions: 'hi',
+    resultType: 'complete',
+    _meta: { 'io.modelcontextprotocol/serverInfo': { name: 's', version: '1' } },
+  },
+};
 const log = pino({ level: 'silent' });
 
 /** An era found by asking `discover`; the upstream refuses initialize unless `takesInitialize` says otherwise. */
-function eraOf(setting: EraSetting, discover: () => Promise<ModernExchange>, askFirst: boolean, takesInitialize: () => Promise<boolean> = async () => false): UpstreamEra {
+function eraOf(
+  setting: EraSetting,
+  discover: () => Promise<ModernExchange>,
+  askFirst: boolean,
+  takesInitialize: () => Promise<boolean> = async () => false,
+): UpstreamEra {
   return new UpstreamEra({ setting, discover, takesInitialize, askFirst, log });
 }
 
 describe('the upstream era', () => {
   it('is modern for a discover result that lists 2026-07-28, legacy for errors and other versions, unknown for error statuses', () => {
-    expect(classifyDiscover(answer(200, DISCOVERED))).toEqual({ era: 'modern', server: { protocolVersion: '2026-07-28', capabilities: { tools: {} }, instructions: 'hi', serverInfo: { name: 's', version: '1' } } });
-    expect(classifyDiscover(answer(400, { error: { code: -32000, message: 'Bad Request: Server not initialized' } }))).toEqual({ era: 'legacy' });
+    expect(classifyDiscover(answer(200, DISCOVERED))).toEqual({
+      era: 'modern',
+      server: { protocolVersion: '2026-07-28', capabilities: { tools: {} }, instructions: 'hi', serverInfo: { name: 's', version: '1' } },
+    });
+    expect(classifyDiscover(answer(400, { error: { code: -32000, message: 'Bad Request: Server not initialized' } }))).toEqual({
+      era: 'legacy',
+    });
     expect(classifyDiscover(answer(200, { error: { code: -32601, message: 'Method not found' } }))).toEqual({ era: 'legacy' });
     expect(classifyDiscover(answer(200, { result: { supportedVersions: ['2099-01-01'] } }))).toEqual({ era: 'legacy' });
-    for (const status of [401, 403, 408, 429, 500, 503]) expect(classifyDiscover(answer(status, { error: { code: -32603, message: 'x' } }))).toBeUndefined();
+    for (const status of [401, 403, 408, 429, 500, 503])
+      expect(classifyDiscover(answer(status, { error: { code: -32603, message: 'x' } }))).toBeUndefined();
   });
 
   it('asks once, is kept, asks again once forgotten; an unreachable upstream decides nothing and a silent one is legacy', async () => {
@@ -87,7 +109,12 @@ describe('the upstream era', () => {
   it('is dual when an upstream that answers discover takes initialize too, asked once; modern when it refuses it', async () => {
     let initializes = 0;
     let takes: () => Promise<boolean> = async () => true;
-    const era = eraOf('auto', async () => answer(200, DISCOVERED), true, () => (initializes++, takes()));
+    const era = eraOf(
+      'auto',
+      async () => answer(200, DISCOVERED),
+      true,
+      () => (initializes++, takes()),
+    );
     expect(await Promise.all([era.resolve(), era.resolve()])).toEqual(['dual', 'dual']);
     expect(await era.server()).toMatchObject({ serverInfo: { name: 's' } });
     // A fresh discover (readiness) keeps what initialize showed.
@@ -103,7 +130,12 @@ describe('the upstream era', () => {
 
   it('takes an upstream that said nothing to initialize as dual until the next question, which asks again', async () => {
     let takes: () => Promise<boolean> = () => Promise.reject(new ProxyError('UPSTREAM_UNREACHABLE', 'reset'));
-    const era = eraOf('auto', async () => answer(200, DISCOVERED), true, () => takes());
+    const era = eraOf(
+      'auto',
+      async () => answer(200, DISCOVERED),
+      true,
+      () => takes(),
+    );
     expect(await era.resolve()).toBe('dual');
     takes = async () => false;
     await era.server(true);
@@ -111,7 +143,12 @@ describe('the upstream era', () => {
   });
 
   it('takes a configured dual era without asking initialize', async () => {
-    const era = eraOf('dual', async () => answer(200, DISCOVERED), false, () => Promise.reject(new Error('not asked')));
+    const era = eraOf(
+      'dual',
+      async () => answer(200, DISCOVERED),
+      false,
+      () => Promise.reject(new Error('not asked')),
+    );
     expect(era.now).toBe('dual');
     expect(await era.server()).toMatchObject({ instructions: 'hi' });
     expect(era.now).toBe('dual');
@@ -121,7 +158,8 @@ describe('the upstream era', () => {
     expect(refusedHandshake(new ProxyError('UPSTREAM_START_FAILED', 'x', { upstreamCode: -32022 }))).toBe(true);
     expect(refusedHandshake(new ProxyError('UPSTREAM_START_FAILED', 'x', { upstreamCode: -32601 }))).toBe(true);
     for (const status of [400, 404, 405]) expect(refusedHandshake(new ProxyError('UPSTREAM_START_FAILED', 'x', { status }))).toBe(true);
-    for (const status of [401, 403, 429, 500, 503]) expect(refusedHandshake(new ProxyError('UPSTREAM_START_FAILED', 'x', { status }))).toBe(false);
+    for (const status of [401, 403, 429, 500, 503])
+      expect(refusedHandshake(new ProxyError('UPSTREAM_START_FAILED', 'x', { status }))).toBe(false);
     expect(refusedHandshake(new ProxyError('REQUEST_TIMEOUT', 'slow'))).toBe(false);
     expect(refusedHandshake(new ProxyError('UPSTREAM_UNREACHABLE', 'reset'))).toBe(false);
   });

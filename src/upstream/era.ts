@@ -36,7 +36,14 @@ export type UpstreamServer = McpResult;
  * an `initialize` of the proxy's own ended in.
  */
 export function refusedAsModern(refusal: unknown): boolean {
-  const code = refusal instanceof Error ? (refusal instanceof ProxyError ? refusal.details?.upstreamCode : undefined) : isObject(refusal) ? refusal.code : undefined;
+  const code =
+    refusal instanceof Error
+      ? refusal instanceof ProxyError
+        ? refusal.details?.upstreamCode
+        : undefined
+      : isObject(refusal)
+        ? refusal.code
+        : undefined;
   return code === UNSUPPORTED_PROTOCOL_VERSION;
 }
 
@@ -134,7 +141,8 @@ export class UpstreamEra {
   /** A modern or dual upstream's discover result, asked again with `fresh` (readiness); rejects with the cause when it cannot be had. */
   async server(fresh = false): Promise<UpstreamServer> {
     const known = fresh || !this.known?.server ? await this.ask() : this.known;
-    if (!known.server) throw new ProxyError('UPSTREAM_PROTOCOL', 'The upstream does not answer server/discover as a 2026-07-28 server does');
+    if (!known.server)
+      throw new ProxyError('UPSTREAM_PROTOCOL', 'The upstream does not answer server/discover as a 2026-07-28 server does');
     return known.server;
   }
 
@@ -153,7 +161,10 @@ export class UpstreamEra {
   /** The upstream refused the legacy handshake as only a modern server does: ask it again (HTTP), or take it as modern (stdio). */
   refusedLegacy(): void {
     if (this.o.setting !== 'auto') return;
-    this.o.log.info({ was: this.now ?? 'unknown' }, 'the upstream refused initialize as a 2026-07-28 server does; speaking to it in that era');
+    this.o.log.info(
+      { was: this.now ?? 'unknown' },
+      'the upstream refused initialize as a 2026-07-28 server does; speaking to it in that era',
+    );
     this.known = this.o.askFirst ? undefined : { era: 'modern' };
     this.failedAt = -Infinity;
   }
@@ -188,7 +199,10 @@ export class UpstreamEra {
     try {
       return { era: (await this.o.takesInitialize()) ? 'dual' : 'modern' };
     } catch (err) {
-      this.o.log.warn({ err: (err as Error).message }, 'the upstream answers server/discover, and said nothing to initialize: legacy sessions try it themselves');
+      this.o.log.warn(
+        { err: (err as Error).message },
+        'the upstream answers server/discover, and said nothing to initialize: legacy sessions try it themselves',
+      );
       return { era: 'dual', tentative: true };
     }
   }

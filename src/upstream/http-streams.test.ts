@@ -9,7 +9,8 @@ async function* chunks(text: string, size: number): AsyncIterable<Buffer> {
 
 describe('readEvents', () => {
   it('reads events across any chunk boundary, with ids, retry, comments and CRLF, skipping priming events', async () => {
-    const stream = ': keep-alive\r\nid: 1\r\ndata:\r\n\r\nretry: 2500\nevent: message\ndata: {"a":\ndata: "é€"}\nid: 2\n\nevent: other\ndata: nope\n\ndata: x\n\n';
+    const stream =
+      ': keep-alive\r\nid: 1\r\ndata:\r\n\r\nretry: 2500\nevent: message\ndata: {"a":\ndata: "é€"}\nid: 2\n\nevent: other\ndata: nope\n\ndata: x\n\n';
     for (const size of [1, 2, 3, 7, 1000]) {
       const state: StreamState = {};
       const data: string[] = [];

@@ -31,7 +31,12 @@ class ScriptedServer {
     let body = '';
     req.on('data', (c) => (body += c));
     req.on('end', () => {
-      const seen: Seen = { method: req.method!, headers: req.headers, msg: body ? JSON.parse(body) : undefined, gone: new Promise((r) => res.once('close', () => r())) };
+      const seen: Seen = {
+        method: req.method!,
+        headers: req.headers,
+        msg: body ? JSON.parse(body) : undefined,
+        gone: new Promise((r) => res.once('close', () => r())),
+      };
       this.seen.push(seen);
       if (req.method === 'DELETE') res.writeHead(200).end();
       else (req.method === 'GET' ? this.handleGet : this.handle)(seen, res);
@@ -52,11 +57,16 @@ class ScriptedServer {
 }
 
 const INIT_RESULT = { protocolVersion: '2025-06-18', capabilities: {}, serverInfo: { name: 'scripted', version: '1' } };
-const sse = (res: ServerResponse, headers: Record<string, string> = {}) => res.writeHead(200, { 'content-type': 'text/event-stream', ...headers });
+const sse = (res: ServerResponse, headers: Record<string, string> = {}) =>
+  res.writeHead(200, { 'content-type': 'text/event-stream', ...headers });
 const event = (msg: unknown, id?: string) => `${id ? `id: ${id}\n` : ''}data: ${JSON.stringify(msg)}\n\n`;
 const answer = (id: JsonRpcId, result: Record<string, unknown>) => ({ jsonrpc: '2.0', id, result });
-const request = (id: JsonRpcId, method = 'tools/call', params: Record<string, unknown> = { name: 'x' }): Frame => ({ msg: { jsonrpc: '2.0', id, method, params } });
-const notification = (method: string, params?: Record<string, unknown>): Frame => ({ msg: { jsonrpc: '2.0', method, ...(params ? { params } : {}) } });
+const request = (id: JsonRpcId, method = 'tools/call', params: Record<string, unknown> = { name: 'x' }): Frame => ({
+  msg: { jsonrpc: '2.0', id, method, params },
+});
+const notification = (method: string, params?: Record<string, unknown>): Frame => ({
+  msg: { jsonrpc: '2.0', method, ...(params ? { params } : {}) },
+});
 
 describe('HttpUpstream', () => {
   let server: ScriptedServer;
@@ -69,7 +79,11 @@ describe('HttpUpstream', () => {
   const connect = (opts: Partial<HttpUpstreamOptions> = {}, url = server.url) => {
     connection = new HttpUpstream(
       { kind: 'http', url, headers: { authorization: 'Bearer upstream-token' }, maxJsonDepth: 256 },
-      { onMessage: (frame, relatedId) => void received.push({ msg: frame.msg, relatedId }), onFailure: (id, err) => void failures.set(id, err), onClose: (err) => void closes.push(err) },
+      {
+        onMessage: (frame, relatedId) => void received.push({ msg: frame.msg, relatedId }),
+        onFailure: (id, err) => void failures.set(id, err),
+        onClose: (err) => void closes.push(err),
+      },
       pino({ level: 'silent' }),
       { dispatcher, defaultRetryMs: 10, maxResumes: 3, ...opts },
     );
@@ -97,7 +111,10 @@ describe('HttpUpstream', () => {
   async function initialized(opts: Partial<HttpUpstreamOptions> = {}, onGet?: Handler) {
     if (onGet) server.handleGet = onGet;
     server.handle = (seen, res) => {
-      if (seen.msg.method === 'initialize') return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 's-1' }).end(JSON.stringify(answer(seen.msg.id, INIT_RESULT)));
+      if (seen.msg.method === 'initialize')
+        return void res
+          .writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 's-1' })
+          .end(JSON.stringify(answer(seen.msg.id, INIT_RESULT)));
       res.writeHead(202).end();
     };
     const up = connect(opts);
@@ -125,7 +142,7 @@ describe('HttpUpstream', () => {
     expect([get.headers.accept, get.headers['mcp-session-id']]).toEqual(['text/event-stream', 's-1']);
   });
 
-  it('resumes a broken SSE response with Last-Event-ID after the server\'s retry delay, and delivers the answer once', async () => {
+  it("resumes a broken SSE response with Last-Event-ID after the server's retry delay, and delivers the answer once", async () => {
     const up = await initialized();
     server.handle = (_seen, res) => {
       sse(res);
@@ -162,14 +179,21 @@ describe('HttpUpstream', () => {
   it("relays a JSON-RPC error body as the request's answer (even with id null), and describes a bare error status", async () => {
     const up = await initialized();
     server.handle = (seen, res) => {
-      if (seen.msg.id === 1) return void res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'nope' } }));
+      if (seen.msg.id === 1)
+        return void res
+          .writeHead(400, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'nope' } }));
       res.writeHead(503, { 'content-type': 'text/plain' }).end('overloaded');
     };
     up.send(request(1));
     up.send(request(2));
     await until(() => !!answerTo(1) && failures.has(2));
     expect(answerTo(1)).toEqual({ msg: { jsonrpc: '2.0', id: 1, error: { code: -32600, message: 'nope' } }, relatedId: 1 });
-    expect(failures.get(2)).toMatchObject({ message: 'The upstream answered HTTP 503', code: 'UPSTREAM_PROTOCOL', details: { body: 'overloaded', status: 503 } });
+    expect(failures.get(2)).toMatchObject({
+      message: 'The upstream answered HTTP 503',
+      code: 'UPSTREAM_PROTOCOL',
+      details: { body: 'overloaded', status: 503 },
+    });
   });
 
   it('closes once with UPSTREAM_SESSION_EXPIRED when the upstream no longer knows the session', async () => {
@@ -210,12 +234,17 @@ describe('HttpUpstream', () => {
     await Promise.all([up.close(), up.close()]);
     expect(server.seen.filter((s) => s.method === 'DELETE').map((s) => s.headers['mcp-session-id'])).toEqual(['s-1']);
 
-    const other = new HttpUpstream({ kind: 'http', url: server.url, headers: {}, maxJsonDepth: 256 }, { onMessage: () => {}, onFailure: () => {}, onClose: () => {} }, pino({ level: 'silent' }), {
-      dispatcher,
-      defaultRetryMs: 10,
-      maxResumes: 3,
-      resume: { id: 's-2', protocolVersion: '2025-06-18' },
-    });
+    const other = new HttpUpstream(
+      { kind: 'http', url: server.url, headers: {}, maxJsonDepth: 256 },
+      { onMessage: () => {}, onFailure: () => {}, onClose: () => {} },
+      pino({ level: 'silent' }),
+      {
+        dispatcher,
+        defaultRetryMs: 10,
+        maxResumes: 3,
+        resume: { id: 's-2', protocolVersion: '2025-06-18' },
+      },
+    );
     server.handle = (_seen, res) => sse(res); // holds the call open
     other.send(request(1));
     await until(() => server.seen.some((s) => s.headers['mcp-session-id'] === 's-2'));
@@ -231,7 +260,8 @@ describe('HttpUpstream', () => {
       sse(res);
     });
     // Requests wait for notifications/initialized to be answered, so a GET opened on that answer is sent before this request.
-    server.handle = (seen, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer(seen.msg.id, {})));
+    server.handle = (seen, res) =>
+      void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer(seen.msg.id, {})));
     up.send(request(1));
     await until(() => !!answerTo(1));
     expect(gets).toEqual([]);

@@ -141,7 +141,10 @@ export class HttpUpstream implements UpstreamConnection {
   private deliverBytes(bytes: Buffer, relatedId: JsonRpcId | undefined, what: string): void {
     const parsed = parseUpstream(bytes, this.spec.maxJsonDepth);
     if (!parsed.ok) {
-      this.log.warn({ [what]: bytes.toString('utf8', 0, 200), why: parsed.error.error?.message }, `upstream sent ${what === 'data' ? 'an SSE event' : 'a body'} that is not JSON-RPC; skipped`);
+      this.log.warn(
+        { [what]: bytes.toString('utf8', 0, 200), why: parsed.error.error?.message },
+        `upstream sent ${what === 'data' ? 'an SSE event' : 'a body'} that is not JSON-RPC; skipped`,
+      );
       if (parsed.answerTo !== undefined) this.failed([parsed.answerTo], unusableAnswer(parsed));
       return;
     }
@@ -150,7 +153,10 @@ export class HttpUpstream implements UpstreamConnection {
       try {
         this.deliver(frame, relatedId);
       } catch (err) {
-        this.log.error({ err: (err as Error)?.message, [what]: bytes.toString('utf8', 0, 200) }, 'an upstream message could not be handled; dropped');
+        this.log.error(
+          { err: (err as Error)?.message, [what]: bytes.toString('utf8', 0, 200) },
+          'an upstream message could not be handled; dropped',
+        );
       }
     }
   }
@@ -178,7 +184,16 @@ export class HttpUpstream implements UpstreamConnection {
 
   /** Resumes a dropped stream with GET + Last-Event-ID until `done()` or the resume budget is spent. */
   private resume(relatedId: JsonRpcId | undefined, state: StreamState, done: () => boolean, signal: AbortSignal): Promise<void> {
-    return resumeStream({ state, done, signal, maxResumes: this.opts.maxResumes, defaultRetryMs: this.opts.defaultRetryMs, log: this.log, open: (st, sg) => this.getStream(st, sg), read: (body, st) => this.readSse(body, relatedId, st) });
+    return resumeStream({
+      state,
+      done,
+      signal,
+      maxResumes: this.opts.maxResumes,
+      defaultRetryMs: this.opts.defaultRetryMs,
+      log: this.log,
+      open: (st, sg) => this.getStream(st, sg),
+      read: (body, st) => this.readSse(body, relatedId, st),
+    });
   }
 
   /** Aborts what is running and DELETEs the upstream session (once; close() returns this). */
@@ -191,7 +206,11 @@ export class HttpUpstream implements UpstreamConnection {
       const res = await request(this.spec.url, {
         method: 'DELETE',
         dispatcher: this.opts.dispatcher,
-        headers: { ...this.spec.headers, 'mcp-session-id': id, ...(this.protocolVersion ? { 'mcp-protocol-version': this.protocolVersion } : {}) },
+        headers: {
+          ...this.spec.headers,
+          'mcp-session-id': id,
+          ...(this.protocolVersion ? { 'mcp-protocol-version': this.protocolVersion } : {}),
+        },
         signal: AbortSignal.timeout(2000),
       });
       await res.body.dump();
@@ -214,7 +233,11 @@ export class HttpUpstream implements UpstreamConnection {
         method: 'POST',
         dispatcher: this.opts.dispatcher,
         signal,
-        headers: this.headers({ 'content-type': 'application/json', accept: ACCEPT, ...traceContextOf((msg as { params?: { _meta?: Record<string, unknown> } }).params?._meta) }),
+        headers: this.headers({
+          'content-type': 'application/json',
+          accept: ACCEPT,
+          ...traceContextOf((msg as { params?: { _meta?: Record<string, unknown> } }).params?._meta),
+        }),
         body,
       });
       responded = true;
@@ -257,7 +280,8 @@ export class HttpUpstream implements UpstreamConnection {
       await res.body.dump();
     }
     // Built only when a request is left unanswered: an Error's stack costs more than relaying the answer.
-    if (!signal.aborted && ids.some((id) => this.inFlight.has(id))) this.failed(ids, new ProxyError('UPSTREAM_PROTOCOL', 'The upstream ended the response without answering'));
+    if (!signal.aborted && ids.some((id) => this.inFlight.has(id)))
+      this.failed(ids, new ProxyError('UPSTREAM_PROTOCOL', 'The upstream ended the response without answering'));
     const msg = frame.msg;
     if (isNotification(msg) && msg.method === 'notifications/initialized' && !this.opts.getFollowsClient) this.follow(true);
   }
@@ -270,13 +294,26 @@ export class HttpUpstream implements UpstreamConnection {
     if (res.statusCode === 400 && this.opts.resume && !this.confirmed && /session/i.test(text.slice(0, 500))) return this.sessionExpired();
     const rejection = mediaTypeOf(res.headers['content-type']) === JSON_TYPE ? requestError(text, ids, this.spec.maxJsonDepth) : undefined;
     if (rejection) this.deliver(rejection, ids[0]);
-    this.failed(ids, new ProxyError('UPSTREAM_PROTOCOL', `The upstream answered HTTP ${res.statusCode}`, { body: text.slice(0, 500), status: res.statusCode }));
+    this.failed(
+      ids,
+      new ProxyError('UPSTREAM_PROTOCOL', `The upstream answered HTTP ${res.statusCode}`, {
+        body: text.slice(0, 500),
+        status: res.statusCode,
+      }),
+    );
     if (ids.length === 0) this.log.warn({ status: res.statusCode, body: text.slice(0, 200) }, 'upstream rejected a message');
   }
 
   /** Holds the GET stream until `signal` aborts: reconnects when it drops (another replica may hold it: 409). */
   private openGetStream(signal: AbortSignal): Promise<void> {
-    return holdStream({ signal, closed: () => this.closed, defaultRetryMs: this.opts.defaultRetryMs, log: this.log, open: (st, sg) => this.getStream(st, sg), read: (body, st) => this.readSse(body, undefined, st) });
+    return holdStream({
+      signal,
+      closed: () => this.closed,
+      defaultRetryMs: this.opts.defaultRetryMs,
+      log: this.log,
+      open: (st, sg) => this.getStream(st, sg),
+      read: (body, st) => this.readSse(body, undefined, st),
+    });
   }
 
   /** Holds (true) or lets go of (false) the upstream's GET stream. */

@@ -29,31 +29,70 @@ function bridged(capabilities: Record<string, unknown> = { elicitation: {} }) {
       }),
   };
   const bridge = new ModernBridge(
-    { onMessage: (frame: Frame, relatedId?: JsonRpcId) => toClient.push({ msg: frame.msg, relatedId }), onFailure: (id, err) => failures.push({ id, err }), onClose: () => undefined, onWaiting: (id, on) => waiting.push([id, on]) },
-    { upstream, server: async () => ({ capabilities: { tools: {} }, serverInfo: { name: 'up', version: '1' } }), paramHeaders: async (req) => (req.method === 'tools/call' ? new Map([['mcp-param-region', ['region']]]) : undefined), toolsSeen: () => undefined, requestTimeoutMs: 5000, inputTimeoutMs: 5000, log: pino({ level: 'silent' }) },
+    {
+      onMessage: (frame: Frame, relatedId?: JsonRpcId) => toClient.push({ msg: frame.msg, relatedId }),
+      onFailure: (id, err) => failures.push({ id, err }),
+      onClose: () => undefined,
+      onWaiting: (id, on) => waiting.push([id, on]),
+    },
+    {
+      upstream,
+      server: async () => ({ capabilities: { tools: {} }, serverInfo: { name: 'up', version: '1' } }),
+      paramHeaders: async (req) => (req.method === 'tools/call' ? new Map([['mcp-param-region', ['region']]]) : undefined),
+      toolsSeen: () => undefined,
+      requestTimeoutMs: 5000,
+      inputTimeoutMs: 5000,
+      log: pino({ level: 'silent' }),
+    },
   );
   const next = async (count: number) => {
     while (sent.length < count) await new Promise<void>((resolve) => arrived.push(resolve));
     return sent[count - 1];
   };
   const settled = () => new Promise((resolve) => setTimeout(resolve, 10));
-  bridge.send({ msg: { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities, clientInfo: { name: 'c', version: '1' } } } });
+  bridge.send({
+    msg: {
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities, clientInfo: { name: 'c', version: '1' } },
+    },
+  });
   return { bridge, sent, next, toClient, failures, waiting, settled };
 }
 
-const call = (id: JsonRpcId, name = 'ask', args: Record<string, unknown> = {}): Frame => ({ msg: { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } } });
-const elicit = (message: string) => ({ method: 'elicitation/create', params: { message, requestedSchema: { type: 'object', properties: {} } } });
+const call = (id: JsonRpcId, name = 'ask', args: Record<string, unknown> = {}): Frame => ({
+  msg: { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } },
+});
+const elicit = (message: string) => ({
+  method: 'elicitation/create',
+  params: { message, requestedSchema: { type: 'object', properties: {} } },
+});
 
 describe('the legacy-session bridge to a modern upstream', () => {
   it("answers initialize from discover in the client's version, and sends each request with the session's _meta and the tool's Mcp-Param headers", async () => {
     const { bridge, next, toClient, settled } = bridged();
     await settled();
-    expect(toClient[0].msg.result).toMatchObject({ protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'up' } });
+    expect(toClient[0].msg.result).toMatchObject({
+      protocolVersion: '2025-06-18',
+      capabilities: { tools: {} },
+      serverInfo: { name: 'up' },
+    });
     bridge.send(call(1, 'lookup', { region: 'eu' }));
     const up = await next(1);
-    expect(up.req.params?._meta).toMatchObject({ 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} }, 'io.modelcontextprotocol/clientInfo': { name: 'c' } });
+    expect(up.req.params?._meta).toMatchObject({
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': { elicitation: {} },
+      'io.modelcontextprotocol/clientInfo': { name: 'c' },
+    });
     expect(up.o.paramHeaders).toEqual(new Map([['mcp-param-region', ['region']]]));
-    up.answer({ content: [], resultType: 'complete', ttlMs: 5, cacheScope: 'public', _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'up' } } });
+    up.answer({
+      content: [],
+      resultType: 'complete',
+      ttlMs: 5,
+      cacheScope: 'public',
+      _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'up' } },
+    });
     await settled();
     expect(toClient.at(-1)!.msg).toEqual({ jsonrpc: '2.0', id: 1, result: { content: [] } });
   });
@@ -64,13 +103,23 @@ describe('the legacy-session bridge to a modern upstream', () => {
     (await next(1)).answer({ resultType: 'input_required', inputRequests: { a: elicit('A?'), b: elicit('B?') }, requestState: 'opaque-1' });
     await settled();
     const questions = toClient.filter((m) => m.msg.method === 'elicitation/create');
-    expect(questions.map((q) => [q.msg.params.message, q.relatedId])).toEqual([['A?', 2], ['B?', 2]]);
+    expect(questions.map((q) => [q.msg.params.message, q.relatedId])).toEqual([
+      ['A?', 2],
+      ['B?', 2],
+    ]);
     expect(waiting).toEqual([[2, true]]);
-    for (const q of questions) bridge.send({ msg: { jsonrpc: '2.0', id: q.msg.id, result: { action: 'accept', content: { v: q.msg.params.message } } } });
+    for (const q of questions)
+      bridge.send({ msg: { jsonrpc: '2.0', id: q.msg.id, result: { action: 'accept', content: { v: q.msg.params.message } } } });
     const retry = await next(2);
-    expect(waiting).toEqual([[2, true], [2, false]]);
+    expect(waiting).toEqual([
+      [2, true],
+      [2, false],
+    ]);
     expect(retry.req.id).not.toBe(2);
-    expect(retry.req.params).toMatchObject({ requestState: 'opaque-1', inputResponses: { a: { content: { v: 'A?' } }, b: { content: { v: 'B?' } } } });
+    expect(retry.req.params).toMatchObject({
+      requestState: 'opaque-1',
+      inputResponses: { a: { content: { v: 'A?' } }, b: { content: { v: 'B?' } } },
+    });
     retry.answer({ content: [{ type: 'text', text: 'done' }] });
     await settled();
     expect(toClient.at(-1)!.msg).toMatchObject({ id: 2, result: { content: [{ text: 'done' }] } });
@@ -95,7 +144,12 @@ describe('the legacy-session bridge to a modern upstream', () => {
     bridge.send({ msg: { jsonrpc: '2.0', id: 7, method: 'tools/list', params: {} } });
     (await next(MAX_INPUT_ROUNDS + 4)).answer({ resultType: 'input_required', inputRequests: { a: elicit('?') } });
     await settled();
-    expect(failures.slice(1).map((f) => [f.id, f.err.code])).toEqual([[4, 'UPSTREAM_PROTOCOL'], [5, 'MISSING_CLIENT_CAPABILITY'], [6, 'UPSTREAM_PROTOCOL'], [7, 'UPSTREAM_PROTOCOL']]);
+    expect(failures.slice(1).map((f) => [f.id, f.err.code])).toEqual([
+      [4, 'UPSTREAM_PROTOCOL'],
+      [5, 'MISSING_CLIENT_CAPABILITY'],
+      [6, 'UPSTREAM_PROTOCOL'],
+      [7, 'UPSTREAM_PROTOCOL'],
+    ]);
     expect(toClient.filter((m) => m.msg.method !== undefined)).toEqual([]); // no question ever reached the client
   });
 

@@ -10,7 +10,17 @@
  */
 import type { Logger } from 'pino';
 import { ProxyError } from '../jsonrpc/errors.js';
-import { INVALID_PARAMS, isNotification, isObject, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
+import {
+  INVALID_PARAMS,
+  isNotification,
+  isObject,
+  isResponse,
+  type Frame,
+  type JsonRpcErrorObject,
+  type JsonRpcId,
+  type JsonRpcRequest,
+  type JsonRpcResponse,
+} from '../jsonrpc/message.js';
 import { cancelledOf } from '../mcp/cancel-progress.js';
 import { INPUT_METHODS, LEGACY_VERSIONS, META, modernEnvelope } from '../mcp/eras.js';
 import { ClientQuestions, ClientRefused } from './client-questions.js';
@@ -57,10 +67,15 @@ export class ModernBridge implements UpstreamConnection {
     private readonly o: ModernBridgeOptions,
   ) {
     this.questions = new ClientQuestions((frame, relatedId) => events.onMessage(frame, relatedId), o.inputTimeoutMs);
-    this.listening = new UpstreamListen(o.upstream, () => this.envelope({}), (msg) => {
-      if (msg.method === 'notifications/tools/list_changed') o.toolsSeen();
-      events.onMessage({ msg });
-    }, o.log);
+    this.listening = new UpstreamListen(
+      o.upstream,
+      () => this.envelope({}),
+      (msg) => {
+        if (msg.method === 'notifications/tools/list_changed') o.toolsSeen();
+        events.onMessage({ msg });
+      },
+      o.log,
+    );
   }
 
   send(frame: Frame): void {
@@ -72,7 +87,8 @@ export class ModernBridge implements UpstreamConnection {
     }
     if (isNotification(msg)) {
       const cancelled = cancelledOf(msg);
-      if (cancelled?.requestId !== undefined) this.calls.get(cancelled.requestId)?.abort(new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
+      if (cancelled?.requestId !== undefined)
+        this.calls.get(cancelled.requestId)?.abort(new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
       else if (cancelled) this.o.log.debug({ reason: cancelled.reason }, 'ignored a cancellation that names no request');
       // A bridged session never moves to another replica: it listens from its start, as a session that stays does.
       if (msg.method === 'notifications/initialized') this.listening.listChanges(true);
@@ -118,7 +134,8 @@ export class ModernBridge implements UpstreamConnection {
     try {
       const server = await this.o.server();
       const requested = params.protocolVersion;
-      const protocolVersion = typeof requested === 'string' && LEGACY_VERSIONS.includes(requested) ? requested : LEGACY_VERSIONS[LEGACY_VERSIONS.length - 1];
+      const protocolVersion =
+        typeof requested === 'string' && LEGACY_VERSIONS.includes(requested) ? requested : LEGACY_VERSIONS[LEGACY_VERSIONS.length - 1];
       this.reply(req.id, { ...server, protocolVersion });
     } catch (err) {
       this.events.onFailure(req.id, asProxyError(err));
@@ -127,7 +144,8 @@ export class ModernBridge implements UpstreamConnection {
 
   private subscription(req: JsonRpcRequest): void {
     const uri = req.params?.uri;
-    if (typeof uri !== 'string') return this.error(req.id, { code: INVALID_PARAMS, message: `Invalid params: ${req.method} needs params.uri` });
+    if (typeof uri !== 'string')
+      return this.error(req.id, { code: INVALID_PARAMS, message: `Invalid params: ${req.method} needs params.uri` });
     const refused = this.listening.resource(uri, req.method === 'resources/subscribe');
     if (refused) return this.error(req.id, { code: INVALID_PARAMS, message: refused });
     this.reply(req.id, {});
@@ -145,7 +163,12 @@ export class ModernBridge implements UpstreamConnection {
       for (let round = 0; ; round++) {
         const id = round === 0 ? req.id : `${String(req.id)}#${round}`;
         const sent = { jsonrpc: '2.0' as const, id, method: req.method, params };
-        const { frame } = await this.o.upstream.send(sent, { signal: abort.signal, timeoutMs: this.o.requestTimeoutMs, paramHeaders, onNotification: (n) => this.events.onMessage(n, req.id) });
+        const { frame } = await this.o.upstream.send(sent, {
+          signal: abort.signal,
+          timeoutMs: this.o.requestTimeoutMs,
+          paramHeaders,
+          onNotification: (n) => this.events.onMessage(n, req.id),
+        });
         const msg = frame.msg as JsonRpcResponse;
         if (msg.error) return this.error(req.id, msg.error);
         const result = msg.result ?? {};
@@ -153,17 +176,31 @@ export class ModernBridge implements UpstreamConnection {
           if (req.method === 'tools/list') this.o.toolsSeen(result);
           return this.reply(req.id, legacyResult(result));
         }
-        if (result.resultType !== 'input_required' || !INPUT_METHODS.has(req.method)) throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream answered ${req.method} with resultType "${String(result.resultType)}", which a legacy client cannot take`);
-        if (round + 1 >= MAX_INPUT_ROUNDS) throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream asked for input more than ${MAX_INPUT_ROUNDS} times for one request`);
+        if (result.resultType !== 'input_required' || !INPUT_METHODS.has(req.method))
+          throw new ProxyError(
+            'UPSTREAM_PROTOCOL',
+            `The upstream answered ${req.method} with resultType "${String(result.resultType)}", which a legacy client cannot take`,
+          );
+        if (round + 1 >= MAX_INPUT_ROUNDS)
+          throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream asked for input more than ${MAX_INPUT_ROUNDS} times for one request`);
         const inputResponses = await this.inputFor(result.inputRequests, req.id, abort.signal);
-        params = { ...rest, _meta: envelope, ...(inputResponses ? { inputResponses } : {}), ...(result.requestState !== undefined ? { requestState: result.requestState } : {}) };
+        params = {
+          ...rest,
+          _meta: envelope,
+          ...(inputResponses ? { inputResponses } : {}),
+          ...(result.requestState !== undefined ? { requestState: result.requestState } : {}),
+        };
       }
     } catch (err) {
       if (abort.signal.aborted) return; // cancelled by the client, or the session ended: nothing waits for an answer
       if (err instanceof ClientRefused) return this.error(req.id, err.error);
       const failure = asProxyError(err);
       // An answer no client may be given (a round too many, a URL that is no web URL): the operator hears of it.
-      if (failure.code === 'UPSTREAM_PROTOCOL') this.o.log.warn({ method: req.method, err: failure.message }, "the upstream's answer could not be relayed to the client; the call failed");
+      if (failure.code === 'UPSTREAM_PROTOCOL')
+        this.o.log.warn(
+          { method: req.method, err: failure.message },
+          "the upstream's answer could not be relayed to the client; the call failed",
+        );
       this.events.onFailure(req.id, failure);
     } finally {
       if (this.calls.get(req.id) === abort) this.calls.delete(req.id); // a new request may reuse a cancelled one's id

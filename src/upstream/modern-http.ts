@@ -71,19 +71,37 @@ export class ModernHttpUpstream implements ModernUpstream {
         method: 'POST',
         dispatcher: this.dispatcher,
         signal,
-        headers: { ...this.spec.headers, 'content-type': 'application/json', accept: ACCEPT, ...modernRequestHeaders(req, o.paramHeaders), ...traceContextOf(req.params?._meta as Record<string, unknown> | undefined) },
+        headers: {
+          ...this.spec.headers,
+          'content-type': 'application/json',
+          accept: ACCEPT,
+          ...modernRequestHeaders(req, o.paramHeaders),
+          ...traceContextOf(req.params?._meta as Record<string, unknown> | undefined),
+        },
         body,
       });
       responded = true;
       const type = mediaTypeOf(res.headers['content-type']);
-      const frame = type === SSE_TYPE ? await this.readStream(res.body, req, o, done, () => timer.refresh()) : type === JSON_TYPE ? answerIn(Buffer.from(await res.body.arrayBuffer()), req, this.spec.maxJsonDepth) : undefined;
+      const frame =
+        type === SSE_TYPE
+          ? await this.readStream(res.body, req, o, done, () => timer.refresh())
+          : type === JSON_TYPE
+            ? answerIn(Buffer.from(await res.body.arrayBuffer()), req, this.spec.maxJsonDepth)
+            : undefined;
       if (type !== SSE_TYPE && type !== JSON_TYPE) await res.body.dump();
       if (frame) return { frame, status: res.statusCode };
-      throw new ProxyError('UPSTREAM_PROTOCOL', res.statusCode >= 400 ? `The upstream answered HTTP ${res.statusCode}` : 'The upstream ended the response without answering', { status: res.statusCode });
+      throw new ProxyError(
+        'UPSTREAM_PROTOCOL',
+        res.statusCode >= 400 ? `The upstream answered HTTP ${res.statusCode}` : 'The upstream ended the response without answering',
+        { status: res.statusCode },
+      );
     } catch (err) {
       if (o.signal?.aborted) throw o.signal.reason ?? err;
       if (err instanceof ProxyError) throw err;
-      if (done.signal.aborted) throw new ProxyError('REQUEST_TIMEOUT', `The upstream did not answer ${req.method} within ${o.timeoutMs} ms`, { timeoutMs: o.timeoutMs });
+      if (done.signal.aborted)
+        throw new ProxyError('REQUEST_TIMEOUT', `The upstream did not answer ${req.method} within ${o.timeoutMs} ms`, {
+          timeoutMs: o.timeoutMs,
+        });
       this.log.warn({ err: (err as Error).message, method: req.method }, 'modern upstream request failed');
       const what = responded ? "The upstream's response broke off before the answer" : 'The upstream could not be reached';
       throw new ProxyError('UPSTREAM_UNREACHABLE', `${what}: ${(err as Error).message}`);
@@ -93,7 +111,13 @@ export class ModernHttpUpstream implements ModernUpstream {
   }
 
   /** Reads the request's stream until its answer (then lets go of the stream); notifications go to `onNotification` meanwhile, and progress restarts the time limit. */
-  private async readStream(body: AsyncIterable<Buffer>, req: JsonRpcRequest, o: ModernSendOptions, done: AbortController, progressed: () => void): Promise<Frame | undefined> {
+  private async readStream(
+    body: AsyncIterable<Buffer>,
+    req: JsonRpcRequest,
+    o: ModernSendOptions,
+    done: AbortController,
+    progressed: () => void,
+  ): Promise<Frame | undefined> {
     let answer: Frame | undefined;
     const stop = new Error('answered');
     try {
@@ -102,7 +126,10 @@ export class ModernHttpUpstream implements ModernUpstream {
         const parsed = parseUpstream(Buffer.from(data), this.spec.maxJsonDepth);
         if (!parsed.ok) {
           if (parsed.answerTo === req.id) throw unusableAnswer(parsed);
-          return void this.log.warn({ data: data.slice(0, 200), why: parsed.error.error?.message }, 'modern upstream sent an SSE event that is not JSON-RPC; skipped');
+          return void this.log.warn(
+            { data: data.slice(0, 200), why: parsed.error.error?.message },
+            'modern upstream sent an SSE event that is not JSON-RPC; skipped',
+          );
         }
         const msg = parsed.frames[0].msg;
         if (isResponse(msg) && (msg.id === req.id || msg.id === null)) {

@@ -46,7 +46,8 @@ export class UpstreamListen {
   /** Subscribe to `uri` (true) or unsubscribe; why not, when the session has as many subscriptions as it may. */
   resource(uri: string, on: boolean): string | undefined {
     if (on === this.uris.has(uri)) return undefined;
-    if (on && this.uris.size >= MAX_SUBSCRIPTIONS) return `A session may subscribe to at most ${MAX_SUBSCRIPTIONS} resources; unsubscribe from some first`;
+    if (on && this.uris.size >= MAX_SUBSCRIPTIONS)
+      return `A session may subscribe to at most ${MAX_SUBSCRIPTIONS} resources; unsubscribe from some first`;
     if (on) this.uris.add(uri);
     else this.uris.delete(uri);
     this.reopen();
@@ -79,11 +80,17 @@ export class UpstreamListen {
     this.stop();
     if (this.closed || (!this.lists && this.uris.size === 0)) return;
     const stream = (this.stream = new AbortController());
-    const notifications = { ...(this.lists ? { toolsListChanged: true, promptsListChanged: true, resourcesListChanged: true } : {}), ...(this.uris.size ? { resourceSubscriptions: [...this.uris] } : {}) };
+    const notifications = {
+      ...(this.lists ? { toolsListChanged: true, promptsListChanged: true, resourcesListChanged: true } : {}),
+      ...(this.uris.size ? { resourceSubscriptions: [...this.uris] } : {}),
+    };
     const id = `mcp-negotiate-proxy-listen-${++this.opened}`;
     this.openedAt = Date.now();
     this.upstream
-      .send({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { notifications, _meta: this.envelope() } }, { signal: stream.signal, timeoutMs: NO_TIMEOUT_MS, onNotification: (frame) => this.heard(frame.msg as JsonRpcNotification) })
+      .send(
+        { jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { notifications, _meta: this.envelope() } },
+        { signal: stream.signal, timeoutMs: NO_TIMEOUT_MS, onNotification: (frame) => this.heard(frame.msg as JsonRpcNotification) },
+      )
       .then(
         () => this.ended(stream, 'the upstream ended it'),
         (err: Error) => this.ended(stream, err.message),

@@ -10,8 +10,22 @@
 import type { Logger } from 'pino';
 import { ProxyError } from '../jsonrpc/errors.js';
 import { withId } from '../jsonrpc/envelope.js';
-import { isNotification, isObject, isRequest, isResponse, type Frame, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
-import { cancelledNotification, progressTokenOf, requestProgressToken, withProgressToken, withRequestProgressToken } from '../mcp/cancel-progress.js';
+import {
+  isNotification,
+  isObject,
+  isRequest,
+  isResponse,
+  type Frame,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+} from '../jsonrpc/message.js';
+import {
+  cancelledNotification,
+  progressTokenOf,
+  requestProgressToken,
+  withProgressToken,
+  withRequestProgressToken,
+} from '../mcp/cancel-progress.js';
 import { META } from '../mcp/eras.js';
 import type { ModernExchange, ModernSendOptions, ModernUpstream } from './modern-http.js';
 import { PendingCalls } from './pending.js';
@@ -125,7 +139,9 @@ export class ModernStdioUpstream implements ModernUpstream {
     }
     if (isRequest(msg)) {
       // A 2026-07-28 server asks for input through input_required, never with a request of its own.
-      return this.connection?.send({ msg: { jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: `Method not found: ${msg.method}` } } });
+      return this.connection?.send({
+        msg: { jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: `Method not found: ${msg.method}` } },
+      });
     }
     if (isNotification(msg)) this.route(msg);
   }
@@ -142,7 +158,9 @@ export class ModernStdioUpstream implements ModernUpstream {
     }
     if (stream !== undefined) {
       const owner = this.streams.get(String(stream));
-      return owner ? this.deliver(owner, { ...n, params: { ...params, _meta: { ...meta, [META.subscriptionId]: owner.req.id } } }) : this.dropped(n);
+      return owner
+        ? this.deliver(owner, { ...n, params: { ...params, _meta: { ...meta, [META.subscriptionId]: owner.req.id } } })
+        : this.dropped(n);
     }
     const only = n.method === 'notifications/message' ? this.calls.only() : undefined;
     const wanted = (only?.req.params?._meta as Record<string, unknown> | undefined)?.[META.logLevel] !== undefined;

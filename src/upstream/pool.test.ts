@@ -11,7 +11,10 @@ const log = pino({ level: 'silent' });
 class FakeServer {
   readonly received: JsonRpcRequest[] = [];
   closed = false;
-  constructor(readonly events: UpstreamEvents, readonly number: number) {}
+  constructor(
+    readonly events: UpstreamEvents,
+    readonly number: number,
+  ) {}
   connection(): UpstreamConnection {
     return {
       send: (frame: Frame) => queueMicrotask(() => this.onFrame(frame)),
@@ -30,7 +33,13 @@ class FakeServer {
     if (this.closed || !('method' in msg) || msg.id === undefined) return;
     this.received.push(msg);
     const reply = (result: Record<string, unknown>) => this.events.onMessage({ msg: { jsonrpc: '2.0', id: msg.id, result } });
-    if (msg.method === 'initialize') return reply({ protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: `fake-${this.number}`, version: '1' }, echo: msg.params?.capabilities });
+    if (msg.method === 'initialize')
+      return reply({
+        protocolVersion: '2025-11-25',
+        capabilities: { tools: {} },
+        serverInfo: { name: `fake-${this.number}`, version: '1' },
+        echo: msg.params?.capabilities,
+      });
     if (msg.method === 'tools/call') {
       if (msg.params?.name === 'ask') {
         this.events.onMessage({ msg: { jsonrpc: '2.0', id: 'srv-1', method: 'roots/list', params: {} } });
@@ -128,7 +137,11 @@ describe('UpstreamPool', () => {
 
   it('keys sessions by the capability flags the revision defines, nothing a client invents', async () => {
     const { pool, servers } = poolOf(4);
-    const leases = await Promise.all(Array.from({ length: 6 }, (_, i) => pool.acquire(key({ roots: { [`r${i}`]: {} }, sampling: { context: {}, [`x${i}`]: 1 }, extra: { i } }))));
+    const leases = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        pool.acquire(key({ roots: { [`r${i}`]: {} }, sampling: { context: {}, [`x${i}`]: 1 }, extra: { i } })),
+      ),
+    );
     expect(new Set(leases.map((l) => l.client)).size).toBe(1);
     expect(servers[0].received[0].params?.capabilities).toEqual({ sampling: { context: {} }, roots: {} });
     leases.forEach((l) => l.release());
@@ -138,10 +151,16 @@ describe('UpstreamPool', () => {
   it('holds at most perClient sessions for one client, and keeps room for calls that cannot ask for input', async () => {
     const { pool } = poolOf(4, { perClient: 2, maxExclusive: 3 });
     const mine = [await pool.acquire(key({ roots: {} }), true), await pool.acquire(key({ roots: {} }), true)];
-    await expect(pool.acquire(key({ roots: {} }), true)).rejects.toMatchObject({ code: 'UPSTREAM_BUSY', message: expect.stringContaining('modern.pool.perClient') });
+    await expect(pool.acquire(key({ roots: {} }), true)).rejects.toMatchObject({
+      code: 'UPSTREAM_BUSY',
+      message: expect.stringContaining('modern.pool.perClient'),
+    });
     const theirs = await pool.acquire(key({ roots: {} }, 'bob'), true);
     // Three exclusive sessions held: the fourth is kept for calls that cannot ask for input.
-    await expect(pool.acquire(key({ roots: {} }, 'carol'), true)).rejects.toMatchObject({ code: 'UPSTREAM_BUSY', message: expect.stringContaining('kept for other calls') });
+    await expect(pool.acquire(key({ roots: {} }, 'carol'), true)).rejects.toMatchObject({
+      code: 'UPSTREAM_BUSY',
+      message: expect.stringContaining('kept for other calls'),
+    });
     const plain = await pool.acquire(key({}, 'carol'));
     expect(plain.client.server).toBeDefined();
     // A client's idle session makes way for its next one.
@@ -153,7 +172,7 @@ describe('UpstreamPool', () => {
     await pool.close();
   });
 
-  it("counts an idle session another client started against the client that takes it alone", async () => {
+  it('counts an idle session another client started against the client that takes it alone', async () => {
     const { pool } = poolOf(8, { perClient: 2, sharePrincipals: true });
     const anon = (client: string) => ({ principal: '', clientKey: client, capabilities: { elicitation: {} } });
     // Another client leaves four idle sessions behind (two at a time).
@@ -163,7 +182,10 @@ describe('UpstreamPool', () => {
     }
     const taken = [await pool.acquire(anon('greedy'), true), await pool.acquire(anon('greedy'), true)];
     expect(taken[0].client).not.toBe(taken[1].client);
-    await expect(pool.acquire(anon('greedy'), true)).rejects.toMatchObject({ code: 'UPSTREAM_BUSY', message: expect.stringContaining('modern.pool.perClient') });
+    await expect(pool.acquire(anon('greedy'), true)).rejects.toMatchObject({
+      code: 'UPSTREAM_BUSY',
+      message: expect.stringContaining('modern.pool.perClient'),
+    });
     taken.forEach((l) => l.release());
     await pool.close();
   });

@@ -182,7 +182,10 @@ export class UpstreamPool {
     this.checkClient(who.clientKey);
     if (this.entries.size >= this.opts.maxSessions) this.evictIdle(() => true);
     if (this.entries.size >= this.opts.maxSessions) {
-      throw new ProxyError('UPSTREAM_BUSY', `All ${this.opts.maxSessions} upstream sessions for modern requests are busy; try again shortly (modern.pool.maxSessions)`);
+      throw new ProxyError(
+        'UPSTREAM_BUSY',
+        `All ${this.opts.maxSessions} upstream sessions for modern requests are busy; try again shortly (modern.pool.maxSessions)`,
+      );
     }
     const log = this.opts.log.child({ pool: this.entries.size + 1 });
     const entry: Entry = { key, principal, owner: who.clientKey, leases: 0, exclusive: false, lastUsed: Date.now(), client: undefined! };
@@ -242,7 +245,10 @@ export class UpstreamPool {
     const perClient = this.opts.perClient ?? Infinity;
     if (this.count((e) => e.owner === client) >= perClient) this.evictIdle((e) => e.owner === client);
     if (this.count((e) => e.owner === client) >= perClient) {
-      throw new ProxyError('UPSTREAM_BUSY', `This client holds ${perClient} upstream sessions already, the most one client may (modern.pool.perClient); try again when one of its calls ends`);
+      throw new ProxyError(
+        'UPSTREAM_BUSY',
+        `This client holds ${perClient} upstream sessions already, the most one client may (modern.pool.perClient); try again when one of its calls ends`,
+      );
     }
   }
 
@@ -257,7 +263,10 @@ export class UpstreamPool {
   private checkExclusive(): void {
     const max = this.opts.maxExclusive ?? Infinity;
     if (this.count((e) => e.exclusive) < max) return;
-    throw new ProxyError('UPSTREAM_BUSY', `Calls that may ask the client for input hold ${max} upstream sessions, the most they may (the rest of modern.pool.maxSessions is kept for other calls); try again shortly`);
+    throw new ProxyError(
+      'UPSTREAM_BUSY',
+      `Calls that may ask the client for input hold ${max} upstream sessions, the most they may (the rest of modern.pool.maxSessions is kept for other calls); try again shortly`,
+    );
   }
 
   private count(match: (e: Entry) => boolean): number {

@@ -9,7 +9,16 @@
  */
 import type { Logger } from 'pino';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
-import { errorResponse, isRequest, isResponse, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
+import {
+  errorResponse,
+  isRequest,
+  isResponse,
+  type Frame,
+  type JsonRpcErrorObject,
+  type JsonRpcId,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+} from '../jsonrpc/message.js';
 import { cancelledOf } from '../mcp/cancel-progress.js';
 import { INPUT_METHODS, LOG_LEVELS, passesLogLevel } from '../mcp/eras.js';
 import { upstreamCapabilities, type UpstreamLease, type UpstreamPool } from './pool.js';
@@ -26,10 +35,17 @@ export class SharedUpstreamSessions {
   /** Per principal: who subscribed to what, and the pooled session those subscriptions live on (held while any exists: an idle one would be reaped). */
   private readonly principals = new Map<string, { subscribers: Subscriptions<SharedConnection>; lease?: Promise<UpstreamLease> }>();
 
-  constructor(readonly pool: UpstreamPool, private readonly requestTimeoutMs: number) {}
+  constructor(
+    readonly pool: UpstreamPool,
+    private readonly requestTimeoutMs: number,
+  ) {}
 
   /** Subscribes or unsubscribes the upstream for `uri`; the upstream's refusal, if any (its error, relayed as is). */
-  async tellUpstream(member: SharedConnection, method: 'resources/subscribe' | 'resources/unsubscribe', uri: string): Promise<JsonRpcErrorObject | undefined> {
+  async tellUpstream(
+    member: SharedConnection,
+    method: 'resources/subscribe' | 'resources/unsubscribe',
+    uri: string,
+  ): Promise<JsonRpcErrorObject | undefined> {
     const own = this.principalOf(member);
     const pending = (own.lease ??= this.pool.acquire({ principal: member.principal, clientKey: member.client, capabilities: {} }));
     const lease = await pending.catch((err: Error) => {
@@ -82,7 +98,8 @@ export class SharedUpstreamSessions {
   leave(member: SharedConnection): void {
     this.members.delete(member);
     const own = this.principals.get(member.principal);
-    for (const uri of own?.subscribers.removeAll(member) ?? []) void this.tellUpstream(member, 'resources/unsubscribe', uri).catch(() => undefined);
+    for (const uri of own?.subscribers.removeAll(member) ?? [])
+      void this.tellUpstream(member, 'resources/unsubscribe', uri).catch(() => undefined);
   }
 
   private principalOf(member: SharedConnection) {
@@ -123,7 +140,12 @@ class SharedConnection implements UpstreamConnection {
       const { requestId, reason } = cancelledOf(msg) ?? {};
       if (requestId === undefined) return;
       const call = this.calls.get(requestId);
-      if (call) call.lease.client.cancel(call.id, reason ?? 'cancelled by the client', new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
+      if (call)
+        call.lease.client.cancel(
+          call.id,
+          reason ?? 'cancelled by the client',
+          new ProxyError('CLIENT_GONE', 'The client cancelled the request'),
+        );
       else if (this.acquiring.has(requestId)) this.cancelled.add(requestId);
     }
     // notifications/initialized and roots/list_changed concern the client's own session: nothing upstream to tell.
@@ -132,7 +154,8 @@ class SharedConnection implements UpstreamConnection {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const { lease, id } of this.calls.values()) lease.client.cancel(id, 'The client session ended', new ProxyError('CLIENT_GONE', 'The client session ended'));
+    for (const { lease, id } of this.calls.values())
+      lease.client.cancel(id, 'The client session ended', new ProxyError('CLIENT_GONE', 'The client session ended'));
     this.asked.clear();
     this.shared.leave(this);
   }
@@ -154,7 +177,9 @@ class SharedConnection implements UpstreamConnection {
   }
 
   /** What the proxy answers itself, and the rest through a pooled session. */
-  private async serve(req: JsonRpcRequest): Promise<{ result: Record<string, unknown> } | { error: NonNullable<ReturnType<typeof errorResponse>['error']> }> {
+  private async serve(
+    req: JsonRpcRequest,
+  ): Promise<{ result: Record<string, unknown> } | { error: NonNullable<ReturnType<typeof errorResponse>['error']> }> {
     const params = req.params ?? {};
     switch (req.method) {
       case 'initialize': {
@@ -188,16 +213,23 @@ class SharedConnection implements UpstreamConnection {
     }
     const exclusive = INPUT_METHODS.has(req.method) && Object.keys(this.capabilities).length > 0;
     this.acquiring.add(req.id);
-    const lease = await this.shared.pool.acquire({ principal: this.principal, clientKey: this.client, capabilities: this.capabilities }, exclusive).finally(() => this.acquiring.delete(req.id));
+    const lease = await this.shared.pool
+      .acquire({ principal: this.principal, clientKey: this.client, capabilities: this.capabilities }, exclusive)
+      .finally(() => this.acquiring.delete(req.id));
     if (this.closed || this.cancelled.delete(req.id)) {
       lease.release();
       throw new ProxyError('CLIENT_GONE', 'The client cancelled the request before it reached the upstream');
     }
     try {
-      const call = lease.client.request(req.method, params, {
-        onNotification: (n) => passesLogLevel(n, this.logLevel) && this.events.onMessage({ msg: n }, req.id),
-        onServerRequest: (r) => this.ask(lease, r, req.id),
-      }, this.timeoutMs);
+      const call = lease.client.request(
+        req.method,
+        params,
+        {
+          onNotification: (n) => passesLogLevel(n, this.logLevel) && this.events.onMessage({ msg: n }, req.id),
+          onServerRequest: (r) => this.ask(lease, r, req.id),
+        },
+        this.timeoutMs,
+      );
       this.calls.set(req.id, { lease, id: call.id });
       const outcome = await call.outcome;
       if ('failure' in outcome) throw outcome.failure;

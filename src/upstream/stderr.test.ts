@@ -26,7 +26,9 @@ describe('StderrRecord', () => {
   it('finds the error line of a Node crash, not its source line or stack frames, and masks it', () => {
     const { error, last } = record(NODE_THROW).summary();
     expect(error).toBe('Error: API_KEY is not set (LEGACY_API_KEY=*** is no longer read)');
-    expect(last).toBe('at ModuleJob.run (node:internal/modules/esm/module_job:325:25) | at async ModuleLoader.import (node:internal/modules/esm/loader:606:24) | at async asyncRunEntryPointWithESMLoader (node:internal/modules/run_main:117:5) | Node.js v20.20.2');
+    expect(last).toBe(
+      'at ModuleJob.run (node:internal/modules/esm/module_job:325:25) | at async ModuleLoader.import (node:internal/modules/esm/loader:606:24) | at async asyncRunEntryPointWithESMLoader (node:internal/modules/run_main:117:5) | Node.js v20.20.2',
+    );
   });
 
   it('keeps the error line however many lines follow it', () => {
@@ -38,7 +40,9 @@ describe('StderrRecord', () => {
 
   it('takes a line with an error word when no `Name: message` line says more', () => {
     expect(record('starting\nCould not open config.json\nbye').summary().error).toBe('Could not open config.json');
-    expect(record('Traceback (most recent call last):\n  File "s.py", line 3\nKeyError: \'API_KEY\'').summary().error).toBe("KeyError: 'API_KEY'");
+    expect(record('Traceback (most recent call last):\n  File "s.py", line 3\nKeyError: \'API_KEY\'').summary().error).toBe(
+      "KeyError: 'API_KEY'",
+    );
     expect(record('info: listening').summary()).toEqual({ last: 'info: listening' });
   });
 

@@ -51,7 +51,10 @@ export class StderrRecord {
    * line not repeated), each trimmed and masked; both absent when the process wrote nothing.
    */
   summary(): { error?: string; last?: string } {
-    const last = this.tail.map((l) => shown(l.trim().slice(0, SCAN_CHARS))).filter((l) => l !== '' && l !== this.errorLine).slice(-SHOWN_LINES);
+    const last = this.tail
+      .map((l) => shown(l.trim().slice(0, SCAN_CHARS)))
+      .filter((l) => l !== '' && l !== this.errorLine)
+      .slice(-SHOWN_LINES);
     return {
       ...(this.errorLine === undefined ? {} : { error: this.errorLine }),
       ...(last.length ? { last: last.join(' | ').slice(0, 1000) } : {}),

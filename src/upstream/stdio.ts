@@ -60,22 +60,31 @@ export function createStdioUpstream(
     return { send() {}, close: async () => undefined };
   }
 
-  child.stdout.on('data', byteLineSplitter((line) => {
-    const parsed = parseUpstream(line, spec.maxJsonDepth);
-    if (!parsed.ok) {
-      log.warn({ line: line.toString('utf8', 0, 200), why: parsed.error.error?.message }, 'upstream printed a line that is not JSON-RPC; skipped');
-      if (parsed.answerTo !== undefined) events.onFailure(parsed.answerTo, unusableAnswer(parsed));
-      return;
-    }
-    spoke = true;
-    for (const frame of parsed.frames) deliver(frame);
-  }));
+  child.stdout.on(
+    'data',
+    byteLineSplitter((line) => {
+      const parsed = parseUpstream(line, spec.maxJsonDepth);
+      if (!parsed.ok) {
+        log.warn(
+          { line: line.toString('utf8', 0, 200), why: parsed.error.error?.message },
+          'upstream printed a line that is not JSON-RPC; skipped',
+        );
+        if (parsed.answerTo !== undefined) events.onFailure(parsed.answerTo, unusableAnswer(parsed));
+        return;
+      }
+      spoke = true;
+      for (const frame of parsed.frames) deliver(frame);
+    }),
+  );
   /** One message on: whatever fails while it is handled costs that message, never the process (this runs in a stream's event handler). */
   const deliver = (frame: Frame) => {
     try {
       events.onMessage(frame);
     } catch (err) {
-      log.error({ err: (err as Error)?.message, line: String(frame.raw ?? '').slice(0, 200) }, 'an upstream message could not be handled; dropped');
+      log.error(
+        { err: (err as Error)?.message, line: String(frame.raw ?? '').slice(0, 200) },
+        'an upstream message could not be handled; dropped',
+      );
     }
   };
   const stderr = recordStderr(child.stderr, log);
@@ -85,7 +94,10 @@ export function createStdioUpstream(
   // 'close' comes after stdout and stderr are drained, so the last words of a crash are logged.
   child.on('close', (code, signal) => {
     if (!closing) {
-      log.warn({ pid: child.pid, code, signal, error: stderr.error, stderr: maskSecrets(stderr.tail.join('\n')) }, 'upstream process exited');
+      log.warn(
+        { pid: child.pid, code, signal, error: stderr.error, stderr: maskSecrets(stderr.tail.join('\n')) },
+        'upstream process exited',
+      );
     } else {
       log.debug({ pid: child.pid, code, signal }, 'upstream process reaped');
     }
@@ -139,10 +151,13 @@ function reap(child: ChildProcess, graceMs: number, markClosing: () => void): Pr
 /** A process's stderr, kept to explain a failed start (each line also logged at debug, masked). */
 function recordStderr(stream: Readable, log: Logger): StderrRecord {
   const record = new StderrRecord();
-  stream.on('data', lineSplitter((line) => {
-    record.add(line);
-    if (log.isLevelEnabled('debug')) log.debug({ stderr: maskSecrets(line) }, 'upstream stderr');
-  }));
+  stream.on(
+    'data',
+    lineSplitter((line) => {
+      record.add(line);
+      if (log.isLevelEnabled('debug')) log.debug({ stderr: maskSecrets(line) }, 'upstream stderr');
+    }),
+  );
   return record;
 }
 

@@ -109,7 +109,15 @@ export function modernToolLister(upstream: ModernUpstream, timeoutMs: number, cl
   return {
     async page(cursor) {
       const _meta = modernEnvelope({}, clientInfo);
-      const { frame } = await upstream.send({ jsonrpc: '2.0', id: 'mcp-negotiate-proxy-tools', method: 'tools/list', params: cursor === undefined ? { _meta } : { cursor, _meta } }, { timeoutMs });
+      const { frame } = await upstream.send(
+        {
+          jsonrpc: '2.0',
+          id: 'mcp-negotiate-proxy-tools',
+          method: 'tools/list',
+          params: cursor === undefined ? { _meta } : { cursor, _meta },
+        },
+        { timeoutMs },
+      );
       const msg = frame.msg as JsonRpcResponse;
       if (msg.error) throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream refused tools/list: ${msg.error.message}`);
       return msg.result;

@@ -28,10 +28,7 @@ if (isMainThread) {
 
 /** Only rewrite 'fs' for the conformance package; everything else is untouched. */
 export async function resolve(specifier, context, nextResolve) {
-  if (
-    (specifier === 'fs' || specifier === 'node:fs') &&
-    context.parentURL?.includes('/@modelcontextprotocol/conformance/')
-  ) {
+  if ((specifier === 'fs' || specifier === 'node:fs') && context.parentURL?.includes('/@modelcontextprotocol/conformance/')) {
     return { url: SHIM_URL, format: 'module', shortCircuit: true };
   }
   return nextResolve(specifier, context);
@@ -62,7 +59,13 @@ function shimGlobSync(patterns, options = {}) {
     for (let i = 0; i < glob.length; i++) {
       const ch = glob[i];
       if (ch === '*' && glob[i + 1] === '*') {
-        if (glob[i + 2] === '/') { re += '(?:.*/)?'; i += 2; } else { re += '.*'; i += 1; }
+        if (glob[i + 2] === '/') {
+          re += '(?:.*/)?';
+          i += 2;
+        } else {
+          re += '.*';
+          i += 1;
+        }
       } else if (ch === '*') re += '[^/]*';
       else if (ch === '?') re += '[^/]';
       else re += ch.replace(/[.+^${}()|[\]\\]/g, '\\$&');

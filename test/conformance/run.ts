@@ -98,18 +98,15 @@ export const SERVER_SCENARIOS_2025_11_25 = {
     'prompts-get-with-args',
     'prompts-get-embedded-resource',
     'prompts-get-with-image',
-    'dns-rebinding-protection'
+    'dns-rebinding-protection',
   ],
   /** Run under --requirements 2025-11-25 but never scored (added-after-release, pending). */
-  notScored: ['server-session-lifecycle', 'json-schema-2020-12', 'server-sse-polling']
+  notScored: ['server-session-lifecycle', 'json-schema-2020-12', 'server-sse-polling'],
 } as const;
 
 const require = createRequire(import.meta.url);
 const SHIM = fileURLToPath(new URL('./globsync-shim.mjs', import.meta.url));
-const CLI = path.join(
-  path.dirname(require.resolve('@modelcontextprotocol/conformance/package.json')),
-  'dist/index.js'
-);
+const CLI = path.join(path.dirname(require.resolve('@modelcontextprotocol/conformance/package.json')), 'dist/index.js');
 const TIMESTAMP_SUFFIX = /-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$/;
 
 interface ChildResult {
@@ -124,7 +121,7 @@ function runCli(args: string[], deadline: number, onOutput?: (s: string) => void
     const child = spawn(process.execPath, ['--import', SHIM, CLI, ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
-      detached: true // own process group, so a kill reaches anything it spawned
+      detached: true, // own process group, so a kill reaches anything it spawned
     });
     let stdout = '';
     let timedOut = false;
@@ -147,7 +144,7 @@ function runCli(args: string[], deadline: number, onOutput?: (s: string) => void
         kill('SIGTERM');
         hardKill = setTimeout(() => kill('SIGKILL'), 2000);
       },
-      Math.max(0, deadline - Date.now())
+      Math.max(0, deadline - Date.now()),
     );
     child.on('error', (err) => {
       clearTimeout(timer);
@@ -190,14 +187,14 @@ function toResult(checks: ConformanceCheck[]): ScenarioResult {
   return {
     outcome: checks.some((c) => c.status === 'FAILURE') ? 'fail' : checkedNothing ? 'skip' : 'pass',
     checks,
-    problems
+    problems,
   };
 }
 
 /** Ask the installed suite which server scenarios a revision requires. */
 export async function listServerScenarios(
   specVersion = SPEC_VERSION,
-  timeoutMs = 30_000
+  timeoutMs = 30_000,
 ): Promise<{ scored: string[]; notScored: string[] }> {
   const { stdout } = await runCli(['list', '--server', '--requirements', specVersion], Date.now() + timeoutMs);
   const scored: string[] = [];
@@ -229,17 +226,14 @@ export async function runConformanceDetailed(url: string, opts: RunOptions = {})
       const child = await runCli(
         ['server', '--url', url, '--requirements', specVersion, '--timeout', scenarioTimeout, '-o', outDir],
         deadline,
-        opts.onOutput
+        opts.onOutput,
       );
       const written = await readResults(outDir);
       // Report in the suite's order; a scenario announced on stdout without a
       // result file never finished (killed at the deadline, or crashed).
       for (const m of child.stdout.matchAll(/^=== Running scenario: (\S+) ===$/gm)) {
         const checks = written.get(m[1]);
-        results.set(
-          m[1],
-          checks ? toResult(checks) : missing(child.timedOut ? 'killed: total timeout reached' : 'no result written')
-        );
+        results.set(m[1], checks ? toResult(checks) : missing(child.timedOut ? 'killed: total timeout reached' : 'no result written'));
       }
       for (const [scenario, checks] of written) if (!results.has(scenario)) results.set(scenario, toResult(checks));
       if (child.timedOut && specVersion === SPEC_VERSION) {
@@ -248,8 +242,7 @@ export async function runConformanceDetailed(url: string, opts: RunOptions = {})
       }
       if (results.size === 0) {
         throw new Error(
-          `conformance suite produced no results (exit ${child.code}${child.timedOut ? ', timed out' : ''}):\n` +
-            child.stdout.slice(-2000)
+          `conformance suite produced no results (exit ${child.code}${child.timedOut ? ', timed out' : ''}):\n` + child.stdout.slice(-2000),
         );
       }
     } else {
@@ -260,11 +253,19 @@ export async function runConformanceDetailed(url: string, opts: RunOptions = {})
         }
         const child = await runCli(
           [
-            'server', '--url', url, '--scenario', scenario, ...(opts.extension ? [] : ['--spec-version', specVersion]),
-            '--timeout', scenarioTimeout, '-o', outDir
+            'server',
+            '--url',
+            url,
+            '--scenario',
+            scenario,
+            ...(opts.extension ? [] : ['--spec-version', specVersion]),
+            '--timeout',
+            scenarioTimeout,
+            '-o',
+            outDir,
           ],
           deadline,
-          opts.onOutput
+          opts.onOutput,
         );
         const checks = (await readResults(outDir)).get(scenario);
         if (checks) results.set(scenario, toResult(checks));
@@ -273,7 +274,7 @@ export async function runConformanceDetailed(url: string, opts: RunOptions = {})
         } else {
           results.set(
             scenario,
-            missing(child.timedOut ? 'killed: total timeout reached' : `no result (exit ${child.code}): ${child.stdout.slice(-500)}`)
+            missing(child.timedOut ? 'killed: total timeout reached' : `no result (exit ${child.code}): ${child.stdout.slice(-500)}`),
           );
         }
       }
@@ -285,10 +286,7 @@ export async function runConformanceDetailed(url: string, opts: RunOptions = {})
 }
 
 /** Run the suite against `url`; one outcome per scenario. */
-export async function runConformance(
-  url: string,
-  opts: RunOptions = {}
-): Promise<Map<string, ScenarioOutcome>> {
+export async function runConformance(url: string, opts: RunOptions = {}): Promise<Map<string, ScenarioOutcome>> {
   const detailed = await runConformanceDetailed(url, opts);
   return new Map([...detailed].map(([name, r]) => [name, r.outcome]));
 }
@@ -306,7 +304,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const started = Date.now();
   const results = await runConformanceDetailed(url, {
     scenarios: scenarios.length ? scenarios : undefined,
-    onOutput: process.env.CONFORMANCE_VERBOSE ? (s) => process.stderr.write(s) : undefined
+    onOutput: process.env.CONFORMANCE_VERBOSE ? (s) => process.stderr.write(s) : undefined,
   });
   const notScored = new Set<string>(SERVER_SCENARIOS_2025_11_25.notScored);
   const width = Math.max(...[...results.keys()].map((k) => k.length));
@@ -316,8 +314,6 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     for (const p of r.problems) console.log(`        ${p.split('\n')[0].slice(0, 300)}`);
   }
   const count = (o: ScenarioOutcome) => [...results.values()].filter((r) => r.outcome === o).length;
-  console.log(
-    `\n${count('pass')} pass, ${count('fail')} fail, ${count('skip')} skip in ${((Date.now() - started) / 1000).toFixed(1)}s`
-  );
+  console.log(`\n${count('pass')} pass, ${count('fail')} fail, ${count('skip')} skip in ${((Date.now() - started) / 1000).toFixed(1)}s`);
   process.exit(count('fail') > 0 ? 1 : 0);
 }

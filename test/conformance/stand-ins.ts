@@ -32,15 +32,25 @@ async function post(url: string, method: string, params: Record<string, unknown>
 async function listen(url: string, taskIds: string[]) {
   const m = modern(nextId++, 'subscriptions/listen', { notifications: { taskIds } }, TASKS);
   const abort = new AbortController();
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...m.headers }, body: JSON.stringify(m.body), signal: abort.signal });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...m.headers },
+    body: JSON.stringify(m.body),
+    signal: abort.signal,
+  });
   const stream = sseMessages(res);
-  const ack = await within(stream.next((n) => n.method === 'notifications/subscriptions/acknowledged' || n.error !== undefined), 'the acknowledgement');
+  const ack = await within(
+    stream.next((n) => n.method === 'notifications/subscriptions/acknowledged' || n.error !== undefined),
+    'the acknowledgement',
+  );
   return { id: m.body.id, ack, stream, close: () => abort.abort() };
 }
 
 function within<T>(promise: Promise<T>, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not come within ${HEARD_WITHIN_MS} ms`)), HEARD_WITHIN_MS)));
+  const late = new Promise<never>(
+    (_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not come within ${HEARD_WITHIN_MS} ms`)), HEARD_WITHIN_MS)),
+  );
   return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
@@ -50,32 +60,62 @@ function shapeProblems(n: any, taskId: string, subscriptionId: unknown): string[
   const problems: string[] = [];
   if (p.taskId !== taskId) problems.push(`notification names task ${JSON.stringify(p.taskId)}, not the one listened to`);
   if (typeof p.status !== 'string') problems.push('status notification MUST carry status');
-  for (const field of ['createdAt', 'lastUpdatedAt']) if (typeof p[field] !== 'string') problems.push(`status notification MUST carry ${field} (DetailedTask)`);
+  for (const field of ['createdAt', 'lastUpdatedAt'])
+    if (typeof p[field] !== 'string') problems.push(`status notification MUST carry ${field} (DetailedTask)`);
   if (!('ttlMs' in p)) problems.push('status notification MUST carry ttlMs (DetailedTask)');
-  if (p._meta?.['io.modelcontextprotocol/subscriptionId'] !== subscriptionId) problems.push('listen-stream notifications MUST carry the subscriptionId');
-  if (p.status === 'input_required' && (typeof p.inputRequests !== 'object' || !p.inputRequests || Object.keys(p.inputRequests).length === 0)) problems.push('an input_required notification MUST inline its inputRequests');
+  if (p._meta?.['io.modelcontextprotocol/subscriptionId'] !== subscriptionId)
+    problems.push('listen-stream notifications MUST carry the subscriptionId');
+  if (
+    p.status === 'input_required' &&
+    (typeof p.inputRequests !== 'object' || !p.inputRequests || Object.keys(p.inputRequests).length === 0)
+  )
+    problems.push('an input_required notification MUST inline its inputRequests');
   if (p.status === 'completed' && typeof p.result !== 'object') problems.push('a completed notification MUST inline its result');
   if (p.status === 'failed' && typeof p.error !== 'object') problems.push('a failed notification MUST inline its error');
   return problems;
 }
 
 function check(id: string, name: string, description: string, problems: string[]): ConformanceCheck {
-  return { id, name, description, status: problems.length ? 'FAILURE' : 'SUCCESS', ...(problems.length ? { errorMessage: problems.join('; ') } : {}) };
+  return {
+    id,
+    name,
+    description,
+    status: problems.length ? 'FAILURE' : 'SUCCESS',
+    ...(problems.length ? { errorMessage: problems.join('; ') } : {}),
+  };
 }
 
 /** Follows one task on a listen stream to its end; the problems seen. `answer`: what to do when it asks for input. */
-async function follow(url: string, taskId: string, answer?: (inputRequests: Record<string, unknown>) => Promise<void>): Promise<{ acknowledged: string[]; shape: string[]; statuses: string[] }> {
+async function follow(
+  url: string,
+  taskId: string,
+  answer?: (inputRequests: Record<string, unknown>) => Promise<void>,
+): Promise<{ acknowledged: string[]; shape: string[]; statuses: string[] }> {
   const l = await listen(url, [taskId]);
   try {
-    if (l.ack.error) return { acknowledged: [`subscriptions/listen with taskIds failed: ${JSON.stringify(l.ack.error)}`], shape: [], statuses: [] };
+    if (l.ack.error)
+      return { acknowledged: [`subscriptions/listen with taskIds failed: ${JSON.stringify(l.ack.error)}`], shape: [], statuses: [] };
     const agreed = l.ack.params?.notifications?.taskIds;
-    if (!Array.isArray(agreed) || !agreed.includes(taskId)) return { acknowledged: [`the acknowledgement does not name the task listened to (notifications: ${JSON.stringify(l.ack.params?.notifications)})`], shape: [], statuses: [] };
+    if (!Array.isArray(agreed) || !agreed.includes(taskId))
+      return {
+        acknowledged: [
+          `the acknowledgement does not name the task listened to (notifications: ${JSON.stringify(l.ack.params?.notifications)})`,
+        ],
+        shape: [],
+        statuses: [],
+      };
     const isTask = (n: any) => n.method === 'notifications/tasks';
     if (answer) {
-      const asking = await within(l.stream.next((n) => isTask(n) && n.params?.status === 'input_required'), 'an input_required notification');
+      const asking = await within(
+        l.stream.next((n) => isTask(n) && n.params?.status === 'input_required'),
+        'an input_required notification',
+      );
       await answer(asking.params.inputRequests ?? {});
     }
-    await within(l.stream.next((n) => isTask(n) && ['completed', 'failed', 'cancelled'].includes(n.params?.status)), 'a terminal notification');
+    await within(
+      l.stream.next((n) => isTask(n) && ['completed', 'failed', 'cancelled'].includes(n.params?.status)),
+      'a terminal notification',
+    );
     const told = l.stream.messages.filter(isTask);
     return { acknowledged: [], shape: told.flatMap((n) => shapeProblems(n, taskId, l.id)), statuses: told.map((n) => n.params.status) };
   } finally {
@@ -93,15 +133,44 @@ export async function tasksStatusNotifications(url: string): Promise<ScenarioRes
     const ask = await post(url, 'tools/call', { name: 'confirm_delete', arguments: { filename: 'status-notifications.txt' } });
     if (ask.resultType !== 'task') throw new Error(`confirm_delete did not create a task (resultType ${JSON.stringify(ask.resultType)})`);
     const asking = await follow(url, ask.taskId, async (inputRequests) => {
-      const inputResponses = Object.fromEntries(Object.keys(inputRequests).map((key) => [key, { action: 'accept', content: { confirm: true } }]));
+      const inputResponses = Object.fromEntries(
+        Object.keys(inputRequests).map((key) => [key, { action: 'accept', content: { confirm: true } }]),
+      );
       await post(url, 'tasks/update', { taskId: ask.taskId, inputResponses });
     });
-    const missed = (tool: string, statuses: string[], expected: string[]) => expected.filter((s) => !statuses.includes(s)).map((s) => `${tool}: no ${s} notification`);
-    checks.push(check('tasks-status-notifications-each-change', 'TasksStatusNotificationsEachChange', 'A task listened to is heard at each status change to its end', [...missed('slow_compute', working.statuses, ['completed']), ...missed('confirm_delete', asking.statuses, ['input_required', 'working', 'completed'])]));
-    checks.push(check('tasks-status-notifications-acknowledged', 'TasksStatusNotificationsAcknowledged', 'subscriptions/listen naming a task of the client acknowledges it in notifications.taskIds', [...working.acknowledged, ...asking.acknowledged]));
-    checks.push(check('tasks-status-notifications-shape', 'TasksStatusNotificationsShape', 'Each notifications/tasks carries taskId, status and the DetailedTask fields, with inputRequests, result or error inlined', [...working.shape, ...asking.shape]));
+    const missed = (tool: string, statuses: string[], expected: string[]) =>
+      expected.filter((s) => !statuses.includes(s)).map((s) => `${tool}: no ${s} notification`);
+    checks.push(
+      check(
+        'tasks-status-notifications-each-change',
+        'TasksStatusNotificationsEachChange',
+        'A task listened to is heard at each status change to its end',
+        [
+          ...missed('slow_compute', working.statuses, ['completed']),
+          ...missed('confirm_delete', asking.statuses, ['input_required', 'working', 'completed']),
+        ],
+      ),
+    );
+    checks.push(
+      check(
+        'tasks-status-notifications-acknowledged',
+        'TasksStatusNotificationsAcknowledged',
+        'subscriptions/listen naming a task of the client acknowledges it in notifications.taskIds',
+        [...working.acknowledged, ...asking.acknowledged],
+      ),
+    );
+    checks.push(
+      check(
+        'tasks-status-notifications-shape',
+        'TasksStatusNotificationsShape',
+        'Each notifications/tasks carries taskId, status and the DetailedTask fields, with inputRequests, result or error inlined',
+        [...working.shape, ...asking.shape],
+      ),
+    );
   } catch (err) {
-    checks.push(check('tasks-status-notifications-run', 'TasksStatusNotificationsRun', 'The scenario runs to its end', [(err as Error).message]));
+    checks.push(
+      check('tasks-status-notifications-run', 'TasksStatusNotificationsRun', 'The scenario runs to its end', [(err as Error).message]),
+    );
   }
   const problems = checks.filter((c) => c.status === 'FAILURE').map((c) => `${c.id}: ${c.errorMessage}`);
   return { outcome: problems.length ? 'fail' : 'pass', checks, problems };

@@ -17,16 +17,36 @@ describe('a legacy client in front of a 2026-07-28 upstream (bridged)', () => {
   let proxy: Running;
 
   beforeAll(async () => {
-    proxy = await startProxy(['--upstream', commandLine(fixtureArgv('matrix-modern-server')), '--request-timeout', '5000', '--log-level', 'debug']);
+    proxy = await startProxy([
+      '--upstream',
+      commandLine(fixtureArgv('matrix-modern-server')),
+      '--request-timeout',
+      '5000',
+      '--log-level',
+      'debug',
+    ]);
   }, 30_000);
 
   it('ignores a notifications/cancelled without requestId, even while a request with id "" runs', async () => {
     const headers = await rawSession(proxy.url);
-    const call = { jsonrpc: '2.0', id: '', method: 'tools/call', params: { name: 'slow_progress', arguments: { steps: 3, delayMs: 400 }, _meta: { progressToken: 'p' } } };
-    const res = await fetch(proxy.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(call) });
+    const call = {
+      jsonrpc: '2.0',
+      id: '',
+      method: 'tools/call',
+      params: { name: 'slow_progress', arguments: { steps: 3, delayMs: 400 }, _meta: { progressToken: 'p' } },
+    };
+    const res = await fetch(proxy.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+      body: JSON.stringify(call),
+    });
     const stream = sseMessages(res);
     await stream.next((m) => m.method === 'notifications/progress');
-    const cancel = await rawPost(proxy.url, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { reason: 'names nothing' } }, headers);
+    const cancel = await rawPost(
+      proxy.url,
+      { jsonrpc: '2.0', method: 'notifications/cancelled', params: { reason: 'names nothing' } },
+      headers,
+    );
     expect(cancel.status).toBe(202);
     const answer = await stream.next((m) => m.id === '');
     expect(answer.result?.content?.[0]?.text).toBe('done 3');
@@ -39,7 +59,10 @@ describe('a modern client: HTTP status of answers', () => {
   let modernUpstream: Running;
 
   beforeAll(async () => {
-    [legacy, modernUpstream] = await Promise.all([startProxy(['--upstream', VERBATIM]), startProxy(['--upstream', commandLine(fixtureArgv('matrix-modern-server'))])]);
+    [legacy, modernUpstream] = await Promise.all([
+      startProxy(['--upstream', VERBATIM]),
+      startProxy(['--upstream', commandLine(fixtureArgv('matrix-modern-server'))]),
+    ]);
   }, 30_000);
 
   it('answers a refusal raised while serving the request with the status its code names (400), as before serving it', async () => {
@@ -59,7 +82,10 @@ describe('a modern client: HTTP status of answers', () => {
     await Promise.all([rawPost(legacy.url, warm.body, warm.headers), rawPost(modernUpstream.url, warm.body, warm.headers)]);
     // Neither fixture has prompts.
     const m = modern(4, 'prompts/list');
-    const [fromLegacy, fromModern] = await Promise.all([rawPost(legacy.url, m.body, m.headers), rawPost(modernUpstream.url, m.body, m.headers)]);
+    const [fromLegacy, fromModern] = await Promise.all([
+      rawPost(legacy.url, m.body, m.headers),
+      rawPost(modernUpstream.url, m.body, m.headers),
+    ]);
     expect(fromLegacy.messages.at(-1).error?.code).toBe(-32601);
     expect(fromModern.messages.at(-1).error?.code).toBe(-32601);
     expect({ legacy: fromLegacy.status, modern: fromModern.status }).toEqual({ legacy: 404, modern: 404 });
@@ -75,8 +101,17 @@ describe('progress tokens that are neither a string nor an integer', () => {
 
   it('refuses such a request of a legacy client (-32602) at once, and serves the next', async () => {
     const headers = await rawSession(proxy.url);
-    for (const [id, token] of [[1, { a: 1 }], [2, 1.5], [3, true]] as const) {
-      const call = { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'echo', arguments: { text: 'hi' }, _meta: { progressToken: token } } };
+    for (const [id, token] of [
+      [1, { a: 1 }],
+      [2, 1.5],
+      [3, true],
+    ] as const) {
+      const call = {
+        jsonrpc: '2.0',
+        id,
+        method: 'tools/call',
+        params: { name: 'echo', arguments: { text: 'hi' }, _meta: { progressToken: token } },
+      };
       const res = await rawPost(proxy.url, call, headers);
       expect(res.messages.at(-1)).toMatchObject({ id, error: { code: -32602, message: expect.stringContaining('progressToken') } });
     }
@@ -85,10 +120,16 @@ describe('progress tokens that are neither a string nor an integer', () => {
   });
 
   it('refuses such a request of a modern client (-32602, HTTP 400)', async () => {
-    for (const [id, token] of [[5, { a: 1 }], [6, 1.5]] as const) {
+    for (const [id, token] of [
+      [5, { a: 1 }],
+      [6, 1.5],
+    ] as const) {
       const m = modern(id, 'tools/call', { name: 'echo', arguments: { text: 'hi' }, _meta: { progressToken: token } });
       const res = await rawPost(proxy.url, m.body, m.headers);
-      expect(res.messages.at(-1)).toMatchObject({ id, error: { code: -32602, message: expect.stringContaining('progressToken'), data: { code: 'INVALID_META' } } });
+      expect(res.messages.at(-1)).toMatchObject({
+        id,
+        error: { code: -32602, message: expect.stringContaining('progressToken'), data: { code: 'INVALID_META' } },
+      });
       expect(res.status).toBe(400);
     }
   });

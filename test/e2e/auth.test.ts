@@ -14,7 +14,17 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken } from '../../src/fronts/http/auth.js';
-import { commandLine, fixtureArgv, freePort, logEntries, logged, PROXY_MAIN, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import {
+  commandLine,
+  fixtureArgv,
+  freePort,
+  logEntries,
+  logged,
+  PROXY_MAIN,
+  startProxy,
+  stopAll,
+  type Running,
+} from '../helpers/processes.js';
 import { INIT, metricValue, modern, postWithHost, rawPost } from '../helpers/raw.js';
 
 const ALICE = 'alice-token-0123456789';
@@ -33,7 +43,10 @@ describe('static tokens', () => {
   let proxy: Running;
 
   beforeAll(async () => {
-    proxy = await startProxy(['--config', configFile(`auth:\n  tokens:\n    - { name: alice, sha256: ${hashToken(ALICE)} }\n    - { name: bob, sha256: ${hashToken(BOB)} }\n`)]);
+    proxy = await startProxy([
+      '--config',
+      configFile(`auth:\n  tokens:\n    - { name: alice, sha256: ${hashToken(ALICE)} }\n    - { name: bob, sha256: ${hashToken(BOB)} }\n`),
+    ]);
   }, 30_000);
   afterAll(stopAll);
 
@@ -44,7 +57,8 @@ describe('static tokens', () => {
       expect(res.messages[0].error.message).toBeTruthy();
       const challenge = res.headers.get('www-authenticate')!;
       expect(challenge).toMatch(/^Bearer resource_metadata="http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource\/mcp"/);
-      if (String((headers as Record<string, string>).authorization ?? '').startsWith('Bearer')) expect(challenge).toContain('error="invalid_token"');
+      if (String((headers as Record<string, string>).authorization ?? '').startsWith('Bearer'))
+        expect(challenge).toContain('error="invalid_token"');
     }
     const metadataUrl = /resource_metadata="([^"]+)"/.exec((await rawPost(proxy.url, INIT)).headers.get('www-authenticate')!)![1];
     const metadata = await (await fetch(metadataUrl)).json();
@@ -84,7 +98,17 @@ describe('static tokens', () => {
     const first = (await rawPost(proxy.url, ask.body, { ...ask.headers, ...bearer(ALICE) })).messages[0].result;
     expect(first.resultType).toBe('input_required');
     const [key] = Object.keys(first.inputRequests);
-    const retry = modern(2, 'tools/call', { name: 'elicit', arguments: { message: 'who?' }, requestState: first.requestState, inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } } }, caps);
+    const retry = modern(
+      2,
+      'tools/call',
+      {
+        name: 'elicit',
+        arguments: { message: 'who?' },
+        requestState: first.requestState,
+        inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } },
+      },
+      caps,
+    );
     const asBob = await rawPost(proxy.url, retry.body, { ...retry.headers, ...bearer(BOB) });
     expect(asBob.messages[0].error.message).toMatch(/another client identity/);
     const asAlice = await rawPost(proxy.url, retry.body, { ...retry.headers, ...bearer(ALICE) });
@@ -101,7 +125,13 @@ describe('JWT bearer tokens', () => {
   const AUDIENCE = 'mcp-negotiate-proxy-test';
 
   const sign = (claims: Record<string, unknown>, o: { key?: CryptoKey; exp?: string; aud?: string } = {}) =>
-    new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setIssuer(ISSUER).setAudience(o.aud ?? AUDIENCE).setIssuedAt().setExpirationTime(o.exp ?? '5m').sign(o.key ?? key);
+    new SignJWT(claims)
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .setIssuer(ISSUER)
+      .setAudience(o.aud ?? AUDIENCE)
+      .setIssuedAt()
+      .setExpirationTime(o.exp ?? '5m')
+      .sign(o.key ?? key);
 
   beforeAll(async () => {
     const pair = await generateKeyPair('ES256', { extractable: true });
@@ -111,7 +141,12 @@ describe('JWT bearer tokens', () => {
     jwks = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] })));
     await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve));
     const jwksUrl = `http://127.0.0.1:${(jwks.address() as { port: number }).port}/jwks.json`;
-    proxy = await startProxy(['--config', configFile(`auth:\n  jwt:\n    jwksUrl: ${jwksUrl}\n    issuer: ${ISSUER}\n    audience: ${AUDIENCE}\n    requiredScopes: [mcp:use]\n  authorizationServers: [${ISSUER}]\n`)]);
+    proxy = await startProxy([
+      '--config',
+      configFile(
+        `auth:\n  jwt:\n    jwksUrl: ${jwksUrl}\n    issuer: ${ISSUER}\n    audience: ${AUDIENCE}\n    requiredScopes: [mcp:use]\n  authorizationServers: [${ISSUER}]\n`,
+      ),
+    ]);
   }, 30_000);
   afterAll(async () => {
     await stopAll();
@@ -138,10 +173,21 @@ describe('JWT bearer tokens', () => {
   });
 
   it('refuses tokens that never expire and tokens signed with a shared secret, saying only that the token is not valid', async () => {
-    const forever = await new SignJWT({ sub: 'user-1', scope: 'mcp:use' }).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setIssuer(ISSUER).setAudience(AUDIENCE).setIssuedAt().sign(key);
+    const forever = await new SignJWT({ sub: 'user-1', scope: 'mcp:use' })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .setIssuer(ISSUER)
+      .setAudience(AUDIENCE)
+      .setIssuedAt()
+      .sign(key);
     // The JWKS's public key used as an HMAC secret: the classic algorithm-confusion forgery.
     const secret = new TextEncoder().encode(JSON.stringify(await exportJWK(key)));
-    const hmac = await new SignJWT({ sub: 'user-1', scope: 'mcp:use' }).setProtectedHeader({ alg: 'HS256', kid: 'k1' }).setIssuer(ISSUER).setAudience(AUDIENCE).setIssuedAt().setExpirationTime('5m').sign(secret);
+    const hmac = await new SignJWT({ sub: 'user-1', scope: 'mcp:use' })
+      .setProtectedHeader({ alg: 'HS256', kid: 'k1' })
+      .setIssuer(ISSUER)
+      .setAudience(AUDIENCE)
+      .setIssuedAt()
+      .setExpirationTime('5m')
+      .sign(secret);
     for (const token of [forever, hmac]) {
       const res = await rawPost(proxy.url, INIT, bearer(token));
       expect(res.status).toBe(401);
@@ -158,13 +204,24 @@ describe('a JWKS that cannot be fetched', () => {
 
   it('answers 503 with Retry-After, not 401: the client should retry, not re-authenticate', async () => {
     const jwksUrl = `http://127.0.0.1:${await freePort()}/jwks.json`;
-    const proxy = await startProxy(['--config', configFile(`auth:\n  jwt:\n    jwksUrl: ${jwksUrl}\n    issuer: https://issuer.test\n    audience: x\n`)]);
+    const proxy = await startProxy([
+      '--config',
+      configFile(`auth:\n  jwt:\n    jwksUrl: ${jwksUrl}\n    issuer: https://issuer.test\n    audience: x\n`),
+    ]);
     const { privateKey } = await generateKeyPair('ES256');
-    const token = await new SignJWT({ sub: 'u' }).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setIssuer('https://issuer.test').setAudience('x').setExpirationTime('5m').sign(privateKey);
+    const token = await new SignJWT({ sub: 'u' })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .setIssuer('https://issuer.test')
+      .setAudience('x')
+      .setExpirationTime('5m')
+      .sign(privateKey);
     const res = await rawPost(proxy.url, INIT, bearer(token));
     expect(res.status).toBe(503);
     expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
-    expect(res.messages[0].error).toMatchObject({ message: expect.stringMatching(/cannot be checked right now/), data: { code: 'AUTH_UNAVAILABLE' } });
+    expect(res.messages[0].error).toMatchObject({
+      message: expect.stringMatching(/cannot be checked right now/),
+      data: { code: 'AUTH_UNAVAILABLE' },
+    });
     expect(res.messages[0].error.message).not.toMatch(/fetch|ECONNREFUSED/);
   });
 });
@@ -173,7 +230,10 @@ describe('guessing credentials', () => {
   afterAll(stopAll);
 
   it('is refused per address after auth.failuresPerAddress failures a minute, before any JWT is checked', async () => {
-    const proxy = await startProxy(['--config', configFile(`auth:\n  failuresPerAddress: 5\n  tokens:\n    - { name: alice, sha256: ${hashToken(ALICE)} }\n`)]);
+    const proxy = await startProxy([
+      '--config',
+      configFile(`auth:\n  failuresPerAddress: 5\n  tokens:\n    - { name: alice, sha256: ${hashToken(ALICE)} }\n`),
+    ]);
     // Without credentials is not a guess: it does not count.
     for (let i = 0; i < 8; i++) expect((await rawPost(proxy.url, INIT)).status).toBe(401);
     for (let i = 0; i < 5; i++) expect((await rawPost(proxy.url, INIT, bearer(`guess-${i}`))).status).toBe(401);

@@ -12,7 +12,12 @@ import { callTool, INIT, modern, rawPost } from '../helpers/raw.js';
 import { commandLine, eventually, PROXY_MAIN, ROOT, startProxy, stopAll } from '../helpers/processes.js';
 
 const DEMO = `${ROOT}dist/demo/main.js`;
-const initialize = { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bytes', version: '1' } } };
+const initialize = {
+  jsonrpc: '2.0',
+  id: 0,
+  method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bytes', version: '1' } },
+};
 const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
 const REQUESTS = [
   ['tools/list', {}],
@@ -36,7 +41,10 @@ const REQUESTS = [
 async function converse(argv: string[]): Promise<string[]> {
   const proc = spawn(process.execPath, argv, { stdio: ['pipe', 'pipe', 'ignore'] });
   const lines: string[] = [];
-  proc.stdout.on('data', lineSplitter((l) => lines.push(l)));
+  proc.stdout.on(
+    'data',
+    lineSplitter((l) => lines.push(l)),
+  );
   const send = (m: unknown) => proc.stdin.write(JSON.stringify(m) + '\n');
   send(initialize);
   await eventually(() => lines.length === 1, 15_000, 'initialize answer');
@@ -71,7 +79,11 @@ describe('a client that declares nothing gets the upstream bytes unchanged', () 
     const pretty = (m: unknown) => JSON.stringify(m, null, 2); // valid JSON, many lines
     const init = await rawPost(proxy.url, pretty(initialize), { accept: 'application/json' });
     expect(init.messages[0].result.serverInfo).toBeDefined();
-    const session = { accept: 'application/json', 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+    const session = {
+      accept: 'application/json',
+      'mcp-session-id': init.headers.get('mcp-session-id')!,
+      'mcp-protocol-version': '2025-11-25',
+    };
     await rawPost(proxy.url, pretty(initialized), session);
     const call = await rawPost(proxy.url, pretty(REQUESTS[3]), session);
     expect(call.messages[0].result.content[0].text).toContain('mi');
@@ -84,11 +96,20 @@ describe('a client that declares nothing gets the upstream bytes unchanged', () 
     const json = { accept: 'application/json' };
     const plain = await rawPost(proxy.url, INIT, json);
     const session = { ...json, 'mcp-session-id': plain.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
-    const post = (body: unknown, headers: Record<string, string>) => fetch(proxy.url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) }).then((r) => r.text());
+    const post = (body: unknown, headers: Record<string, string>) =>
+      fetch(proxy.url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) }).then(
+        (r) => r.text(),
+      );
     // A decode and re-encode would turn 1.50 into 1.5, \u00e9 into é and drop the spaces.
-    expect(await post(callTool(1, 'odd'), session)).toBe('{"result" : {"content":[{"type":"text","text":"caf\\u00e9 at 1.50"}], "n": 1.50 } , "id":1,"jsonrpc":"2.0"}');
+    expect(await post(callTool(1, 'odd'), session)).toBe(
+      '{"result" : {"content":[{"type":"text","text":"caf\\u00e9 at 1.50"}], "n": 1.50 } , "id":1,"jsonrpc":"2.0"}',
+    );
     // Nothing decodes it, but a strict scan proved it JSON: a result that is not is the upstream's error, not bytes the client cannot read.
-    expect(JSON.parse(await post(callTool(2, 'broken'), session))).toMatchObject({ jsonrpc: '2.0', id: 2, error: { code: -32603, message: expect.stringContaining('not valid JSON'), data: { code: 'UPSTREAM_PROTOCOL' } } });
+    expect(JSON.parse(await post(callTool(2, 'broken'), session))).toMatchObject({
+      jsonrpc: '2.0',
+      id: 2,
+      error: { code: -32603, message: expect.stringContaining('not valid JSON'), data: { code: 'UPSTREAM_PROTOCOL' } },
+    });
 
     const features = { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: '1.0', features: ['format=markdown'] } } };
     const negotiating = await rawPost(proxy.url, { ...INIT, params: { ...INIT.params, capabilities: features } }, json);
@@ -104,13 +125,23 @@ describe('a client that declares nothing gets the upstream bytes unchanged', () 
     const proxy = await startProxy(['--upstream', commandLine([process.execPath, `${ROOT}test/fixtures/verbatim-server.mjs`])]);
     const post = async (id: number, name: string, capabilities: Record<string, unknown> = {}) => {
       const { body, headers } = modern(id, 'tools/call', { name, arguments: {} }, capabilities);
-      const res = await fetch(proxy.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json', ...headers }, body: JSON.stringify(body) });
+      const res = await fetch(proxy.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
       return res.text();
     };
     // The result's own bytes, then what the revision adds; nothing in between is re-encoded.
-    expect(await post(1, 'odd')).toBe('{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"caf\\u00e9 at 1.50"}], "n": 1.50 ,"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"verbatim","version":"1"}}}}');
+    expect(await post(1, 'odd')).toBe(
+      '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"caf\\u00e9 at 1.50"}], "n": 1.50 ,"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"verbatim","version":"1"}}}}',
+    );
     // The proxy writes around the result only what a strict scan proved JSON: a broken result is the upstream's error.
-    expect(JSON.parse(await post(2, 'broken'))).toMatchObject({ jsonrpc: '2.0', id: 2, error: { code: -32603, message: expect.stringContaining('not valid JSON'), data: { code: 'UPSTREAM_PROTOCOL' } } });
+    expect(JSON.parse(await post(2, 'broken'))).toMatchObject({
+      jsonrpc: '2.0',
+      id: 2,
+      error: { code: -32603, message: expect.stringContaining('not valid JSON'), data: { code: 'UPSTREAM_PROTOCOL' } },
+    });
 
     const features = { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: '1.0', features: ['format=markdown'] } } };
     const odd = JSON.parse(await post(3, 'odd', features));

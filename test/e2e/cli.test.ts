@@ -15,7 +15,10 @@ import { postWithHost } from '../helpers/raw.js';
 
 const run = async (args: string[], env: NodeJS.ProcessEnv = {}) => {
   try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [PROXY_MAIN, ...args], { env: { ...process.env, ...env }, timeout: 15_000 });
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [PROXY_MAIN, ...args], {
+      env: { ...process.env, ...env },
+      timeout: 15_000,
+    });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -39,7 +42,16 @@ describe('the mcp-negotiate-proxy CLI', () => {
   it('prints help and the package version', async () => {
     const help = await run(['--help']);
     expect(help.code).toBe(0);
-    for (const flag of ['--upstream', '--stdio', '--host', '--port', '--config', '--log-level', '--request-timeout', 'MCP_PROXY_UPSTREAM']) {
+    for (const flag of [
+      '--upstream',
+      '--stdio',
+      '--host',
+      '--port',
+      '--config',
+      '--log-level',
+      '--request-timeout',
+      'MCP_PROXY_UPSTREAM',
+    ]) {
       expect(help.stdout).toContain(flag);
     }
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
@@ -47,7 +59,10 @@ describe('the mcp-negotiate-proxy CLI', () => {
   });
 
   it('validates configs: OK with exit 0, precise problems with exit 2', async () => {
-    expect(await run(['validate', '--config', 'config/default.yaml'])).toMatchObject({ code: 0, stdout: 'config/default.yaml: OK (8 content-negotiation rules)\n' });
+    expect(await run(['validate', '--config', 'config/default.yaml'])).toMatchObject({
+      code: 0,
+      stdout: 'config/default.yaml: OK (8 content-negotiation rules)\n',
+    });
     const bad = join(mkdtempSync(join(tmpdir(), 'cli-')), 'bad.yaml');
     writeFileSync(bad, 'timeouts:\n  requestMs: -5\n');
     const r = await run(['validate', '--config', bad]);
@@ -76,20 +91,29 @@ describe('the mcp-negotiate-proxy CLI', () => {
     for (const flag of ['--method', '--name', '--input', '--principal']) expect(options.split(', ')).not.toContain(flag);
     const explain = await run(['explain', '--upstream', 'node server.js']);
     expect(explain.code).toBe(2);
-    expect(explain.stderr).toContain('--upstream is not an option of explain; it belongs to serving and validate\nOptions of explain: --config, --features, --method, --name, --input, --principal, --path, --client-name, --features-header, --help, --version\n');
+    expect(explain.stderr).toContain(
+      '--upstream is not an option of explain; it belongs to serving and validate\nOptions of explain: --config, --features, --method, --name, --input, --principal, --path, --client-name, --features-header, --help, --version\n',
+    );
   });
 
   it('validate reports every problem of a file in one pass (schema, plugins, rules) with file:line:col', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'proxy-cli-'));
     const file = join(dir, 'broken.yaml');
-    writeFileSync(file, 'listen:\n  port: "x"\ncontentNegotiation:\n  rules:\n    - when: { features: ["!!bad"] }\n      apply: [{ nosuch: {} }]\n  plugins: ["./missing-plugin.js"]\n');
+    writeFileSync(
+      file,
+      'listen:\n  port: "x"\ncontentNegotiation:\n  rules:\n    - when: { features: ["!!bad"] }\n      apply: [{ nosuch: {} }]\n  plugins: ["./missing-plugin.js"]\n',
+    );
     const r = await run(['validate', '--config', file]);
     expect(r.code).toBe(2);
     const lines = r.stderr.split('\n');
     expect(lines).toContain(`  ${file}:2:9: listen.port: Invalid input: expected number, received string`);
     expect(lines.some((l) => l.startsWith(`  ${file}:7:13: contentNegotiation.plugins[0]: cannot load plugin`))).toBe(true);
-    expect(lines).toContain(`  ${file}:5:26: contentNegotiation.rules[0].when.features[0]: "!!bad" does not match name, !name, name=value or name!=value`);
-    expect(lines.some((l) => l.startsWith(`  ${file}:6:15: contentNegotiation.rules[0].apply[0]: unknown transformer "nosuch"`))).toBe(true);
+    expect(lines).toContain(
+      `  ${file}:5:26: contentNegotiation.rules[0].when.features[0]: "!!bad" does not match name, !name, name=value or name!=value`,
+    );
+    expect(lines.some((l) => l.startsWith(`  ${file}:6:15: contentNegotiation.rules[0].apply[0]: unknown transformer "nosuch"`))).toBe(
+      true,
+    );
   });
 
   it('explains a broken --input with a message, not a stack trace', async () => {
@@ -131,7 +155,8 @@ describe('the mcp-negotiate-proxy CLI', () => {
     expect(await ready.json()).toMatchObject({ status: 'ready', ready: true });
     await logged(conn.proxy!, (e) => e.msg === 'upstream ready', 10_000, 'the start-up check in the log');
     // Probes may name the pod's IP as Host; the MCP endpoint keeps its DNS-rebinding protection.
-    for (const path of ['/healthz', '/readyz', '/metrics']) expect(await getWithHost(conn.proxy!.url.replace('/mcp', path), '10.1.2.3:8080')).toBe(200);
+    for (const path of ['/healthz', '/readyz', '/metrics'])
+      expect(await getWithHost(conn.proxy!.url.replace('/mcp', path), '10.1.2.3:8080')).toBe(200);
     expect(await postWithHost(conn.proxy!.url, '10.1.2.3:8080', { jsonrpc: '2.0', id: 1, method: 'ping' })).toBe(403);
     await conn.close();
   });

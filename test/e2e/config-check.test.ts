@@ -16,7 +16,10 @@ const dir = mkdtempSync(join(tmpdir(), 'config-check-'));
 
 async function run(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [PROXY_MAIN, ...args], { env: { ...process.env, ...env }, timeout: 20_000 });
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [PROXY_MAIN, ...args], {
+      env: { ...process.env, ...env },
+      timeout: 20_000,
+    });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -30,10 +33,16 @@ const problems = (stderr: string) => stderr.split('\n').filter((l) => l.startsWi
 describe('validate and serving check a config the same way', () => {
   it('serving refuses a broken config with exactly the problems validate reports', async () => {
     const schemaBroken = join(dir, 'schema-broken.yaml');
-    writeFileSync(schemaBroken, 'listen:\n  port: "x"\ncontentNegotiation:\n  rules:\n    - when: { features: ["!!bad"] }\n      apply: [{ nosuch: {} }]\n  plugins: ["./missing-plugin.js"]\n');
+    writeFileSync(
+      schemaBroken,
+      'listen:\n  port: "x"\ncontentNegotiation:\n  rules:\n    - when: { features: ["!!bad"] }\n      apply: [{ nosuch: {} }]\n  plugins: ["./missing-plugin.js"]\n',
+    );
     const exposed = join(dir, 'exposed.yaml');
     writeFileSync(exposed, 'listen:\n  host: 0.0.0.0\n  port: 0\ncontentNegotiation:\n  rules:\n    - apply: [{ nosuch: {} }]\n');
-    for (const [file, expected] of [[schemaBroken, 4], [exposed, 2]] as const) {
+    for (const [file, expected] of [
+      [schemaBroken, 4],
+      [exposed, 2],
+    ] as const) {
       const validate = await run(['validate', '--config', file]);
       const serve = await run(['--config', file]); // no --port: it would mend the first file
       expect(validate.code, file).toBe(2);
@@ -43,16 +52,24 @@ describe('validate and serving check a config the same way', () => {
     }
     const report = problems((await run(['validate', '--config', exposed])).stderr);
     expect(report[0]).toMatch(/exposed\.yaml:6:15: contentNegotiation\.rules\[0\]\.apply\[0\]: unknown transformer "nosuch"/);
-    expect(report[1]).toBe(`  ${exposed}:2:9: listen.host: 0.0.0.0 is reachable from other machines, and no authentication is configured: anyone who reaches the port would use the upstream. Configure auth.tokens or auth.jwt, pass --allow-unauthenticated (MCP_PROXY_ALLOW_UNAUTHENTICATED=1) if something in front of the proxy authenticates, or listen on loopback only (--host 127.0.0.1).`);
+    expect(report[1]).toBe(
+      `  ${exposed}:2:9: listen.host: 0.0.0.0 is reachable from other machines, and no authentication is configured: anyone who reaches the port would use the upstream. Configure auth.tokens or auth.jwt, pass --allow-unauthenticated (MCP_PROXY_ALLOW_UNAUTHENTICATED=1) if something in front of the proxy authenticates, or listen on loopback only (--host 127.0.0.1).`,
+    );
   });
 
   it('validate checks the start the same options would make: a host from the environment, an upstream command from a flag', async () => {
     const viaEnv = await run(['validate'], { MCP_PROXY_HOST: '0.0.0.0' });
     expect(viaEnv.code).toBe(2);
-    expect(problems(viaEnv.stderr)).toEqual([expect.stringMatching(/^ {2}listen\.host \(from the command line or environment\): 0\.0\.0\.0 is reachable .*--allow-unauthenticated/)]);
+    expect(problems(viaEnv.stderr)).toEqual([
+      expect.stringMatching(
+        /^ {2}listen\.host \(from the command line or environment\): 0\.0\.0\.0 is reachable .*--allow-unauthenticated/,
+      ),
+    ]);
     expect((await run(['validate'], { MCP_PROXY_HOST: '0.0.0.0', MCP_PROXY_ALLOW_UNAUTHENTICATED: '1' })).code).toBe(0);
     const quote = await run(['validate', '--upstream', "node 'server.js"]);
-    expect(problems(quote.stderr)).toEqual(["  upstream.command (from the command line or environment): unclosed ' quote in command: node 'server.js"]);
+    expect(problems(quote.stderr)).toEqual([
+      "  upstream.command (from the command line or environment): unclosed ' quote in command: node 'server.js",
+    ]);
     expect(await run(['--port', '0', '--upstream', "node 'server.js"])).toMatchObject({ code: 2, stderr: quote.stderr });
   });
 });
@@ -65,7 +82,9 @@ describe('warnings', () => {
     writeFileSync(typo, 'contentNegotiation:\n  rules:\n    - when: { features: [agent, format=yml] }\n      apply: [{ markdown: {} }]\n');
     const validate = await run(['validate', '--config', typo]);
     expect(validate).toMatchObject({ code: 0, stdout: `${typo}: OK (9 content-negotiation rules, 1 warning(s))\n` });
-    expect(validate.stderr).toBe(`mcp-negotiate-proxy: warning: ${typo}:3:33: contentNegotiation.rules[0].when.features[1]: "yml" is not a registered value of format (json, text, markdown); no client is known to send it\n`);
+    expect(validate.stderr).toBe(
+      `mcp-negotiate-proxy: warning: ${typo}:3:33: contentNegotiation.rules[0].when.features[1]: "yml" is not a registered value of format (json, text, markdown); no client is known to send it\n`,
+    );
     const proxy = await startProxy(['--config', typo, '--port', '0']);
     expect(proxy.stderr()).toContain('no client is known to send it');
     expect(await proxy.stop()).toBe(0);
@@ -83,7 +102,10 @@ describe('the shipped examples', () => {
       BALANCER_ADDRESS: () => '127.0.0.1',
     };
     const env: NodeJS.ProcessEnv = {};
-    const live = text.split('\n').map((l) => l.replace(/(^|\s)#.*$/, '')).join('\n');
+    const live = text
+      .split('\n')
+      .map((l) => l.replace(/(^|\s)#.*$/, ''))
+      .join('\n');
     for (const [, name] of live.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)/g)) {
       if (!known[name]) throw new Error(`an example references \${${name}}: give this test a value for it`);
       env[name] = await known[name]();
@@ -92,7 +114,16 @@ describe('the shipped examples', () => {
   }
 
   it('are all there', () => {
-    expect(examples).toEqual(expect.arrayContaining(['everything.yaml', 'everything-replicas.yaml', 'negotiation.yaml', 'stdio-server.yaml', 'variants.yaml', 'weather-prose.yaml']));
+    expect(examples).toEqual(
+      expect.arrayContaining([
+        'everything.yaml',
+        'everything-replicas.yaml',
+        'negotiation.yaml',
+        'stdio-server.yaml',
+        'variants.yaml',
+        'weather-prose.yaml',
+      ]),
+    );
   });
 
   it.each(examples)('%s validates, and serves', async (name) => {
@@ -100,7 +131,10 @@ describe('the shipped examples', () => {
     const env = await variablesOf(readFileSync(`${ROOT}${file}`, 'utf8'));
     const validate = await run(['validate', '--config', file], env);
     expect(validate.stderr).toBe('');
-    expect(validate).toMatchObject({ code: 0, stdout: expect.stringMatching(new RegExp(`^${file}: OK \\(\\d+ content-negotiation rules\\)\\n$`)) });
+    expect(validate).toMatchObject({
+      code: 0,
+      stdout: expect.stringMatching(new RegExp(`^${file}: OK \\(\\d+ content-negotiation rules\\)\\n$`)),
+    });
     const proxy = await startProxy(['--config', file], env);
     expect(new URL(proxy.url).hostname).toBe('127.0.0.1');
     expect((await fetch(new URL('/healthz', proxy.url))).status).toBe(200);

@@ -25,14 +25,18 @@ describe('conformance suite through the proxy', () => {
   it('passes every scenario that passes directly, for stdio and HTTP upstreams', async () => {
     const fixture = await startHttpFixture('conformance-server');
     const direct = await outcomes(fixture.url);
-    const passedDirectly = Object.keys(direct).filter((s) => direct[s] === 'pass').sort();
+    const passedDirectly = Object.keys(direct)
+      .filter((s) => direct[s] === 'pass')
+      .sort();
     expect(passedDirectly.length).toBeGreaterThanOrEqual(30);
 
     const viaStdio = await startProxy(['--upstream', commandLine(fixtureArgv('conformance-server'))]);
     const viaHttp = await startProxy(['--upstream', (await startHttpFixture('conformance-server')).url]);
     for (const proxy of [viaStdio, viaHttp]) {
       const got = await outcomes(proxy.url);
-      expect(Object.fromEntries(passedDirectly.map((s) => [s, got[s]]))).toEqual(Object.fromEntries(passedDirectly.map((s) => [s, 'pass'])));
+      expect(Object.fromEntries(passedDirectly.map((s) => [s, got[s]]))).toEqual(
+        Object.fromEntries(passedDirectly.map((s) => [s, 'pass'])),
+      );
     }
   }, 600_000);
 
@@ -50,7 +54,9 @@ describe('conformance suite through the proxy', () => {
         const again = await runConformanceDetailed(proxy.url, { scenarios: [s], specVersion: '2026-07-28', timeoutMs: 120_000 });
         if (again.get(s)) detailed.set(s, again.get(s)!);
       }
-      const failed = scored.filter((s) => detailed.get(s)?.outcome !== 'pass').map((s) => `${s}: ${detailed.get(s)?.problems.join(' | ') ?? 'not run'}`);
+      const failed = scored
+        .filter((s) => detailed.get(s)?.outcome !== 'pass')
+        .map((s) => `${s}: ${detailed.get(s)?.problems.join(' | ') ?? 'not run'}`);
       expect(failed).toEqual([]);
     }
   }, 600_000);
@@ -66,8 +72,11 @@ describe('conformance suite through the proxy', () => {
       const detailed = await runConformanceDetailed(proxy.url, { scenarios: TASK_SCENARIOS, extension: true, timeoutMs: 240_000 });
       // A scenario the suite ships as a placeholder (it checks nothing: 'skip') is run by its stand-in;
       // any other 'skip' fails, like a failure.
-      for (const s of TASK_SCENARIOS) if (detailed.get(s)?.outcome === 'skip' && STAND_INS[s]) detailed.set(s, await STAND_INS[s](proxy.url));
-      const failed = TASK_SCENARIOS.filter((s) => detailed.get(s)?.outcome !== 'pass').map((s) => `${s}: ${detailed.get(s)?.problems.join(' | ') ?? 'not run'}`);
+      for (const s of TASK_SCENARIOS)
+        if (detailed.get(s)?.outcome === 'skip' && STAND_INS[s]) detailed.set(s, await STAND_INS[s](proxy.url));
+      const failed = TASK_SCENARIOS.filter((s) => detailed.get(s)?.outcome !== 'pass').map(
+        (s) => `${s}: ${detailed.get(s)?.problems.join(' | ') ?? 'not run'}`,
+      );
       expect(failed).toEqual([]);
     }
   }, 600_000);
@@ -93,9 +102,14 @@ describe('conformance suite through the proxy', () => {
 
   it('in front of a 2026-07-28-only server: legacy clients (2025-11-25 scenarios) pass what they pass against the legacy fixture directly, for stdio and HTTP upstreams', async () => {
     const legacy = await outcomes((await startHttpFixture('conformance-server')).url);
-    const passed = Object.keys(legacy).filter((s) => legacy[s] === 'pass').sort();
+    const passed = Object.keys(legacy)
+      .filter((s) => legacy[s] === 'pass')
+      .sort();
     expect(passed.length).toBeGreaterThanOrEqual(30);
-    for (const upstream of [(await startHttpFixture('modern-conformance-server')).url, commandLine(fixtureArgv('modern-conformance-server'))]) {
+    for (const upstream of [
+      (await startHttpFixture('modern-conformance-server')).url,
+      commandLine(fixtureArgv('modern-conformance-server')),
+    ]) {
       const got = await outcomes((await startProxy(['--upstream', upstream])).url);
       expect(Object.fromEntries(passed.map((s) => [s, got[s]]))).toEqual(Object.fromEntries(passed.map((s) => [s, 'pass'])));
     }

@@ -43,7 +43,10 @@ function open(url: string): Promise<Raw> {
 
 /** Resolves when `p` settles, or rejects after `ms` with `what` (a bounded wait for an event). */
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  return Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what} did not happen within ${ms} ms`)), ms).unref())]);
+  return Promise.race([
+    p,
+    new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what} did not happen within ${ms} ms`)), ms).unref()),
+  ]);
 }
 
 /** Writes `bytes` one at a time, `everyMs` apart, until the socket closes or they are all sent. */
@@ -56,12 +59,16 @@ function trickle(raw: Raw, bytes: string, everyMs: number): void {
   void raw.closed.then(() => clearInterval(timer)); // closed only resolves (on the socket's close)
 }
 
-const postHead = (path: string, length: number, extra = '') => `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: ${length}\r\n${extra}\r\n`;
+const postHead = (path: string, length: number, extra = '') =>
+  `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: ${length}\r\n${extra}\r\n`;
 
 describe('timeouts on requests that trickle in', () => {
   let proxy: Running;
   beforeAll(async () => {
-    proxy = await startProxy(['--config', config('listen:\n  connections: { headersTimeoutMs: 1000, bodyTimeoutMs: 1000 }\n  perClient: { inFlight: 2 }\n')]);
+    proxy = await startProxy([
+      '--config',
+      config('listen:\n  connections: { headersTimeoutMs: 1000, bodyTimeoutMs: 1000 }\n  perClient: { inFlight: 2 }\n'),
+    ]);
   });
   afterAll(stopAll);
 
@@ -94,7 +101,10 @@ describe('timeouts on requests that trickle in', () => {
 
   it('gives the in-flight count back for pipelined requests whose connection dies before their turn', async () => {
     const started = join(mkdtempSync(join(tmpdir(), 'proxy-pipelined-')), 'started.log');
-    const own = await startProxy(['--config', config(`  env: { FAULTY_LOG: ${JSON.stringify(started)} }\nlisten:\n  perClient: { inFlight: 2 }\n`)]);
+    const own = await startProxy([
+      '--config',
+      config(`  env: { FAULTY_LOG: ${JSON.stringify(started)} }\nlisten:\n  perClient: { inFlight: 2 }\n`),
+    ]);
     const headers = await rawSession(own.url);
     const raw = await open(own.url);
     const session = `Mcp-Session-Id: ${headers['mcp-session-id']}\r\nMCP-Protocol-Version: 2025-11-25\r\n`;
@@ -109,7 +119,11 @@ describe('timeouts on requests that trickle in', () => {
     expect((await rawPost(own.url, callTool(205, 'echo', { text: 'x' }), headers)).status).toBe(429);
     raw.socket.resetAndDestroy();
     await raw.closed;
-    await eventually(async () => (await rawPost(own.url, callTool(300, 'echo', { text: 'back' }), headers)).status === 200, 5000, 'the slots given back');
+    await eventually(
+      async () => (await rawPost(own.url, callTool(300, 'echo', { text: 'back' }), headers)).status === 200,
+      5000,
+      'the slots given back',
+    );
   });
 
   it('lets an answer take longer than the request timeouts', async () => {

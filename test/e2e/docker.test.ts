@@ -30,7 +30,12 @@ function execForm(pattern: RegExp): string[] {
 /** The image's ENV (NAME=value pairs; no quoting is used). */
 function imageEnv(): Record<string, string> {
   const line = /^ENV (.*)$/m.exec(finalStage)?.[1] ?? '';
-  return Object.fromEntries(line.split(/\s+/).filter(Boolean).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
+  return Object.fromEntries(
+    line
+      .split(/\s+/)
+      .filter(Boolean)
+      .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+  );
 }
 
 /** What the image copies from the build context: image path → context path. */
@@ -55,20 +60,28 @@ function contextPathOf(imagePath: string, copies = copiedFromContext()): string 
 
 /** The build and run commands the Dockerfile's header documents. */
 function documented(): { build: string; run: string } {
-  const commands = dockerfile.split('\n').filter((l) => /^#\s+docker (build|run) /.test(l)).map((l) => l.replace(/^#\s+/, ''));
+  const commands = dockerfile
+    .split('\n')
+    .filter((l) => /^#\s+docker (build|run) /.test(l))
+    .map((l) => l.replace(/^#\s+/, ''));
   const [build, run] = ['docker build ', 'docker run '].map((start) => commands.find((c) => c.startsWith(start)));
-  if (!build || !run) throw new Error('the Dockerfile\'s header documents no `docker build` and `docker run` commands');
+  if (!build || !run) throw new Error("the Dockerfile's header documents no `docker build` and `docker run` commands");
   return { build, run };
 }
 
 function yamlFiles(dir: string): string[] {
-  return readdirSync(`${ROOT}${dir}`, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? yamlFiles(`${dir}/${e.name}`) : e.name.endsWith('.yaml') ? [`${dir}/${e.name}`] : []));
+  return readdirSync(`${ROOT}${dir}`, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? yamlFiles(`${dir}/${e.name}`) : e.name.endsWith('.yaml') ? [`${dir}/${e.name}`] : [],
+  );
 }
 
 /** Runs the CLI with exactly `env` (and PATH), as a container would; resolves with its exit code and output. */
 async function inContainerEnv(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [PROXY_MAIN, ...args], { env: { PATH: process.env.PATH, ...env }, timeout: 20_000 });
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [PROXY_MAIN, ...args], {
+      env: { PATH: process.env.PATH, ...env },
+      timeout: 20_000,
+    });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -96,7 +109,9 @@ describe('Dockerfile and docker-compose.yml, run without Docker', () => {
     // The replicas believe X-Forwarded-For only from the balancer's fixed address.
     const { balancer, 'proxy-scaled': scaled } = compose.services;
     expect(scaled.environment.BALANCER_ADDRESS).toBe(balancer.networks.default.ipv4_address);
-    expect(parse(readFileSync(`${ROOT}config/examples/everything-replicas.yaml`, 'utf8')).listen.trustProxy).toEqual(['${BALANCER_ADDRESS:-127.0.0.1}']);
+    expect(parse(readFileSync(`${ROOT}config/examples/everything-replicas.yaml`, 'utf8')).listen.trustProxy).toEqual([
+      '${BALANCER_ADDRESS:-127.0.0.1}',
+    ]);
   });
 
   it('serves server-everything through the compose configuration and passes the HEALTHCHECK', async () => {
@@ -116,7 +131,9 @@ describe('Dockerfile and docker-compose.yml, run without Docker', () => {
 
     const [cmd, ...args] = execForm(/HEALTHCHECK .*?CMD (\[.*\])$/m);
     const port = new URL(proxy.url).port;
-    const check = await promisify(execFile)(cmd === 'node' ? process.execPath : cmd, args, { env: { ...process.env, MCP_PROXY_PORT: port } });
+    const check = await promisify(execFile)(cmd === 'node' ? process.execPath : cmd, args, {
+      env: { ...process.env, MCP_PROXY_PORT: port },
+    });
     expect(check.stderr).toBe('');
   });
 
@@ -132,7 +149,10 @@ describe('Dockerfile and docker-compose.yml, run without Docker', () => {
 
   it('ships every file the shipped configs reference, and the packages those files import', () => {
     const copies = copiedFromContext();
-    const ignored = readFileSync(`${ROOT}.dockerignore`, 'utf8').split('\n').map((l) => l.trim()).filter(Boolean);
+    const ignored = readFileSync(`${ROOT}.dockerignore`, 'utf8')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean);
     const dependencies = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')).dependencies; // the image prunes the rest
     const referenced: string[] = [];
     for (const file of yamlFiles('config')) {
@@ -145,7 +165,10 @@ describe('Dockerfile and docker-compose.yml, run without Docker', () => {
         expect(ignored, `${file}: ${plugin} is in .dockerignore`).not.toContain(source!.split('/')[0]);
         for (const [, spec] of readFileSync(`${ROOT}${source}`, 'utf8').matchAll(/\bfrom\s+['"]([^./'"][^'"]*)['"]/g)) {
           if (spec.startsWith('node:')) continue;
-          const name = spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/');
+          const name = spec
+            .split('/')
+            .slice(0, spec.startsWith('@') ? 2 : 1)
+            .join('/');
           expect(dependencies, `${source} imports ${name}`).toHaveProperty([name]);
         }
         referenced.push(source!);
@@ -177,8 +200,13 @@ describe('Dockerfile and docker-compose.yml, run without Docker', () => {
     expect(env.MCP_PROXY_HOST).toBe('0.0.0.0');
     const bare = await inContainerEnv([...cliArgs, 'validate'], env);
     expect(bare.code).toBe(2);
-    expect(bare.stderr).toContain('listen.host (from the command line or environment): 0.0.0.0 is reachable from other machines, and no authentication is configured');
-    expect(await inContainerEnv([...cliArgs, 'validate'], { ...env, ...flags })).toMatchObject({ code: 0, stdout: '(defaults): OK (8 content-negotiation rules)\n' });
+    expect(bare.stderr).toContain(
+      'listen.host (from the command line or environment): 0.0.0.0 is reachable from other machines, and no authentication is configured',
+    );
+    expect(await inContainerEnv([...cliArgs, 'validate'], { ...env, ...flags })).toMatchObject({
+      code: 0,
+      stdout: '(defaults): OK (8 content-negotiation rules)\n',
+    });
 
     // And it serves: the demo server behind it (here on loopback, any port).
     const proxy = await startProxy(cliArgs, { ...env, ...flags, MCP_PROXY_HOST: '127.0.0.1', MCP_PROXY_PORT: '0' });

@@ -92,7 +92,13 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { PROXY_MAIN, PYTHON, ROOT, startProxy, stopAll, type Running } from '../helpers/processes.js';
 
-const DOCS = ['README.md', ...readdirSync(`${ROOT}docs`).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
+const DOCS = [
+  'README.md',
+  ...readdirSync(`${ROOT}docs`)
+    .filter((f) => f.endsWith('.md'))
+    .sort()
+    .map((f) => `docs/${f}`),
+];
 const TEXT = new Map(DOCS.map((f) => [f, readFileSync(`${ROOT}${f}`, 'utf8')]));
 const PKG = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { version: string; scripts: Record<string, string> };
 const PLACEHOLDER = 'doc-test-placeholder-0123456789abcdef0123';
@@ -144,11 +150,21 @@ interface Ran {
   stderr: string;
 }
 
-function run(cmd: string, args: string[], o: { cwd?: string; env?: Record<string, string>; input?: string; timeoutMs?: number } = {}): Promise<Ran> {
+function run(
+  cmd: string,
+  args: string[],
+  o: { cwd?: string; env?: Record<string, string>; input?: string; timeoutMs?: number } = {},
+): Promise<Ran> {
   return new Promise((resolveRun, reject) => {
     const proc = spawn(cmd, args, {
       cwd: o.cwd ?? ROOT,
-      env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, npm_config_update_notifier: 'false', npm_config_offline: 'true', ...o.env },
+      env: {
+        ...process.env,
+        PATH: `${bin}:${process.env.PATH}`,
+        npm_config_update_notifier: 'false',
+        npm_config_offline: 'true',
+        ...o.env,
+      },
       stdio: ['pipe', 'pipe', 'pipe'],
       detached: true,
     });
@@ -179,12 +195,26 @@ function checkOutputs(unit: Unit, printed: string): void {
     if (out.lang === 'json') {
       const wanted = JSON.parse(out.code);
       const docs = jsonDocuments(printed);
-      expect(docs.some((d) => containsJson(d, wanted)), `${name(out)}: no JSON the block printed contains it. Printed:\n${printed.slice(0, 4000)}`).toBe(true);
+      expect(
+        docs.some((d) => containsJson(d, wanted)),
+        `${name(out)}: no JSON the block printed contains it. Printed:\n${printed.slice(0, 4000)}`,
+      ).toBe(true);
     } else if (out.lang === 'text') {
       const lines = printed.split('\n').map((l) => l.trim());
-      for (const want of out.code.split('\n').map((l) => l.trim()).filter(Boolean)) {
-        const re = new RegExp(`^${want.split('…').map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
-        expect(lines.some((l) => re.test(l)), `${name(out)}: "${want}" is not in the output:\n${printed}`).toBe(true);
+      for (const want of out.code
+        .split('\n')
+        .map((l) => l.trim())
+        .filter(Boolean)) {
+        const re = new RegExp(
+          `^${want
+            .split('…')
+            .map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+            .join('.*')}$`,
+        );
+        expect(
+          lines.some((l) => re.test(l)),
+          `${name(out)}: "${want}" is not in the output:\n${printed}`,
+        ).toBe(true);
       }
     } else throw new Error(`${name(out)}: an output block must be json or text`);
   }
@@ -272,7 +302,14 @@ async function checkServe(command: string, env: Record<string, string>): Promise
   const direct = program[0] === 'mcp-negotiate-proxy' || (program[0] === 'node' && program[1] === 'dist/main.js');
   const proc = spawn('bash', ['-c', line], {
     cwd: ROOT,
-    env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, npm_config_update_notifier: 'false', npm_config_offline: 'true', MCP_PROXY_PORT: '0', ...env },
+    env: {
+      ...process.env,
+      PATH: `${bin}:${process.env.PATH}`,
+      npm_config_update_notifier: 'false',
+      npm_config_offline: 'true',
+      MCP_PROXY_PORT: '0',
+      ...env,
+    },
     stdio: ['pipe', 'pipe', 'pipe'],
     detached: true,
   });
@@ -281,26 +318,37 @@ async function checkServe(command: string, env: Record<string, string>): Promise
   let stderr = '';
   proc.stdout.on('data', (d) => (stdout += d));
   proc.stderr.on('data', (d) => (stderr += d));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => proc.on('close', (code, signal) => r({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
+    proc.on('close', (code, signal) => r({ code, signal })),
+  );
   /** Waits for `check`; `afterExit`: what is waited for comes after the command's own process ended (npm's children outlive it). */
   const until = async (check: () => boolean | Promise<boolean>, what: string, ms = 20_000, afterExit = false) => {
     const end = Date.now() + ms;
     while (Date.now() < end) {
       if (await check()) return;
-      if (!afterExit && (proc.exitCode !== null || proc.signalCode !== null)) throw new Error(`${command}: exited before ${what}:\n${stderr}`);
+      if (!afterExit && (proc.exitCode !== null || proc.signalCode !== null))
+        throw new Error(`${command}: exited before ${what}:\n${stderr}`);
       await new Promise((r) => setTimeout(r, 100));
     }
     throw new Error(`${command}: no ${what} within ${ms} ms:\n${stdout}\n${stderr}`);
   };
   try {
     if (args.includes('--stdio')) {
-      proc.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'doc-test', version: '1' } } })}\n`);
-      await until(() => jsonDocuments(stdout).some((d) => containsJson(d, { id: 1 }) && typeof (d as { result?: unknown }).result === 'object'), 'initialize result');
+      proc.stdin.write(
+        `${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'doc-test', version: '1' } } })}\n`,
+      );
+      await until(
+        () => jsonDocuments(stdout).some((d) => containsJson(d, { id: 1 }) && typeof (d as { result?: unknown }).result === 'object'),
+        'initialize result',
+      );
       proc.stdin.end();
     } else {
       let url = '';
       await until(() => {
-        const m = stderr.split('\n').find((l) => l.includes('listening'))?.match(/(http:\/\/[^\s"]+)/);
+        const m = stderr
+          .split('\n')
+          .find((l) => l.includes('listening'))
+          ?.match(/(http:\/\/[^\s"]+)/);
         url = m?.[1] ?? '';
         return Boolean(url);
       }, 'URL in the log');
@@ -316,14 +364,19 @@ async function checkServe(command: string, env: Record<string, string>): Promise
     // The proxy itself exits 0; npm and npx, which got the signal too, may die of it.
     if (direct || args.includes('--stdio')) expect(end!.code, `${command}: exit code\n${stderr}`).toBe(0);
     else expect(end!.code === 0 || end!.signal === 'SIGTERM', `${command}: ${JSON.stringify(end)}\n${stderr}`).toBe(true);
-    await until(() => {
-      try {
-        process.kill(-proc.pid!, 0);
-        return false;
-      } catch {
-        return true;
-      }
-    }, 'end of every process it started', 10_000, true);
+    await until(
+      () => {
+        try {
+          process.kill(-proc.pid!, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      'end of every process it started',
+      10_000,
+      true,
+    );
     groups.delete(proc.pid!);
   } finally {
     if (groups.has(proc.pid!)) {
@@ -350,7 +403,10 @@ async function checkShell(unit: Unit): Promise<void> {
     const text = readFileSync(covering, 'utf8');
     for (const m of d.mentions) {
       expect(text, `${name(block)}: ${d.coveredBy} does not mention "${m}"`).toContain(m);
-      expect(block.code.includes(m) || existsSync(`${ROOT}${m}`), `${name(block)}: "${m}" is neither in the block nor a file of the repository`).toBe(true);
+      expect(
+        block.code.includes(m) || existsSync(`${ROOT}${m}`),
+        `${name(block)}: "${m}" is neither in the block nor a file of the repository`,
+      ).toBe(true);
     }
     return;
   }
@@ -366,11 +422,15 @@ async function checkShell(unit: Unit): Promise<void> {
     const r = await run('bash', ['-c', `set -eo pipefail\n${CURL}\n${text}`], { env: d.env, timeoutMs: 90_000 });
     printed += r.stdout + r.stderr;
     lastCode = r.code ?? 128;
-    if (lastCode !== d.exit) throw new Error(`${name(block)}: exit ${r.code ?? r.signal}, expected ${d.exit}:\n${text}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`);
+    if (lastCode !== d.exit)
+      throw new Error(
+        `${name(block)}: exit ${r.code ?? r.signal}, expected ${d.exit}:\n${text}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`,
+      );
   };
   for (const command of commands) {
     const kind = kindOf(command);
-    if (kind === 'elsewhere') throw new Error(`${name(block)}: "${command}" cannot run here; mark the block covered-by=<test file>; mentions=…`);
+    if (kind === 'elsewhere')
+      throw new Error(`${name(block)}: "${command}" cannot run here; mark the block covered-by=<test file>; mentions=…`);
     if (kind === 'run' || (kind === 'serve' && d.exit !== 0)) {
       script.push(command);
       continue;
@@ -442,7 +502,14 @@ async function checkHostConfig(unit: Unit, index: number): Promise<void> {
           command: server.command!,
           args: (server.args ?? []).map(local),
           cwd: ROOT,
-          env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, npm_config_update_notifier: 'false', npm_config_offline: 'true', MCP_REMOTE_CONFIG_DIR: join(work, `mcp-remote-${index}`), ...server.env },
+          env: {
+            ...process.env,
+            PATH: `${bin}:${process.env.PATH}`,
+            npm_config_update_notifier: 'false',
+            npm_config_offline: 'true',
+            MCP_REMOTE_CONFIG_DIR: join(work, `mcp-remote-${index}`),
+            ...server.env,
+          },
           stderr: 'pipe',
         });
     let stderr = '';
@@ -514,7 +581,10 @@ describe('documentation', () => {
             if (block.directives.hostConfig) return checkHostConfig(unit, index);
             return;
           case 'text':
-            expect(block.directives.illustration, `${name(block)}: a text block is an output (marker: output) or an illustration (marker: illustration)`).toBe(true);
+            expect(
+              block.directives.illustration,
+              `${name(block)}: a text block is an output (marker: output) or an illustration (marker: illustration)`,
+            ).toBe(true);
             return;
           default:
             throw new Error(`${name(block)}: no check for language "${block.lang || '(none)'}"; label the fence`);
@@ -541,7 +611,9 @@ describe('documentation', () => {
 
     // In the clone, npx installs the clone into its cache and runs `prepare`, rebuilding dist/ under every running proxy; elsewhere it looks for an unpublished package.
     it('no page runs the proxy through npx', () => {
-      const npx = [...TEXT].filter(([, text]) => /npx\s+(-y\s+)?mcp-negotiate-proxy|"npx",\s*"args":\s*\[\s*"mcp-negotiate-proxy"/.test(text)).map(([file]) => file);
+      const npx = [...TEXT]
+        .filter(([, text]) => /npx\s+(-y\s+)?mcp-negotiate-proxy|"npx",\s*"args":\s*\[\s*"mcp-negotiate-proxy"/.test(text))
+        .map(([file]) => file);
       expect(npx).toEqual([]);
     });
 
@@ -556,7 +628,9 @@ describe('documentation', () => {
 
     it("README.md's first screen names the command that runs the proxy and the one that runs the tests, and how long the tests take, as docs/testing.md does", () => {
       const firstScreen = TEXT.get('README.md')!.split('\n').slice(0, 40).join('\n');
-      const commands = extractBlocks('README.md', firstScreen).filter((b) => b.lang === 'sh').flatMap((b) => shellCommands(b.code));
+      const commands = extractBlocks('README.md', firstScreen)
+        .filter((b) => b.lang === 'sh')
+        .flatMap((b) => shellCommands(b.code));
       expect(commands).toEqual(expect.arrayContaining([expect.stringMatching(/^npm start\b/), expect.stringMatching(/^npm test\b/)]));
       const duration = /about (\d+)–(\d+) minutes on 2 cores/;
       const [, from, to] = firstScreen.match(duration) ?? [];
@@ -590,7 +664,9 @@ describe('documentation', () => {
       walk(configJsonSchema(), '', false);
       const config = TEXT.get('docs/configuration.md')!;
       expect(paths.filter((p) => !config.includes(`\`${p}\``))).toEqual([]);
-      const allDocs = DOCS.filter((f) => f.startsWith('docs/')).map((f) => TEXT.get(f)!).join('\n');
+      const allDocs = DOCS.filter((f) => f.startsWith('docs/'))
+        .map((f) => TEXT.get(f)!)
+        .join('\n');
       expect([...itemKeys].filter((k) => !allDocs.includes(`\`${k}\``) && !allDocs.includes(`${k}:`))).toEqual([]);
     });
   });

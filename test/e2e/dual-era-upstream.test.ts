@@ -12,7 +12,17 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDirect, connectViaProxy } from '../helpers/clients.js';
 import { connectModern, NEGOTIATION } from '../helpers/modern-clients.js';
-import { commandLine, eventually, fixtureArgv, PYTHON, ROOT, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import {
+  commandLine,
+  eventually,
+  fixtureArgv,
+  PYTHON,
+  ROOT,
+  startHttpFixture,
+  startProxy,
+  stopAll,
+  type Running,
+} from '../helpers/processes.js';
 import { INIT, modern, rawPost, type RawReply } from '../helpers/raw.js';
 import { lineSplitter } from '../../src/jsonrpc/lines.js';
 import { SSE_TYPE, mediaTypeOf } from '../../src/mcp/media-type.js';
@@ -114,7 +124,9 @@ describe.each(SERVERS)('%s, a dual-era server, behind the proxy over HTTP', (ser
     const proxied = await connectViaProxy('stdio', upstream.url);
     try {
       expect(handshake(proxied.client)).toEqual(handshake(direct));
-      expect(await proxied.client.callTool({ name: 'echo', arguments: { text: 'stdio' } })).toEqual(await direct.callTool({ name: 'echo', arguments: { text: 'stdio' } }));
+      expect(await proxied.client.callTool({ name: 'echo', arguments: { text: 'stdio' } })).toEqual(
+        await direct.callTool({ name: 'echo', arguments: { text: 'stdio' } }),
+      );
     } finally {
       await direct.close();
       await proxied.close();
@@ -122,7 +134,10 @@ describe.each(SERVERS)('%s, a dual-era server, behind the proxy over HTTP', (ser
   }, 30_000);
 
   it("relays a legacy session's bytes: initialize and a call answered as the server wrote them", async () => {
-    const calls = [{ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'weather_json', arguments: { city: 'Lugano' } } }, { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} }];
+    const calls = [
+      { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'weather_json', arguments: { city: 'Lugano' } } },
+      { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} },
+    ];
     const direct = await legacyBytes(upstream.url, calls);
     expect(JSON.parse(direct[0]).result.protocolVersion).toBe('2025-11-25');
     expect(await legacyBytes(proxy.url, calls)).toEqual(direct);
@@ -151,7 +166,10 @@ describe.each(SERVERS)('%s, a dual-era server, behind the proxy over HTTP', (ser
     const [legacyDirect, legacyProxied] = await Promise.all([pythonClient(upstream.url, 'legacy'), pythonClient(proxy.url, 'legacy')]);
     expect(legacyProxied).toEqual(legacyDirect);
     expect(legacyProxied.protocolVersion).toBe('2025-11-25');
-    const [pinnedDirect, pinnedProxied] = await Promise.all([pythonClient(upstream.url, '2026-07-28'), pythonClient(proxy.url, '2026-07-28')]);
+    const [pinnedDirect, pinnedProxied] = await Promise.all([
+      pythonClient(upstream.url, '2026-07-28'),
+      pythonClient(proxy.url, '2026-07-28'),
+    ]);
     expect(pinnedProxied).toEqual(pinnedDirect);
     // auto probes server/discover: through the proxy it is the server's, with the proxy's extension.
     const [autoDirect, autoProxied] = await Promise.all([pythonClient(upstream.url, 'auto'), pythonClient(proxy.url, 'auto')]);
@@ -164,7 +182,7 @@ describe.each(SERVERS)('%s, a dual-era server, behind the proxy over HTTP', (ser
 describe.each(SERVERS)('%s behind the proxy over stdio', (server) => {
   afterAll(stopAll);
 
-  it('with --upstream-era dual: a v1 client gets the server\'s own initialize, a modern client the server\'s 2026-07-28 side; /healthz says dual', async () => {
+  it("with --upstream-era dual: a v1 client gets the server's own initialize, a modern client the server's 2026-07-28 side; /healthz says dual", async () => {
     const proxy = await startProxy(['--upstream', commandLine(fixtureArgv(server)), '--upstream-era', 'dual']);
     expect(await eraOf(proxy)).toBe('dual');
     const direct = await connectDirect({ argv: fixtureArgv(server) });
@@ -179,7 +197,9 @@ describe.each(SERVERS)('%s behind the proxy over stdio', (server) => {
     }
     const modernClient = await connectModern('http', { url: proxy.url }, { mode: 'pin', input: false });
     try {
-      expect((await modernClient.client.callTool({ name: 'echo', arguments: { text: 'modern' } })).content).toEqual([{ type: 'text', text: 'modern' }]);
+      expect((await modernClient.client.callTool({ name: 'echo', arguments: { text: 'modern' } })).content).toEqual([
+        { type: 'text', text: 'modern' },
+      ]);
     } finally {
       await modernClient.close();
     }
@@ -228,8 +248,13 @@ describe('servers of one era behind the proxy', () => {
     await eventually(async () => (await eraOf(proxy)) === 'modern', 20_000, 'era modern in /healthz');
     const proxied = await legacyClient(proxy.url);
     try {
-      expect(handshake(proxied)).toMatchObject({ serverInfo: { name: 'bare-refusal' }, instructions: 'Refuses initialize with a bare 400.' });
-      expect((await proxied.callTool({ name: 'echo', arguments: { text: 'bridged' } })).content).toEqual([{ type: 'text', text: 'bridged' }]);
+      expect(handshake(proxied)).toMatchObject({
+        serverInfo: { name: 'bare-refusal' },
+        instructions: 'Refuses initialize with a bare 400.',
+      });
+      expect((await proxied.callTool({ name: 'echo', arguments: { text: 'bridged' } })).content).toEqual([
+        { type: 'text', text: 'bridged' },
+      ]);
     } finally {
       await proxied.close();
     }
@@ -242,7 +267,9 @@ describe('servers of one era behind the proxy', () => {
     const proxied = await legacyClient(proxy.url);
     try {
       expect(proxied.getServerVersion()).toMatchObject({ name: 'modern-fixture' });
-      expect((await proxied.callTool({ name: 'echo', arguments: { text: 'bridged' } })).content).toEqual([{ type: 'text', text: 'bridged' }]);
+      expect((await proxied.callTool({ name: 'echo', arguments: { text: 'bridged' } })).content).toEqual([
+        { type: 'text', text: 'bridged' },
+      ]);
     } finally {
       await proxied.close();
     }

@@ -39,7 +39,8 @@ async function sdkClient(url: string): Promise<Client> {
   return client;
 }
 
-const echoText = async (url: string, headers: Record<string, string>, id: number) => (await rawPost(url, callTool(id, 'echo', { text: `e${id}` }), headers)).messages.at(-1)?.result?.content?.[0]?.text;
+const echoText = async (url: string, headers: Record<string, string>, id: number) =>
+  (await rawPost(url, callTool(id, 'echo', { text: `e${id}` }), headers)).messages.at(-1)?.result?.content?.[0]?.text;
 
 describe('session eviction with the default config', () => {
   afterAll(stopAll);
@@ -54,7 +55,9 @@ describe('session eviction with the default config', () => {
     }
     const client = await sdkClient(proxy.url);
     expect((await client.listTools()).tools.map((t) => t.name)).toContain('echo');
-    expect((await client.callTool({ name: 'echo', arguments: { message: 'after 40' } })).content).toEqual([{ type: 'text', text: 'Echo: after 40' }]);
+    expect((await client.callTool({ name: 'echo', arguments: { message: 'after 40' } })).content).toEqual([
+      { type: 'text', text: 'Echo: after 40' },
+    ]);
     await client.close();
     // Sessions 17 to 41 each ended the least recently used idle one; 16 remain.
     expect(await metricValue(proxy.url, 'mcp_proxy_sessions_evicted_total')).toBe(25);
@@ -67,7 +70,10 @@ describe('what eviction never ends', () => {
 
   it('keeps a session with a request in flight and one with an open GET stream; ends the idle one; refuses with 503 when all are busy', async () => {
     const started = join(mkdtempSync(join(tmpdir(), 'proxy-eviction-')), 'started.log');
-    const proxy = await startProxy(['--config', config(`upstream:\n  command: ${JSON.stringify(FAULTY)}\n  env: { FAULTY_LOG: ${JSON.stringify(started)} }\n  maxProcesses: 3\n`)]);
+    const proxy = await startProxy([
+      '--config',
+      config(`upstream:\n  command: ${JSON.stringify(FAULTY)}\n  env: { FAULTY_LOG: ${JSON.stringify(started)} }\n  maxProcesses: 3\n`),
+    ]);
     const [busy, listening, idle] = [await rawSession(proxy.url), await rawSession(proxy.url), await rawSession(proxy.url)];
     const hang = new AbortController();
     const inFlight = rawPost(proxy.url, callTool(1, 'hang'), busy, hang.signal).catch(() => undefined);
@@ -82,7 +88,14 @@ describe('what eviction never ends', () => {
     expect(await echoText(proxy.url, newcomer, 5)).toBe('e5');
     expect(await metricValue(proxy.url, 'mcp_proxy_sessions_evicted_total')).toBe(1);
     const logged = logEntries(proxy).filter((e) => /ended the least recently used idle one/.test(e.msg));
-    expect(logged).toEqual([expect.objectContaining({ level: 30, session: expect.stringMatching(/^[0-9a-f]{8}$/), ageMs: expect.any(Number), idleMs: expect.any(Number) })]);
+    expect(logged).toEqual([
+      expect.objectContaining({
+        level: 30,
+        session: expect.stringMatching(/^[0-9a-f]{8}$/),
+        ageMs: expect.any(Number),
+        idleMs: expect.any(Number),
+      }),
+    ]);
     expect(proxy.stderr()).not.toContain(idle['mcp-session-id']);
     // Now every session is busy: the newcomer listens too.
     const newcomerStream = await openGetStream(proxy.url, newcomer);
@@ -126,9 +139,14 @@ describe('what eviction never ends', () => {
   });
 
   it("lets one principal push out others' idle sessions only up to its own per-client share", async () => {
-    const tokens = ['alice', 'bob', 'mallory'].map((who) => `    - { name: ${who}, sha256: ${hashToken(as(who).authorization.slice(7))} }`).join('\n');
+    const tokens = ['alice', 'bob', 'mallory']
+      .map((who) => `    - { name: ${who}, sha256: ${hashToken(as(who).authorization.slice(7))} }`)
+      .join('\n');
     // Four processes; one principal may hold two sessions (half, the default with authentication).
-    const proxy = await startProxy(['--config', config(`upstream:\n  command: ${JSON.stringify(FAULTY)}\n  maxProcesses: 4\nauth:\n  tokens:\n${tokens}\n`)]);
+    const proxy = await startProxy([
+      '--config',
+      config(`upstream:\n  command: ${JSON.stringify(FAULTY)}\n  maxProcesses: 4\nauth:\n  tokens:\n${tokens}\n`),
+    ]);
     const alice = [await sessionOf(proxy.url, 'alice'), await sessionOf(proxy.url, 'alice')];
     const bob = [await sessionOf(proxy.url, 'bob'), await sessionOf(proxy.url, 'bob')];
     const mallory = [await sessionOf(proxy.url, 'mallory'), await sessionOf(proxy.url, 'mallory')];

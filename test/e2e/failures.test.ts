@@ -12,7 +12,21 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken } from '../../src/fronts/http/auth.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
 import { callTool, INIT, openGetStream, postWithHost, rawPost, rawSession } from '../helpers/raw.js';
-import { callStarted, cancellations, commandLine, eventually, fixtureArgv, freePort, isAlive, logged, PROXY_MAIN, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import {
+  callStarted,
+  cancellations,
+  commandLine,
+  eventually,
+  fixtureArgv,
+  freePort,
+  isAlive,
+  logged,
+  PROXY_MAIN,
+  startHttpFixture,
+  startProxy,
+  stopAll,
+  type Running,
+} from '../helpers/processes.js';
 import { lineSplitter } from '../../src/jsonrpc/lines.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'proxy-failures-'));
@@ -37,18 +51,21 @@ describe('an HTTP-front proxy in front of a faulty stdio upstream', () => {
   let url: string;
 
   beforeAll(async () => {
-    const config = writeConfig('faulty.yaml', [
-      'upstream:',
-      `  command: ${JSON.stringify(FAULTY)}`,
-      '  env:',
-      `    FAULTY_LOG: ${JSON.stringify(cancelLog)}`,
-      'listen:',
-      '  maxBodyBytes: 4096',
-      'timeouts:',
-      '  requestMs: 800',
-      '  sessionIdleMs: 2500', // short for the idle test, long enough for a loaded machine
-      '  shutdownGraceMs: 500',
-    ].join('\n'));
+    const config = writeConfig(
+      'faulty.yaml',
+      [
+        'upstream:',
+        `  command: ${JSON.stringify(FAULTY)}`,
+        '  env:',
+        `    FAULTY_LOG: ${JSON.stringify(cancelLog)}`,
+        'listen:',
+        '  maxBodyBytes: 4096',
+        'timeouts:',
+        '  requestMs: 800',
+        '  sessionIdleMs: 2500', // short for the idle test, long enough for a loaded machine
+        '  shutdownGraceMs: 500',
+      ].join('\n'),
+    );
     proxy = await startProxy(['--config', config]);
     url = proxy.url;
   });
@@ -60,7 +77,15 @@ describe('an HTTP-front proxy in front of a faulty stdio upstream', () => {
     await callStarted(cancelLog, 1);
     const crashed = await rawPost(url, callTool(2, 'crash'), headers);
     expect(crashed.messages).toEqual([
-      { jsonrpc: '2.0', id: 2, error: { code: -32000, message: 'Upstream process exited with code 3', data: { code: 'UPSTREAM_CLOSED', exitCode: 3, signal: null } } },
+      {
+        jsonrpc: '2.0',
+        id: 2,
+        error: {
+          code: -32000,
+          message: 'Upstream process exited with code 3',
+          data: { code: 'UPSTREAM_CLOSED', exitCode: 3, signal: null },
+        },
+      },
     ]);
     expect((await hanging).messages[0].error.data.code).toBe('UPSTREAM_CLOSED');
     expect((await rawPost(url, callTool(3, 'echo', { text: 'x' }), headers)).status).toBe(404);
@@ -73,7 +98,11 @@ describe('an HTTP-front proxy in front of a faulty stdio upstream', () => {
     const headers = await rawSession(url);
     const hanging = rawPost(url, callTool(21, 'hang'), headers);
     await callStarted(cancelLog, 21);
-    await rawPost(url, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 21, reason: 'user pressed stop' } }, headers);
+    await rawPost(
+      url,
+      { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 21, reason: 'user pressed stop' } },
+      headers,
+    );
     expect((await hanging).messages).toEqual([]); // no answer for a cancelled request, not even a timeout later
     await eventually(() => cancelled().some((c) => c.cancelled === 21 && c.reason === 'user pressed stop'), 5000, 'upstream cancellation');
   });
@@ -99,7 +128,10 @@ describe('an HTTP-front proxy in front of a faulty stdio upstream', () => {
     expect(bad.messages[0]).toMatchObject({ id: null, error: { code: -32700 } });
     const invalid = await rawPost(url, { jsonrpc: '2.0', id: 5, method: 42 }, headers);
     expect(invalid.messages[0]).toMatchObject({ id: 5, error: { code: -32600 } });
-    expect((await rawPost(url, { jsonrpc: '1.0', id: 6, method: 'ping' }, headers)).messages[0]).toMatchObject({ id: 6, error: { code: -32600 } });
+    expect((await rawPost(url, { jsonrpc: '1.0', id: 6, method: 'ping' }, headers)).messages[0]).toMatchObject({
+      id: 6,
+      error: { code: -32600 },
+    });
     // What JSON-RPC allows but MCP servers drop without an answer is refused at once, not left to time out.
     for (const [message, why] of [
       [{ jsonrpc: '2.0', id: 11, method: 'tools/list', extra: true }, 'unknown member "extra"'],
@@ -117,7 +149,10 @@ describe('an HTTP-front proxy in front of a faulty stdio upstream', () => {
     // The same id twice while the first is in flight: the duplicate is refused, the first completes.
     const first = rawPost(url, callTool(50, 'slow_progress', { steps: 1, delayMs: 600 }), headers);
     await callStarted(cancelLog, 50);
-    expect((await rawPost(url, callTool(50, 'echo', { text: 'dup' }), headers)).messages[0]).toMatchObject({ id: 50, error: { code: -32600, data: { code: 'DUPLICATE_ID' } } });
+    expect((await rawPost(url, callTool(50, 'echo', { text: 'dup' }), headers)).messages[0]).toMatchObject({
+      id: 50,
+      error: { code: -32600, data: { code: 'DUPLICATE_ID' } },
+    });
     expect((await first).messages.at(-1)).toMatchObject({ id: 50, result: { content: [{ text: 'done 1' }] } });
   });
 
@@ -126,8 +161,14 @@ describe('an HTTP-front proxy in front of a faulty stdio upstream', () => {
     const json = await rawPost(url, callTool(1, 'echo', { text: 'plain' }), { ...headers, accept: 'application/json' });
     expect(json.headers.get('content-type')).toContain('application/json');
     expect(json.messages).toEqual([{ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'plain' }] } }]);
-    const batch = await rawPost(url, [callTool(2, 'echo', { text: 'a' }), callTool(3, 'echo', { text: 'b' })], { ...headers, accept: 'application/json' });
-    expect(batch.messages.map((m) => [m.id, m.result.content[0].text]).sort()).toEqual([[2, 'a'], [3, 'b']]);
+    const batch = await rawPost(url, [callTool(2, 'echo', { text: 'a' }), callTool(3, 'echo', { text: 'b' })], {
+      ...headers,
+      accept: 'application/json',
+    });
+    expect(batch.messages.map((m) => [m.id, m.result.content[0].text]).sort()).toEqual([
+      [2, 'a'],
+      [3, 'b'],
+    ]);
   });
 
   it('checks sessions, protocol versions and Accept headers', async () => {
@@ -167,7 +208,11 @@ describe('an HTTP-front proxy in front of a faulty stdio upstream', () => {
     });
     expect(res.status).toBe(200);
     abort.abort();
-    await eventually(() => cancelled().some((c) => c.cancelled === 31 && /closed the response stream/.test(c.reason)), 5000, 'upstream cancellation');
+    await eventually(
+      () => cancelled().some((c) => c.cancelled === 31 && /closed the response stream/.test(c.reason)),
+      5000,
+      'upstream cancellation',
+    );
   });
 
   it('reaps the child when the client ends the session, and when the session idles', async () => {
@@ -189,7 +234,10 @@ describe('the session limit', () => {
   afterAll(stopAll);
 
   it('refuses initialize beyond listen.maxSessions with 503 when no session is idle, and admits again once a session ends', async () => {
-    const proxy = await startProxy(['--config', writeConfig('limit.yaml', `upstream:\n  command: ${JSON.stringify(FAULTY)}\nlisten:\n  maxSessions: 1\n`)]);
+    const proxy = await startProxy([
+      '--config',
+      writeConfig('limit.yaml', `upstream:\n  command: ${JSON.stringify(FAULTY)}\nlisten:\n  maxSessions: 1\n`),
+    ]);
     const first = await rawSession(proxy.url);
     // Its open GET stream keeps the session from being ended to make room.
     expect((await openGetStream(proxy.url, first)).status).toBe(200);
@@ -208,13 +256,21 @@ describe('batches', () => {
     const proxy = await startProxy(['--upstream', FAULTY]);
     const [flooder, other] = [await rawSession(proxy.url), await rawSession(proxy.url)];
     const pings = (n: number) => Array.from({ length: n }, (_, i) => ({ jsonrpc: '2.0', id: i + 1, method: 'ping' }));
-    const [huge, meanwhile] = await Promise.all([rawPost(proxy.url, pings(80_000), flooder), toolText(proxy.url, other, 1, 'echo', { text: 'still here' })]);
+    const [huge, meanwhile] = await Promise.all([
+      rawPost(proxy.url, pings(80_000), flooder),
+      toolText(proxy.url, other, 1, 'echo', { text: 'still here' }),
+    ]);
     expect(huge.status).toBe(400);
     expect(huge.messages[0]).toMatchObject({ id: null, error: { code: -32600 } });
     expect(huge.messages[0].error.message).toContain('80000 messages is more than the 100');
     expect(meanwhile).toBe('still here');
     const full = await rawPost(proxy.url, pings(100), flooder);
-    expect(full.messages.flat().map((m: { id: number }) => m.id).sort((a: number, b: number) => a - b)).toEqual(pings(100).map((p) => p.id));
+    expect(
+      full.messages
+        .flat()
+        .map((m: { id: number }) => m.id)
+        .sort((a: number, b: number) => a - b),
+    ).toEqual(pings(100).map((p) => p.id));
   });
 });
 
@@ -253,22 +309,38 @@ describe('clients that stop reading', () => {
     const socket = connect(Number(u.port), u.hostname);
     socket.pause();
     const payload = JSON.stringify(body);
-    const lines = Object.entries({ host: u.host, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'content-length': String(Buffer.byteLength(payload)), ...headers });
+    const lines = Object.entries({
+      host: u.host,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'content-length': String(Buffer.byteLength(payload)),
+      ...headers,
+    });
     socket.write(`POST ${u.pathname} HTTP/1.1\r\n${lines.map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n${payload}`);
     return socket;
   }
 
   it('closes a stream with more than maxUnreadBytes unread, and one whose client reads nothing for stallMs; other sessions are served', async () => {
-    const config = writeConfig('slow-readers.yaml', `upstream:\n  command: ${JSON.stringify(FAULTY)}\nlisten:\n  slowReaders: { maxUnreadBytes: 1048576, stallMs: 1000 }\n`);
+    const config = writeConfig(
+      'slow-readers.yaml',
+      `upstream:\n  command: ${JSON.stringify(FAULTY)}\nlisten:\n  slowReaders: { maxUnreadBytes: 1048576, stallMs: 1000 }\n`,
+    );
     const proxy = await startProxy(['--config', config]);
     const sockets: Socket[] = [];
     // Three clients that never read a call streaming 10 MB of notifications at them.
-    for (let i = 0; i < 3; i++) sockets.push(stalledPost(proxy.url, callTool(1, 'flood', { count: 80, bytes: 128 * 1024 }), await rawSession(proxy.url)));
+    for (let i = 0; i < 3; i++)
+      sockets.push(stalledPost(proxy.url, callTool(1, 'flood', { count: 80, bytes: 128 * 1024 }), await rawSession(proxy.url)));
     // One that never reads a single 20 MB answer: nothing to refuse, but nothing read either.
-    sockets.push(stalledPost(proxy.url, callTool(1, 'flood', { count: 0, bytes: 0, resultBytes: 20 * 1024 * 1024 }), await rawSession(proxy.url)));
+    sockets.push(
+      stalledPost(proxy.url, callTool(1, 'flood', { count: 0, bytes: 0, resultBytes: 20 * 1024 * 1024 }), await rawSession(proxy.url)),
+    );
     const other = await rawSession(proxy.url);
     expect(await toolText(proxy.url, other, 2, 'echo', { text: 'unaffected' })).toBe('unaffected');
-    const warnings = () => proxy.stderr().split('\n').filter((l) => l.includes('client is not reading its response stream'));
+    const warnings = () =>
+      proxy
+        .stderr()
+        .split('\n')
+        .filter((l) => l.includes('client is not reading its response stream'));
     await eventually(() => warnings().length >= 4, 30_000, 'four slow readers cut off');
     expect(warnings().filter((l) => l.includes('maxUnreadBytes')).length).toBeGreaterThanOrEqual(3);
     expect(warnings().some((l) => l.includes('read nothing'))).toBe(true);
@@ -277,12 +349,19 @@ describe('clients that stop reading', () => {
   }, 60_000);
 
   it('lets a client that reads take answers larger than maxUnreadBytes, one after another', async () => {
-    const config = writeConfig('big-readers.yaml', `upstream:\n  command: ${JSON.stringify(FAULTY)}\nlisten:\n  slowReaders: { maxUnreadBytes: 1048576, stallMs: 1000 }\n`);
+    const config = writeConfig(
+      'big-readers.yaml',
+      `upstream:\n  command: ${JSON.stringify(FAULTY)}\nlisten:\n  slowReaders: { maxUnreadBytes: 1048576, stallMs: 1000 }\n`,
+    );
     const proxy = await startProxy(['--config', config]);
     const headers = await rawSession(proxy.url);
     const big = (id: number) => callTool(id, 'flood', { count: 0, bytes: 0, resultBytes: 12 * 1024 * 1024 });
     const reply = await rawPost(proxy.url, [big(1), big(2)], headers); // a batch: one SSE stream, two 12 MB events
-    expect(reply.messages.flat().map((m: { id: number; result: { content: Array<{ text: string }> } }) => [m.id, m.result.content[0].text.length])).toEqual([
+    expect(
+      reply.messages
+        .flat()
+        .map((m: { id: number; result: { content: Array<{ text: string }> } }) => [m.id, m.result.content[0].text.length]),
+    ).toEqual([
       [1, 12 * 1024 * 1024 + 'flooded 0'.length],
       [2, 12 * 1024 * 1024 + 'flooded 0'.length],
     ]);
@@ -298,16 +377,29 @@ describe('upstream start failures', () => {
     const reply = await rawPost(proxy.url, INIT);
     expect(reply.messages[0]).toMatchObject({ id: 0, error: { code: -32000, data: { code: 'UPSTREAM_START_FAILED' } } });
     expect(reply.messages[0].error.message).toContain('ENOENT');
-    await logged(proxy, (e) => e.msg?.startsWith('upstream not ready') || /ENOENT/.test(e.cause ?? ''), 5000, 'the start-up check in the log');
+    await logged(
+      proxy,
+      (e) => e.msg?.startsWith('upstream not ready') || /ENOENT/.test(e.cause ?? ''),
+      5000,
+      'the start-up check in the log',
+    );
     // Alive, but not ready.
     expect((await fetch(proxy.url.replace('/mcp', '/healthz'))).status).toBe(200);
     const ready = await fetch(proxy.url.replace('/mcp', '/readyz'));
     expect(ready.status).toBe(503);
-    expect(await ready.json()).toMatchObject({ status: 'unready', ready: false, cause: expect.stringContaining('ENOENT'), upstream: { kind: 'stdio' } });
+    expect(await ready.json()).toMatchObject({
+      status: 'unready',
+      ready: false,
+      cause: expect.stringContaining('ENOENT'),
+      upstream: { kind: 'stdio' },
+    });
   });
 
   it('names the cause when the upstream dies at start: the end of its stderr, secrets masked', async () => {
-    const config = writeConfig('crash.yaml', ['upstream:', `  command: ${JSON.stringify(FAULTY)}`, '  env:', '    FAULTY_START: crash'].join('\n'));
+    const config = writeConfig(
+      'crash.yaml',
+      ['upstream:', `  command: ${JSON.stringify(FAULTY)}`, '  env:', '    FAULTY_START: crash'].join('\n'),
+    );
     const proxy = await startProxy(['--config', config]);
     const reply = await rawPost(proxy.url, INIT);
     expect(reply.messages[0]).toMatchObject({ id: 0, error: { data: { code: 'UPSTREAM_START_FAILED', exitCode: 2 } } });
@@ -319,23 +411,27 @@ describe('upstream start failures', () => {
 
   it('masks secrets in arguments and stderr everywhere they show, and gives probe details only to local or authenticated callers', async () => {
     const TOKEN = 'probe-token-0123456789';
-    const config = writeConfig('masked.yaml', [
-      'upstream:',
-      `  command: ${JSON.stringify(`${FAULTY} postgres://app:hunter2@db/x --password pw-arg Server=d;Password=cs-secret;`)}`,
-      '  env:',
-      '    FAULTY_START: crash',
-      'listen:',
-      '  trustProxy: ["127.0.0.1"]',
-      'auth:',
-      '  tokens:',
-      `    - { name: ops, sha256: ${hashToken(TOKEN)} }`,
-    ].join('\n'));
+    const config = writeConfig(
+      'masked.yaml',
+      [
+        'upstream:',
+        `  command: ${JSON.stringify(`${FAULTY} postgres://app:hunter2@db/x --password pw-arg Server=d;Password=cs-secret;`)}`,
+        '  env:',
+        '    FAULTY_START: crash',
+        'listen:',
+        '  trustProxy: ["127.0.0.1"]',
+        'auth:',
+        '  tokens:',
+        `    - { name: ops, sha256: ${hashToken(TOKEN)} }`,
+      ].join('\n'),
+    );
     const proxy = await startProxy(['--config', config]);
     const secrets = /hunter2|pw-arg|cs-secret|sk-live|wJalrXUtnFEMI|ghp_aaaa/;
     const reply = await rawPost(proxy.url, INIT, { authorization: `Bearer ${TOKEN}` });
     expect(reply.messages[0].error.data.code).toBe('UPSTREAM_START_FAILED');
     expect(reply.messages[0].error.message).toMatch(/aws_secret_access_key = \*\*\*/);
-    const probe = async (path: string, headers: Record<string, string>) => (await fetch(proxy.url.replace('/mcp', path), { headers })).text();
+    const probe = async (path: string, headers: Record<string, string>) =>
+      (await fetch(proxy.url.replace('/mcp', path), { headers })).text();
     const local = [await probe('/healthz', {}), await probe('/readyz', {})];
     expect(local[0]).toContain('postgres://***@db/x --password ***');
     expect(local[1]).toContain('boom');
@@ -349,7 +445,9 @@ describe('upstream start failures', () => {
   });
 
   it('with --fail-fast, refuses to start when the upstream fails its start-up check', async () => {
-    const proc = spawn(process.execPath, [PROXY_MAIN, '--port', '0', '--fail-fast', '--upstream', '/nonexistent/mcp-server'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const proc = spawn(process.execPath, [PROXY_MAIN, '--port', '0', '--fail-fast', '--upstream', '/nonexistent/mcp-server'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
     proc.stderr.on('data', (d) => (stderr += d));
     const code = await new Promise((resolve) => proc.once('exit', resolve));
@@ -387,7 +485,10 @@ describe('the stdio front', () => {
   function stdioProxy(env: NodeJS.ProcessEnv = {}) {
     const proc = spawn(process.execPath, [PROXY_MAIN, '--stdio', '--upstream', FAULTY], { env: { ...process.env, ...env } });
     const lines: any[] = [];
-    proc.stdout.on('data', lineSplitter((l) => lines.push(JSON.parse(l))));
+    proc.stdout.on(
+      'data',
+      lineSplitter((l) => lines.push(JSON.parse(l))),
+    );
     const exited = new Promise<number | null>((r) => proc.once('exit', r));
     return { proc, lines, exited, send: (m: unknown) => proc.stdin.write((typeof m === 'string' ? m : JSON.stringify(m)) + '\n') };
   }
@@ -418,7 +519,10 @@ describe('the stdio front', () => {
     p.send(callTool(1, 'hang'));
     p.send(callTool(2, 'crash'));
     expect(await p.exited).toBe(1);
-    expect(p.lines.slice(1).map((l) => [l.id, l.error?.data?.code])).toEqual([[1, 'UPSTREAM_CLOSED'], [2, 'UPSTREAM_CLOSED']]);
+    expect(p.lines.slice(1).map((l) => [l.id, l.error?.data?.code])).toEqual([
+      [1, 'UPSTREAM_CLOSED'],
+      [2, 'UPSTREAM_CLOSED'],
+    ]);
   });
 });
 

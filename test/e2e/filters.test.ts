@@ -5,7 +5,12 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { EmptyResultSchema, LoggingMessageNotificationSchema, McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  EmptyResultSchema,
+  LoggingMessageNotificationSchema,
+  McpError,
+  ToolListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
@@ -25,7 +30,9 @@ function recordingFilter(seen: string[]): Filter<{ client: string }> {
     },
     onResult(result, ctx) {
       seen.push(`${ctx.era} result ${ctx.method}`);
-      return ctx.method === 'tools/call' ? { ...result, _meta: { ...(result._meta as object), 'test/seen-by': ctx.state.client } } : undefined;
+      return ctx.method === 'tools/call'
+        ? { ...result, _meta: { ...(result._meta as object), 'test/seen-by': ctx.state.client } }
+        : undefined;
     },
   };
 }
@@ -70,8 +77,19 @@ describe('a filter registered with the gateway', () => {
     const modernResult = (await rawPost(url!, m.body, m.headers)).messages[0].result;
 
     expect(legacyResult).toMatchObject({ content: [{ text: 'legacy' }], _meta: { 'test/seen-by': 'legacy:roots' } });
-    expect(modernResult).toMatchObject({ content: [{ text: 'modern' }], resultType: 'complete', _meta: { 'test/seen-by': 'modern:sampling' } });
-    expect(seen).toEqual(expect.arrayContaining(['legacy request tools/call', 'legacy result tools/call', 'modern request tools/call', 'modern result tools/call']));
+    expect(modernResult).toMatchObject({
+      content: [{ text: 'modern' }],
+      resultType: 'complete',
+      _meta: { 'test/seen-by': 'modern:sampling' },
+    });
+    expect(seen).toEqual(
+      expect.arrayContaining([
+        'legacy request tools/call',
+        'legacy result tools/call',
+        'modern request tools/call',
+        'modern result tools/call',
+      ]),
+    );
   });
 
   it('costs no client an answer or a notification when it throws: results fail as errors, in both eras, everything else passes unchanged', async () => {

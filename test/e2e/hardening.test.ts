@@ -36,12 +36,18 @@ describe('documents nested too deep', () => {
 
   it('refuses the same on a legacy session with a traceparent header, and the session goes on', async () => {
     const headers = await rawSession(proxy.url);
-    const reply = await rawPost(proxy.url, text(callTool(1, 'echo', { text: 'x', deep: nested(5000) })), { ...headers, traceparent: TRACEPARENT });
+    const reply = await rawPost(proxy.url, text(callTool(1, 'echo', { text: 'x', deep: nested(5000) })), {
+      ...headers,
+      traceparent: TRACEPARENT,
+    });
     expect(reply.status).toBe(400);
     expect(reply.messages[0]).toMatchObject({ id: 1, error: { code: -32600 } });
     const batch = await rawPost(proxy.url, text([callTool(2, 'echo', { text: 'a' }), callTool(3, 'echo', { deep: nested(65) })]), headers);
     expect(batch.messages[0].error.code).toBe(-32600); // the batch is refused whole
-    const ok = await rawPost(proxy.url, text(callTool(4, 'echo', { text: 'fine', deep: nested(60) })), { ...headers, traceparent: TRACEPARENT });
+    const ok = await rawPost(proxy.url, text(callTool(4, 'echo', { text: 'fine', deep: nested(60) })), {
+      ...headers,
+      traceparent: TRACEPARENT,
+    });
     expect(ok.messages[0].result.content[0].text).toBe('fine');
   });
 
@@ -55,7 +61,10 @@ describe('documents nested too deep on the stdio front', () => {
   it('answers -32600 for either era and relays what follows', async () => {
     const proc = spawn(process.execPath, [PROXY_MAIN, '--stdio', '--upstream', FAULTY], { stdio: ['pipe', 'pipe', 'pipe'] });
     const lines: any[] = [];
-    proc.stdout.on('data', lineSplitter((l) => lines.push(JSON.parse(l))));
+    proc.stdout.on(
+      'data',
+      lineSplitter((l) => lines.push(JSON.parse(l))),
+    );
     let stderr = '';
     proc.stderr.on('data', (d) => (stderr += d));
     const exited = new Promise((r) => proc.once('exit', r));
@@ -67,7 +76,10 @@ describe('documents nested too deep on the stdio front', () => {
       send(callTool(2, 'echo', { deep: nested(5000) }));
       send(callTool(3, 'echo', { text: 'after' }));
       await eventually(() => lines.length >= 4, 15_000, 'four answers');
-      expect(lines.filter((l) => l.error).map((l) => [l.id, l.error.code])).toEqual([[1, -32600], [2, -32600]]);
+      expect(lines.filter((l) => l.error).map((l) => [l.id, l.error.code])).toEqual([
+        [1, -32600],
+        [2, -32600],
+      ]);
       expect(lines.find((l) => l.id === 3).result.content[0].text).toBe('after');
       expect(stderr).not.toMatch(/Maximum call stack|internal error/);
     } finally {
@@ -84,8 +96,12 @@ describe('an SDK client whose request nests too deep', () => {
     const connected = await connectViaProxy('stdio', FAULTY);
     try {
       // Answered with the request's id, so the SDK settles the call instead of waiting for its own timeout.
-      await expect(connected.client.callTool({ name: 'echo', arguments: { text: 'x', deep } }, undefined, { timeout: 10_000 })).rejects.toThrow(/listen\.maxJsonDepth/);
-      expect((await connected.client.callTool({ name: 'echo', arguments: { text: 'after' } })).content).toEqual([{ type: 'text', text: 'after' }]);
+      await expect(
+        connected.client.callTool({ name: 'echo', arguments: { text: 'x', deep } }, undefined, { timeout: 10_000 }),
+      ).rejects.toThrow(/listen\.maxJsonDepth/);
+      expect((await connected.client.callTool({ name: 'echo', arguments: { text: 'after' } })).content).toEqual([
+        { type: 'text', text: 'after' },
+      ]);
     } finally {
       await connected.close();
     }

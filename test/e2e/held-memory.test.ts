@@ -31,7 +31,9 @@ function memoryOf(pid: number): { rss: number; peak: number } {
 async function upstreamCalls(proxy: Running): Promise<number> {
   const outcomes = ['ok', 'error', 'timeout', 'closed'];
   const text = await (await fetch(new URL('/metrics', proxy.url))).text();
-  const counts = outcomes.map((o) => metricIn(text, `mcp_proxy_upstream_request_duration_seconds_count{method="tools/call",outcome="${o}"}`));
+  const counts = outcomes.map((o) =>
+    metricIn(text, `mcp_proxy_upstream_request_duration_seconds_count{method="tools/call",outcome="${o}"}`),
+  );
   return counts.reduce((sum, n) => sum + (Number.isNaN(n) ? 0 : n), 0);
 }
 
@@ -66,7 +68,9 @@ describe('memory held for clients that left', () => {
     await eventually(async () => (await upstreamCalls(proxy)) >= calls, 120_000, 'every call answered upstream and taken in');
     const after = memoryOf(pid);
     const growth = after.rss - before.rss;
-    console.log(`proxy RSS ${mb(before.rss)} → ${mb(after.rss)} MiB (+${mb(growth)}), peak ${mb(after.peak)} MiB; budget ${mb(CLIENTS.length * SHARE)} MiB + slack ${mb(SLACK)} MiB`);
+    console.log(
+      `proxy RSS ${mb(before.rss)} → ${mb(after.rss)} MiB (+${mb(growth)}), peak ${mb(after.peak)} MiB; budget ${mb(CLIENTS.length * SHARE)} MiB + slack ${mb(SLACK)} MiB`,
+    );
     expect(growth).toBeLessThan(CLIENTS.length * SHARE + SLACK);
   }, 240_000);
 });
@@ -74,12 +78,20 @@ describe('memory held for clients that left', () => {
 const mb = (bytes: number) => Math.round(bytes / MiB);
 
 function call(id: number, bytes: number, delayMs: number) {
-  return { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'slow_progress', arguments: { steps: 1, delayMs, resultBytes: bytes }, _meta: { progressToken: `m${id}` } } };
+  return {
+    jsonrpc: '2.0',
+    id,
+    method: 'tools/call',
+    params: { name: 'slow_progress', arguments: { steps: 1, delayMs, resultBytes: bytes }, _meta: { progressToken: `m${id}` } },
+  };
 }
 
 /** The faulty fixture over stdio; every call from a client that declares tasks becomes one at once; the rest as by default. */
 function config(): string {
   const file = join(mkdtempSync(join(tmpdir(), 'proxy-held-memory-')), 'proxy.yaml');
-  writeFileSync(file, `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\nmodern:\n  tasks: { answerWithinMs: 0 }\n`);
+  writeFileSync(
+    file,
+    `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\nmodern:\n  tasks: { answerWithinMs: 0 }\n`,
+  );
   return file;
 }

@@ -30,10 +30,22 @@ function strictJson(text: string): any {
 }
 
 /** The one answer of a modern POST, read strictly from its JSON or SSE body. */
-async function modernCall(url: string, id: number, method: string, params: Record<string, unknown>, capabilities: Record<string, unknown> = {}): Promise<any> {
+async function modernCall(
+  url: string,
+  id: number,
+  method: string,
+  params: Record<string, unknown>,
+  capabilities: Record<string, unknown> = {},
+): Promise<any> {
   const { body, headers } = modern(id, method, params, capabilities);
   const reply = await rawPost(url, body, headers);
-  const texts = mediaTypeOf(reply.headers.get('content-type')) === SSE_TYPE ? reply.text.split('\n').filter((l) => l.startsWith('data: ') && l.length > 6).map((l) => l.slice(6)) : [reply.text];
+  const texts =
+    mediaTypeOf(reply.headers.get('content-type')) === SSE_TYPE
+      ? reply.text
+          .split('\n')
+          .filter((l) => l.startsWith('data: ') && l.length > 6)
+          .map((l) => l.slice(6))
+      : [reply.text];
   const messages = texts.map(strictJson);
   const answer = messages.find((m) => m.id === id);
   expect(answer, reply.text.slice(0, 300)).toBeDefined();
@@ -70,7 +82,11 @@ describe('a hostile upstream', () => {
       const { url } = await started();
       const progress = await modernCall(url, 1, 'tools/call', { name: 'deep_progress', arguments: {}, _meta: { progressToken: 'p1' } });
       expect(progress.result?.content[0].text, JSON.stringify(progress)).toBe('survived: deep_progress');
-      const log = await modernCall(url, 2, 'tools/call', { name: 'deep_log', arguments: {}, _meta: { 'io.modelcontextprotocol/logLevel': 'debug' } });
+      const log = await modernCall(url, 2, 'tools/call', {
+        name: 'deep_log',
+        arguments: {},
+        _meta: { 'io.modelcontextprotocol/logLevel': 'debug' },
+      });
       expect(log.result.content[0].text).toBe('survived: deep_log');
       await alive(proxy);
     });
@@ -80,10 +96,15 @@ describe('a hostile upstream', () => {
       const client = await legacyClient(url);
       if (client.getServerCapabilities()?.logging) await client.setLoggingLevel('debug');
       const progressSeen: unknown[] = [];
-      const called = await client.callTool({ name: 'deep_progress', arguments: {} }, undefined, { onprogress: (p) => progressSeen.push(p), timeout: 10_000 });
+      const called = await client.callTool({ name: 'deep_progress', arguments: {} }, undefined, {
+        onprogress: (p) => progressSeen.push(p),
+        timeout: 10_000,
+      });
       expect(called.content).toEqual([{ type: 'text', text: 'survived: deep_progress' }]);
       expect(progressSeen).toEqual([]);
-      expect((await client.callTool({ name: 'deep_log', arguments: {} }, undefined, { timeout: 10_000 })).content).toEqual([{ type: 'text', text: 'survived: deep_log' }]);
+      expect((await client.callTool({ name: 'deep_log', arguments: {} }, undefined, { timeout: 10_000 })).content).toEqual([
+        { type: 'text', text: 'survived: deep_log' },
+      ]);
       await client.close();
       await alive(proxy);
     });
@@ -91,9 +112,15 @@ describe('a hostile upstream', () => {
     it('an answer nested too deep is an error naming the limit, for clients of both eras', async () => {
       const { url } = await started();
       const answer = await modernCall(url, 3, 'tools/call', { name: 'deep_result', arguments: {} });
-      expect(answer.error).toMatchObject({ code: -32603, message: expect.stringContaining('upstream.maxJsonDepth'), data: { code: 'UPSTREAM_PROTOCOL' } });
+      expect(answer.error).toMatchObject({
+        code: -32603,
+        message: expect.stringContaining('upstream.maxJsonDepth'),
+        data: { code: 'UPSTREAM_PROTOCOL' },
+      });
       const client = await legacyClient(url);
-      await expect(client.callTool({ name: 'deep_result', arguments: {} }, undefined, { timeout: 10_000 })).rejects.toThrow(/upstream\.maxJsonDepth/);
+      await expect(client.callTool({ name: 'deep_result', arguments: {} }, undefined, { timeout: 10_000 })).rejects.toThrow(
+        /upstream\.maxJsonDepth/,
+      );
       expect((await client.callTool({ name: 'ok', arguments: {} })).content).toEqual([{ type: 'text', text: 'survived: ok' }]);
       await client.close();
       await alive(proxy);
@@ -104,12 +131,32 @@ describe('a hostile upstream', () => {
       // A 2026-07-28 server's own resultType is its word (passed through); a legacy server's result is completed by the proxy.
       const served = new Set(['escapedMeta', 'escapedHints', 'invalidUtf8', ...(era === 'legacy' ? ['escapedResultType'] : [])]);
       // The serverInfo of a legacy server's result is the proxy's to write (from initialize); a 2026-07-28 server's is its own (this one writes it only where crafted).
-      const serverInfo = (variant: string) => (era === 'legacy' ? { 'io.modelcontextprotocol/serverInfo': { name: 'hostile' } } : variant === 'escapedMeta' ? { 'io.modelcontextprotocol/serverInfo': { name: 'EVIL' } } : undefined);
+      const serverInfo = (variant: string) =>
+        era === 'legacy'
+          ? { 'io.modelcontextprotocol/serverInfo': { name: 'hostile' } }
+          : variant === 'escapedMeta'
+            ? { 'io.modelcontextprotocol/serverInfo': { name: 'EVIL' } }
+            : undefined;
       let id = 10;
-      for (const variant of ['escapedResultType', 'escapedMeta', 'escapedHints', 'trailingComma', 'nan', 'comment', 'singleQuotes', 'bareWord', 'missingColon', 'controlCharacter', 'invalidUtf8']) {
+      for (const variant of [
+        'escapedResultType',
+        'escapedMeta',
+        'escapedHints',
+        'trailingComma',
+        'nan',
+        'comment',
+        'singleQuotes',
+        'bareWord',
+        'missingColon',
+        'controlCharacter',
+        'invalidUtf8',
+      ]) {
         const answer = await modernCall(url, ++id, 'tools/call', { name: 'crafted', arguments: { variant } }); // strictly valid, no duplicates
         if (served.has(variant)) {
-          expect(answer.result, `${variant}: ${JSON.stringify(answer)}`).toMatchObject({ resultType: 'complete', ...(serverInfo(variant) ? { _meta: serverInfo(variant) } : {}) });
+          expect(answer.result, `${variant}: ${JSON.stringify(answer)}`).toMatchObject({
+            resultType: 'complete',
+            ...(serverInfo(variant) ? { _meta: serverInfo(variant) } : {}),
+          });
         } else if (variant === 'escapedResultType') {
           expect(answer.result.resultType).toBe('input_required');
         } else {
@@ -118,7 +165,10 @@ describe('a hostile upstream', () => {
       }
       const read = await modernCall(url, ++id, 'resources/read', { uri: 'hostile://cached' });
       // A legacy server's hints are the proxy's to write (modern.cache); a 2026-07-28 server's own pass, once.
-      expect(read.result).toMatchObject({ resultType: 'complete', ...(era === 'legacy' ? { ttlMs: 0, cacheScope: 'private' } : { ttlMs: 86400000, cacheScope: 'public' }) });
+      expect(read.result).toMatchObject({
+        resultType: 'complete',
+        ...(era === 'legacy' ? { ttlMs: 0, cacheScope: 'private' } : { ttlMs: 86400000, cacheScope: 'public' }),
+      });
       await alive(proxy);
     });
 
@@ -127,7 +177,12 @@ describe('a hostile upstream', () => {
       const { url } = await started();
       const { body, headers } = modern(50, 'subscriptions/listen', { notifications: { resourceSubscriptions: ['hostile://cached'] } });
       const abort = new AbortController();
-      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(body), signal: abort.signal });
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+        body: JSON.stringify(body),
+        signal: abort.signal,
+      });
       const stream = sseMessages(res);
       await stream.next((m) => m.method === 'notifications/subscriptions/acknowledged' || m.id === 50);
       // The update the server sends after subscribing is dropped; the stream and the proxy go on.
@@ -158,8 +213,17 @@ describe('a hostile upstream', () => {
     const upstreamArg = commandLine(fixtureArgv(HOSTILE));
     const legacy = await connectViaProxy('stdio', upstreamArg);
     const progressSeen: unknown[] = [];
-    expect((await legacy.client.callTool({ name: 'deep_progress', arguments: {} }, undefined, { onprogress: (p) => progressSeen.push(p), timeout: 10_000 })).content).toEqual([{ type: 'text', text: 'survived: deep_progress' }]);
-    await expect(legacy.client.callTool({ name: 'deep_result', arguments: {} }, undefined, { timeout: 10_000 })).rejects.toThrow(/upstream\.maxJsonDepth/);
+    expect(
+      (
+        await legacy.client.callTool({ name: 'deep_progress', arguments: {} }, undefined, {
+          onprogress: (p) => progressSeen.push(p),
+          timeout: 10_000,
+        })
+      ).content,
+    ).toEqual([{ type: 'text', text: 'survived: deep_progress' }]);
+    await expect(legacy.client.callTool({ name: 'deep_result', arguments: {} }, undefined, { timeout: 10_000 })).rejects.toThrow(
+      /upstream\.maxJsonDepth/,
+    );
     expect((await legacy.client.callTool({ name: 'ok', arguments: {} })).content).toEqual([{ type: 'text', text: 'survived: ok' }]);
     await legacy.close();
 

@@ -23,22 +23,36 @@ function brokenServer(): Server {
         res.end(events.map((e) => `data: ${e}\n\n`).join(''));
       };
       if (msg.method === 'initialize' && msg.params.clientInfo.name === 'slow-start') return; // never answers
-      if (msg.method === 'initialize' && req.url === '/refuses') return res.writeHead(500, { 'content-type': 'text/plain' }).end('cannot connect to postgres://admin:hunter2@db/app');
+      if (msg.method === 'initialize' && req.url === '/refuses')
+        return res.writeHead(500, { 'content-type': 'text/plain' }).end('cannot connect to postgres://admin:hunter2@db/app');
       if (msg.method === 'initialize') {
-        return sse([JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'broken', version: '1' } } })]);
+        return sse([
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: msg.id,
+            result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'broken', version: '1' } },
+          }),
+        ]);
       }
       if (!('id' in msg)) return res.writeHead(202).end();
       switch (msg.params?.name) {
         case 'status500':
           return res.writeHead(500, { 'content-type': 'text/plain' }).end('database on fire');
         case 'rpcError':
-          return res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32602, message: 'bad arguments', data: { field: 'x' } } }));
+          return res
+            .writeHead(400, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32602, message: 'bad arguments', data: { field: 'x' } } }));
         case 'rpcErrorNullId':
-          return res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32000, message: 'Bad Request: no session' } }));
+          return res
+            .writeHead(400, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32000, message: 'Bad Request: no session' } }));
         case 'silent':
           return sse([]);
         case 'garbage':
-          return sse(['not json', JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { content: [{ type: 'text', text: 'after garbage' }] } })]);
+          return sse([
+            'not json',
+            JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { content: [{ type: 'text', text: 'after garbage' }] } }),
+          ]);
       }
     });
   });
@@ -66,17 +80,32 @@ describe('an HTTP upstream that misbehaves', () => {
   const answer = async (id: number, name: string) => (await rawPost(proxy.url, callTool(id, name), headers)).messages.at(-1);
 
   it('turns an error status into a JSON-RPC error that shows the body, counted as an upstream error (the session lives on)', async () => {
-    expect(await answer(1, 'status500')).toMatchObject({ id: 1, error: { code: -32603, message: 'The upstream answered HTTP 500', data: { code: 'UPSTREAM_PROTOCOL', body: 'database on fire' } } });
-    expect(await metricValue(proxy.url, 'mcp_proxy_upstream_request_duration_seconds_count{method="tools/call",outcome="error"}')).toBeGreaterThanOrEqual(1);
-    expect(await metricValue(proxy.url, 'mcp_proxy_upstream_request_duration_seconds_count{method="tools/call",outcome="closed"}')).toBeNaN();
+    expect(await answer(1, 'status500')).toMatchObject({
+      id: 1,
+      error: { code: -32603, message: 'The upstream answered HTTP 500', data: { code: 'UPSTREAM_PROTOCOL', body: 'database on fire' } },
+    });
+    expect(
+      await metricValue(proxy.url, 'mcp_proxy_upstream_request_duration_seconds_count{method="tools/call",outcome="error"}'),
+    ).toBeGreaterThanOrEqual(1);
+    expect(
+      await metricValue(proxy.url, 'mcp_proxy_upstream_request_duration_seconds_count{method="tools/call",outcome="closed"}'),
+    ).toBeNaN();
   });
 
   it("relays the upstream's own JSON-RPC error body as it is", async () => {
-    expect(await answer(2, 'rpcError')).toEqual({ jsonrpc: '2.0', id: 2, error: { code: -32602, message: 'bad arguments', data: { field: 'x' } } });
+    expect(await answer(2, 'rpcError')).toEqual({
+      jsonrpc: '2.0',
+      id: 2,
+      error: { code: -32602, message: 'bad arguments', data: { field: 'x' } },
+    });
   });
 
   it('gives an error body sent with id null to the request it answers', async () => {
-    expect(await answer(5, 'rpcErrorNullId')).toEqual({ jsonrpc: '2.0', id: 5, error: { code: -32000, message: 'Bad Request: no session' } });
+    expect(await answer(5, 'rpcErrorNullId')).toEqual({
+      jsonrpc: '2.0',
+      id: 5,
+      error: { code: -32000, message: 'Bad Request: no session' },
+    });
   });
 
   it('answers a request whose stream ended without a response', async () => {

@@ -31,7 +31,10 @@ describe('timeouts.sessionIdleNoStreamMs', () => {
     // Waiting on the gauge, not on requests: a request to the session would count as use.
     await eventually(async () => (await metricValue(proxy.url, 'mcp_proxy_sessions')) === 2, 10_000, 'the stream-less session ended');
     expect(Date.now() - quietSince).toBeGreaterThanOrEqual(1950);
-    await logged(proxy, (e) => /^session idle \(timeouts\.sessionIdleNoStreamMs: its client never opened a GET stream\)/.test(e.msg) && e.idleMs >= 2000);
+    await logged(
+      proxy,
+      (e) => /^session idle \(timeouts\.sessionIdleNoStreamMs: its client never opened a GET stream\)/.test(e.msg) && e.idleMs >= 2000,
+    );
     expect((await rawPost(proxy.url, callTool(1, 'echo', { text: 'x' }), silent)).status).toBe(404);
     for (const [i, headers] of [listened, listening].entries()) {
       const reply = await rawPost(proxy.url, callTool(2 + i, 'echo', { text: 'still here' }), headers);

@@ -48,7 +48,8 @@ describe.each(['http', 'stdio'] as const)('modern input rounds with a secret set
     const related = await client.client.callTool({ name: 'elicit', arguments: { message: 'who?' } }, { timeout: CALL_MS });
     expect(JSON.parse(text(related))).toEqual({ action: 'accept', content: { name: 'x' } });
 
-    const apart = async (kinds: string[]) => JSON.parse(text(await client.client.callTool({ name: 'ask_apart', arguments: { kinds } }, { timeout: CALL_MS })));
+    const apart = async (kinds: string[]) =>
+      JSON.parse(text(await client.client.callTool({ name: 'ask_apart', arguments: { kinds } }, { timeout: CALL_MS })));
     expect(await apart(['elicit'])).toEqual([{ action: 'accept', content: { name: 'x' } }]);
     expect(await apart(['sample'])).toMatchObject([{ role: 'assistant', content: { type: 'text', text: 'sampled: Say hi' } }]);
     expect(await apart(['roots'])).toEqual([{ roots: [{ uri: 'file:///tmp/negotiate-proxy-test', name: 'test-root' }] }]);
@@ -62,13 +63,20 @@ describe.each(['http', 'stdio'] as const)('modern input rounds with a secret set
     expect(first.resultType).toBe('input_required');
     expect(Object.values(first.inputRequests).map((r: any) => r.method)).toEqual(['elicitation/create']);
     const [k1] = Object.keys(first.inputRequests);
-    const second = (await send('tools/call', { ...params, requestState: first.requestState, inputResponses: { [k1]: { action: 'accept', content: { name: 'Ada' } } } }, caps)).result;
+    const second = (
+      await send(
+        'tools/call',
+        { ...params, requestState: first.requestState, inputResponses: { [k1]: { action: 'accept', content: { name: 'Ada' } } } },
+        caps,
+      )
+    ).result;
     expect(second.resultType).toBe('input_required');
     expect(Object.values(second.inputRequests).map((r: any) => r.method)).toEqual(['sampling/createMessage']);
     expect(second.requestState).not.toBe(first.requestState);
     const [k2] = Object.keys(second.inputRequests);
     const sampled = { role: 'assistant', content: { type: 'text', text: 'hello' }, model: 'm' };
-    const done = (await send('tools/call', { ...params, requestState: second.requestState, inputResponses: { [k2]: sampled } }, caps)).result;
+    const done = (await send('tools/call', { ...params, requestState: second.requestState, inputResponses: { [k2]: sampled } }, caps))
+      .result;
     expect(done.resultType).toBe('complete');
     expect(JSON.parse(text(done))).toMatchObject([{ action: 'accept', content: { name: 'Ada' } }, { content: { text: 'hello' } }]);
   });
@@ -77,10 +85,21 @@ describe.each(['http', 'stdio'] as const)('modern input rounds with a secret set
     const created = (await send('tools/call', { name: 'ask_apart', arguments: { kinds: ['elicit'] } })).result;
     expect(created.resultType).toBe('task');
     let state: any;
-    await eventually(async () => (state = (await send('tasks/get', { taskId: created.taskId })).result).status === 'input_required', CALL_MS, 'the task asks');
+    await eventually(
+      async () => (state = (await send('tasks/get', { taskId: created.taskId })).result).status === 'input_required',
+      CALL_MS,
+      'the task asks',
+    );
     const [key] = Object.keys(state.inputRequests);
-    expect((await send('tasks/update', { taskId: created.taskId, inputResponses: { [key]: { action: 'accept', content: { name: 'Grace' } } } })).result).toEqual({ resultType: 'complete' });
-    await eventually(async () => (state = (await send('tasks/get', { taskId: created.taskId })).result).status === 'completed', CALL_MS, 'the task completes');
+    expect(
+      (await send('tasks/update', { taskId: created.taskId, inputResponses: { [key]: { action: 'accept', content: { name: 'Grace' } } } }))
+        .result,
+    ).toEqual({ resultType: 'complete' });
+    await eventually(
+      async () => (state = (await send('tasks/get', { taskId: created.taskId })).result).status === 'completed',
+      CALL_MS,
+      'the task completes',
+    );
     expect(JSON.parse(text(state.result))).toEqual([{ action: 'accept', content: { name: 'Grace' } }]);
   });
 
@@ -89,7 +108,12 @@ describe.each(['http', 'stdio'] as const)('modern input rounds with a secret set
     expect(created.resultType).toBe('task');
     const listen = modern(nextId++, 'subscriptions/listen', { notifications: { taskIds: [created.taskId] } }, TASKS);
     const abort = new AbortController();
-    const res = await fetch(proxy.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...listen.headers }, body: JSON.stringify(listen.body), signal: abort.signal });
+    const res = await fetch(proxy.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...listen.headers },
+      body: JSON.stringify(listen.body),
+      signal: abort.signal,
+    });
     try {
       const stream = sseMessages(res);
       const ack = await stream.next((m) => m.method === 'notifications/subscriptions/acknowledged');
@@ -103,7 +127,9 @@ describe.each(['http', 'stdio'] as const)('modern input rounds with a secret set
       expect(JSON.parse(text(done.params.result))).toEqual([{ action: 'accept', content: { name: 'Lin' } }]);
       const { _meta: _m, ...shown } = done.params;
       expect(shown).toEqual(await send('tasks/get', { taskId: created.taskId }).then((r) => (({ resultType: _r, ...t }) => t)(r.result)));
-      expect(stream.messages.filter((m) => m.method === 'notifications/tasks').map((m) => m.params.status)).toEqual(expect.arrayContaining(['input_required', 'working', 'completed']));
+      expect(stream.messages.filter((m) => m.method === 'notifications/tasks').map((m) => m.params.status)).toEqual(
+        expect.arrayContaining(['input_required', 'working', 'completed']),
+      );
     } finally {
       abort.abort();
     }

@@ -32,7 +32,10 @@ import { INIT, postWithHost, rawPost } from '../helpers/raw.js';
 const DIR = `${ROOT}deploy/kubernetes/`;
 /** The kinds deploy/kubernetes uses, by apiVersion/kind; anything else fails as unknown. */
 const MODELS: Record<string, { new (data: any): { validate(): void } }> = Object.fromEntries(
-  [Deployment, Service, ConfigMap, PodDisruptionBudget, HorizontalPodAutoscaler, NetworkPolicy].map((m) => [`${m.apiVersion}/${m.kind}`, m]),
+  [Deployment, Service, ConfigMap, PodDisruptionBudget, HorizontalPodAutoscaler, NetworkPolicy].map((m) => [
+    `${m.apiVersion}/${m.kind}`,
+    m,
+  ]),
 );
 const KUSTOMIZATION = 'kustomization.yaml';
 
@@ -41,7 +44,9 @@ interface Manifest {
   obj: any;
 }
 
-const files = readdirSync(DIR).filter((f) => /\.ya?ml$/.test(f)).sort();
+const files = readdirSync(DIR)
+  .filter((f) => /\.ya?ml$/.test(f))
+  .sort();
 const kustomizationText = readFileSync(DIR + KUSTOMIZATION, 'utf8');
 const yamlErrors: string[] = [];
 const manifests: Manifest[] = files
@@ -80,7 +85,12 @@ function portNumber(container: any, port: string | number): number | undefined {
 /** The image's ENV (Dockerfile), which every pod of the image starts with. */
 const dockerfile = readFileSync(`${ROOT}Dockerfile`, 'utf8').replace(/\\\n\s*/g, '');
 const imageEnv: Record<string, string> = Object.fromEntries(
-  [...dockerfile.matchAll(/^ENV (.*)$/gm)].flatMap((m) => m[1].trim().split(/\s+/).map((kv) => kv.split('=', 2) as [string, string])),
+  [...dockerfile.matchAll(/^ENV (.*)$/gm)].flatMap((m) =>
+    m[1]
+      .trim()
+      .split(/\s+/)
+      .map((kv) => kv.split('=', 2) as [string, string]),
+  ),
 );
 
 /** A client token and the Secret the documented `kubectl create secret` would make for it. */
@@ -114,12 +124,15 @@ function containerEnv(container: any, pod: Pod): Record<string, string> {
       if (value === undefined) throw new Error(`${e.name}: no stand-in for field ${e.valueFrom.fieldRef.fieldPath}`);
     } else if (e.valueFrom?.secretKeyRef) {
       const { name, key } = e.valueFrom.secretKeyRef;
-      if (name !== SECRET_NAME || !SECRET_KEYS.includes(key)) throw new Error(`${e.name}: Secret ${name} key ${key} is not what kustomization.yaml tells operators to create`);
+      if (name !== SECRET_NAME || !SECRET_KEYS.includes(key))
+        throw new Error(`${e.name}: Secret ${name} key ${key} is not what kustomization.yaml tells operators to create`);
       value = SECRET_VALUES[key];
     } else if (e.valueFrom) {
       throw new Error(`${e.name}: no stand-in for ${Object.keys(e.valueFrom)}`);
     } else {
-      value = String(e.value ?? '').replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, name?: string) => (name === undefined ? '$' : defined.has(name) ? env[name] : m));
+      value = String(e.value ?? '').replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, name?: string) =>
+        name === undefined ? '$' : defined.has(name) ? env[name] : m,
+      );
     }
     env[e.name] = value;
     defined.add(e.name);
@@ -148,14 +161,19 @@ function unknownFields(docs: Manifest[]): string[] {
   };
   const host = ts.createCompilerHost(options);
   const { getSourceFile, fileExists, readFile } = host;
-  host.getSourceFile = (name, lang, ...rest) => (name === file ? ts.createSourceFile(name, text, lang) : getSourceFile.call(host, name, lang, ...rest));
+  host.getSourceFile = (name, lang, ...rest) =>
+    name === file ? ts.createSourceFile(name, text, lang) : getSourceFile.call(host, name, lang, ...rest);
   host.fileExists = (name) => name === file || fileExists.call(host, name);
   host.readFile = (name) => (name === file ? text : readFile.call(host, name));
   const program = ts.createProgram([file], options, host);
   return ts.getPreEmitDiagnostics(program).map((d) => {
     const line = d.file && d.start !== undefined ? d.file.getLineAndCharacterOfPosition(d.start).line : -1;
     const doc = docs[line - first];
-    const where = doc ? `${doc.file}: ${doc.obj.kind} ${doc.obj.metadata?.name}` : line >= 0 ? `${docs[line]?.file}: ${docs[line]?.obj.apiVersion} ${docs[line]?.obj.kind}` : 'manifests';
+    const where = doc
+      ? `${doc.file}: ${doc.obj.kind} ${doc.obj.metadata?.name}`
+      : line >= 0
+        ? `${docs[line]?.file}: ${docs[line]?.obj.apiVersion} ${docs[line]?.obj.kind}`
+        : 'manifests';
     return `${where}: ${ts.flattenDiagnosticMessageText(d.messageText, ' ')}`;
   });
 }
@@ -204,7 +222,9 @@ describe('deploy/kubernetes manifests', () => {
     }
     expect(problems).toEqual([]);
     expect(unknownFields(manifests)).toEqual([]);
-    expect(new Set(manifests.map((m) => m.obj.kind))).toEqual(new Set(['ConfigMap', 'Deployment', 'Service', 'PodDisruptionBudget', 'HorizontalPodAutoscaler', 'NetworkPolicy']));
+    expect(new Set(manifests.map((m) => m.obj.kind))).toEqual(
+      new Set(['ConfigMap', 'Deployment', 'Service', 'PodDisruptionBudget', 'HorizontalPodAutoscaler', 'NetworkPolicy']),
+    );
   });
 
   it('probe the proxy on /healthz and /readyz at the port it listens on', () => {
@@ -235,7 +255,8 @@ describe('deploy/kubernetes manifests', () => {
         expect(sc.capabilities?.drop, what).toContain('ALL');
         expect(sc.capabilities?.add ?? [], what).toEqual([]);
         expect(sc.seccompProfile?.type, what).toBe('RuntimeDefault');
-        for (const kind of ['requests', 'limits']) for (const r of ['cpu', 'memory']) expect(c.resources?.[kind]?.[r], `${what} ${kind}.${r}`).toBeDefined();
+        for (const kind of ['requests', 'limits'])
+          for (const r of ['cpu', 'memory']) expect(c.resources?.[kind]?.[r], `${what} ${kind}.${r}`).toBeDefined();
       }
     }
     // The proxy writes nothing: no writable volume.
@@ -297,7 +318,9 @@ describe('deploy/kubernetes manifests', () => {
     expect(portNumber(podSpec(upstream).containers[0], servicePort.targetPort)).toBeDefined();
     const policy = one('NetworkPolicy', upstream.metadata.name);
     expect(selects(policy.spec.podSelector.matchLabels, upstream.spec.template.metadata.labels)).toBe(true);
-    expect(policy.spec.ingress.flatMap((r: any) => r.from.map((f: any) => selects(f.podSelector?.matchLabels, proxyLabels)))).toEqual([true]);
+    expect(policy.spec.ingress.flatMap((r: any) => r.from.map((f: any) => selects(f.podSelector?.matchLabels, proxyLabels)))).toEqual([
+      true,
+    ]);
 
     const pdb = one('PodDisruptionBudget', proxyDeployment.metadata.name);
     expect(selects(pdb.spec.selector.matchLabels, proxyLabels)).toBe(true);
@@ -308,7 +331,9 @@ describe('deploy/kubernetes manifests', () => {
     expect(proxyDeployment.spec.replicas).toBe(3);
     expect(hpa.spec.minReplicas).toBe(proxyDeployment.spec.replicas);
     expect(hpa.spec.maxReplicas).toBeGreaterThan(hpa.spec.minReplicas);
-    expect(hpa.spec.metrics).toEqual([{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: expect.any(Number) } } }]);
+    expect(hpa.spec.metrics).toEqual([
+      { type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: expect.any(Number) } } },
+    ]);
   });
 });
 
@@ -316,9 +341,11 @@ describe('the proxy container, run as the pod would get it', () => {
   afterAll(stopAll);
   const pod: Pod = { ip: '127.0.0.1', name: 'mcp-negotiate-proxy-5d8f7c9b6-x2k4q', namespace: 'mcp' };
 
-  it('passes the proxy\'s own config check', async () => {
+  it("passes the proxy's own config check", async () => {
     const env = { ...containerEnv(proxyContainer, pod), MCP_PROXY_CONFIG: CONFIG_FILE };
-    const { stdout } = await promisify(execFile)(process.execPath, [PROXY_MAIN, 'validate', '--config', CONFIG_FILE], { env: { ...process.env, ...env } });
+    const { stdout } = await promisify(execFile)(process.execPath, [PROXY_MAIN, 'validate', '--config', CONFIG_FILE], {
+      env: { ...process.env, ...env },
+    });
     expect(stdout).toMatch(/: OK \(/);
   });
 
@@ -339,7 +366,11 @@ describe('the proxy container, run as the pod would get it', () => {
     // The kubelet's probes, as the Deployment defines them: Host is the pod IP and port.
     for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe']) {
       const { path } = proxyContainer[probe].httpGet;
-      await eventually(async () => (await getWithHost(new URL(path, base), '10.244.1.7:8080')) === 200, 15_000, `${probe} ${path} answers 200`);
+      await eventually(
+        async () => (await getWithHost(new URL(path, base), '10.244.1.7:8080')) === 200,
+        15_000,
+        `${probe} ${path} answers 200`,
+      );
     }
 
     // The Service's in-cluster name passes the Host check and meets authentication; other names do not.
@@ -349,7 +380,9 @@ describe('the proxy container, run as the pod would get it', () => {
     expect((await rawPost(proxy.url, INIT, { authorization: 'Bearer not-the-token' })).status).toBe(401);
 
     const client = new Client({ name: 'kubernetes-test', version: '1' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(proxy.url), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } }),
+    );
     expect((await client.listTools()).tools.map((t) => t.name)).toContain('echo');
     await client.close();
 

@@ -30,7 +30,10 @@ describe('per-client limits', () => {
   beforeAll(async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'proxy-limits-')), 'proxy.yaml');
     const tokens = TOKENS.map((t) => `    - { name: ${t.name}, sha256: ${hashToken(t.token)} }`).join('\n');
-    writeFileSync(file, `upstream:\n  command: ${JSON.stringify(FAULTY)}\n  maxProcesses: 4\nlisten:\n  perClient: { sessions: 2, requestsPerSecond: 6, inFlight: 2 }\nauth:\n  tokens:\n${tokens}\n`);
+    writeFileSync(
+      file,
+      `upstream:\n  command: ${JSON.stringify(FAULTY)}\n  maxProcesses: 4\nlisten:\n  perClient: { sessions: 2, requestsPerSecond: 6, inFlight: 2 }\nauth:\n  tokens:\n${tokens}\n`,
+    );
     proxy = await startProxy(['--config', file]);
   }, 30_000);
   afterAll(stopAll);
@@ -61,7 +64,9 @@ describe('per-client limits', () => {
 
   it('answers 429 with Retry-After beyond the request rate', async () => {
     const headers = await session(proxy.url, 'rate');
-    const replies = await Promise.all(Array.from({ length: 14 }, (_, i) => rawPost(proxy.url, { jsonrpc: '2.0', id: i + 1, method: 'ping' }, headers)));
+    const replies = await Promise.all(
+      Array.from({ length: 14 }, (_, i) => rawPost(proxy.url, { jsonrpc: '2.0', id: i + 1, method: 'ping' }, headers)),
+    );
     // 6 per second: of 14 requests at once, most are refused for their rate (others for the in-flight limit of 2).
     const refused = replies.filter((r) => r.status === 429 && /per second/.test(r.messages[0].error.message));
     expect(refused.length).toBeGreaterThanOrEqual(2);
@@ -74,7 +79,16 @@ describe('per-client limits', () => {
     const headers = await session(proxy.url, 'inflight');
     const aborts = [new AbortController(), new AbortController()];
     // Each hang's reply turns into a stream (headers sent) while the call is in flight.
-    const hanging = await Promise.all(aborts.map((a, i) => fetch(proxy.url, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify(callTool(100 + i, 'hang')), signal: a.signal })));
+    const hanging = await Promise.all(
+      aborts.map((a, i) =>
+        fetch(proxy.url, {
+          method: 'POST',
+          headers: { ...headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+          body: JSON.stringify(callTool(100 + i, 'hang')),
+          signal: a.signal,
+        }),
+      ),
+    );
     expect(hanging.map((r) => r.status)).toEqual([200, 200]);
     const third = await rawPost(proxy.url, callTool(102, 'echo', { text: 'x' }), headers);
     expect(third.status).toBe(429);
@@ -86,7 +100,8 @@ describe('per-client limits', () => {
     expect((await fetch(proxy.url, { method: 'DELETE', headers })).status).toBe(200);
     const again = await session(proxy.url, 'inflight');
     let after = await rawPost(proxy.url, callTool(104, 'echo', { text: 'back' }), again);
-    for (let i = 0; after.status === 429 && i < 50; i++) after = await new Promise((r) => setImmediate(r)).then(() => rawPost(proxy.url, callTool(105 + i, 'echo', { text: 'back' }), again));
+    for (let i = 0; after.status === 429 && i < 50; i++)
+      after = await new Promise((r) => setImmediate(r)).then(() => rawPost(proxy.url, callTool(105 + i, 'echo', { text: 'back' }), again));
     expect(after.status).toBe(200);
   });
 });
@@ -96,7 +111,10 @@ describe('per-client limits behind a balancer (listen.trustProxy)', () => {
 
   it('counts clients by the forwarded address when the connection comes from a trusted proxy', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'proxy-limits-')), 'proxy.yaml');
-    writeFileSync(file, `upstream:\n  command: ${JSON.stringify(FAULTY)}\nlisten:\n  perClient: { sessions: 1 }\n  trustProxy: ["127.0.0.1"]\n`);
+    writeFileSync(
+      file,
+      `upstream:\n  command: ${JSON.stringify(FAULTY)}\nlisten:\n  perClient: { sessions: 1 }\n  trustProxy: ["127.0.0.1"]\n`,
+    );
     const proxy = await startProxy(['--config', file]);
     const from = (address: string) => rawPost(proxy.url, INIT, { 'x-forwarded-for': address });
     expect((await from('203.0.113.7')).status).toBe(200);
@@ -115,7 +133,10 @@ describe('one client key for every limit behind a balancer: IPv6 by its /64, IPv
   beforeAll(async () => {
     upstream = await startHttpFixture('faulty-server');
     const file = join(mkdtempSync(join(tmpdir(), 'proxy-limits-')), 'proxy.yaml');
-    writeFileSync(file, `upstream:\n  url: ${upstream.url}\nlisten:\n  perClient: { sessions: 4, requestsPerSecond: 20 }\n  trustProxy: ["127.0.0.1"]\nmodern:\n  parkedPerClient: 1\n`);
+    writeFileSync(
+      file,
+      `upstream:\n  url: ${upstream.url}\nlisten:\n  perClient: { sessions: 4, requestsPerSecond: 20 }\n  trustProxy: ["127.0.0.1"]\nmodern:\n  parkedPerClient: 1\n`,
+    );
     proxy = await startProxy(['--config', file]);
   }, 30_000);
   afterAll(stopAll);
@@ -127,34 +148,50 @@ describe('one client key for every limit behind a balancer: IPv6 by its /64, IPv
     // Another /64 is another client.
     expect((await rawPost(proxy.url, INIT, from('2001:db8:aa:bc::1'))).status).toBe(200);
     const mapped: number[] = [];
-    for (const address of ['203.0.113.10', '::ffff:203.0.113.10', '::ffff:cb00:710a', '203.0.113.10', '::ffff:203.0.113.10']) mapped.push((await rawPost(proxy.url, INIT, from(address))).status);
+    for (const address of ['203.0.113.10', '::ffff:203.0.113.10', '::ffff:cb00:710a', '203.0.113.10', '::ffff:203.0.113.10'])
+      mapped.push((await rawPost(proxy.url, INIT, from(address))).status);
     expect(mapped).toEqual([200, 200, 200, 200, 429]);
   });
 
   it('counts the request rate of a /64 as one client', async () => {
     const addresses = Array.from({ length: 100 }, (_, i) => `2001:db8:cc:dd::${(i + 1).toString(16)}`);
     const started = Date.now();
-    const replies = await Promise.all(addresses.map((address, i) => rawPost(proxy.url, { jsonrpc: '2.0', id: i, method: 'ping' }, from(address))));
+    const replies = await Promise.all(
+      addresses.map((address, i) => rawPost(proxy.url, { jsonrpc: '2.0', id: i, method: 'ping' }, from(address))),
+    );
     const windows = Math.ceil((Date.now() - started) / 1000) + 1; // one-second windows the requests can have fallen in
     const refused = replies.filter((r) => r.status === 429 && /at most 20 per second/.test(r.messages[0]?.error?.message));
     expect(refused.length).toBeGreaterThan(0);
     expect(replies.length - refused.length).toBeLessThanOrEqual(20 * windows);
   });
 
-  it('keeps the calls of a /64 waiting for input within one client\'s share (modern.parkedPerClient)', async () => {
+  it("keeps the calls of a /64 waiting for input within one client's share (modern.parkedPerClient)", async () => {
     const caps = { elicitation: { form: {} } };
     const ask = async (id: number, address: string) => {
       const m = modern(id, 'tools/call', { name: 'elicit', arguments: { message: `who? ${id}` } }, caps);
       const result = (await rawPost(proxy.url, m.body, from(address, m.headers))).messages[0].result;
       expect(result.resultType).toBe('input_required');
       const [key] = Object.keys(result.inputRequests);
-      return modern(id + 100, 'tools/call', { name: 'elicit', arguments: { message: `who? ${id}` }, requestState: result.requestState, inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } } }, caps);
+      return modern(
+        id + 100,
+        'tools/call',
+        {
+          name: 'elicit',
+          arguments: { message: `who? ${id}` },
+          requestState: result.requestState,
+          inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } },
+        },
+        caps,
+      );
     };
     const first = await ask(1, '2001:db8:ee:ff::1');
     const second = await ask(2, '2001:db8:ee:ff::2');
     // One call may wait per client: the second address's call gave up the first one's.
     const late = await rawPost(proxy.url, first.body, from('2001:db8:ee:ff::1', first.headers));
-    expect(late.messages[0].error).toMatchObject({ code: -32602, message: expect.stringMatching(/No call is waiting for this requestState/) });
+    expect(late.messages[0].error).toMatchObject({
+      code: -32602,
+      message: expect.stringMatching(/No call is waiting for this requestState/),
+    });
     const answered = await rawPost(proxy.url, second.body, from('2001:db8:ee:ff::2', second.headers));
     expect(answered.messages[0].result.resultType).toBe('complete');
   });

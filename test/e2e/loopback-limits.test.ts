@@ -38,7 +38,9 @@ describe('per-client limits on loopback without authentication (the default)', (
 
   it('lets one local client make 500 back-to-back calls, hold 12 sessions and have 80 calls in flight, and says why at start-up', async () => {
     const proxy = await startProxy(['--upstream', EVERYTHING]);
-    await logged(proxy, (e) => /^per-client limits: requestsPerSecond off, inFlight off, sessions off \(loopback without authentication: /.test(e.msg));
+    await logged(proxy, (e) =>
+      /^per-client limits: requestsPerSecond off, inFlight off, sessions off \(loopback without authentication: /.test(e.msg),
+    );
     const headers = await session(proxy.url);
     const statuses = new Map<number, number>();
     for (let i = 1; i <= 500; i++) {
@@ -51,7 +53,11 @@ describe('per-client limits on loopback without authentication (the default)', (
     const sessions = [headers];
     for (let i = 0; i < 11; i++) sessions.push(await session(proxy.url));
     // More calls in flight at once than the 64 one address had before: each takes a second upstream.
-    const slow = await Promise.all(Array.from({ length: 80 }, (_, i) => rawPost(proxy.url, callTool(1000 + i, 'trigger-long-running-operation', { duration: 1, steps: 1 }), sessions[i % sessions.length])));
+    const slow = await Promise.all(
+      Array.from({ length: 80 }, (_, i) =>
+        rawPost(proxy.url, callTool(1000 + i, 'trigger-long-running-operation', { duration: 1, steps: 1 }), sessions[i % sessions.length]),
+      ),
+    );
     expect(slow.map((r) => r.status).filter((s) => s !== 200)).toEqual([]);
     expect(slow.every((r) => /completed/.test(r.messages.at(-1)?.result?.content?.[0]?.text))).toBe(true);
   }, 60_000);

@@ -24,7 +24,16 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postAndDrop, sessionFrom } from '../helpers/from-address.js';
 import { NEGOTIATION } from '../helpers/modern-clients.js';
-import { commandLine, eventually, fixtureArgv, jsonLines, PROXY_MAIN, startHttpFixture, startProxy, type Running } from '../helpers/processes.js';
+import {
+  commandLine,
+  eventually,
+  fixtureArgv,
+  jsonLines,
+  PROXY_MAIN,
+  startHttpFixture,
+  startProxy,
+  type Running,
+} from '../helpers/processes.js';
 import { metricValue, modern, rawPost, sseMessages } from '../helpers/raw.js';
 
 type ClientEra = 'legacy' | 'modern';
@@ -74,7 +83,9 @@ const cellName = (c: Cell) => `${c.client} client → ${c.front} front → ${c.s
 
 const CELLS: Cell[] = [
   ...SERVERS.flatMap((server) => (['legacy', 'modern'] as const).map((client) => ({ client, server, front: 'http' as const }))),
-  ...['legacy/stdio', '2026-07-28/stdio', 'dual/http'].flatMap((id) => (['legacy', 'modern'] as const).map((client) => ({ client, server: SERVERS.find((s) => s.id === id)!, front: 'stdio' as const }))),
+  ...['legacy/stdio', '2026-07-28/stdio', 'dual/http'].flatMap((id) =>
+    (['legacy', 'modern'] as const).map((client) => ({ client, server: SERVERS.find((s) => s.id === id)!, front: 'stdio' as const })),
+  ),
 ];
 
 /** A cell × scenario pattern: `*` matches any value. */
@@ -86,41 +97,89 @@ interface Row {
   why: string;
 }
 const matches = (row: Row, cell: Cell, scenario: Scenario) =>
-  row.scenario === scenario && (row.client === '*' || row.client === cell.client) && (row.server === '*' || row.server === cell.server.id) && (row.front === '*' || row.front === cell.front);
+  row.scenario === scenario &&
+  (row.client === '*' || row.client === cell.client) &&
+  (row.server === '*' || row.server === cell.server.id) &&
+  (row.front === '*' || row.front === cell.front);
 
 /** Cells the 2026-07-28 specification rules out: not run. */
 const IMPOSSIBLE: Row[] = [
   {
-    client: 'legacy', server: '*', front: '*', scenario: 'tasks',
+    client: 'legacy',
+    server: '*',
+    front: '*',
+    scenario: 'tasks',
     why: 'dual-era digest: "drop legacy `capabilities.tasks` (tasks are now the `io.modelcontextprotocol/tasks` extension, different API)": the extension is declared per request in `_meta` and answered with resultType "task", which a 2025-11-25 session has neither of (its experimental tasks are another API, out of this matrix)',
   },
   {
-    client: 'modern', server: '*', front: '*', scenario: 'legacy session on another replica',
+    client: 'modern',
+    server: '*',
+    front: '*',
+    scenario: 'legacy session on another replica',
     why: 'versioning (dual-era): "A request carrying modern per-request _meta is served statelessly according to this revision": there is no session to continue',
   },
 ];
 
 /** What a fixture offers no tool or channel for: not run (not the proxy's doing). */
 const NOT_OFFERED: Row[] = [
-  { client: '*', server: 'dual/http', front: '*', scenario: 'list changes per variant', why: 'the FastMCP fixture has no tool that changes its tool list' },
+  {
+    client: '*',
+    server: 'dual/http',
+    front: '*',
+    scenario: 'list changes per variant',
+    why: 'the FastMCP fixture has no tool that changes its tool list',
+  },
   { client: '*', server: 'dual/http', front: '*', scenario: 'input round', why: 'the FastMCP fixture asks no input' },
   { client: '*', server: 'dual/http', front: '*', scenario: 'input round across replicas', why: 'the FastMCP fixture asks no input' },
-  { client: '*', server: 'dual/http', front: '*', scenario: 'resource subscription updates', why: 'the FastMCP fixture has no subscribable resource' },
-  { client: '*', server: '2026-07-28/stdio', front: '*', scenario: 'list changes per variant', why: "the v2 SDK's stdio entry has no event bus: it announces no change" },
-  { client: '*', server: '2026-07-28/stdio', front: '*', scenario: 'resource subscription updates', why: "the v2 SDK's stdio entry has no event bus: it announces no change" },
+  {
+    client: '*',
+    server: 'dual/http',
+    front: '*',
+    scenario: 'resource subscription updates',
+    why: 'the FastMCP fixture has no subscribable resource',
+  },
+  {
+    client: '*',
+    server: '2026-07-28/stdio',
+    front: '*',
+    scenario: 'list changes per variant',
+    why: "the v2 SDK's stdio entry has no event bus: it announces no change",
+  },
+  {
+    client: '*',
+    server: '2026-07-28/stdio',
+    front: '*',
+    scenario: 'resource subscription updates',
+    why: "the v2 SDK's stdio entry has no event bus: it announces no change",
+  },
   // Replicas and held answers are HTTP matters: the --stdio front has one client and no connection to drop.
-  ...(['input round across replicas', 'legacy session on another replica', 'unread large answer held once'] as const).map((scenario) => ({ client: '*' as const, server: '*', front: 'stdio' as const, scenario, why: 'an HTTP-front scenario' })),
+  ...(['input round across replicas', 'legacy session on another replica', 'unread large answer held once'] as const).map((scenario) => ({
+    client: '*' as const,
+    server: '*',
+    front: 'stdio' as const,
+    scenario,
+    why: 'an HTTP-front scenario',
+  })),
 ];
 
 /** What the proxy lacks today: run with it.fails; remove the row when the gap is closed. */
 const KNOWN_GAPS: Row[] = [
   ...(['legacy/stdio', '2026-07-28/stdio', '2026-07-28/http'] as const).flatMap((server) =>
     (['legacy session on another replica', 'input round across replicas'] as const).map((scenario) => ({
-      client: 'legacy' as const, server, front: 'http' as const, scenario,
+      client: 'legacy' as const,
+      server,
+      front: 'http' as const,
+      scenario,
       why: 'the other replica answers -32001 "Session not found on this replica: it lives on replica … (its upstream runs there)"',
     })),
   ),
-  { client: 'modern', server: '2026-07-28/http', front: '*', scenario: 'list changes per variant', why: 'the listen stream is passed through: one list_changed without the variant in _meta, none per variant' },
+  {
+    client: 'modern',
+    server: '2026-07-28/http',
+    front: '*',
+    scenario: 'list changes per variant',
+    why: 'the listen stream is passed through: one list_changed without the variant in _meta, none per variant',
+  },
 ];
 
 const KEY = 'io.modelcontextprotocol/server-variant';
@@ -213,8 +272,15 @@ async function startRig(cell: Cell, index: number): Promise<Rig> {
       'modern:\n  tasks: { answerWithinMs: 0, pollIntervalMs: 100 }\n',
   );
   if (cell.front === 'http') {
-    [rig.a, rig.b] = await Promise.all(['alpha', 'beta'].map((id) => startProxy(['--config', rig.config], { MCP_PROXY_SECRET: SECRET, MCP_PROXY_REPLICA_ID: `${id}-${index}` })));
-    rig.stoppers.push(() => rig.a!.stop(), () => rig.b!.stop());
+    [rig.a, rig.b] = await Promise.all(
+      ['alpha', 'beta'].map((id) =>
+        startProxy(['--config', rig.config], { MCP_PROXY_SECRET: SECRET, MCP_PROXY_REPLICA_ID: `${id}-${index}` }),
+      ),
+    );
+    rig.stoppers.push(
+      () => rig.a!.stop(),
+      () => rig.b!.stop(),
+    );
   } else if (cell.client === 'modern') {
     rig.stdio = new StdioLines(['--config', rig.config, '--log-level', 'warn']);
     rig.stoppers.push(() => rig.stdio!.stop());
@@ -270,7 +336,12 @@ async function connectLegacy(cell: Cell, rig: Rig, o: LegacyOptions) {
     const roundRobin: typeof fetch = (input, init) => fetch(new URL('/mcp', replicas[next++ % replicas.length].url), init);
     transport = new StreamableHTTPClientTransport(new URL(rig.a!.url), { fetch: roundRobin });
   } else {
-    transport = new StdioClientTransport({ command: process.execPath, args: [PROXY_MAIN, '--stdio', '--config', rig.config, '--log-level', 'warn'], env: { ...process.env } as Record<string, string>, stderr: 'pipe' });
+    transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [PROXY_MAIN, '--stdio', '--config', rig.config, '--log-level', 'warn'],
+      env: { ...process.env } as Record<string, string>,
+      stderr: 'pipe',
+    });
   }
   await client.connect(transport);
   /** Every message the transport hands the client. */
@@ -299,7 +370,14 @@ const INPUT_CAPS = { sampling: {}, elicitation: { form: {} }, roots: {} };
 let nextId = 1;
 
 /** A modern request's messages (notifications, then the reply) on either front; `to` picks a replica. */
-async function modernSend(cell: Cell, rig: Rig, method: string, params: Record<string, unknown>, caps: Record<string, unknown> = {}, o: { to?: Running; signal?: AbortSignal } = {}): Promise<{ reply: any; notifications: any[] }> {
+async function modernSend(
+  cell: Cell,
+  rig: Rig,
+  method: string,
+  params: Record<string, unknown>,
+  caps: Record<string, unknown> = {},
+  o: { to?: Running; signal?: AbortSignal } = {},
+): Promise<{ reply: any; notifications: any[] }> {
   const m = modern(nextId++, method, params, caps);
   if (cell.front === 'http') {
     const r = await rawPost((o.to ?? rig.a!).url, m.body, m.headers, o.signal);
@@ -314,7 +392,8 @@ async function modernSend(cell: Cell, rig: Rig, method: string, params: Record<s
 /** The answer a modern client gives to one input request, as the v1 client's handlers above do. */
 function answer(req: { method: string; params?: any }): unknown {
   if (req.method === 'elicitation/create') return { action: 'accept', content: { name: 'Ada' } };
-  if (req.method === 'sampling/createMessage') return { model: 'test-model', role: 'assistant', content: { type: 'text', text: `sampled: ${req.params.messages[0].content.text}` } };
+  if (req.method === 'sampling/createMessage')
+    return { model: 'test-model', role: 'assistant', content: { type: 'text', text: `sampled: ${req.params.messages[0].content.text}` } };
   return { roots: [{ uri: 'file:///tmp/matrix', name: 'matrix' }] };
 }
 
@@ -324,8 +403,15 @@ async function modernCallWithInput(cell: Cell, rig: Rig, name: string, args: Rec
   for (let round = 0; round < 4; round++) {
     const { reply } = await modernSend(cell, rig, 'tools/call', params, INPUT_CAPS, { to: round === 0 ? rig.a : (retryTo ?? rig.a) });
     if (reply.result?.resultType !== 'input_required') return reply;
-    const inputResponses = Object.fromEntries(Object.entries(reply.result.inputRequests as Record<string, any>).map(([k, req]) => [k, answer(req)]));
-    params = { name, arguments: args, inputResponses, ...(reply.result.requestState !== undefined && { requestState: reply.result.requestState }) };
+    const inputResponses = Object.fromEntries(
+      Object.entries(reply.result.inputRequests as Record<string, any>).map(([k, req]) => [k, answer(req)]),
+    );
+    params = {
+      name,
+      arguments: args,
+      inputResponses,
+      ...(reply.result.requestState !== undefined && { requestState: reply.result.requestState }),
+    };
   }
   throw new Error('more than 4 input rounds');
 }
@@ -370,7 +456,15 @@ const RUNS: Record<Scenario, Run> = {
       result = await c.client.callTool({ name: 'echo', arguments: { text: JSON_TEXT } });
       await c.close();
     } else {
-      result = (await modernSend(cell, rig, 'tools/call', { name: 'echo', arguments: { text: JSON_TEXT } }, { extensions: { [NEGOTIATION]: { features } } })).reply.result;
+      result = (
+        await modernSend(
+          cell,
+          rig,
+          'tools/call',
+          { name: 'echo', arguments: { text: JSON_TEXT } },
+          { extensions: { [NEGOTIATION]: { features } } },
+        )
+      ).reply.result;
     }
     // FastMCP wraps a str result as {"result": ...}; the proxy keeps the wrapper around the data.
     const data = cell.server.era === 'dual' ? result.structuredContent?.result : result.structuredContent;
@@ -406,10 +500,19 @@ const RUNS: Record<Scenario, Run> = {
     }
     const caps = { extensions: { [VARIANTS_EXT]: {} } };
     const listen = modern(nextId++, 'subscriptions/listen', { notifications: { toolsListChanged: true } }, caps);
-    const changes = await listenDuring(cell, rig, listen, async () => {
-      await modernSend(cell, rig, 'tools/call', { name: 'add_tool', arguments: { name: tool } });
-    }, (m) => m.method === 'notifications/tools/list_changed' && m.params?._meta?.[KEY] === 'lean');
-    expect(changes.filter((m) => m.method === 'notifications/tools/list_changed').map((m) => m.params?._meta?.[KEY])).toEqual(['all', 'lean']);
+    const changes = await listenDuring(
+      cell,
+      rig,
+      listen,
+      async () => {
+        await modernSend(cell, rig, 'tools/call', { name: 'add_tool', arguments: { name: tool } });
+      },
+      (m) => m.method === 'notifications/tools/list_changed' && m.params?._meta?.[KEY] === 'lean',
+    );
+    expect(changes.filter((m) => m.method === 'notifications/tools/list_changed').map((m) => m.params?._meta?.[KEY])).toEqual([
+      'all',
+      'lean',
+    ]);
   },
 
   async 'input round'(cell, rig) {
@@ -431,12 +534,20 @@ const RUNS: Record<Scenario, Run> = {
       notes = c.messages.slice(from);
       await c.close();
     } else {
-      const { reply, notifications } = await modernSend(cell, rig, 'tools/call', { name: 'slow_progress', arguments: args, _meta: { progressToken: 'matrix-p' } });
+      const { reply, notifications } = await modernSend(cell, rig, 'tools/call', {
+        name: 'slow_progress',
+        arguments: args,
+        _meta: { progressToken: 'matrix-p' },
+      });
       expect(textOf(reply.result)).toBe('done 3');
       notes = notifications;
       expect(notes.filter((m) => m.method === 'notifications/progress').every((m) => m.params.progressToken === 'matrix-p')).toBe(true);
     }
-    expect(notes.filter((m) => m.method === 'notifications/progress').map((m) => `${m.params.progress}/${m.params.total}`)).toEqual(['1/3', '2/3', '3/3']);
+    expect(notes.filter((m) => m.method === 'notifications/progress').map((m) => `${m.params.progress}/${m.params.total}`)).toEqual([
+      '1/3',
+      '2/3',
+      '3/3',
+    ]);
   },
 
   async cancellation(cell, rig) {
@@ -453,7 +564,9 @@ const RUNS: Record<Scenario, Run> = {
       return;
     }
     if (cell.front === 'http') {
-      const call = modernSend(cell, rig, 'tools/call', { name: 'hang', arguments: {} }, {}, { signal: abort.signal }).catch((err: Error) => err);
+      const call = modernSend(cell, rig, 'tools/call', { name: 'hang', arguments: {} }, {}, { signal: abort.signal }).catch(
+        (err: Error) => err,
+      );
       await eventually(() => started(rig.log) > before.started, 15_000, 'hang started upstream');
       abort.abort();
       expect(await call).toBeInstanceOf(Error);
@@ -461,7 +574,11 @@ const RUNS: Record<Scenario, Run> = {
       const m = modern(nextId++, 'tools/call', { name: 'hang', arguments: {} });
       rig.stdio!.write(m.body);
       await eventually(() => started(rig.log) > before.started, 15_000, 'hang started upstream');
-      rig.stdio!.write({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: m.body.id, reason: 'matrix', _meta: modern(0, 'x').body.params._meta } });
+      rig.stdio!.write({
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: { requestId: m.body.id, reason: 'matrix', _meta: modern(0, 'x').body.params._meta },
+      });
     }
     await eventually(() => cancelled(rig.log) > before.cancelled, 15_000, 'the upstream heard the cancellation');
   },
@@ -479,11 +596,15 @@ const RUNS: Record<Scenario, Run> = {
     } else {
       const meta = { 'io.modelcontextprotocol/logLevel': 'warning' };
       notes = [
-        ...(await modernSend(cell, rig, 'tools/call', { name: 'log', arguments: { level: 'info', message: 'quiet' }, _meta: meta })).notifications,
-        ...(await modernSend(cell, rig, 'tools/call', { name: 'log', arguments: { level: 'error', message: 'loud' }, _meta: meta })).notifications,
+        ...(await modernSend(cell, rig, 'tools/call', { name: 'log', arguments: { level: 'info', message: 'quiet' }, _meta: meta }))
+          .notifications,
+        ...(await modernSend(cell, rig, 'tools/call', { name: 'log', arguments: { level: 'error', message: 'loud' }, _meta: meta }))
+          .notifications,
       ];
     }
-    const logs = notes.filter((m) => m.method === 'notifications/message').map((m) => `${m.params.level} ${typeof m.params.data === 'string' ? m.params.data : m.params.data?.msg}`);
+    const logs = notes
+      .filter((m) => m.method === 'notifications/message')
+      .map((m) => `${m.params.level} ${typeof m.params.data === 'string' ? m.params.data : m.params.data?.msg}`);
     expect(logs).toEqual(['error loud']);
   },
 
@@ -491,22 +612,34 @@ const RUNS: Record<Scenario, Run> = {
     const uri = 'faulty://counter';
     if (cell.client === 'legacy') {
       const c = await legacyClient(cell, rig);
-      const updated = new Promise((resolve) => c.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => resolve(n.params.uri)));
+      const updated = new Promise((resolve) =>
+        c.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => resolve(n.params.uri)),
+      );
       await c.client.subscribeResource({ uri });
       // A bridged subscription is opened upstream in the background: bump until the update comes.
       let heard: unknown;
       void updated.then((u) => (heard = u));
-      await eventually(async () => {
-        if (heard === undefined) await c.client.callTool({ name: 'bump', arguments: {} });
-        return heard === uri;
-      }, 15_000, 'resources/updated');
+      await eventually(
+        async () => {
+          if (heard === undefined) await c.client.callTool({ name: 'bump', arguments: {} });
+          return heard === uri;
+        },
+        15_000,
+        'resources/updated',
+      );
       await c.close();
       return;
     }
     const listen = modern(nextId++, 'subscriptions/listen', { notifications: { resourceSubscriptions: [uri] } });
-    const seen = await listenDuring(cell, rig, listen, async () => {
-      await modernSend(cell, rig, 'tools/call', { name: 'bump', arguments: {} });
-    }, (m) => m.method === 'notifications/resources/updated');
+    const seen = await listenDuring(
+      cell,
+      rig,
+      listen,
+      async () => {
+        await modernSend(cell, rig, 'tools/call', { name: 'bump', arguments: {} });
+      },
+      (m) => m.method === 'notifications/resources/updated',
+    );
     expect(seen.find((m) => m.method === 'notifications/resources/updated').params.uri).toBe(uri);
   },
 
@@ -515,10 +648,14 @@ const RUNS: Record<Scenario, Run> = {
     const { reply } = await modernSend(cell, rig, 'tools/call', { name: 'slow_progress', arguments: { steps: 1, delayMs: 50 } }, caps);
     expect(reply.result, JSON.stringify(reply)).toMatchObject({ resultType: 'task', status: 'working' });
     let last: any;
-    await eventually(async () => {
-      last = (await modernSend(cell, rig, 'tasks/get', { taskId: reply.result.taskId }, caps)).reply.result;
-      return last?.status !== 'working';
-    }, 15_000, 'the task finishes');
+    await eventually(
+      async () => {
+        last = (await modernSend(cell, rig, 'tasks/get', { taskId: reply.result.taskId }, caps)).reply.result;
+        return last?.status !== 'working';
+      },
+      15_000,
+      'the task finishes',
+    );
     expect(last.status).toBe('completed');
     expect(textOf(last.result)).toBe('done 1');
   },
@@ -536,9 +673,18 @@ const RUNS: Record<Scenario, Run> = {
     const proxy = rig.b!;
     if (cell.client === 'legacy') {
       const session = await sessionFrom('127.0.0.1', proxy.url);
-      const call = { jsonrpc: '2.0', id: 77, method: 'tools/call', params: { name: 'slow_progress', arguments: { steps: 1, delayMs: 300, resultBytes: bytes }, _meta: { progressToken: 'unread' } } };
+      const call = {
+        jsonrpc: '2.0',
+        id: 77,
+        method: 'tools/call',
+        params: { name: 'slow_progress', arguments: { steps: 1, delayMs: 300, resultBytes: bytes }, _meta: { progressToken: 'unread' } },
+      };
       const { lastEventId } = await postAndDrop('127.0.0.1', proxy.url, call, session);
-      await eventually(async () => (await metricValue(proxy.url, 'mcp_proxy_held_bytes{kind="stream"}')) >= answerBytes, 15_000, 'the answer held for its client');
+      await eventually(
+        async () => (await metricValue(proxy.url, 'mcp_proxy_held_bytes{kind="stream"}')) >= answerBytes,
+        15_000,
+        'the answer held for its client',
+      );
       const held = await metricValue(proxy.url, 'mcp_proxy_held_bytes{kind="stream"}');
       expect(held).toBeLessThan(1.5 * answerBytes);
       const resumed = await fetch(proxy.url, { headers: { ...session, accept: 'text/event-stream', 'last-event-id': lastEventId } });
@@ -547,9 +693,20 @@ const RUNS: Record<Scenario, Run> = {
       return;
     }
     const caps = { extensions: { [TASKS_EXT]: {} } };
-    const { reply } = await modernSend(cell, rig, 'tools/call', { name: 'slow_progress', arguments: { steps: 1, delayMs: 50, resultBytes: bytes } }, caps, { to: proxy });
+    const { reply } = await modernSend(
+      cell,
+      rig,
+      'tools/call',
+      { name: 'slow_progress', arguments: { steps: 1, delayMs: 50, resultBytes: bytes } },
+      caps,
+      { to: proxy },
+    );
     expect(reply.result, JSON.stringify(reply).slice(0, 500)).toMatchObject({ resultType: 'task' });
-    await eventually(async () => (await metricValue(proxy.url, 'mcp_proxy_held_bytes{kind="task_result"}')) >= answerBytes, 15_000, 'the result held for its client');
+    await eventually(
+      async () => (await metricValue(proxy.url, 'mcp_proxy_held_bytes{kind="task_result"}')) >= answerBytes,
+      15_000,
+      'the result held for its client',
+    );
     expect(await metricValue(proxy.url, 'mcp_proxy_held_bytes{kind="task_result"}')).toBeLessThan(1.5 * answerBytes);
     const got = (await modernSend(cell, rig, 'tasks/get', { taskId: reply.result.taskId }, caps, { to: proxy })).reply.result;
     expect(textOf(got.result).length).toBe(bytes + 'done 1'.length);
@@ -558,13 +715,20 @@ const RUNS: Record<Scenario, Run> = {
   async 'deep upstream message refused'(cell, rig) {
     if (cell.client === 'legacy') {
       const c = await legacyClient(cell, rig);
-      await expect(c.client.callTool({ name: 'deep', arguments: {} }, undefined, { timeout: 15_000 })).rejects.toThrow(/upstream\.maxJsonDepth/);
+      await expect(c.client.callTool({ name: 'deep', arguments: {} }, undefined, { timeout: 15_000 })).rejects.toThrow(
+        /upstream\.maxJsonDepth/,
+      );
       expect(textOf(await c.client.callTool({ name: 'echo', arguments: { text: 'after' } }))).toBe('after');
       await c.close();
     } else {
       const { reply } = await modernSend(cell, rig, 'tools/call', { name: 'deep', arguments: {} });
-      expect(reply.error, JSON.stringify(reply).slice(0, 300)).toMatchObject({ code: -32603, message: expect.stringContaining('upstream.maxJsonDepth') });
-      expect(textOf((await modernSend(cell, rig, 'tools/call', { name: 'echo', arguments: { text: 'after' } })).reply.result)).toBe('after');
+      expect(reply.error, JSON.stringify(reply).slice(0, 300)).toMatchObject({
+        code: -32603,
+        message: expect.stringContaining('upstream.maxJsonDepth'),
+      });
+      expect(textOf((await modernSend(cell, rig, 'tools/call', { name: 'echo', arguments: { text: 'after' } })).reply.result)).toBe(
+        'after',
+      );
     }
   },
 };
@@ -574,10 +738,19 @@ async function inputRound(cell: Cell, rig: Rig, across: boolean): Promise<void> 
   const results: string[] = [];
   if (cell.client === 'legacy') {
     const c = await legacyClient(cell, rig, across ? { replicas: [rig.a!, rig.b!] } : {});
-    for (const [name, args] of [['elicit', { message: 'who?' }], ['sample', { prompt: 'hello' }], ['roots', {}]] as const) results.push(textOf(await c.client.callTool({ name, arguments: args })));
+    for (const [name, args] of [
+      ['elicit', { message: 'who?' }],
+      ['sample', { prompt: 'hello' }],
+      ['roots', {}],
+    ] as const)
+      results.push(textOf(await c.client.callTool({ name, arguments: args })));
     await c.close();
   } else {
-    for (const [name, args] of [['elicit', { message: 'who?' }], ['sample', { prompt: 'hello' }], ['roots', {}]] as const) {
+    for (const [name, args] of [
+      ['elicit', { message: 'who?' }],
+      ['sample', { prompt: 'hello' }],
+      ['roots', {}],
+    ] as const) {
       const reply = await modernCallWithInput(cell, rig, name, args, across ? rig.b : undefined);
       expect(reply.result, JSON.stringify(reply).slice(0, 400)).toMatchObject({ resultType: 'complete' });
       results.push(textOf(reply.result));
@@ -589,17 +762,30 @@ async function inputRound(cell: Cell, rig: Rig, across: boolean): Promise<void> 
 }
 
 /** Opens a modern listen stream, runs `during` once it is acknowledged, and resolves with its messages once `until` matches one. */
-async function listenDuring(cell: Cell, rig: Rig, listen: ReturnType<typeof modern>, during: () => Promise<void>, until: (m: any) => boolean): Promise<any[]> {
+async function listenDuring(
+  cell: Cell,
+  rig: Rig,
+  listen: ReturnType<typeof modern>,
+  during: () => Promise<void>,
+  until: (m: any) => boolean,
+): Promise<any[]> {
   const id = listen.body.id;
   if (cell.front === 'http') {
     const abort = new AbortController();
-    const res = await fetch(rig.a!.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...listen.headers }, body: JSON.stringify(listen.body), signal: abort.signal });
+    const res = await fetch(rig.a!.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...listen.headers },
+      body: JSON.stringify(listen.body),
+      signal: abort.signal,
+    });
     const stream = sseMessages(res);
     try {
       await stream.next((m) => m.method === 'notifications/subscriptions/acknowledged' || m.id === id);
       await during();
       let timer: NodeJS.Timeout | undefined;
-      const late = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('the awaited notification did not come within 10 s')), 10_000)));
+      const late = new Promise(
+        (_, reject) => (timer = setTimeout(() => reject(new Error('the awaited notification did not come within 10 s')), 10_000)),
+      );
       await Promise.race([stream.next(until), late]).finally(() => clearTimeout(timer));
       return stream.messages;
     } finally {
@@ -612,7 +798,9 @@ async function listenDuring(cell: Cell, rig: Rig, listen: ReturnType<typeof mode
     await rig.stdio!.next((m) => m.method === 'notifications/subscriptions/acknowledged' || m.id === id);
     await during();
     await rig.stdio!.next((m) => until(m) && rig.stdio!.messages.indexOf(m) >= from, 10_000);
-    return rig.stdio!.messages.slice(from).filter((m) => m.params?._meta?.['io.modelcontextprotocol/subscriptionId'] === id || m.id === undefined);
+    return rig
+      .stdio!.messages.slice(from)
+      .filter((m) => m.params?._meta?.['io.modelcontextprotocol/subscriptionId'] === id || m.id === undefined);
   } finally {
     rig.stdio!.write({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, _meta: listen.body.params._meta } });
   }

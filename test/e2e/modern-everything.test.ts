@@ -46,7 +46,9 @@ function normalize(value: unknown): unknown {
     return out;
   }
   if (typeof value === 'string') {
-    return value.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '<uuid>').replace(/\d{1,2}:\d{2}:\d{2}\s?[AP]M/g, '<time>');
+    return value
+      .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '<uuid>')
+      .replace(/\d{1,2}:\d{2}:\d{2}\s?[AP]M/g, '<time>');
   }
   return value;
 }
@@ -61,7 +63,14 @@ async function settle<T>(p: Promise<T>): Promise<T | { error: unknown }> {
 }
 
 /** The same features, asked through either client (both have these methods). */
-async function exercise(c: Pick<Client, 'listTools' | 'callTool' | 'listResources' | 'readResource' | 'listResourceTemplates' | 'listPrompts' | 'getPrompt' | 'complete'> | LegacyClient): Promise<Record<string, unknown>> {
+async function exercise(
+  c:
+    | Pick<
+        Client,
+        'listTools' | 'callTool' | 'listResources' | 'readResource' | 'listResourceTemplates' | 'listPrompts' | 'getPrompt' | 'complete'
+      >
+    | LegacyClient,
+): Promise<Record<string, unknown>> {
   const client = c as LegacyClient;
   const out: Record<string, unknown> = {};
   out.tools = (await client.listTools()).tools.map((t) => t.name).sort();
@@ -74,7 +83,9 @@ async function exercise(c: Pick<Client, 'listTools' | 'callTool' | 'listResource
   const prompts = (await client.listPrompts()).prompts;
   out.prompts = prompts;
   out['prompt:simple-prompt'] = await settle(client.getPrompt({ name: 'simple-prompt', arguments: {} }));
-  out.completion = await settle(client.complete({ ref: { type: 'ref/prompt', name: 'completable-prompt' }, argument: { name: 'department', value: 'E' } }));
+  out.completion = await settle(
+    client.complete({ ref: { type: 'ref/prompt', name: 'completable-prompt' }, argument: { name: 'department', value: 'E' } }),
+  );
   out.unknownTool = await settle(client.callTool({ name: 'no-such-tool', arguments: {} }));
   return normalize(out) as Record<string, unknown>;
 }
@@ -124,10 +135,14 @@ describe.each(COMBOS)('v2 client ($mode), $front front ← $upstream upstream (s
     expect(JSON.stringify(got['tool:trigger-sampling-request'])).toMatch(/sampled: .*What is a proxy\?/);
   }, 90_000);
 
-  it.runIf(front === 'http')('serves a legacy client on the same endpoint at the same time', async () => {
-    const [viaLegacy, viaModern] = await Promise.all([exercise(legacy!.client), exercise(modern.client)]);
-    expect(viaModern).toEqual(viaLegacy);
-  }, 90_000);
+  it.runIf(front === 'http')(
+    'serves a legacy client on the same endpoint at the same time',
+    async () => {
+      const [viaLegacy, viaModern] = await Promise.all([exercise(legacy!.client), exercise(modern.client)]);
+      expect(viaModern).toEqual(viaLegacy);
+    },
+    90_000,
+  );
 });
 
 describe('a modern tools/call carrying the legacy task parameter (server-everything, which offers tasks)', () => {
@@ -138,6 +153,9 @@ describe('a modern tools/call carrying the legacy task parameter (server-everyth
     const m = modern(1, 'tools/call', { name: 'get-sum', arguments: { a: 2, b: 40 }, task: { ttl: 60_000 } });
     const reply = await rawPost(proxy.url, m.body, m.headers);
     expect(reply.status).toBe(200);
-    expect(reply.messages[0].result).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: expect.stringContaining('42') }] });
+    expect(reply.messages[0].result).toMatchObject({
+      resultType: 'complete',
+      content: [{ type: 'text', text: expect.stringContaining('42') }],
+    });
   });
 });

@@ -26,7 +26,10 @@ describe('modern requests on the HTTP endpoint (conformance fixture over stdio)'
   beforeAll(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'modern-http-'));
     const config = join(dir, 'proxy.yaml');
-    writeFileSync(config, `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('conformance-server')))}\nmodern:\n  inputTimeoutMs: 1500\n  cache:\n    tools/list: { ttlMs: 60000, cacheScope: public }\n    resources/read: { ttlMs: 30000, cacheScope: public }\n`);
+    writeFileSync(
+      config,
+      `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('conformance-server')))}\nmodern:\n  inputTimeoutMs: 1500\n  cache:\n    tools/list: { ttlMs: 60000, cacheScope: public }\n    resources/read: { ttlMs: 30000, cacheScope: public }\n`,
+    );
     proxy = await startProxy(['--config', config]);
     url = proxy.url;
   }, 30_000);
@@ -38,31 +41,99 @@ describe('modern requests on the HTTP endpoint (conformance fixture over stdio)'
 
   it('rejects what the revision rejects, with its status, code, the request id and data', async () => {
     const cases: Array<[string, Promise<Awaited<ReturnType<typeof rawPost>>>, number, number, (data: any) => void]> = [
-      ['no clientCapabilities', rawPost(url, { jsonrpc: '2.0', id: 11, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': V } } }, { 'mcp-protocol-version': V, 'mcp-method': 'tools/list' }), 400, -32602, () => undefined],
-      ['no _meta, modern header', rawPost(url, { jsonrpc: '2.0', id: 12, method: 'tools/list', params: {} }, { 'mcp-protocol-version': V, 'mcp-method': 'tools/list' }), 400, -32602, () => undefined],
-      ['unsupported version', rawPost(url, { jsonrpc: '2.0', id: 13, method: 'tools/list', params: { _meta: { ...meta(), 'io.modelcontextprotocol/protocolVersion': '1900-01-01' } } }, { 'mcp-protocol-version': '1900-01-01', 'mcp-method': 'tools/list' }), 400, -32022, (d) => expect(d).toMatchObject({ supported: expect.arrayContaining([V]), requested: '1900-01-01' })],
+      [
+        'no clientCapabilities',
+        rawPost(
+          url,
+          { jsonrpc: '2.0', id: 11, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': V } } },
+          { 'mcp-protocol-version': V, 'mcp-method': 'tools/list' },
+        ),
+        400,
+        -32602,
+        () => undefined,
+      ],
+      [
+        'no _meta, modern header',
+        rawPost(
+          url,
+          { jsonrpc: '2.0', id: 12, method: 'tools/list', params: {} },
+          { 'mcp-protocol-version': V, 'mcp-method': 'tools/list' },
+        ),
+        400,
+        -32602,
+        () => undefined,
+      ],
+      [
+        'unsupported version',
+        rawPost(
+          url,
+          {
+            jsonrpc: '2.0',
+            id: 13,
+            method: 'tools/list',
+            params: { _meta: { ...meta(), 'io.modelcontextprotocol/protocolVersion': '1900-01-01' } },
+          },
+          { 'mcp-protocol-version': '1900-01-01', 'mcp-method': 'tools/list' },
+        ),
+        400,
+        -32022,
+        (d) => expect(d).toMatchObject({ supported: expect.arrayContaining([V]), requested: '1900-01-01' }),
+      ],
       ['version header missing', send(modern(14, 'tools/list'), { 'mcp-protocol-version': undefined }), 400, -32020, () => undefined],
       ['version header differs', send(modern(15, 'tools/list'), { 'mcp-protocol-version': '2025-11-25' }), 400, -32020, () => undefined],
       ['Mcp-Method differs', send(modern(16, 'tools/list'), { 'mcp-method': 'prompts/list' }), 400, -32020, () => undefined],
-      ['Mcp-Name missing', send(modern(17, 'tools/call', { name: 'test_simple_text', arguments: {} }), { 'mcp-name': undefined }), 400, -32020, () => undefined],
-      ['Mcp-Name differs', send(modern(18, 'tools/call', { name: 'test_simple_text', arguments: {} }), { 'mcp-name': 'test_error_handling' }), 400, -32020, () => undefined],
-      ['Mcp-Name bad base64', send(modern(19, 'tools/call', { name: 'test_simple_text', arguments: {} }), { 'mcp-name': '=?base64?***?=' }), 400, -32020, () => undefined],
+      [
+        'Mcp-Name missing',
+        send(modern(17, 'tools/call', { name: 'test_simple_text', arguments: {} }), { 'mcp-name': undefined }),
+        400,
+        -32020,
+        () => undefined,
+      ],
+      [
+        'Mcp-Name differs',
+        send(modern(18, 'tools/call', { name: 'test_simple_text', arguments: {} }), { 'mcp-name': 'test_error_handling' }),
+        400,
+        -32020,
+        () => undefined,
+      ],
+      [
+        'Mcp-Name bad base64',
+        send(modern(19, 'tools/call', { name: 'test_simple_text', arguments: {} }), { 'mcp-name': '=?base64?***?=' }),
+        400,
+        -32020,
+        () => undefined,
+      ],
       ['removed: ping', send(modern(20, 'ping')), 404, -32601, () => undefined],
       ['removed: logging/setLevel', send(modern(21, 'logging/setLevel', { level: 'info' })), 404, -32601, () => undefined],
-      ['removed: resources/subscribe', send(modern(22, 'resources/subscribe', { uri: 'test://static-text' })), 404, -32601, () => undefined],
+      [
+        'removed: resources/subscribe',
+        send(modern(22, 'resources/subscribe', { uri: 'test://static-text' })),
+        404,
+        -32601,
+        () => undefined,
+      ],
       ['unknown method', send(modern(23, 'no/such')), 404, -32601, () => undefined],
-      ['bad logLevel', send(modern(24, 'tools/list', { _meta: { 'io.modelcontextprotocol/logLevel': 'loud' } })), 400, -32602, () => undefined],
+      [
+        'bad logLevel',
+        send(modern(24, 'tools/list', { _meta: { 'io.modelcontextprotocol/logLevel': 'loud' } })),
+        400,
+        -32602,
+        () => undefined,
+      ],
     ];
     for (const [what, pending, status, code, checkData] of cases) {
       const res = await pending;
       expect({ what, status: res.status }).toEqual({ what, status });
       const [msg] = res.messages;
       expect({ what, code: msg.error?.code }).toEqual({ what, code });
-      expect(msg.id).toBe((JSON.parse(JSON.stringify(msg)).id));
+      expect(msg.id).toBe(JSON.parse(JSON.stringify(msg)).id);
       expect(typeof msg.error.data?.code).toBe('string');
       checkData(msg.error.data);
     }
-    const batch = await rawPost(url, [modern(30, 'tools/list').body, modern(31, 'tools/list').body], { 'mcp-protocol-version': V, 'mcp-method': 'tools/list' });
+    const batch = await rawPost(url, [modern(30, 'tools/list').body, modern(31, 'tools/list').body], {
+      'mcp-protocol-version': V,
+      'mcp-method': 'tools/list',
+    });
     expect(batch.status).toBe(400);
     expect(batch.messages[0].error.code).toBe(-32600);
     // Ids are echoed on rejections.
@@ -86,7 +157,20 @@ describe('modern requests on the HTTP endpoint (conformance fixture over stdio)'
     const asked = (await send(modern(44, 'resources/read', { uri: 'test://needs-roots' }, FULL_CAPS))).messages[0].result;
     expect(asked).toMatchObject({ resultType: 'input_required', inputRequests: { client_roots: { method: 'roots/list' } } });
     expect(asked.ttlMs).toBeUndefined();
-    const answered = (await send(modern(45, 'resources/read', { uri: 'test://needs-roots', inputResponses: { client_roots: { roots: [{ uri: 'file:///r' }] } }, requestState: asked.requestState }, FULL_CAPS))).messages[0].result;
+    const answered = (
+      await send(
+        modern(
+          45,
+          'resources/read',
+          {
+            uri: 'test://needs-roots',
+            inputResponses: { client_roots: { roots: [{ uri: 'file:///r' }] } },
+            requestState: asked.requestState,
+          },
+          FULL_CAPS,
+        ),
+      )
+    ).messages[0].result;
     expect(answered).toMatchObject({ resultType: 'complete', ttlMs: 0, cacheScope: 'private', contents: [{ text: 'roots: file:///r' }] });
     const discover = (await send(modern(43, 'server/discover'))).messages[0].result;
     expect(discover).toMatchObject({ resultType: 'complete', supportedVersions: [V, '2025-11-25'], ttlMs: 0, cacheScope: 'private' });
@@ -117,16 +201,25 @@ describe('modern requests on the HTTP endpoint (conformance fixture over stdio)'
     const together = modern(60, 'tools/call', { name: 'test_input_together', arguments: {} }, FULL_CAPS);
     const first = (await send(together)).messages[0].result;
     expect(first.resultType).toBe('input_required');
-    const methods = Object.values(first.inputRequests).map((r: any) => r.method).sort();
+    const methods = Object.values(first.inputRequests)
+      .map((r: any) => r.method)
+      .sort();
     expect(methods).toEqual(['elicitation/create', 'roots/list', 'sampling/createMessage']);
     const answers: Record<string, unknown> = {};
     for (const [key, r] of Object.entries<any>(first.inputRequests)) {
       answers[key] =
-        r.method === 'elicitation/create' ? { action: 'accept', content: { name: 'Ada' } }
-        : r.method === 'roots/list' ? { roots: [{ uri: 'file:///work', name: 'work' }] }
-        : { model: 'm', role: 'assistant', content: { type: 'text', text: 'forty-two' } };
+        r.method === 'elicitation/create'
+          ? { action: 'accept', content: { name: 'Ada' } }
+          : r.method === 'roots/list'
+            ? { roots: [{ uri: 'file:///work', name: 'work' }] }
+            : { model: 'm', role: 'assistant', content: { type: 'text', text: 'forty-two' } };
     }
-    const retry = modern(61, 'tools/call', { name: 'test_input_together', arguments: {}, inputResponses: answers, requestState: first.requestState }, FULL_CAPS);
+    const retry = modern(
+      61,
+      'tools/call',
+      { name: 'test_input_together', arguments: {}, inputResponses: answers, requestState: first.requestState },
+      FULL_CAPS,
+    );
     const done = (await send(retry)).messages[0].result;
     expect(done.resultType).toBe('complete');
     expect(done.content[0].text).toContain('"name":"Ada"');
@@ -140,11 +233,39 @@ describe('modern requests on the HTTP endpoint (conformance fixture over stdio)'
     const r1 = (await send(rounds)).messages[0].result;
     const [k1, q1] = Object.entries<any>(r1.inputRequests)[0];
     expect(q1.method).toBe('elicitation/create');
-    const r2 = (await send(modern(64, 'tools/call', { name: 'test_input_two_rounds', arguments: {}, inputResponses: { [k1]: { action: 'accept', content: { name: 'Bo' } } }, requestState: r1.requestState }, FULL_CAPS))).messages[0].result;
+    const r2 = (
+      await send(
+        modern(
+          64,
+          'tools/call',
+          {
+            name: 'test_input_two_rounds',
+            arguments: {},
+            inputResponses: { [k1]: { action: 'accept', content: { name: 'Bo' } } },
+            requestState: r1.requestState,
+          },
+          FULL_CAPS,
+        ),
+      )
+    ).messages[0].result;
     expect(r2.resultType).toBe('input_required');
     const [k2, q2] = Object.entries<any>(r2.inputRequests)[0];
     expect(q2.method).toBe('sampling/createMessage');
-    const r3 = (await send(modern(65, 'tools/call', { name: 'test_input_two_rounds', arguments: {}, inputResponses: { [k2]: { model: 'm', role: 'assistant', content: { type: 'text', text: 'ok' } } }, requestState: r2.requestState }, FULL_CAPS))).messages[0].result;
+    const r3 = (
+      await send(
+        modern(
+          65,
+          'tools/call',
+          {
+            name: 'test_input_two_rounds',
+            arguments: {},
+            inputResponses: { [k2]: { model: 'm', role: 'assistant', content: { type: 'text', text: 'ok' } } },
+            requestState: r2.requestState,
+          },
+          FULL_CAPS,
+        ),
+      )
+    ).messages[0].result;
     expect(r3.resultType).toBe('complete');
     expect(r3.content[0].text).toBe('round 1: {"name":"Bo"}; round 2: {"type":"text","text":"ok"}');
   });
@@ -157,14 +278,41 @@ describe('modern requests on the HTTP endpoint (conformance fixture over stdio)'
     const responses = { [key]: { action: 'accept', content: { username: 'u', email: 'e@example.com' } } };
     const state: string = first.requestState;
     const tampered = state.slice(0, -3) + (state.endsWith('AAA') ? 'BBB' : 'AAA');
-    const bad = (await send(modern(71, 'tools/call', { name: 'test_elicitation', arguments: { message: 'who?' }, inputResponses: responses, requestState: tampered }, FULL_CAPS))).messages[0];
+    const bad = (
+      await send(
+        modern(
+          71,
+          'tools/call',
+          { name: 'test_elicitation', arguments: { message: 'who?' }, inputResponses: responses, requestState: tampered },
+          FULL_CAPS,
+        ),
+      )
+    ).messages[0];
     expect(bad.error).toMatchObject({ code: -32602, data: { code: 'INVALID_REQUEST_STATE' } });
     expect(JSON.stringify(bad.error)).not.toContain('call');
-    const other = (await send(modern(72, 'tools/call', { name: 'test_elicitation', arguments: { message: 'someone else' }, inputResponses: responses, requestState: state }, FULL_CAPS))).messages[0];
+    const other = (
+      await send(
+        modern(
+          72,
+          'tools/call',
+          { name: 'test_elicitation', arguments: { message: 'someone else' }, inputResponses: responses, requestState: state },
+          FULL_CAPS,
+        ),
+      )
+    ).messages[0];
     expect(other.error).toMatchObject({ code: -32602, data: { code: 'INVALID_REQUEST_STATE' } });
     // Nobody resumes: after inputTimeoutMs the proxy ends the call upstream and says so.
     await eventually(() => proxy.stderr().includes('got no retry in time'), 10_000, 'the parked call to expire');
-    const late = (await send(modern(73, 'tools/call', { name: 'test_elicitation', arguments: { message: 'who?' }, inputResponses: responses, requestState: state }, FULL_CAPS))).messages[0];
+    const late = (
+      await send(
+        modern(
+          73,
+          'tools/call',
+          { name: 'test_elicitation', arguments: { message: 'who?' }, inputResponses: responses, requestState: state },
+          FULL_CAPS,
+        ),
+      )
+    ).messages[0];
     expect(late.error).toMatchObject({ code: -32602, data: { code: 'INVALID_REQUEST_STATE' } });
     // The proxy still serves.
     expect((await send(modern(74, 'tools/list'))).status).toBe(200);
@@ -174,7 +322,19 @@ describe('modern requests on the HTTP endpoint (conformance fixture over stdio)'
     const params = { name: 'test_elicitation', arguments: { message: 'twice?' } };
     const first = (await send(modern(90, 'tools/call', params, FULL_CAPS))).messages[0].result;
     const key = Object.keys(first.inputRequests)[0];
-    const retry = (id: number) => send(modern(id, 'tools/call', { ...params, inputResponses: { [key]: { action: 'accept', content: { username: 'u', email: 'e@example.com' } } }, requestState: first.requestState }, FULL_CAPS));
+    const retry = (id: number) =>
+      send(
+        modern(
+          id,
+          'tools/call',
+          {
+            ...params,
+            inputResponses: { [key]: { action: 'accept', content: { username: 'u', email: 'e@example.com' } } },
+            requestState: first.requestState,
+          },
+          FULL_CAPS,
+        ),
+      );
     const answers = (await Promise.all([retry(91), retry(92)])).map((r) => r.messages.at(-1));
     expect(answers.filter((a) => a.result?.resultType === 'complete')).toHaveLength(1);
     expect(answers.filter((a) => a.error?.data?.code === 'INVALID_REQUEST_STATE')).toHaveLength(1);

@@ -22,7 +22,15 @@ describe('per-request negotiation for modern clients (demo upstream)', () => {
   beforeAll(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'modern-neg-'));
     const config = join(dir, 'proxy.yaml');
-    writeFileSync(config, ['serverVariants:', '  variants:', '    - { id: full, description: Everything }', '    - { id: weather, description: Weather only, tools: { include: [get_weather] } }'].join('\n'));
+    writeFileSync(
+      config,
+      [
+        'serverVariants:',
+        '  variants:',
+        '    - { id: full, description: Everything }',
+        '    - { id: weather, description: Weather only, tools: { include: [get_weather] } }',
+      ].join('\n'),
+    );
     proxy = await startProxy(['--config', config]);
   }, 30_000);
 
@@ -52,18 +60,37 @@ describe('per-request negotiation for modern clients (demo upstream)', () => {
     const post = (id: number, method: string, params: Record<string, unknown>, variant?: string) =>
       rawPost(
         proxy.url,
-        { jsonrpc: '2.0', id, method, params: { ...params, _meta: { 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': {}, ...(variant ? { [VARIANT]: variant } : {}) } } },
+        {
+          jsonrpc: '2.0',
+          id,
+          method,
+          params: {
+            ...params,
+            _meta: {
+              'io.modelcontextprotocol/protocolVersion': V,
+              'io.modelcontextprotocol/clientCapabilities': {},
+              ...(variant ? { [VARIANT]: variant } : {}),
+            },
+          },
+        },
         { 'mcp-protocol-version': V, 'mcp-method': method, ...(params.name ? { 'mcp-name': String(params.name) } : {}) },
       );
     const all = (await post(1, 'tools/list', {}, 'full')).messages[0].result.tools.map((t: { name: string }) => t.name);
     const lean = (await post(2, 'tools/list', {}, 'weather')).messages[0].result.tools.map((t: { name: string }) => t.name);
     expect(all.length).toBeGreaterThan(1);
     expect(lean).toEqual(['get_weather']);
-    const outside = (await post(3, 'tools/call', { name: all.find((n: string) => n !== 'get_weather'), arguments: {} }, 'weather')).messages[0];
+    const outside = (await post(3, 'tools/call', { name: all.find((n: string) => n !== 'get_weather'), arguments: {} }, 'weather'))
+      .messages[0];
     expect(outside.error).toMatchObject({ code: -32602, data: { activeVariant: 'weather' } });
     const unknown = (await post(4, 'tools/list', {}, 'nope')).messages[0];
-    expect(unknown.error).toMatchObject({ code: -32602, message: 'Invalid server variant', data: { requestedVariant: 'nope', availableVariants: ['full', 'weather'] } });
+    expect(unknown.error).toMatchObject({
+      code: -32602,
+      message: 'Invalid server variant',
+      data: { requestedVariant: 'nope', availableVariants: ['full', 'weather'] },
+    });
     const discover = (await post(5, 'server/discover', {})).messages[0].result;
-    expect(discover.capabilities.extensions['io.modelcontextprotocol/server-variants'].availableVariants.map((v: { id: string }) => v.id)).toEqual(['full', 'weather']);
+    expect(
+      discover.capabilities.extensions['io.modelcontextprotocol/server-variants'].availableVariants.map((v: { id: string }) => v.id),
+    ).toEqual(['full', 'weather']);
   });
 });

@@ -10,7 +10,16 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectModern, type ModernConnected } from '../helpers/modern-clients.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
-import { cancellations, commandLine, eventually, fixtureArgv, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import {
+  cancellations,
+  commandLine,
+  eventually,
+  fixtureArgv,
+  startHttpFixture,
+  startProxy,
+  stopAll,
+  type Running,
+} from '../helpers/processes.js';
 import { rawPost } from '../helpers/raw.js';
 
 describe('subscriptions/listen (faulty-server fixture over stdio)', () => {
@@ -20,7 +29,10 @@ describe('subscriptions/listen (faulty-server fixture over stdio)', () => {
 
   beforeAll(async () => {
     proxy = await startProxy(['--upstream', commandLine(fixtureArgv('faulty-server')), '--log-level', 'debug']);
-    [a, b] = await Promise.all([connectModern('http', { url: proxy.url }, { input: false }), connectModern('http', { url: proxy.url }, { input: false })]);
+    [a, b] = await Promise.all([
+      connectModern('http', { url: proxy.url }, { input: false }),
+      connectModern('http', { url: proxy.url }, { input: false }),
+    ]);
   }, 30_000);
 
   afterAll(async () => {
@@ -57,7 +69,12 @@ describe('subscriptions/listen (faulty-server fixture over stdio)', () => {
     const V = '2026-07-28';
     const res = await rawPost(
       proxy.url,
-      { jsonrpc: '2.0', id: 9, method: 'subscriptions/listen', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': {} } } },
+      {
+        jsonrpc: '2.0',
+        id: 9,
+        method: 'subscriptions/listen',
+        params: { _meta: { 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': {} } },
+      },
       { 'mcp-protocol-version': V, 'mcp-method': 'subscriptions/listen' },
     );
     expect(res.messages.at(-1).error).toMatchObject({ code: -32602, data: { code: 'INVALID_META' } });
@@ -74,7 +91,10 @@ describe('a modern call whose client goes away (faulty-server over stdio)', () =
 
   beforeAll(async () => {
     const config = join(dir, 'proxy.yaml');
-    writeFileSync(config, `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\n  env:\n    FAULTY_LOG: ${JSON.stringify(cancelLog)}\n`);
+    writeFileSync(
+      config,
+      `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\n  env:\n    FAULTY_LOG: ${JSON.stringify(cancelLog)}\n`,
+    );
     proxy = await startProxy(['--config', config]);
   }, 30_000);
   afterAll(async () => {
@@ -86,14 +106,33 @@ describe('a modern call whose client goes away (faulty-server over stdio)', () =
     const V = '2026-07-28';
     const meta = { 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': {} };
     // A first request starts the pooled upstream session, so the next call reaches the upstream at once.
-    const warm = await rawPost(proxy.url, { jsonrpc: '2.0', id: 4, method: 'tools/list', params: { _meta: meta } }, { 'mcp-protocol-version': V, 'mcp-method': 'tools/list' });
+    const warm = await rawPost(
+      proxy.url,
+      { jsonrpc: '2.0', id: 4, method: 'tools/list', params: { _meta: meta } },
+      { 'mcp-protocol-version': V, 'mcp-method': 'tools/list' },
+    );
     expect(warm.status).toBe(200);
     const abort = new AbortController();
     const res = await fetch(proxy.url, {
       method: 'POST',
       signal: abort.signal,
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': V, 'mcp-method': 'tools/call', 'mcp-name': 'hang' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'hang', arguments: {}, _meta: { 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': {} } } }),
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': V,
+        'mcp-method': 'tools/call',
+        'mcp-name': 'hang',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 5,
+        method: 'tools/call',
+        params: {
+          name: 'hang',
+          arguments: {},
+          _meta: { 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': {} },
+        },
+      }),
     });
     // The reply turns into a stream when the answer takes longer than a moment: the call is upstream now.
     expect(res.headers.get('content-type')).toContain('text/event-stream');
@@ -114,7 +153,16 @@ describe('a Streamable HTTP upstream that restarts under modern clients', () => 
     const echo = async (id: number, text: string) => {
       const res = await rawPost(
         proxy.url,
-        { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'echo', arguments: { text }, _meta: { 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': {} } } },
+        {
+          jsonrpc: '2.0',
+          id,
+          method: 'tools/call',
+          params: {
+            name: 'echo',
+            arguments: { text },
+            _meta: { 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': {} },
+          },
+        },
         { 'mcp-protocol-version': V, 'mcp-method': 'tools/call', 'mcp-name': 'echo' },
       );
       return res.messages.at(-1);

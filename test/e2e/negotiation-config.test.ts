@@ -35,14 +35,17 @@ const negotiating = (features: string[]) => ({
 
 /** A proxy in front of the faulty fixture whose one rule applies `transformer` (from `plugin`) for clients tagged `tag`. */
 async function echoThroughPlugin(name: string, plugin: string, transformer: string, tag: string, text: string) {
-  const config = file(`${name}.yaml`, [
-    `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}`,
-    'contentNegotiation:',
-    `  plugins: [${JSON.stringify(plugin)}]`,
-    '  rules:',
-    `    - when: { features: [${tag}] }`,
-    `      apply: [{ ${transformer}: {} }]`,
-  ].join('\n'));
+  const config = file(
+    `${name}.yaml`,
+    [
+      `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}`,
+      'contentNegotiation:',
+      `  plugins: [${JSON.stringify(plugin)}]`,
+      '  rules:',
+      `    - when: { features: [${tag}] }`,
+      `      apply: [{ ${transformer}: {} }]`,
+    ].join('\n'),
+  );
   const proxy = await startProxy(['--config', config]);
   const init = await rawPost(proxy.url, negotiating([tag]));
   const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
@@ -54,17 +57,26 @@ describe('negotiation config, explain and plugins', () => {
   afterAll(stopAll);
 
   it('validate accepts the example and names every problem in a broken rule set', async () => {
-    expect(await cli(['validate', '--config', EXAMPLE])).toMatchObject({ code: 0, stdout: `${EXAMPLE}: OK (11 content-negotiation rules)\n` });
-    const broken = file('broken.yaml', [
-      'contentNegotiation:',
-      '  rules:',
-      '    - when: { features: ["format==json"], method: tools/nope }',
-      '      apply: [{ markdown: { colour: red } }, { nope: {} }]',
-    ].join('\n'));
+    expect(await cli(['validate', '--config', EXAMPLE])).toMatchObject({
+      code: 0,
+      stdout: `${EXAMPLE}: OK (11 content-negotiation rules)\n`,
+    });
+    const broken = file(
+      'broken.yaml',
+      [
+        'contentNegotiation:',
+        '  rules:',
+        '    - when: { features: ["format==json"], method: tools/nope }',
+        '      apply: [{ markdown: { colour: red } }, { nope: {} }]',
+      ].join('\n'),
+    );
     const r = await cli(['validate', '--config', broken]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`${broken}:3:51: contentNegotiation.rules.0.when.method: must be one of tools/call, resources/read`);
-    const fixed = file('half.yaml', 'contentNegotiation:\n  rules:\n    - when: { features: ["format==json"] }\n      apply: [{ markdown: { colour: red } }, { nope: {} }]\n');
+    const fixed = file(
+      'half.yaml',
+      'contentNegotiation:\n  rules:\n    - when: { features: ["format==json"] }\n      apply: [{ markdown: { colour: red } }, { nope: {} }]\n',
+    );
     const r2 = await cli(['validate', '--config', fixed]);
     expect(r2.stderr).toContain('contentNegotiation.rules[0].when.features[0]: "format==json" does not match');
     expect(r2.stderr).toContain('contentNegotiation.rules[0].apply[0].markdown: Unrecognized key: "colour"');
@@ -72,10 +84,29 @@ describe('negotiation config, explain and plugins', () => {
   });
 
   it('explain shows the matching rules in order and the output, offline', async () => {
-    const input = file('result.json', JSON.stringify({ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'Temperature: 8\nHumidity: 72\nMail ada@example.org' }] } }));
-    const r = await cli(['explain', '--config', EXAMPLE, '--features', 'agent,format=json,x-redact', '--name', 'get_weather', '--input', input]);
+    const input = file(
+      'result.json',
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        result: { content: [{ type: 'text', text: 'Temperature: 8\nHumidity: 72\nMail ada@example.org' }] },
+      }),
+    );
+    const r = await cli([
+      'explain',
+      '--config',
+      EXAMPLE,
+      '--features',
+      'agent,format=json,x-redact',
+      '--name',
+      'get_weather',
+      '--input',
+      input,
+    ]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/✔ weather as bare JSON for agents: json-extract\n {2}✔ no e-mail addresses for x-redact clients: redact\n {2}· compact journey plans: trim/);
+    expect(r.stdout).toMatch(
+      /✔ weather as bare JSON for agents: json-extract\n {2}✔ no e-mail addresses for x-redact clients: redact\n {2}· compact journey plans: trim/,
+    );
     expect(r.stdout).toContain('applied: weather as bare JSON for agents › json-extract');
     expect(r.stdout).toContain('"temperature": 8');
     const none = await cli(['explain', '--features', '', '--method', 'resources/read']);
@@ -86,19 +117,31 @@ describe('negotiation config, explain and plugins', () => {
     const input = file('file.json', JSON.stringify({ content: [{ type: 'text', text: '# Notes\n\n**keep** this' }] }));
     const r = await cli(['explain', '--features', 'format=text,format=yaml', '--name', 'read_text_file', '--input', input]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain('warning: no rule acts on format=yaml ("yaml" is not a registered value of format (json, text, markdown)); results are not shaped for it');
+    expect(r.stdout).toContain(
+      'warning: no rule acts on format=yaml ("yaml" is not a registered value of format (json, text, markdown)); results are not shaped for it',
+    );
     expect(r.stdout).toContain('✔ file contents: verbatim (exact contents, never reshaped)');
     expect(r.stdout).toContain('left alone: rule "file contents" marks it as exact contents, so its text reaches the client exactly');
     expect(r.stdout).toContain('"text": "# Notes\\n\\n**keep** this"');
   });
 
   it('runs a plugin transformer from the config, and refuses a broken plugin at start-up', async () => {
-    const redacted = await echoThroughPlugin('plugin', `${ROOT}examples/plugins/redact.mjs`, 'redact', 'x-redact', 'write to ada@example.org');
+    const redacted = await echoThroughPlugin(
+      'plugin',
+      `${ROOT}examples/plugins/redact.mjs`,
+      'redact',
+      'x-redact',
+      'write to ada@example.org',
+    );
     expect(redacted.text).toBe('write to [redacted]');
 
     const bad = file('bad-plugin.mjs', 'throw new Error("plugin exploded");\n');
     const empty = file('empty-plugin.mjs', 'export const notATransformer = 1;\n');
-    for (const [plugin, message] of [[bad, 'plugin exploded'], [empty, 'exports no transformer'], [join(dir, 'missing.mjs'), 'cannot load plugin']]) {
+    for (const [plugin, message] of [
+      [bad, 'plugin exploded'],
+      [empty, 'exports no transformer'],
+      [join(dir, 'missing.mjs'), 'cannot load plugin'],
+    ]) {
       const r = await cli(['validate', '--config', file('p.yaml', `contentNegotiation:\n  plugins: [${JSON.stringify(plugin)}]\n`)]);
       expect(r.code, plugin).toBe(2);
       expect(r.stderr).toContain('contentNegotiation.plugins[0]');
@@ -107,11 +150,14 @@ describe('negotiation config, explain and plugins', () => {
   });
 
   it('fails open when a transformer throws, and counts it in /metrics', async () => {
-    const plugin = file('explode.mjs', [
-      '// Lives outside the project, where zod cannot be imported: any object with a zod-style safeParse will do.',
-      "const options = { safeParse: (v) => ({ success: true, data: v ?? {} }) };",
-      "export const explode = { name: 'explode', description: 'throws', options, create: () => () => { throw new Error('kaboom'); } };",
-    ].join('\n'));
+    const plugin = file(
+      'explode.mjs',
+      [
+        '// Lives outside the project, where zod cannot be imported: any object with a zod-style safeParse will do.',
+        'const options = { safeParse: (v) => ({ success: true, data: v ?? {} }) };',
+        "export const explode = { name: 'explode', description: 'throws', options, create: () => () => { throw new Error('kaboom'); } };",
+      ].join('\n'),
+    );
     const { proxy, text } = await echoThroughPlugin('explode', plugin, 'explode', 'x-explode', 'unharmed');
     expect(text).toBe('unharmed');
     // The start-up check's own process is gone once it has logged.

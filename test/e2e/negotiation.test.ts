@@ -66,7 +66,9 @@ describe('content negotiation in front of a server that does not speak it', () =
     const human = await open(['human', 'interactive', 'format=markdown']);
     const cities = await human.readResource({ uri: 'demo://cities' });
     expect(cities.contents[0]).toMatchObject({ mimeType: 'text/markdown' });
-    expect((cities.contents[0] as { text: string }).text).toMatch(/^\| Name \| Country \| Elevation m \|\n\| --- \| --- \| --- \|\n\| Bern \| CH \| 540 \|/);
+    expect((cities.contents[0] as { text: string }).text).toMatch(
+      /^\| Name \| Country \| Elevation m \|\n\| --- \| --- \| --- \|\n\| Bern \| CH \| 540 \|/,
+    );
     expect(valid('ReadResourceResult', cities)).toBe(true);
     const weather = await human.callTool({ name: 'get_weather', arguments: { city: 'Bern' } });
     expect(text(weather)).toContain('## Current Weather in Bern'); // already prose: left as the server wrote it
@@ -100,7 +102,9 @@ describe('content negotiation in front of a server that does not speak it', () =
     const tools = (await compact.listTools()).tools;
     const weather = tools.find((t) => t.name === 'get_weather')!;
     expect(weather.description).toMatch(/^Get the current weather for a city/); // short already: kept
-    expect(weather.inputSchema.properties).toEqual({ city: { type: 'string', minLength: 1, description: 'City name, e.g. "Bern" or "Zurich"' } });
+    expect(weather.inputSchema.properties).toEqual({
+      city: { type: 'string', minLength: 1, description: 'City name, e.g. "Bern" or "Zurich"' },
+    });
     expect(valid('ListToolsResult', { tools })).toBe(true);
   });
 
@@ -109,12 +113,22 @@ describe('content negotiation in front of a server that does not speak it', () =
     const prompt = await plain.getPrompt({ name: 'trip_briefing', arguments: { destination: 'Zurich' } });
     expect(valid('GetPromptResult', prompt)).toBe(true);
     expect(JSON.stringify(prompt)).not.toMatch(/\*\*|##/);
-    await logged(proxy, (e) => JSON.stringify(e.features) === '["format=text","modality=text","sampling"]', 5000, 'the negotiated features in the debug log');
+    await logged(
+      proxy,
+      (e) => JSON.stringify(e.features) === '["format=text","modality=text","sampling"]',
+      5000,
+      'the negotiated features in the debug log',
+    );
   });
 
   it('negotiates over the stdio front too', async () => {
-    const client = new Client({ name: 'stdio-negotiation', version: '1' }, { capabilities: { extensions: { [EXTENSION]: { version: '1.0', features: ['agent', 'format=json'] } } } });
-    await client.connect(new StdioClientTransport({ command: process.execPath, args: [PROXY_MAIN, '--stdio', '--log-level', 'silent'], stderr: 'ignore' }));
+    const client = new Client(
+      { name: 'stdio-negotiation', version: '1' },
+      { capabilities: { extensions: { [EXTENSION]: { version: '1.0', features: ['agent', 'format=json'] } } } },
+    );
+    await client.connect(
+      new StdioClientTransport({ command: process.execPath, args: [PROXY_MAIN, '--stdio', '--log-level', 'silent'], stderr: 'ignore' }),
+    );
     clients.push(client);
     const result = await client.callTool({ name: 'convert_units', arguments: { value: 12, from: 'km', to: 'mi' } });
     expect(result.structuredContent).toBeUndefined(); // one sentence, no data in it: left as it was

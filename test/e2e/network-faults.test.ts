@@ -43,7 +43,12 @@ describe('network faults between the proxy and an HTTP upstream', () => {
   });
 
   /** A call that streams: progress events 150 ms apart, then the result. */
-  const streaming = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'slow_progress', arguments: { steps: 3, delayMs: 150 }, _meta: { progressToken: `p${id}` } } });
+  const streaming = (id: number) => ({
+    jsonrpc: '2.0',
+    id,
+    method: 'tools/call',
+    params: { name: 'slow_progress', arguments: { steps: 3, delayMs: 150 }, _meta: { progressToken: `p${id}` } },
+  });
   const echo = async (id: number, text: string) => (await rawPost(proxy.url, callTool(id, 'echo', { text }), session)).messages.at(-1);
   const last = async (id: number) => (await rawPost(proxy.url, streaming(id), session)).messages.at(-1);
 
@@ -52,7 +57,10 @@ describe('network faults between the proxy and an HTTP upstream', () => {
     expect(await last(1)).toMatchObject({ id: 1, result: { content: [{ text: 'done 3' }] } });
   });
 
-  for (const [how, id] of [['reset', 10], ['close', 11]] as const) {
+  for (const [how, id] of [
+    ['reset', 10],
+    ['close', 11],
+  ] as const) {
     it(`answers a call whose SSE stream is cut mid-frame (${how}), and the session goes on`, async () => {
       const cutsBefore = faults.cuts();
       faults.set({ kind: 'cut', afterBytes: 260, how });
@@ -62,7 +70,11 @@ describe('network faults between the proxy and an HTTP upstream', () => {
       console.info(`SSE cut mid-frame (${how}): ${answer.error ? answer.error.data.code : 'the result'}`);
       expect(answer.id).toBe(id);
       expect(answer.error ?? answer.result).toBeDefined();
-      if (answer.error) expect(answer.error).toMatchObject({ message: expect.stringContaining('broke off before the answer'), data: { code: 'UPSTREAM_UNREACHABLE' } });
+      if (answer.error)
+        expect(answer.error).toMatchObject({
+          message: expect.stringContaining('broke off before the answer'),
+          data: { code: 'UPSTREAM_UNREACHABLE' },
+        });
       expect(await echo(id + 10, 'after the cut')).toMatchObject({ result: { content: [{ text: 'after the cut' }] } });
     });
   }

@@ -9,7 +9,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken } from '../../src/fronts/http/auth.js';
-import { commandLine, eventually, fixtureArgv, logEntries, logged, PROXY_MAIN, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import {
+  commandLine,
+  eventually,
+  fixtureArgv,
+  logEntries,
+  logged,
+  PROXY_MAIN,
+  startHttpFixture,
+  startProxy,
+  stopAll,
+  type Running,
+} from '../helpers/processes.js';
 import { callTool, INIT, metricIn, metricValue, modern, rawPost, rawSession, sseMessages } from '../helpers/raw.js';
 
 const TOKEN = 'operations-token-0123456789';
@@ -23,7 +34,10 @@ describe('access log', () => {
 
   beforeAll(async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'proxy-ops-')), 'proxy.yaml');
-    writeFileSync(file, `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\nauth:\n  tokens:\n    - { name: ops, sha256: ${hashToken(TOKEN)} }\n`);
+    writeFileSync(
+      file,
+      `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\nauth:\n  tokens:\n    - { name: ops, sha256: ${hashToken(TOKEN)} }\n`,
+    );
     proxy = await startProxy(['--config', file]);
   }, 30_000);
   afterAll(stopAll);
@@ -39,7 +53,16 @@ describe('access log', () => {
     await eventually(() => accessLines(proxy).length >= 4, 5000, 'four access-log lines');
     const [initLine, call, modernCall, refused] = accessLines(proxy);
     expect(initLine).toMatchObject({ http: 'POST', rpc: 'initialize', era: 'legacy', principal: 'token:ops', status: 200 });
-    expect(call).toMatchObject({ http: 'POST', rpc: 'tools/call', target: 'echo', era: 'legacy', session: initLine.session, principal: 'token:ops', status: 200, address: '127.0.0.1' });
+    expect(call).toMatchObject({
+      http: 'POST',
+      rpc: 'tools/call',
+      target: 'echo',
+      era: 'legacy',
+      session: initLine.session,
+      principal: 'token:ops',
+      status: 200,
+      address: '127.0.0.1',
+    });
     expect(call.session).toMatch(/^[0-9a-f]{8}$/);
     expect(call.bytesIn).toBeGreaterThan(0);
     expect(call.bytesOut).toBeGreaterThan(0);
@@ -64,10 +87,21 @@ describe('access log', () => {
     const mine = () => accessLines(proxy).filter((l) => l.rpc?.startsWith('xxx') || l.target?.startsWith('xxx'));
     await eventually(() => mine().length === 3, 10_000, 'the access-log lines');
     const lines = mine();
-    expect(lines.map((l) => [l.rpc.slice(0, 3), l.target?.slice(0, 3), l.era])).toEqual([['xxx', undefined, 'legacy'], ['xxx', undefined, 'modern'], ['too', 'xxx', 'legacy']]);
+    expect(lines.map((l) => [l.rpc.slice(0, 3), l.target?.slice(0, 3), l.era])).toEqual([
+      ['xxx', undefined, 'legacy'],
+      ['xxx', undefined, 'modern'],
+      ['too', 'xxx', 'legacy'],
+    ]);
     expect(lines.every((l) => JSON.stringify(l).length < 2000)).toBe(true);
     // No line anywhere in the log grew with what was sent.
-    expect(Math.max(...proxy.stderr().split('\n').map((l) => l.length))).toBeLessThan(8192);
+    expect(
+      Math.max(
+        ...proxy
+          .stderr()
+          .split('\n')
+          .map((l) => l.length),
+      ),
+    ).toBeLessThan(8192);
   });
 });
 
@@ -76,7 +110,13 @@ describe('metrics', () => {
 
   it('has request, upstream and transformer latency with bounded labels, event-loop delay and process metrics', async () => {
     const proxy = await startProxy(['--upstream', commandLine(fixtureArgv('faulty-server'))]);
-    const negotiating = { ...INIT, params: { ...INIT.params, capabilities: { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: 1, features: ['format=json'] } } } } };
+    const negotiating = {
+      ...INIT,
+      params: {
+        ...INIT.params,
+        capabilities: { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: 1, features: ['format=json'] } } },
+      },
+    };
     const init = await rawPost(proxy.url, negotiating);
     const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
     await rawPost(proxy.url, callTool(1, 'echo', { text: '{"a":1}' }), headers);
@@ -102,10 +142,13 @@ describe('token counts (contentNegotiation.tokens.count)', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'proxy-tokens-')), 'proxy.yaml');
     writeFileSync(file, 'contentNegotiation:\n  tokens: { count: true }\n');
     const proxy = await startProxy(['--config', file]); // the built-in demo upstream
-    const headers = await rawSession(proxy.url, { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: 1, features: ['verbosity=compact', 'format=text'] } } });
+    const headers = await rawSession(proxy.url, {
+      extensions: { 'io.modelcontextprotocol/content-negotiation': { version: 1, features: ['verbosity=compact', 'format=text'] } },
+    });
     await rawPost(proxy.url, callTool(1, 'get_weather', { city: 'Bern' }), headers);
     await rawPost(proxy.url, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers);
-    const metric = (method: string, tool: string, direction: string) => metricValue(proxy.url, `mcp_proxy_result_tokens_total{method="${method}",tool="${tool}",direction="${direction}"}`);
+    const metric = (method: string, tool: string, direction: string) =>
+      metricValue(proxy.url, `mcp_proxy_result_tokens_total{method="${method}",tool="${tool}",direction="${direction}"}`);
     await eventually(async () => (await metric('tools/list', '', 'out')) > 0, 5000, 'the tools/list count');
     const callIn = await metric('tools/call', 'get_weather', 'in');
     const callOut = await metric('tools/call', 'get_weather', 'out');
@@ -117,12 +160,20 @@ describe('token counts (contentNegotiation.tokens.count)', () => {
 
   it("counts a server variant's view against what the upstream sent", async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'proxy-tokens-')), 'proxy.yaml');
-    writeFileSync(file, 'contentNegotiation:\n  tokens: { count: true }\nserverVariants:\n  variants:\n    - { id: full, description: Everything. }\n    - { id: weather, description: Weather only., tools: { include: [get_weather] } }\n');
+    writeFileSync(
+      file,
+      'contentNegotiation:\n  tokens: { count: true }\nserverVariants:\n  variants:\n    - { id: full, description: Everything. }\n    - { id: weather, description: Weather only., tools: { include: [get_weather] } }\n',
+    );
     const proxy = await startProxy(['--config', file]);
     const headers = await rawSession(proxy.url);
-    const list = await rawPost(proxy.url, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/server-variant': 'weather' } } }, headers);
+    const list = await rawPost(
+      proxy.url,
+      { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/server-variant': 'weather' } } },
+      headers,
+    );
     expect(list.messages[0].result.tools.map((t: { name: string }) => t.name)).toEqual(['get_weather']);
-    const metric = (direction: string) => metricValue(proxy.url, `mcp_proxy_result_tokens_total{method="tools/list",tool="",direction="${direction}"}`);
+    const metric = (direction: string) =>
+      metricValue(proxy.url, `mcp_proxy_result_tokens_total{method="tools/list",tool="",direction="${direction}"}`);
     await eventually(async () => (await metric('out')) > 0, 5000, 'the tools/list count');
     expect(await metric('out')).toBeLessThan((await metric('in')) / 2);
   });
@@ -148,13 +199,20 @@ describe('graceful drain on SIGTERM', () => {
 
   it('refuses new work with 503 and Retry-After, lets the call in flight finish (answers still get through), then exits 0', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'proxy-ops-')), 'proxy.yaml');
-    writeFileSync(file, `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\ntimeouts:\n  shutdownGraceMs: 20000\n`);
+    writeFileSync(
+      file,
+      `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\ntimeouts:\n  shutdownGraceMs: 20000\n`,
+    );
     const proxy = await startProxy(['--config', file]);
     const init = await rawPost(proxy.url, { ...INIT, params: { ...INIT.params, capabilities: { elicitation: { form: {} } } } });
     const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
     await rawPost(proxy.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
     // A call that waits for the client's answer to an elicitation: in flight until the test answers.
-    const res = await fetch(proxy.url, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify(callTool(5, 'elicit', { message: 'who?' })) });
+    const res = await fetch(proxy.url, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify(callTool(5, 'elicit', { message: 'who?' })),
+    });
     const stream = sseMessages(res);
     const asked = await stream.next((m) => m.method === 'elicitation/create');
 
@@ -167,7 +225,9 @@ describe('graceful drain on SIGTERM', () => {
     expect((await rawPost(proxy.url, callTool(6, 'echo', { text: 'x' }), headers)).status).toBe(503);
     expect((await fetch(proxy.url.replace('/mcp', '/readyz'))).status).toBe(503);
 
-    expect((await rawPost(proxy.url, { jsonrpc: '2.0', id: asked.id, result: { action: 'accept', content: { name: 'Ada' } } }, headers)).status).toBe(202);
+    expect(
+      (await rawPost(proxy.url, { jsonrpc: '2.0', id: asked.id, result: { action: 'accept', content: { name: 'Ada' } } }, headers)).status,
+    ).toBe(202);
     const result = await stream.next((m) => m.id === 5);
     expect(result.result.content[0].text).toContain('Ada');
     expect(await exited).toBe(0);
@@ -179,11 +239,18 @@ describe('CORS (listen.cors)', () => {
 
   it('answers the preflight, exposes the session headers to the allowed origin, and refuses other origins', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'proxy-ops-')), 'proxy.yaml');
-    writeFileSync(file, `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\nlisten:\n  cors:\n    origins: ["https://inspector.example"]\n`);
+    writeFileSync(
+      file,
+      `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\nlisten:\n  cors:\n    origins: ["https://inspector.example"]\n`,
+    );
     const proxy = await startProxy(['--config', file]);
     const preflight = await fetch(proxy.url, {
       method: 'OPTIONS',
-      headers: { origin: 'https://inspector.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, mcp-session-id, mcp-protocol-version' },
+      headers: {
+        origin: 'https://inspector.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type, mcp-session-id, mcp-protocol-version',
+      },
     });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get('access-control-allow-origin')).toBe('https://inspector.example');
@@ -197,7 +264,10 @@ describe('CORS (listen.cors)', () => {
 
   it('is off unless configured: no preflight answer', async () => {
     const proxy = await startProxy(['--upstream', commandLine(fixtureArgv('faulty-server'))]);
-    const preflight = await fetch(proxy.url, { method: 'OPTIONS', headers: { origin: 'http://localhost:6274', 'access-control-request-method': 'POST' } });
+    const preflight = await fetch(proxy.url, {
+      method: 'OPTIONS',
+      headers: { origin: 'http://localhost:6274', 'access-control-request-method': 'POST' },
+    });
     expect(preflight.headers.get('access-control-allow-origin')).toBeNull();
   });
 });
@@ -209,12 +279,16 @@ describe('config reload', () => {
     const dir = mkdtempSync(join(tmpdir(), 'proxy-reload-'));
     const file = join(dir, 'proxy.yaml');
     const upstream = `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\n`;
-    const variants = (ids: string[]) => `serverVariants:\n  variants:\n${ids.map((id) => `    - { id: ${id}, description: ${id} }`).join('\n')}\n`;
+    const variants = (ids: string[]) =>
+      `serverVariants:\n  variants:\n${ids.map((id) => `    - { id: ${id}, description: ${id} }`).join('\n')}\n`;
     writeFileSync(file, upstream + variants(['all']));
     const proxy = await startProxy(['--config', file]);
     const EXT = 'io.modelcontextprotocol/server-variants';
     const offered = async () => {
-      const init = await rawPost(proxy.url, { ...INIT, params: { ...INIT.params, capabilities: { extensions: { [EXT]: { variantHints: { hints: {} } } } } } });
+      const init = await rawPost(proxy.url, {
+        ...INIT,
+        params: { ...INIT.params, capabilities: { extensions: { [EXT]: { variantHints: { hints: {} } } } } },
+      });
       const ids = init.messages[0].result.capabilities.extensions[EXT].availableVariants.map((v: { id: string }) => v.id);
       return { ids, headers: { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' } };
     };
@@ -225,7 +299,11 @@ describe('config reload', () => {
     await eventually(() => proxy.stderr().includes('config reloaded'), 10_000, 'the reload after the file changed');
     expect((await offered()).ids).toEqual(['all', 'lean']);
     // The session opened before keeps the variants it was offered.
-    const inLean = await rawPost(proxy.url, { jsonrpc: '2.0', id: 3, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/server-variant': 'lean' } } }, before.headers);
+    const inLean = await rawPost(
+      proxy.url,
+      { jsonrpc: '2.0', id: 3, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/server-variant': 'lean' } } },
+      before.headers,
+    );
     expect(inLean.messages[0].error.code).toBe(-32602);
 
     writeFileSync(file, upstream + 'serverVariants: [unclosed\n');
@@ -233,7 +311,12 @@ describe('config reload', () => {
     expect((await offered()).ids).toEqual(['all', 'lean']);
 
     writeFileSync(file, upstream + variants(['all', 'lean']) + 'listen:\n  maxBodyBytes: 1000\n');
-    await logged(proxy, (e) => /only after a restart/.test(e.msg) && JSON.stringify(e.sections) === '["listen"]', 10_000, 'the restart notice');
+    await logged(
+      proxy,
+      (e) => /only after a restart/.test(e.msg) && JSON.stringify(e.sections) === '["listen"]',
+      10_000,
+      'the restart notice',
+    );
     proxy.proc.kill('SIGHUP'); // reloads again, and does not stop the proxy
     await logged(proxy, (e) => e.why === 'SIGHUP', 10_000, 'the SIGHUP reload');
     expect((await rawPost(proxy.url, { jsonrpc: '2.0', id: 1, method: 'ping' }, before.headers)).status).toBe(200);
@@ -243,7 +326,7 @@ describe('config reload', () => {
 describe('trace context', () => {
   afterAll(stopAll);
 
-  it('carries a client\'s traceparent header into _meta for a stdio upstream, and into _meta and headers for an HTTP one, in both eras', async () => {
+  it("carries a client's traceparent header into _meta for a stdio upstream, and into _meta and headers for an HTTP one, in both eras", async () => {
     const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
     const header = { traceparent, tracestate: 'vendor=1' };
     const stdio = await startProxy(['--upstream', commandLine(fixtureArgv('faulty-server'))]);
@@ -258,8 +341,14 @@ describe('trace context', () => {
       const modernSeen = JSON.parse((await rawPost(url, m.body, { ...m.headers, ...extra })).messages[0].result.content[0].text);
       return { legacy, modern: modernSeen };
     };
-    expect(await seen(stdio.url, header)).toEqual({ legacy: { meta: traceparent, header: null, state: null }, modern: { meta: traceparent, header: null, state: null } });
-    expect(await seen(http.url, header)).toEqual({ legacy: { meta: traceparent, header: traceparent, state: 'vendor=1' }, modern: { meta: traceparent, header: traceparent, state: 'vendor=1' } });
+    expect(await seen(stdio.url, header)).toEqual({
+      legacy: { meta: traceparent, header: null, state: null },
+      modern: { meta: traceparent, header: null, state: null },
+    });
+    expect(await seen(http.url, header)).toEqual({
+      legacy: { meta: traceparent, header: traceparent, state: 'vendor=1' },
+      modern: { meta: traceparent, header: traceparent, state: 'vendor=1' },
+    });
     // Without trace context nothing is added; a malformed one is dropped.
     expect((await seen(http.url, {})).legacy).toEqual({ meta: null, header: null, state: null });
     expect((await seen(http.url, { traceparent: 'not-a-trace' })).legacy).toEqual({ meta: null, header: null, state: null });
@@ -273,7 +362,7 @@ describe('OpenTelemetry spans (tracing.otlpEndpoint)', () => {
     collector?.close();
   });
 
-  it('exports the request span (child of the client\'s), the upstream call and each transformer, and makes the request span the upstream\'s parent', async () => {
+  it("exports the request span (child of the client's), the upstream call and each transformer, and makes the request span the upstream's parent", async () => {
     const bodies: any[] = [];
     collector = createServer((req, res) => {
       let body = '';
@@ -290,7 +379,9 @@ describe('OpenTelemetry spans (tracing.otlpEndpoint)', () => {
 
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
     const clientSpan = '00f067aa0ba902b7';
-    const headers = await rawSession(proxy.url, { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: 1, features: ['format=json'] } } });
+    const headers = await rawSession(proxy.url, {
+      extensions: { 'io.modelcontextprotocol/content-negotiation': { version: 1, features: ['format=json'] } },
+    });
     const seen = await rawPost(proxy.url, callTool(2, 'trace'), { ...headers, traceparent: `00-${traceId}-${clientSpan}-01` });
     const upstreamSaw = JSON.parse(seen.messages[0].result.content[0].text);
     expect(await proxy.stop()).toBe(0); // shutting down sends what is buffered

@@ -29,7 +29,15 @@ function config(yaml: string, upstream = ''): string {
 }
 
 /** A modern tools/call as `who`; the result (or error) it got. */
-async function call(url: string, who: string, id: number, name: string, args: Record<string, unknown> = {}, caps: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
+async function call(
+  url: string,
+  who: string,
+  id: number,
+  name: string,
+  args: Record<string, unknown> = {},
+  caps: Record<string, unknown> = {},
+  extra: Record<string, unknown> = {},
+) {
   const m = modern(id, 'tools/call', { name, arguments: args, ...extra }, caps);
   const reply = await rawPost(url, m.body, { ...m.headers, ...as(who) });
   return { status: reply.status, ...reply.messages[0] };
@@ -71,7 +79,8 @@ describe('pooled upstream sessions and principals', () => {
 
   it('start one upstream session for thirty requests that invent capability members', async () => {
     const proxy = await startProxy(['--config', config('modern:\n  pool: { warmSpare: false }\n')]);
-    for (let i = 0; i < 30; i++) expect(textOf(await call(proxy.url, 'alice', i + 1, 'echo', { text: 'x' }, { roots: { [`r${i}-${Math.random()}`]: {} } }))).toBe('x');
+    for (let i = 0; i < 30; i++)
+      expect(textOf(await call(proxy.url, 'alice', i + 1, 'echo', { text: 'x' }, { roots: { [`r${i}-${Math.random()}`]: {} } }))).toBe('x');
     // One for alice's calls, and at most one that answered the proxy's own first look at the server.
     expect(await metricValue(proxy.url, 'mcp_proxy_upstream_processes')).toBeLessThanOrEqual(2);
   });
@@ -95,10 +104,16 @@ describe('input rounds', () => {
     expect(bobAsked.result.resultType).toBe('input_required');
     const answer = (key: string) => ({ [key]: { action: 'accept', content: { name: 'Mallory' } } });
     // Alice replays her old state (same secret, same arguments): it names no call here.
-    const replay = await call(second.url, 'alice', 2, 'elicit', { message: 'who?' }, ELICIT, { requestState: aliceState, inputResponses: answer(aliceKey) });
+    const replay = await call(second.url, 'alice', 2, 'elicit', { message: 'who?' }, ELICIT, {
+      requestState: aliceState,
+      inputResponses: answer(aliceKey),
+    });
     expect(replay.error).toMatchObject({ data: { code: 'INVALID_REQUEST_STATE' } });
     const [bobKey] = Object.keys(bobAsked.result.inputRequests);
-    const done = await call(second.url, 'bob', 2, 'elicit', { message: 'who?' }, ELICIT, { requestState: bobAsked.result.requestState, inputResponses: { [bobKey]: { action: 'accept', content: { name: 'Bob' } } } });
+    const done = await call(second.url, 'bob', 2, 'elicit', { message: 'who?' }, ELICIT, {
+      requestState: bobAsked.result.requestState,
+      inputResponses: { [bobKey]: { action: 'accept', content: { name: 'Bob' } } },
+    });
     expect(done.result.resultType).toBe('complete');
     expect(textOf(done)).toContain('Bob');
   });
@@ -114,7 +129,10 @@ describe('fairness', () => {
     expect(parked.every((r) => r.result.resultType === 'input_required')).toBe(true);
     // Alice's three oldest calls were given up: their states resume nothing; her two newest go on.
     const retry = (r: (typeof parked)[number], id: number) =>
-      call(proxy.url, 'alice', id, 'elicit', { message: 'who?' }, ELICIT, { requestState: r.result.requestState, inputResponses: { [Object.keys(r.result.inputRequests)[0]]: { action: 'accept', content: { name: 'Ada' } } } });
+      call(proxy.url, 'alice', id, 'elicit', { message: 'who?' }, ELICIT, {
+        requestState: r.result.requestState,
+        inputResponses: { [Object.keys(r.result.inputRequests)[0]]: { action: 'accept', content: { name: 'Ada' } } },
+      });
     expect((await retry(parked[0], 10)).error).toMatchObject({ data: { code: 'INVALID_REQUEST_STATE' } });
     expect((await retry(parked[4], 11)).result.resultType).toBe('complete');
     // Two waiting calls hold two sessions: alice's plain calls, and everyone else's calls, still run.

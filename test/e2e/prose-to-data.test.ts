@@ -37,7 +37,14 @@ describe('prose to data (config/examples/weather-prose.yaml, demo upstream)', ()
     expect(tool.outputSchema).toMatchObject({ type: 'object', required: ['location', 'temperature_c'] });
     const result = await agent.callTool({ name: 'get_weather', arguments: { city: 'Bern' } }); // the SDK validates structuredContent against the schema
     const data = result.structuredContent as Record<string, unknown>;
-    expect(data).toMatchObject({ location: 'Bern', temperature_c: expect.any(Number), feels_like_c: expect.any(Number), humidity_percent: expect.any(Number), wind_speed_kmh: expect.any(Number), uv_index: expect.any(Number) });
+    expect(data).toMatchObject({
+      location: 'Bern',
+      temperature_c: expect.any(Number),
+      feels_like_c: expect.any(Number),
+      humidity_percent: expect.any(Number),
+      wind_speed_kmh: expect.any(Number),
+      uv_index: expect.any(Number),
+    });
     expect(typeof data.conditions).toBe('string');
     expect(new Ajv().validate(tool.outputSchema!, data)).toBe(true);
   });

@@ -32,7 +32,10 @@ const onlyText = (r: ToolResult) => {
 };
 
 /** A v1 SDK client through the proxy, declaring `features`; it lists the tools, so it checks every structuredContent against the schema it was shown. */
-async function sdkClient(proxy: Running, features: string[]): Promise<{ client: Client; schemas: Map<string, unknown>; call(name: string, args?: Record<string, unknown>): Promise<ToolResult> }> {
+async function sdkClient(
+  proxy: Running,
+  features: string[],
+): Promise<{ client: Client; schemas: Map<string, unknown>; call(name: string, args?: Record<string, unknown>): Promise<ToolResult> }> {
   const capabilities = features.length ? { extensions: { [EXTENSION]: { version: '1.0', features } } } : {};
   const client = new Client({ name: 'python-negotiation', version: '1.0.0' }, { capabilities });
   await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
@@ -58,8 +61,16 @@ interface PythonCall {
 }
 
 /** FastMCP's own client through the proxy (test/fixtures/python/negotiating_client.py). */
-async function fastmcpClient(url: string, features: string[], calls: string[]): Promise<{ outputSchemas: Record<string, unknown>; calls: PythonCall[] }> {
-  const { stdout } = await promisify(execFile)(PYTHON, [`${ROOT}test/fixtures/python/negotiating_client.py`, '--features', features.join(','), url, ...calls], { timeout: 60_000 });
+async function fastmcpClient(
+  url: string,
+  features: string[],
+  calls: string[],
+): Promise<{ outputSchemas: Record<string, unknown>; calls: PythonCall[] }> {
+  const { stdout } = await promisify(execFile)(
+    PYTHON,
+    [`${ROOT}test/fixtures/python/negotiating_client.py`, '--features', features.join(','), url, ...calls],
+    { timeout: 60_000 },
+  );
   return JSON.parse(stdout);
 }
 
@@ -87,14 +98,17 @@ describe.each(UPSTREAMS)('FastMCP 4 behind the proxy (%s upstream)', (_transport
 
   it('format=json: a tool returning JSON text gives its data as an object, under the schema the client was shown', async () => {
     const agent = await open(['agent', 'format=json']);
-    expect(agent.schemas.get('weather_json')).toMatchObject({ properties: { result: { type: ['string', 'object'] } }, required: ['result'] });
+    expect(agent.schemas.get('weather_json')).toMatchObject({
+      properties: { result: { type: ['string', 'object'] } },
+      required: ['result'],
+    });
     const result = await agent.call('weather_json', { city: 'Bern' });
     const data = { city: 'Bern', temperature_c: 8, humidity_percent: 72, conditions: 'cloudy' };
     expect(result.structuredContent).toEqual({ result: data });
     expect(JSON.parse(onlyText(result))).toEqual(data);
   });
 
-  it('verbosity=compact trims the guide\'s example and tip, and structuredContent says what the text says', async () => {
+  it("verbosity=compact trims the guide's example and tip, and structuredContent says what the text says", async () => {
     const plain = await open([]);
     const compact = await open(['verbosity=compact']);
     const before = onlyText(await plain.call('guide'));
@@ -182,7 +196,9 @@ describe.each(UPSTREAMS)('the Python SDK behind the proxy (%s upstream)', (_tran
     const text = await sdkClient(proxy, ['format=text', 'verbosity=compact']);
     clients.push(agent.client, text.client);
     expect(agent.schemas.get('weather_json')).toMatchObject({ properties: { result: { type: ['string', 'object'] } } });
-    expect((await agent.call('weather_json', { city: 'Bern' })).structuredContent).toEqual({ result: { city: 'Bern', temperature_c: 8, humidity_percent: 72, conditions: 'cloudy' } });
+    expect((await agent.call('weather_json', { city: 'Bern' })).structuredContent).toEqual({
+      result: { city: 'Bern', temperature_c: 8, humidity_percent: 72, conditions: 'cloudy' },
+    });
     const echoed = await text.call('echo', { text: '## Forecast\n\nIt is **8°C** in `Bern`.\n\n## Tips\n\nTake a coat.' });
     expect(onlyText(echoed)).toBe('Forecast\n\nIt is 8°C in Bern.');
     expect(echoed.structuredContent).toEqual({ result: onlyText(echoed) });
@@ -205,16 +221,27 @@ describe('server-git as it answers, text without structuredContent (test/fixture
   it('keeps diffs byte for byte and reads no data out of them, for every format and verbosity', async () => {
     const plain = await sdkClient(proxy, []);
     clients.push(plain.client);
-    const before = { diff: await plain.call('git_diff_unstaged'), show: await plain.call('git_show'), status: await plain.call('git_status') };
+    const before = {
+      diff: await plain.call('git_diff_unstaged'),
+      show: await plain.call('git_show'),
+      status: await plain.call('git_status'),
+    };
     expect(before.diff.structuredContent).toBeUndefined();
     expect(onlyText(before.diff)).toContain('-{"status":"draft"}\n+{"status":"final"}');
     expect(onlyText(before.show)).toContain('+{"status":"draft"}');
-    for (const features of [['format=json'], ['format=text'], ['format=markdown'], ['verbosity=compact'], ['agent', 'format=json', 'verbosity=compact']]) {
+    for (const features of [
+      ['format=json'],
+      ['format=text'],
+      ['format=markdown'],
+      ['verbosity=compact'],
+      ['agent', 'format=json', 'verbosity=compact'],
+    ]) {
       const c = await sdkClient(proxy, features);
       clients.push(c.client);
       expect(await c.call('git_diff_unstaged'), features.join()).toEqual(before.diff);
       expect(await c.call('git_show'), features.join()).toEqual(before.show);
-      if (features.length === 1 && features[0] !== 'format=json') expect(onlyText(await c.call('git_status')), features.join()).toMatch(/^\tmodified: {3}status\.json$/m);
+      if (features.length === 1 && features[0] !== 'format=json')
+        expect(onlyText(await c.call('git_status')), features.join()).toMatch(/^\tmodified: {3}status\.json$/m);
     }
   });
 

@@ -18,12 +18,20 @@ const server = (name: string) => `${ROOT}node_modules/@modelcontextprotocol/${na
 const negotiating = (features: string[]) => ({ extensions: { [EXTENSION]: { version: '1.0', features } } });
 
 const FILES: Record<string, string> = {
-  'notes.md': '# Notes\n\nMeeting on **4 March** with [Ada](mailto:ada@example.org).\n\n- budget: 12,500 CHF\n- room: 4.12\n\n```sh\nnpm test\n```\n',
+  'notes.md':
+    '# Notes\n\nMeeting on **4 March** with [Ada](mailto:ada@example.org).\n\n- budget: 12,500 CHF\n- room: 4.12\n\n```sh\nnpm test\n```\n',
   'cities.json': '[\n    { "name": "Bern",   "elevation_m": 540 },\n    { "name": "Lugano", "elevation_m": 273 }\n]\n',
   'table.csv': 'name,elevation_m\nBern,540\nLugano,273\n',
   'config.yaml': '# settings\nserver:\n  port: 8080   # *not* markdown\n  hosts: [a, b]\n',
 };
-const CLIENTS = [['format=text'], ['format=markdown'], ['verbosity=compact'], ['format=json'], ['agent', 'format=json', 'verbosity=compact'], ['human', 'format=markdown', 'verbosity=compact']];
+const CLIENTS = [
+  ['format=text'],
+  ['format=markdown'],
+  ['verbosity=compact'],
+  ['format=json'],
+  ['agent', 'format=json', 'verbosity=compact'],
+  ['human', 'format=markdown', 'verbosity=compact'],
+];
 
 type ToolResult = { content: Array<{ type: string; text: string }>; structuredContent?: Record<string, unknown> };
 
@@ -51,7 +59,13 @@ describe('real servers through the default rules', () => {
             expect(result.structuredContent).toEqual({ content: text });
           }
         }
-        const both = (await rawPost(proxy.url, callTool(id++, 'read_multiple_files', { paths: [join(dir, 'notes.md'), join(dir, 'cities.json')] }), session)).messages[0].result as ToolResult;
+        const both = (
+          await rawPost(
+            proxy.url,
+            callTool(id++, 'read_multiple_files', { paths: [join(dir, 'notes.md'), join(dir, 'cities.json')] }),
+            session,
+          )
+        ).messages[0].result as ToolResult;
         expect(both.content[0].text).toContain(FILES['notes.md']);
         expect(both.content[0].text).toContain(FILES['cities.json']);
       }
@@ -59,7 +73,12 @@ describe('real servers through the default rules', () => {
 
     it('reads files byte for byte for modern clients too', async () => {
       for (const [i, features] of CLIENTS.entries()) {
-        const { body, headers } = modern(i + 1, 'tools/call', { name: 'read_text_file', arguments: { path: join(dir, 'cities.json') } }, negotiating(features));
+        const { body, headers } = modern(
+          i + 1,
+          'tools/call',
+          { name: 'read_text_file', arguments: { path: join(dir, 'cities.json') } },
+          negotiating(features),
+        );
         const result = (await rawPost(proxy.url, body, headers)).messages[0].result as ToolResult;
         expect(result.content).toEqual([{ type: 'text', text: FILES['cities.json'] }]);
       }
@@ -68,7 +87,8 @@ describe('real servers through the default rules', () => {
     it('still reshapes what is a presentation of data: a directory tree becomes markdown', async () => {
       const plain = await rawSession(proxy.url);
       const human = await rawSession(proxy.url, negotiating(['human', 'format=markdown']));
-      const tree = (s: Record<string, string>, id: number) => rawPost(proxy.url, callTool(id, 'directory_tree', { path: dir }), s).then((r) => r.messages[0].result as ToolResult);
+      const tree = (s: Record<string, string>, id: number) =>
+        rawPost(proxy.url, callTool(id, 'directory_tree', { path: dir }), s).then((r) => r.messages[0].result as ToolResult);
       const [raw, shaped] = await Promise.all([tree(plain, 1), tree(human, 2)]);
       expect(() => JSON.parse(raw.content[0].text)).not.toThrow();
       expect(shaped.content[0].text).not.toBe(raw.content[0].text);
@@ -79,11 +99,26 @@ describe('real servers through the default rules', () => {
 
   it('server-memory: read_graph keeps structuredContent for markdown, text and compact clients that never listed the tools', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'real-memory-'));
-    const proxy = await startProxy(['--upstream', commandLine([process.execPath, server('server-memory')]), '--env', `MEMORY_FILE_PATH=${join(dir, 'memory.jsonl')}`]);
+    const proxy = await startProxy([
+      '--upstream',
+      commandLine([process.execPath, server('server-memory')]),
+      '--env',
+      `MEMORY_FILE_PATH=${join(dir, 'memory.jsonl')}`,
+    ]);
     const plain = await rawSession(proxy.url);
     const people = ['Ada Lovelace', 'Charles Babbage'];
-    await rawPost(proxy.url, callTool(1, 'create_entities', { entities: people.map((name) => ({ name, entityType: 'person', observations: [`${name} lived in London`] })) }), plain);
-    await rawPost(proxy.url, callTool(2, 'create_relations', { relations: [{ from: people[0], to: people[1], relationType: 'corresponded with' }] }), plain);
+    await rawPost(
+      proxy.url,
+      callTool(1, 'create_entities', {
+        entities: people.map((name) => ({ name, entityType: 'person', observations: [`${name} lived in London`] })),
+      }),
+      plain,
+    );
+    await rawPost(
+      proxy.url,
+      callTool(2, 'create_relations', { relations: [{ from: people[0], to: people[1], relationType: 'corresponded with' }] }),
+      plain,
+    );
     const graph = ((await rawPost(proxy.url, callTool(3, 'read_graph'), plain)).messages[0].result as ToolResult).structuredContent;
     expect(graph).toMatchObject({ entities: [{ name: 'Ada Lovelace' }, { name: 'Charles Babbage' }] });
     for (const features of [['format=markdown'], ['human', 'format=markdown'], ['format=text'], ['verbosity=compact']]) {
@@ -104,13 +139,21 @@ describe('real servers through the default rules', () => {
     const { body, headers } = modern(2, 'tools/call', { name: 'weather', arguments: {} }, negotiating(['human', 'format=markdown']));
     expect(((await rawPost(proxy.url, body, headers)).messages[0].result as ToolResult).structuredContent).toBeUndefined();
     const plain = await rawSession(proxy.url);
-    expect(((await rawPost(proxy.url, callTool(3, 'weather'), plain)).messages[0].result as ToolResult).structuredContent).toEqual({ city: 'Bern', temp_c: 8 });
+    expect(((await rawPost(proxy.url, callTool(3, 'weather'), plain)).messages[0].result as ToolResult).structuredContent).toEqual({
+      city: 'Bern',
+      temp_c: 8,
+    });
   });
 
   it('announces only the tags the rules act on: format=yaml is not "in effect"', async () => {
     const proxy = await startProxy([]);
     const init = async (features: string[]) => {
-      const reply = await rawPost(proxy.url, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: negotiating(features), clientInfo: { name: 'tags', version: '1' } } });
+      const reply = await rawPost(proxy.url, {
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: negotiating(features), clientInfo: { name: 'tags', version: '1' } },
+      });
       return reply.messages[0].result as { instructions?: string; capabilities: { extensions?: Record<string, unknown> } };
     };
     const yaml = await init(['format=yaml']);

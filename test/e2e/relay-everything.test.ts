@@ -84,7 +84,9 @@ async function exercise(conn: Connected): Promise<Record<string, unknown>> {
   const prompts = (await c.listPrompts()).prompts;
   out.prompts = prompts;
   for (const p of prompts) {
-    const args = Object.fromEntries((p.arguments ?? []).map((a) => [a.name, a.name === 'resourceId' ? '1' : a.name === 'resourceType' ? 'Text' : 'Engineering']));
+    const args = Object.fromEntries(
+      (p.arguments ?? []).map((a) => [a.name, a.name === 'resourceId' ? '1' : a.name === 'resourceType' ? 'Text' : 'Engineering']),
+    );
     out[`prompt:${p.name}`] = await settle(c.getPrompt({ name: p.name, arguments: args }));
   }
   out.completion = await settle(

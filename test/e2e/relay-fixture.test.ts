@@ -13,7 +13,15 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectDirect, connectViaProxy, progressOf, receivedDuring, type Connected, type Front, type UpstreamRef } from '../helpers/clients.js';
+import {
+  connectDirect,
+  connectViaProxy,
+  progressOf,
+  receivedDuring,
+  type Connected,
+  type Front,
+  type UpstreamRef,
+} from '../helpers/clients.js';
 import { callStarted, commandLine, eventually, fixtureArgv, startHttpFixture, stopAll } from '../helpers/processes.js';
 
 const COMBOS: Array<{ front: Front; upstream: 'stdio' | 'http' }> = [
@@ -23,7 +31,7 @@ const COMBOS: Array<{ front: Front; upstream: 'stdio' | 'http' }> = [
   { front: 'stdio', upstream: 'http' },
 ];
 
-const text = (r: unknown) => ((r as { content: Array<{ text: string }> }).content[0].text);
+const text = (r: unknown) => (r as { content: Array<{ text: string }> }).content[0].text;
 
 describe.each(COMBOS)('faulty fixture, $front front ← $upstream upstream', ({ front, upstream }) => {
   const logFile = join(mkdtempSync(join(tmpdir(), 'proxy-faulty-')), 'cancel.log');
@@ -39,7 +47,10 @@ describe.each(COMBOS)('faulty fixture, $front front ← $upstream upstream', ({ 
       ref = { url: a.url };
       arg = b.url;
     }
-    [direct, proxied] = await Promise.all([connectDirect(ref), connectViaProxy(front, arg, ['--request-timeout', '20000', '--env', 'FAULTY_LOG'], env)]);
+    [direct, proxied] = await Promise.all([
+      connectDirect(ref),
+      connectViaProxy(front, arg, ['--request-timeout', '20000', '--env', 'FAULTY_LOG'], env),
+    ]);
   }, 60_000);
 
   afterAll(async () => {
@@ -69,14 +80,21 @@ describe.each(COMBOS)('faulty fixture, $front front ← $upstream upstream', ({ 
     const { messages } = await receivedDuring(proxied.client, () =>
       proxied.client.callTool({ name: 'slow_progress', arguments: { steps: 5, delayMs: 20 } }, undefined, { onprogress: () => {} }),
     );
-    const events = messages.filter((m) => m.method === 'notifications/progress' || m.result).map((m) => (m.result ? text(m.result) : progressOf([m])[0]));
+    const events = messages
+      .filter((m) => m.method === 'notifications/progress' || m.result)
+      .map((m) => (m.result ? text(m.result) : progressOf([m])[0]));
     expect(events).toEqual(['1/5 step 1/5', '2/5 step 2/5', '3/5 step 3/5', '4/5 step 4/5', '5/5 step 5/5', 'done 5']);
   });
 
   it('relays sampling, elicitation and roots requests and their answers', async () => {
     expect(text(await proxied.client.callTool({ name: 'sample', arguments: { prompt: 'hello' } }))).toBe('sampled: hello');
-    expect(JSON.parse(text(await proxied.client.callTool({ name: 'elicit', arguments: { message: 'who?' } })))).toEqual({ action: 'accept', content: { name: 'x' } });
-    expect(JSON.parse(text(await proxied.client.callTool({ name: 'roots', arguments: {} })))).toEqual({ roots: [{ uri: 'file:///tmp/negotiate-proxy-test', name: 'test-root' }] });
+    expect(JSON.parse(text(await proxied.client.callTool({ name: 'elicit', arguments: { message: 'who?' } })))).toEqual({
+      action: 'accept',
+      content: { name: 'x' },
+    });
+    expect(JSON.parse(text(await proxied.client.callTool({ name: 'roots', arguments: {} })))).toEqual({
+      roots: [{ uri: 'file:///tmp/negotiate-proxy-test', name: 'test-root' }],
+    });
     expect(proxied.received['elicitation/create']).toEqual([expect.objectContaining({ message: 'who?' })]);
   });
 
@@ -84,7 +102,10 @@ describe.each(COMBOS)('faulty fixture, $front front ← $upstream upstream', ({ 
     const seen: string[] = [];
     proxied.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void seen.push(`updated ${n.params.uri}`));
     proxied.client.setNotificationHandler(ToolListChangedNotificationSchema, () => void seen.push('tools changed'));
-    proxied.client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void seen.push(`log ${n.params.level} ${n.params.data}`));
+    proxied.client.setNotificationHandler(
+      LoggingMessageNotificationSchema,
+      (n) => void seen.push(`log ${n.params.level} ${n.params.data}`),
+    );
     await proxied.client.subscribeResource({ uri: 'faulty://counter' });
     expect(text(await proxied.client.callTool({ name: 'bump', arguments: {} }))).toBe('1');
     expect(text(await proxied.client.callTool({ name: 'add_tool', arguments: { name: 'extra' } }))).toBe('added extra');
@@ -102,7 +123,10 @@ describe.each(COMBOS)('faulty fixture, $front front ← $upstream upstream', ({ 
     expect(await proxied.client.getPrompt({ name: 'greet', arguments: { name: 'Ada' } })).toEqual(
       await direct.client.getPrompt({ name: 'greet', arguments: { name: 'Ada' } }),
     );
-    const unknown = (c: Connected) => c.client.request({ method: 'vendor/unknown', params: { x: 1 } }, z.object({}).passthrough()).catch((e) => ({ code: e.code, message: e.message }));
+    const unknown = (c: Connected) =>
+      c.client
+        .request({ method: 'vendor/unknown', params: { x: 1 } }, z.object({}).passthrough())
+        .catch((e) => ({ code: e.code, message: e.message }));
     expect(await unknown(proxied)).toEqual(await unknown(direct));
   });
 

@@ -15,7 +15,19 @@ import { join } from 'node:path';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { commandLine, eventually, fixtureArgv, logEntries, logged, ROOT, startEverythingHttp, startHttpFixture, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import {
+  commandLine,
+  eventually,
+  fixtureArgv,
+  logEntries,
+  logged,
+  ROOT,
+  startEverythingHttp,
+  startHttpFixture,
+  startProxy,
+  stopAll,
+  type Running,
+} from '../helpers/processes.js';
 import { INIT, metricValue, modern, rawPost, rawSession, read, sseMessages } from '../helpers/raw.js';
 
 const SECRET = 'replica-test-secret-0123456789abcdef';
@@ -51,7 +63,12 @@ describe('replicas sharing a secret, in front of an HTTP upstream', () => {
     const served: string[] = [];
     const client = new Client(
       { name: 'replica-test', version: '1.0.0' },
-      { capabilities: { elicitation: { form: {} }, extensions: { 'io.modelcontextprotocol/content-negotiation': { version: 1, features: ['format=json'] } } } },
+      {
+        capabilities: {
+          elicitation: { form: {} },
+          extensions: { 'io.modelcontextprotocol/content-negotiation': { version: 1, features: ['format=json'] } },
+        },
+      },
     );
     client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: 'Ada' } }));
     const transport = new StreamableHTTPClientTransport(new URL(replicas[0].url), { fetch: roundRobin(replicas, served) });
@@ -72,7 +89,10 @@ describe('replicas sharing a secret, in front of an HTTP upstream', () => {
 
     // The elicitation request goes out on one replica's stream; the client's answer reaches another.
     for (let i = 0; i < 3; i++) {
-      expect(JSON.parse(text(await client.callTool({ name: 'elicit', arguments: { message: 'who?' } })))).toMatchObject({ action: 'accept', content: { name: 'Ada' } });
+      expect(JSON.parse(text(await client.callTool({ name: 'elicit', arguments: { message: 'who?' } })))).toMatchObject({
+        action: 'accept',
+        content: { name: 'Ada' },
+      });
     }
 
     expect(await replicas[1].stop()).toBe(0);
@@ -83,8 +103,16 @@ describe('replicas sharing a secret, in front of an HTTP upstream', () => {
     await transport.terminateSession();
     // The session is over upstream: a replica still holding it finds out and the token is dead everywhere it is tried.
     for (const r of [replicas[0], replicas[2]]) {
-      const res = await rawPost(r.url, { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'bump', arguments: {} } }, { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' });
-      const after = await rawPost(r.url, { jsonrpc: '2.0', id: 10, method: 'tools/call', params: { name: 'bump', arguments: {} } }, { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' });
+      const res = await rawPost(
+        r.url,
+        { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'bump', arguments: {} } },
+        { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' },
+      );
+      const after = await rawPost(
+        r.url,
+        { jsonrpc: '2.0', id: 10, method: 'tools/call', params: { name: 'bump', arguments: {} } },
+        { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' },
+      );
       expect([res.status, after.status]).toContain(404);
     }
     await client.close();
@@ -92,7 +120,11 @@ describe('replicas sharing a secret, in front of an HTTP upstream', () => {
 
   it('rotates secrets: a replica with a new secret still resumes sessions sealed with the previous one', async () => {
     const NEW = 'the-next-secret-after-rotation-0123456789';
-    const rotated = await startProxy(['--upstream', upstream.url], { MCP_PROXY_SECRET: NEW, MCP_PROXY_PREVIOUS_SECRETS: SECRET, MCP_PROXY_REPLICA_ID: 'rotated' });
+    const rotated = await startProxy(['--upstream', upstream.url], {
+      MCP_PROXY_SECRET: NEW,
+      MCP_PROXY_PREVIOUS_SECRETS: SECRET,
+      MCP_PROXY_REPLICA_ID: 'rotated',
+    });
     const old = await rawSession(replicas[0].url);
     const list = { jsonrpc: '2.0', id: 7, method: 'tools/list' };
     expect((await rawPost(rotated.url, list, old)).status).toBe(200);
@@ -152,10 +184,23 @@ describe('the GET stream of a session shared by replicas', () => {
     /** Calls `announce` (a notification that belongs to no request) until `stream` carries one. */
     const announceUntilSeen = async (stream: { messages: any[] }) => {
       const seen = () => stream.messages.some((m) => m.method === 'notifications/tools/list_changed');
-      await eventually(async () => {
-        if (!seen()) expect((await rawPost(a.url, { jsonrpc: '2.0', id: id++, method: 'tools/call', params: { name: 'announce', arguments: {} } }, headers)).status).toBe(200);
-        return seen();
-      }, 20_000, 'an unrelated notification on the GET stream');
+      await eventually(
+        async () => {
+          if (!seen())
+            expect(
+              (
+                await rawPost(
+                  a.url,
+                  { jsonrpc: '2.0', id: id++, method: 'tools/call', params: { name: 'announce', arguments: {} } },
+                  headers,
+                )
+              ).status,
+            ).toBe(200);
+          return seen();
+        },
+        20_000,
+        'an unrelated notification on the GET stream',
+      );
     };
 
     const onB = await openGet(b.url, headers);
@@ -195,7 +240,17 @@ describe('modern input rounds across replicas', () => {
       const result = (await rawPost(a.url, r.body, r.headers)).messages[0].result;
       expect(result.resultType).toBe('input_required');
       const [key] = Object.keys(result.inputRequests);
-      return modern(id + 1, 'tools/call', { name: 'elicit', arguments: { message: 'who?' }, requestState: result.requestState, inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } } }, caps);
+      return modern(
+        id + 1,
+        'tools/call',
+        {
+          name: 'elicit',
+          arguments: { message: 'who?' },
+          requestState: result.requestState,
+          inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } },
+        },
+        caps,
+      );
     };
 
     const retry = await ask(1);
@@ -207,7 +262,10 @@ describe('modern input rounds across replicas', () => {
     expect(await a.stop()).toBe(0);
     const lost = await rawPost(b.url, orphan.body, orphan.headers);
     expect(lost.status).toBe(400);
-    expect(lost.messages[0].error).toMatchObject({ code: -32602, message: expect.stringMatching(/replica holding this call \("alpha"\) cannot be reached.*without requestState/) });
+    expect(lost.messages[0].error).toMatchObject({
+      code: -32602,
+      message: expect.stringMatching(/replica holding this call \("alpha"\) cannot be reached.*without requestState/),
+    });
   }, 60_000);
 });
 
@@ -230,10 +288,23 @@ describe('the client address of a request forwarded between replicas', () => {
     const result = (await rawPost(holder.url, r.body, { ...r.headers, ...headers })).messages[0].result;
     expect(result.resultType).toBe('input_required');
     const [key] = Object.keys(result.inputRequests);
-    return modern(id + 1, 'tools/call', { name: 'elicit', arguments: { message: `who? ${id}` }, requestState: result.requestState, inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } } }, caps);
+    return modern(
+      id + 1,
+      'tools/call',
+      {
+        name: 'elicit',
+        arguments: { message: `who? ${id}` },
+        requestState: result.requestState,
+        inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } },
+      },
+      caps,
+    );
   };
   /** The addresses in the access log of `r` for tools/call requests, in order. */
-  const callAddresses = (r: Running) => logEntries(r).filter((e) => e.msg === 'request' && e.rpc === 'tools/call').map((e) => e.address as string);
+  const callAddresses = (r: Running) =>
+    logEntries(r)
+      .filter((e) => e.msg === 'request' && e.rpc === 'tools/call')
+      .map((e) => e.address as string);
 
   it("counts a forwarded request as the client the forwarding replica saw: never the client's own X-Forwarded-For, and also where the owner does not trust the forwarder", async () => {
     // alpha is behind a balancer (loopback) and so trusts X-Forwarded-For from 127.0.0.1; beta trusts nobody's.
@@ -243,22 +314,30 @@ describe('the client address of a request forwarded between replicas', () => {
     const retry = await parked(alpha, { 'x-forwarded-for': '198.51.100.20' });
     const answered = await rawPost(beta.url, retry.body, { ...retry.headers, 'x-forwarded-for': '203.0.113.66' });
     expect(answered.messages[0].result.resultType).toBe('complete');
-    await eventually(() => callAddresses(alpha).length === 2, 5000, 'the forwarded retry in alpha\'s access log');
+    await eventually(() => callAddresses(alpha).length === 2, 5000, "the forwarded retry in alpha's access log");
     expect(callAddresses(alpha)).toEqual(['198.51.100.20', '127.0.0.1']);
 
     // The balancer gives alpha a client at 203.0.113.5 whose call waits on beta: beta counts the retry as 203.0.113.5.
     const back = await parked(beta);
     const done = await rawPost(alpha.url, back.body, { ...back.headers, 'x-forwarded-for': '203.0.113.5' });
     expect(done.messages[0].result.resultType).toBe('complete');
-    await eventually(() => callAddresses(beta).length === 3 && callAddresses(alpha).length === 3, 5000, 'the forwarded retry in both access logs');
+    await eventually(
+      () => callAddresses(beta).length === 3 && callAddresses(alpha).length === 3,
+      5000,
+      'the forwarded retry in both access logs',
+    );
     expect(callAddresses(beta)).toEqual(['127.0.0.1', '127.0.0.1', '203.0.113.5']);
     expect(callAddresses(alpha)[2]).toBe('203.0.113.5');
 
     // A client cannot pose as a replica: a header it makes up is not believed.
     const forged = await parked(beta);
-    const posing = await rawPost(beta.url, forged.body, { ...forged.headers, 'mcp-proxy-client': 'made-up', 'mcp-proxy-forwarded-by': 'alpha' });
+    const posing = await rawPost(beta.url, forged.body, {
+      ...forged.headers,
+      'mcp-proxy-client': 'made-up',
+      'mcp-proxy-forwarded-by': 'alpha',
+    });
     expect(posing.messages[0].result.resultType).toBe('complete');
-    await eventually(() => callAddresses(beta).length === 5, 5000, 'the posing request in beta\'s access log');
+    await eventually(() => callAddresses(beta).length === 5, 5000, "the posing request in beta's access log");
     expect(callAddresses(beta).slice(3)).toEqual(['127.0.0.1', '127.0.0.1']);
     await logged(beta, (e) => /mcp-proxy-client header that does not open/.test(e.msg), 5000, 'the refused header logged');
   }, 60_000);
@@ -275,10 +354,17 @@ describe('task status across replicas', () => {
     expect(created.resultType).toBe('task');
     const listen = modern(2, 'subscriptions/listen', { notifications: { taskIds: [created.taskId] } }, caps);
     const abort = new AbortController();
-    const res = await fetch(b.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...listen.headers }, body: JSON.stringify(listen.body), signal: abort.signal });
+    const res = await fetch(b.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...listen.headers },
+      body: JSON.stringify(listen.body),
+      signal: abort.signal,
+    });
     try {
       const stream = sseMessages(res);
-      expect((await stream.next((m) => m.method === 'notifications/subscriptions/acknowledged')).params.notifications).toEqual({ taskIds: [created.taskId] });
+      expect((await stream.next((m) => m.method === 'notifications/subscriptions/acknowledged')).params.notifications).toEqual({
+        taskIds: [created.taskId],
+      });
       const done = await stream.next((m) => m.method === 'notifications/tasks' && m.params.status === 'completed');
       expect(done.params.result.content[0].text).toBe('done 4');
     } finally {
@@ -297,10 +383,26 @@ describe('modern rounds in front of a 2026-07-28 server, across replicas', () =>
     const caps = { elicitation: { form: {} } };
     const first = modern(1, 'tools/call', { name: 'ask_twice', arguments: {} }, caps);
     const round1 = (await rawPost(a.url, first.body, first.headers)).messages[0].result;
-    const retry1 = modern(2, 'tools/call', { name: 'ask_twice', arguments: {}, inputResponses: { first: { action: 'accept', content: { name: 'Ada' } } } }, caps);
+    const retry1 = modern(
+      2,
+      'tools/call',
+      { name: 'ask_twice', arguments: {}, inputResponses: { first: { action: 'accept', content: { name: 'Ada' } } } },
+      caps,
+    );
     const round2 = (await rawPost(b.url, retry1.body, retry1.headers)).messages[0].result;
     expect([round1.resultType, round2.resultType]).toEqual(['input_required', 'input_required']);
-    const retry2 = (state: string) => modern(3, 'tools/call', { name: 'ask_twice', arguments: {}, requestState: state, inputResponses: { second: { action: 'accept', content: { name: 'Lovelace' } } } }, caps);
+    const retry2 = (state: string) =>
+      modern(
+        3,
+        'tools/call',
+        {
+          name: 'ask_twice',
+          arguments: {},
+          requestState: state,
+          inputResponses: { second: { action: 'accept', content: { name: 'Lovelace' } } },
+        },
+        caps,
+      );
     const refused = await rawPost(other.url, retry2(round2.requestState).body, retry2(round2.requestState).headers);
     expect(refused.messages[0].error).toMatchObject({ code: -32602, data: { code: 'INVALID_REQUEST_STATE' } });
     const done = (await rawPost(a.url, retry2(round2.requestState).body, retry2(round2.requestState).headers)).messages[0].result;
@@ -327,10 +429,16 @@ async function startNginx(replicas: Running[]): Promise<{ fetch: typeof fetch; s
   const dir = mkdtempSync(join(tmpdir(), 'proxy-nginx-'));
   const socket = join(dir, 'nginx.sock');
   const site = readFileSync(`${ROOT}deploy/nginx.conf`, 'utf8')
-    .replace(/^\s*server proxy-scaled:8080.*$/m, replicas.map((r) => `    server ${new URL(r.url).host} max_fails=1 fail_timeout=10s;`).join('\n'))
+    .replace(
+      /^\s*server proxy-scaled:8080.*$/m,
+      replicas.map((r) => `    server ${new URL(r.url).host} max_fails=1 fail_timeout=10s;`).join('\n'),
+    )
     .replace(/listen 8080;/, `listen unix:${socket};`);
   const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `${t}_temp_path ${dir}/${t};`).join(' ');
-  writeFileSync(join(dir, 'nginx.conf'), `daemon off;\nworker_processes 1;\npid ${dir}/nginx.pid;\nerror_log ${dir}/error.log;\nevents {}\nhttp {\naccess_log off;\n${temp}\n${site}\n}\n`);
+  writeFileSync(
+    join(dir, 'nginx.conf'),
+    `daemon off;\nworker_processes 1;\npid ${dir}/nginx.pid;\nerror_log ${dir}/error.log;\nevents {}\nhttp {\naccess_log off;\n${temp}\n${site}\n}\n`,
+  );
   const nginx = spawn(NGINX!, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log')], { stdio: 'ignore' });
   const stop = async () => {
     nginx.kill('SIGTERM');
@@ -343,7 +451,8 @@ async function startNginx(replicas: Running[]): Promise<{ fetch: typeof fetch; s
     throw err;
   }
   const dispatcher = new Agent({ connect: { socketPath: socket } });
-  const viaNginx = ((input: string | URL | Request, init?: RequestInit) => undiciFetch(String(input instanceof Request ? input.url : input), { ...(init as object), dispatcher })) as unknown as typeof fetch;
+  const viaNginx = ((input: string | URL | Request, init?: RequestInit) =>
+    undiciFetch(String(input instanceof Request ? input.url : input), { ...(init as object), dispatcher })) as unknown as typeof fetch;
   return {
     fetch: viaNginx,
     async stop() {
@@ -353,7 +462,7 @@ async function startNginx(replicas: Running[]): Promise<{ fetch: typeof fetch; s
   };
 }
 
-describe.skipIf(!NGINX)('replicas behind nginx, with the repository\'s deploy/nginx.conf', () => {
+describe.skipIf(!NGINX)("replicas behind nginx, with the repository's deploy/nginx.conf", () => {
   afterAll(stopAll);
 
   it('round-robins one session over three replicas and keeps serving when one stops', async () => {
@@ -368,7 +477,9 @@ describe.skipIf(!NGINX)('replicas behind nginx, with the repository\'s deploy/ng
       const counts: string[] = [];
       for (let i = 0; i < 6; i++) counts.push(text(await client.callTool({ name: 'bump', arguments: {} })));
       expect(replicas.filter((r) => r.stderr().includes('session resumed from its token')).length).toBeGreaterThanOrEqual(1);
-      expect(JSON.parse(text(await client.callTool({ name: 'elicit', arguments: { message: 'who?' } })))).toMatchObject({ content: { name: 'Ada' } });
+      expect(JSON.parse(text(await client.callTool({ name: 'elicit', arguments: { message: 'who?' } })))).toMatchObject({
+        content: { name: 'Ada' },
+      });
 
       expect(await replicas[0].stop()).toBe(0);
       for (let i = 0; i < 4; i++) counts.push(text(await client.callTool({ name: 'bump', arguments: {} })));
@@ -388,7 +499,11 @@ describe.skipIf(!NGINX)('replicas behind nginx, with the repository\'s deploy/ng
     let id = 1;
     const send = async (post: typeof fetch, url: string, method: string, params: Record<string, unknown>) => {
       const m = modern(id++, method, params, caps);
-      const res = await post(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...m.headers }, body: JSON.stringify(m.body) });
+      const res = await post(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...m.headers },
+        body: JSON.stringify(m.body),
+      });
       return { status: res.status, ...(await read(res)).messages[0] };
     };
     const viaNginx = (method: string, params: Record<string, unknown>) => send(nginx.fetch, 'http://localhost/mcp', method, params);
@@ -397,7 +512,11 @@ describe.skipIf(!NGINX)('replicas behind nginx, with the repository\'s deploy/ng
       expect(created.result.resultType).toBe('task');
       const taskId: string = created.result.taskId;
       let last: any;
-      await eventually(async () => (last = (await viaNginx('tasks/get', { taskId })).result)?.status === 'completed', 20_000, 'the task completes');
+      await eventually(
+        async () => (last = (await viaNginx('tasks/get', { taskId })).result)?.status === 'completed',
+        20_000,
+        'the task completes',
+      );
       expect(last.result.content[0].text).toBe('done 6');
       // nginx spread the polls over both replicas: each answered tasks/get (the other one by forwarding).
       const polled = (r: Running) => logEntries(r).filter((e) => e.msg === 'request' && e.rpc === 'tasks/get').length;
@@ -408,7 +527,10 @@ describe.skipIf(!NGINX)('replicas behind nginx, with the repository\'s deploy/ng
       expect(held.result.resultType).toBe('task');
       expect(await a.stop()).toBe(0);
       const lost = await send(fetch, b.url, 'tasks/get', { taskId: held.result.taskId });
-      expect(lost.error).toMatchObject({ code: -32602, message: expect.stringMatching(/replica holding it \("t1"\) cannot be reached.*start the call again/) });
+      expect(lost.error).toMatchObject({
+        code: -32602,
+        message: expect.stringMatching(/replica holding it \("t1"\) cannot be reached.*start the call again/),
+      });
     } finally {
       await nginx.stop();
     }
@@ -420,14 +542,27 @@ describe.skipIf(!NGINX)('replicas behind nginx, with the repository\'s deploy/ng
     const example = parse(readFileSync(`${ROOT}config/examples/everything-replicas.yaml`, 'utf8'));
     const file = join(mkdtempSync(join(tmpdir(), 'proxy-forged-')), 'replica.yaml');
     writeFileSync(file, stringify({ ...example, listen: { ...example.listen, perClient: { sessions: 2 } } }));
-    const replica = await startProxy(['--config', file, '--host', '127.0.0.1'], { UPSTREAM_URL: upstream.url, BALANCER_ADDRESS: '127.0.0.1', MCP_PROXY_LOG_LEVEL: 'info' });
+    const replica = await startProxy(['--config', file, '--host', '127.0.0.1'], {
+      UPSTREAM_URL: upstream.url,
+      BALANCER_ADDRESS: '127.0.0.1',
+      MCP_PROXY_LOG_LEVEL: 'info',
+    });
     const nginx = await startNginx([replica]);
     try {
-      const init = (forged: string) => nginx.fetch('http://localhost/mcp', { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-forwarded-for': forged }, body: JSON.stringify(INIT) });
+      const init = (forged: string) =>
+        nginx.fetch('http://localhost/mcp', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-forwarded-for': forged },
+          body: JSON.stringify(INIT),
+        });
       const statuses: number[] = [];
-      for (const forged of ['203.0.113.1', '203.0.113.2', '203.0.113.3', '203.0.113.4, 198.51.100.7']) statuses.push((await init(forged)).status);
+      for (const forged of ['203.0.113.1', '203.0.113.2', '203.0.113.3', '203.0.113.4, 198.51.100.7'])
+        statuses.push((await init(forged)).status);
       expect(statuses).toEqual([200, 200, 429, 429]);
-      const addresses = () => logEntries(replica).filter((e) => e.msg === 'request').map((e) => e.address as string);
+      const addresses = () =>
+        logEntries(replica)
+          .filter((e) => e.msg === 'request')
+          .map((e) => e.address as string);
       await eventually(() => addresses().length >= 4, 5000, 'an access-log line per request');
       expect(addresses().filter((a) => /203\.0\.113|198\.51/.test(a))).toEqual([]);
     } finally {

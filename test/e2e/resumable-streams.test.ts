@@ -10,7 +10,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool, rawPost, rawSession } from '../helpers/raw.js';
-import { callStarted, cancellations, commandLine, eventually, fixtureArgv, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import {
+  callStarted,
+  cancellations,
+  commandLine,
+  eventually,
+  fixtureArgv,
+  startProxy,
+  stopAll,
+  type Running,
+} from '../helpers/processes.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'proxy-resume-'));
 const started = join(dir, 'started.log');
@@ -69,18 +78,31 @@ describe('resumable POST streams', () => {
 
   beforeAll(async () => {
     const file = join(dir, 'proxy.yaml');
-    writeFileSync(file, `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\n  env: { FAULTY_LOG: ${JSON.stringify(started)} }\nlisten:\n  resumableStreams: { windowMs: 3000, retryMs: 250 }\n`);
+    writeFileSync(
+      file,
+      `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\n  env: { FAULTY_LOG: ${JSON.stringify(started)} }\nlisten:\n  resumableStreams: { windowMs: 3000, retryMs: 250 }\n`,
+    );
     proxy = await startProxy(['--config', file]);
   });
   afterAll(stopAll);
 
   const post = (headers: Record<string, string>, body: unknown, signal?: AbortSignal) =>
-    fetch(proxy.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(body), signal });
+    fetch(proxy.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+      body: JSON.stringify(body),
+      signal,
+    });
 
   it('numbers the events after a priming event, and a client that lost the stream resumes it without losing or repeating one', async () => {
     const session = await rawSession(proxy.url);
     const abort = new AbortController();
-    const call = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'slow_progress', arguments: { steps: 5, delayMs: 300 }, _meta: { progressToken: 'p' } } };
+    const call = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'slow_progress', arguments: { steps: 5, delayMs: 300 }, _meta: { progressToken: 'p' } },
+    };
     const first = events(await post(session, call, abort.signal));
     const priming = (await first.next())!;
     expect(priming).toMatchObject({ retry: 250, data: '' });
@@ -109,7 +131,12 @@ describe('resumable POST streams', () => {
 
   it('lets a client come back before its old connection is seen to drop: the old stream is closed, the new one carries on', async () => {
     const session = await rawSession(proxy.url);
-    const call = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'slow_progress', arguments: { steps: 3, delayMs: 300 }, _meta: { progressToken: 'q' } } };
+    const call = {
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'slow_progress', arguments: { steps: 3, delayMs: 300 }, _meta: { progressToken: 'q' } },
+    };
     const old = events(await post(session, call));
     const priming = (await old.next())!;
     const seen = (await old.next())!; // progress 1; the old connection stays open
@@ -138,7 +165,14 @@ describe('resumable POST streams', () => {
   it('gives older clients no event ids, and refuses a Last-Event-ID it holds no stream for', async () => {
     const session = await rawSession(proxy.url);
     const old = { ...session, 'mcp-protocol-version': '2025-06-18' };
-    const reply = events(await post(old, { jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'slow_progress', arguments: { steps: 1, delayMs: 200 } } }));
+    const reply = events(
+      await post(old, {
+        jsonrpc: '2.0',
+        id: 5,
+        method: 'tools/call',
+        params: { name: 'slow_progress', arguments: { steps: 1, delayMs: 200 } },
+      }),
+    );
     await reply.ended;
     expect(reply.seen.every((e) => e.id === undefined && e.data !== '')).toBe(true);
     expect(JSON.parse(reply.seen.at(-1)!.data)).toMatchObject({ id: 5, result: { content: [{ text: 'done 1' }] } });
@@ -147,6 +181,8 @@ describe('resumable POST streams', () => {
     expect(unknown.status).toBe(400);
     expect((await unknown.json()).error.message).toMatch(/cannot be resumed/);
     // Another session cannot resume this one's streams: its id is the session's.
-    expect((await rawPost(proxy.url, callTool(6, 'echo', { text: 'still fine' }), session)).messages[0].result.content[0].text).toBe('still fine');
+    expect((await rawPost(proxy.url, callTool(6, 'echo', { text: 'still fine' }), session)).messages[0].result.content[0].text).toBe(
+      'still fine',
+    );
   });
 });

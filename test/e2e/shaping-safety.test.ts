@@ -23,21 +23,30 @@ const FAULTY = commandLine(fixtureArgv('faulty-server'));
 const server = (name: string) => `${ROOT}node_modules/@modelcontextprotocol/${name}/dist/index.js`;
 
 async function negotiatingSession(url: string, features: string[]): Promise<Record<string, string>> {
-  const init = await rawPost(url, { ...INIT, params: { ...INIT.params, capabilities: { extensions: { [EXTENSION]: { version: '1.0', features } } } } });
+  const init = await rawPost(url, {
+    ...INIT,
+    params: { ...INIT.params, capabilities: { extensions: { [EXTENSION]: { version: '1.0', features } } } },
+  });
   const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
   await rawPost(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
   return headers;
 }
 
 async function connect(url: string, features: string[]): Promise<Client> {
-  const client = new Client({ name: 'shaping-safety', version: '1' }, { capabilities: { extensions: { [EXTENSION]: { version: '1.0', features } } } });
+  const client = new Client(
+    { name: 'shaping-safety', version: '1' },
+    { capabilities: { extensions: { [EXTENSION]: { version: '1.0', features } } } },
+  );
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   return client;
 }
 
 const endpoint = (proxy: Running, path: string) => new URL(path, proxy.url).href;
 const echo = async (proxy: Running, headers: Record<string, string>, id: number, text: string) =>
-  (await rawPost(proxy.url, callTool(id, 'echo', { text }), headers)).messages[0].result as { content: Array<{ text: string }>; structuredContent?: unknown };
+  (await rawPost(proxy.url, callTool(id, 'echo', { text }), headers)).messages[0].result as {
+    content: Array<{ text: string }>;
+    structuredContent?: unknown;
+  };
 
 describe('shaping hostile upstream output', () => {
   afterAll(stopAll);
@@ -65,7 +74,10 @@ describe('shaping hostile upstream output', () => {
   it('relays results over the size limit or the time budget unchanged, counts them and logs each tool once', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'shaping-limits-'));
     const config = join(dir, 'limits.yaml');
-    writeFileSync(config, `upstream:\n  command: ${JSON.stringify(FAULTY)}\ncontentNegotiation:\n  limits: { maxResultBytes: 200000, timeBudgetMs: 1 }\n`);
+    writeFileSync(
+      config,
+      `upstream:\n  command: ${JSON.stringify(FAULTY)}\ncontentNegotiation:\n  limits: { maxResultBytes: 200000, timeBudgetMs: 1 }\n`,
+    );
     const proxy = await startProxy(['--config', config]);
     const session = await negotiatingSession(proxy.url, ['format=text']);
     const big = `**bold** ${'word '.repeat(50_000)}`;
@@ -95,14 +107,31 @@ describe('shaping what real servers answer', () => {
 
   it('server-memory: a compact read_graph lists relations as a TOON table that decodes to the same graph; structuredContent stays JSON', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'shaping-memory-'));
-    const proxy = await startProxy(['--upstream', commandLine([process.execPath, server('server-memory')]), '--env', `MEMORY_FILE_PATH=${join(dir, 'memory.jsonl')}`]);
+    const proxy = await startProxy([
+      '--upstream',
+      commandLine([process.execPath, server('server-memory')]),
+      '--env',
+      `MEMORY_FILE_PATH=${join(dir, 'memory.jsonl')}`,
+    ]);
     const plain = await open(proxy, []);
     const people = ['Ada Lovelace', 'Charles Babbage', 'Mary Somerville', 'Augustus De Morgan'];
-    await plain.callTool({ name: 'create_entities', arguments: { entities: people.map((name) => ({ name, entityType: 'person', observations: [`${name} lived in London`] })) } });
-    await plain.callTool({ name: 'create_relations', arguments: { relations: people.slice(1).map((to) => ({ from: 'Ada Lovelace', to, relationType: 'corresponded with' })) } });
-    const full = (await plain.callTool({ name: 'read_graph', arguments: {} })) as { content: Array<{ text: string }>; structuredContent: unknown };
+    await plain.callTool({
+      name: 'create_entities',
+      arguments: { entities: people.map((name) => ({ name, entityType: 'person', observations: [`${name} lived in London`] })) },
+    });
+    await plain.callTool({
+      name: 'create_relations',
+      arguments: { relations: people.slice(1).map((to) => ({ from: 'Ada Lovelace', to, relationType: 'corresponded with' })) },
+    });
+    const full = (await plain.callTool({ name: 'read_graph', arguments: {} })) as {
+      content: Array<{ text: string }>;
+      structuredContent: unknown;
+    };
     const compact = await open(proxy, ['verbosity=compact']);
-    const short = (await compact.callTool({ name: 'read_graph', arguments: {} })) as { content: Array<{ text: string }>; structuredContent: unknown };
+    const short = (await compact.callTool({ name: 'read_graph', arguments: {} })) as {
+      content: Array<{ text: string }>;
+      structuredContent: unknown;
+    };
     expect(short.content[0].text).toContain('relations[3]{from,to,relationType}:');
     expect(decode(short.content[0].text)).toEqual(JSON.parse(full.content[0].text));
     expect(short.structuredContent).toEqual(full.structuredContent);

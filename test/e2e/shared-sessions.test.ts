@@ -7,7 +7,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ElicitRequestSchema, LoggingMessageNotificationSchema, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ElicitRequestSchema,
+  LoggingMessageNotificationSchema,
+  ResourceUpdatedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { progressOf, receivedDuring } from '../helpers/clients.js';
 import { commandLine, eventually, fixtureArgv, logged, startProxy, stopAll, type Running } from '../helpers/processes.js';
@@ -27,7 +31,10 @@ describe('upstream.sessions: shared', () => {
 
   beforeAll(async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'proxy-shared-')), 'proxy.yaml');
-    writeFileSync(file, `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\n  sessions: shared\nmodern:\n  pool: { warmSpare: false }\n`);
+    writeFileSync(
+      file,
+      `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\n  sessions: shared\nmodern:\n  pool: { warmSpare: false }\n`,
+    );
     proxy = await startProxy(['--config', file]);
     // The start-up check runs a process of its own; the counts below start once it is gone.
     await logged(proxy, (e) => e.msg === 'upstream ready', 20_000, 'the start-up check');
@@ -51,9 +58,13 @@ describe('upstream.sessions: shared', () => {
   it('keeps progress, input requests and the log level per client', async () => {
     const asker = await connect({ elicitation: { form: {} } });
     asker.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: 'Ada' } }));
-    expect(JSON.parse(text(await asker.callTool({ name: 'elicit', arguments: { message: 'who?' } })))).toMatchObject({ content: { name: 'Ada' } });
+    expect(JSON.parse(text(await asker.callTool({ name: 'elicit', arguments: { message: 'who?' } })))).toMatchObject({
+      content: { name: 'Ada' },
+    });
 
-    const { result, messages } = await receivedDuring(asker, () => asker.callTool({ name: 'slow_progress', arguments: { steps: 3, delayMs: 1 } }, undefined, { onprogress: () => {} }));
+    const { result, messages } = await receivedDuring(asker, () =>
+      asker.callTool({ name: 'slow_progress', arguments: { steps: 3, delayMs: 1 } }, undefined, { onprogress: () => {} }),
+    );
     expect(text(result)).toBe('done 3');
     expect(progressOf(messages)).toEqual(['1/3 step 1/3', '2/3 step 2/3', '3/3 step 3/3']);
 
@@ -79,6 +90,7 @@ describe('upstream.sessions: shared', () => {
     await eventually(() => updates.length > 0, 5000, 'resource update');
     expect(updates[0]).toBe('faulty://counter');
     // A refused subscription is not counted: the next one asks the upstream again (and is refused again).
-    for (const client of [a, b]) await expect(client.subscribeResource({ uri: 'elsewhere://x' })).rejects.toThrow(/-32602.*No such resource: elsewhere:\/\/x/);
+    for (const client of [a, b])
+      await expect(client.subscribeResource({ uri: 'elsewhere://x' })).rejects.toThrow(/-32602.*No such resource: elsewhere:\/\/x/);
   });
 });

@@ -36,7 +36,10 @@ describe('an upstream that throws at start', () => {
   it('is explained by its error line, masked, in the MCP client’s error and in /readyz', async () => {
     const proxy = await startProxy(THROWING);
     const client = new Client({ name: 'start-up-test', version: '1' });
-    const failed = await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url))).then(() => undefined, (err: Error) => err);
+    const failed = await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url))).then(
+      () => undefined,
+      (err: Error) => err,
+    );
     expect(failed?.message).toContain(`before it answered: ${ERROR_LINE}`);
     expect(failed?.message).not.toContain(LEGACY_KEY);
     await client.close();
@@ -52,7 +55,9 @@ describe('an upstream that throws at start', () => {
     const { code, stderr } = await runToExit(['--fail-fast', ...THROWING]);
     expect(code).toBe(2);
     const last = stderr.split('\n').find((l) => l.startsWith('mcp-negotiate-proxy: '));
-    expect(last).toMatch(/^mcp-negotiate-proxy: The upstream .* is not usable \(--fail-fast\): Upstream process exited with code 1 before it answered: /);
+    expect(last).toMatch(
+      /^mcp-negotiate-proxy: The upstream .* is not usable \(--fail-fast\): Upstream process exited with code 1 before it answered: /,
+    );
     expect(last).toContain(ERROR_LINE);
     expect(stderr).not.toContain(LEGACY_KEY);
   });
@@ -60,13 +65,31 @@ describe('an upstream that throws at start', () => {
 
 describe('--fail-fast with an upstream that never answers initialize', () => {
   it('logs its progress while it waits, then exits 2 saying what it waited for', async () => {
-    const { code, stderr } = await runToExit(['--fail-fast', '--fail-fast-timeout', '2000', '--upstream', BROKEN, '--env', 'BROKEN_START=silent']);
+    const { code, stderr } = await runToExit([
+      '--fail-fast',
+      '--fail-fast-timeout',
+      '2000',
+      '--upstream',
+      BROKEN,
+      '--env',
+      'BROKEN_START=silent',
+    ]);
     expect(code).toBe(2);
-    const entries = stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+    const entries = stderr
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l));
     const progress = entries.filter((e) => e.msg?.startsWith('waiting for the upstream'));
-    expect(progress[0]).toMatchObject({ level: 30, msg: 'waiting for the upstream to answer initialize (0.5 s of 2 s)…', waitedMs: 500, limitMs: 2000 });
+    expect(progress[0]).toMatchObject({
+      level: 30,
+      msg: 'waiting for the upstream to answer initialize (0.5 s of 2 s)…',
+      waitedMs: 500,
+      limitMs: 2000,
+    });
     expect(entries.some((e) => e.msg === 'listening')).toBe(false);
-    expect(stderr).toContain('is not usable (--fail-fast): it did not answer initialize within 2 s (--fail-fast-timeout 2000): raise it if the upstream needs longer to start');
+    expect(stderr).toContain(
+      'is not usable (--fail-fast): it did not answer initialize within 2 s (--fail-fast-timeout 2000): raise it if the upstream needs longer to start',
+    );
   });
 });
 

@@ -17,7 +17,10 @@ let nextId = 1;
 
 function config(name: string, yaml: string, log: string): string {
   const file = join(dir, `${name}.yaml`);
-  writeFileSync(file, `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\n  env: { FAULTY_LOG: ${JSON.stringify(log)} }\n${yaml}`);
+  writeFileSync(
+    file,
+    `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\n  env: { FAULTY_LOG: ${JSON.stringify(log)} }\n${yaml}`,
+  );
   return file;
 }
 
@@ -25,7 +28,12 @@ describe('tasks and exclusive upstream sessions', () => {
   afterAll(stopAll);
 
   it('keeps sessions for other clients when three clients leave never-ending tasks behind', async () => {
-    const proxy = await startProxy(['--config', config('share', 'modern:\n  tasks: { answerWithinMs: 0 }\n', join(dir, 'share.log')), '--log-level', 'debug']);
+    const proxy = await startProxy([
+      '--config',
+      config('share', 'modern:\n  tasks: { answerWithinMs: 0 }\n', join(dir, 'share.log')),
+      '--log-level',
+      'debug',
+    ]);
     const refusedRooms = () => logEntries(proxy).filter((e) => /no room for another task/.test(e.msg)).length;
     const tasks: Record<string, number> = {};
     // Three clients each start four calls that never end, and leave: a call that became a task is
@@ -48,7 +56,14 @@ describe('tasks and exclusive upstream sessions', () => {
     // modern.pool: 16 sessions, 4 per client, 12 for calls alone; tasks hold at most 3 of a client's, 6 in all.
     expect(tasks).toEqual({ '127.0.0.2': 3, '127.0.0.3': 3 });
     // Another client's call that may ask for input finds a session and asks.
-    const asked = await modernFrom('127.0.0.5', proxy.url, nextId++, 'tools/call', { name: 'elicit', arguments: { message: 'still served?' } }, { elicitation: { form: {} } });
+    const asked = await modernFrom(
+      '127.0.0.5',
+      proxy.url,
+      nextId++,
+      'tools/call',
+      { name: 'elicit', arguments: { message: 'still served?' } },
+      { elicitation: { form: {} } },
+    );
     expect(asked.status).toBe(200);
     expect(asked.msg.result).toMatchObject({ resultType: 'input_required' });
   }, 90_000);
@@ -56,7 +71,8 @@ describe('tasks and exclusive upstream sessions', () => {
   it('cancels a task upstream once it has run for modern.tasks.maxRunMs, and fails it with TASK_TIMEOUT', async () => {
     const log = join(dir, 'run.log');
     const proxy = await startProxy(['--config', config('run', 'modern:\n  tasks: { answerWithinMs: 0, maxRunMs: 1500 }\n', log)]);
-    const get = async (taskId: string) => (await modernFrom('127.0.0.6', proxy.url, nextId++, 'tasks/get', { taskId }, TASKS_AND_INPUT)).msg.result;
+    const get = async (taskId: string) =>
+      (await modernFrom('127.0.0.6', proxy.url, nextId++, 'tasks/get', { taskId }, TASKS_AND_INPUT)).msg.result;
     const created = await modernFrom('127.0.0.6', proxy.url, nextId++, 'tools/call', { name: 'hang', arguments: {} }, TASKS_AND_INPUT);
     expect(created.msg.result).toMatchObject({ resultType: 'task', status: 'working' });
     let state: any;
@@ -66,6 +82,17 @@ describe('tasks and exclusive upstream sessions', () => {
     expect(state.statusMessage).toMatch(/modern\.tasks\.maxRunMs/);
     await eventually(() => cancellations(log).some((c) => /maxRunMs/.test(c.reason)), 10_000, 'the call cancelled upstream');
     // The task's session is free: the client's next task takes it.
-    expect((await modernFrom('127.0.0.6', proxy.url, nextId++, 'tools/call', { name: 'slow_progress', arguments: { steps: 1, delayMs: 100 } }, TASKS_AND_INPUT)).msg.result.resultType).toBe('task');
+    expect(
+      (
+        await modernFrom(
+          '127.0.0.6',
+          proxy.url,
+          nextId++,
+          'tools/call',
+          { name: 'slow_progress', arguments: { steps: 1, delayMs: 100 } },
+          TASKS_AND_INPUT,
+        )
+      ).msg.result.resultType,
+    ).toBe('task');
   });
 });

@@ -15,7 +15,10 @@ const SECRETS = { AWS_SECRET_ACCESS_KEY: 'proxy-only-aws-secret', MCP_PROXY_STAT
 async function upstreamEnv(inheritEnv: boolean): Promise<Record<string, string>> {
   const dir = mkdtempSync(join(tmpdir(), 'upstream-env-'));
   const config = join(dir, 'proxy.yaml');
-  writeFileSync(config, `upstream:\n  command: ${JSON.stringify(commandLine(EVERYTHING_STDIO))}\n  inheritEnv: ${inheritEnv}\n  env:\n    GREETING: from-the-config\n`);
+  writeFileSync(
+    config,
+    `upstream:\n  command: ${JSON.stringify(commandLine(EVERYTHING_STDIO))}\n  inheritEnv: ${inheritEnv}\n  env:\n    GREETING: from-the-config\n`,
+  );
   const proxy = await startProxy(['--config', config], SECRETS);
   const headers = await rawSession(proxy.url);
   const reply = await rawPost(proxy.url, callTool(1, 'get-env'), headers);

@@ -33,10 +33,19 @@ describe('URL-mode elicitation from a legacy server', () => {
     const first = await call({ arguments: { ticket: 'ada' } });
     expect(first.result).toMatchObject({
       resultType: 'input_required',
-      inputRequests: { 'url-1': { method: 'elicitation/create', params: { mode: 'url', url: 'https://auth.example/connect?ticket=ada', message: 'Connect your account to continue.' } } },
+      inputRequests: {
+        'url-1': {
+          method: 'elicitation/create',
+          params: { mode: 'url', url: 'https://auth.example/connect?ticket=ada', message: 'Connect your account to continue.' },
+        },
+      },
     });
     expect(first.result.inputRequests['url-1'].params.elicitationId).toBeUndefined();
-    const done = await call({ arguments: { ticket: 'ada' }, requestState: first.result.requestState, inputResponses: { 'url-1': { action: 'accept' } } });
+    const done = await call({
+      arguments: { ticket: 'ada' },
+      requestState: first.result.requestState,
+      inputResponses: { 'url-1': { action: 'accept' } },
+    });
     expect(done.result).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: 'connected ada' }] });
   });
 
@@ -47,24 +56,45 @@ describe('URL-mode elicitation from a legacy server', () => {
     expect(noUrl.error).toMatchObject({ code: -32021, data: { requiredCapabilities: { elicitation: { url: {} } } } });
 
     const round = await call({ arguments: { ticket: 'cy' } });
-    const declined = await call({ arguments: { ticket: 'cy' }, requestState: round.result.requestState, inputResponses: { 'url-1': { action: 'decline' } } });
+    const declined = await call({
+      arguments: { ticket: 'cy' },
+      requestState: round.result.requestState,
+      inputResponses: { 'url-1': { action: 'decline' } },
+    });
     expect(declined.error).toMatchObject({ code: -32603, data: { upstreamCode: -32042 } });
-    const otherArgs = await call({ arguments: { ticket: 'dee' }, requestState: round.result.requestState, inputResponses: { 'url-1': { action: 'accept' } } });
+    const otherArgs = await call({
+      arguments: { ticket: 'dee' },
+      requestState: round.result.requestState,
+      inputResponses: { 'url-1': { action: 'accept' } },
+    });
     expect(otherArgs.error.code).toBe(-32602);
-    const altered = await call({ arguments: { ticket: 'cy' }, requestState: `${round.result.requestState.slice(0, -3)}AAA`, inputResponses: { 'url-1': { action: 'accept' } } });
+    const altered = await call({
+      arguments: { ticket: 'cy' },
+      requestState: `${round.result.requestState.slice(0, -3)}AAA`,
+      inputResponses: { 'url-1': { action: 'accept' } },
+    });
     expect(altered.error.code).toBe(-32602);
   });
 
   it('relays the server error to a legacy client as it came', async () => {
     const session = await rawSession(proxy.url, URL_CAPS);
     const reply = await rawPost(proxy.url, callTool(7, 'connect', { ticket: 'eve' }), session);
-    expect(reply.messages[0].error).toMatchObject({ code: -32042, data: { elicitations: [{ mode: 'url', elicitationId: 'eve', url: 'https://auth.example/connect?ticket=eve' }] } });
+    expect(reply.messages[0].error).toMatchObject({
+      code: -32042,
+      data: { elicitations: [{ mode: 'url', elicitationId: 'eve', url: 'https://auth.example/connect?ticket=eve' }] },
+    });
   });
 });
 
 /** URLs a client must never be asked to open: each runs or reads something on the user's side. */
-const UNSAFE = ['javascript:alert(document.cookie)', 'file:///etc/passwd', 'data:text/html,<script>alert(1)</script>', 'JavaScript:void(0)'];
-const REFUSED = /The proxy refused a URL elicitation with a "(javascript|file|data):" URL \(only https: and http: URLs are put to clients\)/;
+const UNSAFE = [
+  'javascript:alert(document.cookie)',
+  'file:///etc/passwd',
+  'data:text/html,<script>alert(1)</script>',
+  'JavaScript:void(0)',
+];
+const REFUSED =
+  /The proxy refused a URL elicitation with a "(javascript|file|data):" URL \(only https: and http: URLs are put to clients\)/;
 
 /** A v1 SDK client that can open URLs, recording what it is asked. */
 async function urlClient(url: string): Promise<{ client: Client; asked: any[] }> {
@@ -87,7 +117,8 @@ describe('URL elicitations with a scheme other than https: and http:', () => {
     const proxy = await startProxy(['--upstream', (await startHttpFixture('faulty-server')).url]);
     const { client, asked } = await urlClient(proxy.url);
     // The server hears -32602 with the reason, and fails its call with it (as this one does).
-    for (const url of UNSAFE) await expect(client.callTool({ name: 'elicit', arguments: { message: 'Open this', url } })).rejects.toThrow(REFUSED);
+    for (const url of UNSAFE)
+      await expect(client.callTool({ name: 'elicit', arguments: { message: 'Open this', url } })).rejects.toThrow(REFUSED);
     expect(asked).toEqual([]);
     // A modern client's call is refused the same way: no round is asked.
     const m = modern(1, 'tools/call', { name: 'elicit', arguments: { message: 'Open this', url: UNSAFE[1] } }, URL_CAPS);
@@ -96,7 +127,12 @@ describe('URL elicitations with a scheme other than https: and http:', () => {
     // A web URL still reaches the client.
     await client.callTool({ name: 'elicit', arguments: { message: 'Open this', url: 'http://auth.example/plain' } });
     expect(asked.map((p) => p.url)).toEqual(['http://auth.example/plain']);
-    await logged(proxy, (e) => e.msg === 'refused an upstream request to the client' && /"javascript:"/.test(e.reason), 5000, 'the refusal logged');
+    await logged(
+      proxy,
+      (e) => e.msg === 'refused an upstream request to the client' && /"javascript:"/.test(e.reason),
+      5000,
+      'the refusal logged',
+    );
     await client.close();
   });
 
@@ -112,7 +148,9 @@ describe('URL elicitations with a scheme other than https: and http:', () => {
     expect(JSON.stringify(legacy)).not.toContain('data:text/html');
     // An http: URL is a web URL: asked for as before.
     const plain = modern(3, 'tools/call', { name: 'connect', arguments: { ticket: 'plain', url: 'http://auth.example/plain' } }, URL_CAPS);
-    expect((await rawPost(proxy.url, plain.body, plain.headers)).messages[0].result.inputRequests['url-1'].params.url).toBe('http://auth.example/plain');
+    expect((await rawPost(proxy.url, plain.body, plain.headers)).messages[0].result.inputRequests['url-1'].params.url).toBe(
+      'http://auth.example/plain',
+    );
     await logged(proxy, (e) => e.msg === "refused an upstream's -32042 answer", 5000, 'the refusal logged');
   });
 
@@ -128,7 +166,12 @@ describe('URL elicitations with a scheme other than https: and http:', () => {
     const opened = await client.callTool({ name: 'ask_url', arguments: { url: 'https://auth.example/ok' } });
     expect(textOf(opened)).toBe('opened: accept');
     expect(asked.map((p) => p.url)).toEqual(['https://auth.example/ok']);
-    await logged(proxy, (e) => /refused an upstream answer that asks the client to open a URL|could not be relayed/.test(e.msg), 5000, 'the refusals logged');
+    await logged(
+      proxy,
+      (e) => /refused an upstream answer that asks the client to open a URL|could not be relayed/.test(e.msg),
+      5000,
+      'the refusals logged',
+    );
     await client.close();
   });
 });

@@ -24,7 +24,11 @@ const withHints = (hints?: Record<string, unknown>) => ({
 /** A raw session: initialize (with optional hints), then requests with an optional variant. */
 async function session(url: string, hints?: Record<string, unknown>) {
   const init = await rawPost(url, withHints(hints), { accept: 'application/json' });
-  const headers = { accept: 'application/json', 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+  const headers = {
+    accept: 'application/json',
+    'mcp-session-id': init.headers.get('mcp-session-id')!,
+    'mcp-protocol-version': '2025-11-25',
+  };
   await rawPost(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
   let id = 1;
   const call = async (method: string, params: Record<string, unknown> = {}, variant?: string) => {
@@ -57,15 +61,21 @@ describe('server variants in front of the demo server', () => {
 
   it('changes tools/list and tools/call per request on one session', async () => {
     const s = await session(proxy.url, { contextSize: 'verbose' });
-    const names = async (variant?: string) => (await s.call('tools/list', {}, variant)).result.tools.map((t: { name: string }) => t.name).sort();
+    const names = async (variant?: string) =>
+      (await s.call('tools/list', {}, variant)).result.tools.map((t: { name: string }) => t.name).sort();
     expect(await names()).toEqual(['convert_units', 'get_weather', 'plan_journey']); // default: the first ranked ("full")
     expect(await names('readonly')).toEqual(['convert_units', 'get_weather']);
     const compact = (await s.call('tools/list', {}, 'compact')).result.tools.find((t: { name: string }) => t.name === 'get_weather');
     expect(compact.description).toBe('Current weather and a 3-day forecast for a city.');
-    expect(Object.values(compact.inputSchema.properties).every((p) => (p as { description?: string }).description === undefined)).toBe(true);
-    const call = (variant: string) => s.call('tools/call', { name: 'plan_journey', arguments: { from: 'Bern', to: 'Lugano', date: '2026-05-01' } }, variant);
+    expect(Object.values(compact.inputSchema.properties).every((p) => (p as { description?: string }).description === undefined)).toBe(
+      true,
+    );
+    const call = (variant: string) =>
+      s.call('tools/call', { name: 'plan_journey', arguments: { from: 'Bern', to: 'Lugano', date: '2026-05-01' } }, variant);
     expect((await call('full')).result.content[0].text).toContain('Your journey from Bern to Lugano');
-    expect(await call('readonly')).toMatchObject({ error: { code: -32602, message: 'Unknown tool: plan_journey', data: { activeVariant: 'readonly', hint: expect.any(String) } } });
+    expect(await call('readonly')).toMatchObject({
+      error: { code: -32602, message: 'Unknown tool: plan_journey', data: { activeVariant: 'readonly', hint: expect.any(String) } },
+    });
     expect((await call('compact')).result.content[0].text).not.toContain('## Tips'); // the variant's trim rule
     // An error the upstream raises for a request made in a variant names the variant too.
     expect(await s.call('resources/read', { uri: 'demo://nowhere' }, 'full')).toMatchObject({ error: { data: { activeVariant: 'full' } } });
@@ -74,15 +84,31 @@ describe('server variants in front of the demo server', () => {
   it('answers an unknown variant with the SEP error and the variants this session was offered', async () => {
     const s = await session(proxy.url, {});
     expect(await s.call('tools/list', {}, 'nope')).toEqual({
-      jsonrpc: '2.0', id: 1, error: { code: -32602, message: 'Invalid server variant', data: { requestedVariant: 'nope', availableVariants: ['full', 'compact', 'readonly', 'v1'] } },
+      jsonrpc: '2.0',
+      id: 1,
+      error: {
+        code: -32602,
+        message: 'Invalid server variant',
+        data: { requestedVariant: 'nope', availableVariants: ['full', 'compact', 'readonly', 'v1'] },
+      },
     });
-    expect((await s.call('prompts/get', { name: 'trip_briefing', arguments: { destination: 'Bern' } }, 'readonly')).error.data).toEqual({ activeVariant: 'readonly', hint: expect.any(String) });
+    expect((await s.call('prompts/get', { name: 'trip_briefing', arguments: { destination: 'Bern' } }, 'readonly')).error.data).toEqual({
+      activeVariant: 'readonly',
+      hint: expect.any(String),
+    });
   });
 
   it('takes the variant from the MCP-Server-Variant header too, with _meta winning', async () => {
     const init = await rawPost(proxy.url, withHints({}), { accept: 'application/json' });
-    const headers = { accept: 'application/json', 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25', 'mcp-server-variant': 'readonly' };
-    const list = async (meta?: string) => (await rawPost(proxy.url, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: meta ? { _meta: { [KEY]: meta } } : {} }, headers)).messages[0].result.tools.length;
+    const headers = {
+      accept: 'application/json',
+      'mcp-session-id': init.headers.get('mcp-session-id')!,
+      'mcp-protocol-version': '2025-11-25',
+      'mcp-server-variant': 'readonly',
+    };
+    const list = async (meta?: string) =>
+      (await rawPost(proxy.url, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: meta ? { _meta: { [KEY]: meta } } : {} }, headers))
+        .messages[0].result.tools.length;
     expect(await list()).toBe(2);
     expect(await list('full')).toBe(3);
   });
@@ -97,9 +123,14 @@ describe('server variants in front of the demo server', () => {
   });
 
   it('works for the official SDK client selecting variants in _meta', async () => {
-    const client = new Client({ name: 'variants-sdk', version: '1' }, { capabilities: { extensions: { [EXT]: { variantHints: { hints: { useCase: 'chat' } } } } } });
+    const client = new Client(
+      { name: 'variants-sdk', version: '1' },
+      { capabilities: { extensions: { [EXT]: { variantHints: { hints: { useCase: 'chat' } } } } } },
+    );
     await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
-    const ext = (client.getServerCapabilities() as { extensions: Record<string, { availableVariants: Array<{ id: string }> }> }).extensions[EXT];
+    const ext = (client.getServerCapabilities() as { extensions: Record<string, { availableVariants: Array<{ id: string }> }> }).extensions[
+      EXT
+    ];
     expect(ext.availableVariants[0].id).toBe('readonly');
     expect((await client.listTools()).tools.map((t) => t.name)).not.toContain('plan_journey');
     expect((await client.listTools({ _meta: { [KEY]: 'full' } })).tools.map((t) => t.name)).toContain('plan_journey');
@@ -112,14 +143,17 @@ describe('cursors and carry-over over a paginating upstream', () => {
 
   it('binds cursors to their variant, refuses forged ones, and filters pages without losing items', async () => {
     const config = join(mkdtempSync(join(tmpdir(), 'variants-')), 'v.yaml');
-    writeFileSync(config, [
-      `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}`,
-      'serverVariants:',
-      '  cursorSecret: test-secret',
-      '  variants:',
-      '    - { id: all, description: Everything }',
-      '    - { id: odd, description: Odd items only, resources: { include: ["faulty://item/1", "faulty://item/3", "faulty://item/5"] } }',
-    ].join('\n'));
+    writeFileSync(
+      config,
+      [
+        `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}`,
+        'serverVariants:',
+        '  cursorSecret: test-secret',
+        '  variants:',
+        '    - { id: all, description: Everything }',
+        '    - { id: odd, description: Odd items only, resources: { include: ["faulty://item/1", "faulty://item/3", "faulty://item/5"] } }',
+      ].join('\n'),
+    );
     const proxy = await startProxy(['--config', config]);
     const s = await session(proxy.url, {});
     const walk = async (variant: string) => {
@@ -139,20 +173,32 @@ describe('cursors and carry-over over a paginating upstream', () => {
     expect(await s.call('resources/list', { cursor: allCursor }, 'odd')).toMatchObject({
       error: { code: -32602, message: 'Cursor invalid for requested variant', data: { cursorVariant: 'all', requestedVariant: 'odd' } },
     });
-    expect(await s.call('resources/list', { cursor: allCursor.slice(0, -3) + 'abc' }, 'all')).toMatchObject({ error: { code: -32602, message: 'Invalid cursor' } });
-    expect(await s.call('resources/read', { uri: 'faulty://item/2' }, 'odd')).toMatchObject({ error: { code: -32602, data: { activeVariant: 'odd' } } });
+    expect(await s.call('resources/list', { cursor: allCursor.slice(0, -3) + 'abc' }, 'all')).toMatchObject({
+      error: { code: -32602, message: 'Invalid cursor' },
+    });
+    expect(await s.call('resources/read', { uri: 'faulty://item/2' }, 'odd')).toMatchObject({
+      error: { code: -32602, data: { activeVariant: 'odd' } },
+    });
     // Subscriptions are made in a variant: only to resources that variant shows.
-    expect(await s.call('resources/subscribe', { uri: 'faulty://counter' }, 'odd')).toMatchObject({ error: { code: -32602, message: 'Unknown resource: faulty://counter', data: { activeVariant: 'odd' } } });
+    expect(await s.call('resources/subscribe', { uri: 'faulty://counter' }, 'odd')).toMatchObject({
+      error: { code: -32602, message: 'Unknown resource: faulty://counter', data: { activeVariant: 'odd' } },
+    });
     expect(await s.call('resources/subscribe', { uri: 'faulty://counter' }, 'all')).toMatchObject({ result: {} });
   });
 
   it('sends list_changed once per offered variant, naming it in _meta', async () => {
     const config = join(mkdtempSync(join(tmpdir(), 'variants-lc-')), 'v.yaml');
-    writeFileSync(config, `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\nserverVariants:\n  variants:\n    - { id: all, description: All }\n    - { id: lean, description: Lean, tools: { include: [echo] } }\n`);
+    writeFileSync(
+      config,
+      `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\nserverVariants:\n  variants:\n    - { id: all, description: All }\n    - { id: lean, description: Lean, tools: { include: [echo] } }\n`,
+    );
     const proxy = await startProxy(['--config', config]);
     const seen: unknown[] = [];
     const connect = async (declare: boolean) => {
-      const client = new Client({ name: 'lc', version: '1' }, { capabilities: (declare ? { extensions: { [EXT]: { variantHints: { hints: {} } } } } : {}) });
+      const client = new Client(
+        { name: 'lc', version: '1' },
+        { capabilities: declare ? { extensions: { [EXT]: { variantHints: { hints: {} } } } } : {} },
+      );
       client.setNotificationHandler(ToolListChangedNotificationSchema, (n) => void seen.push([declare, n.params?._meta?.[KEY] ?? null]));
       await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
       return client;
@@ -161,32 +207,51 @@ describe('cursors and carry-over over a paginating upstream', () => {
     await declared.callTool({ name: 'add_tool', arguments: { name: 'x1' } });
     await legacy.callTool({ name: 'add_tool', arguments: { name: 'x2' } });
     await eventually(() => seen.length >= 3, 5000, 'notifications');
-    expect(seen).toEqual([[true, 'all'], [true, 'lean'], [false, null]]);
+    expect(seen).toEqual([
+      [true, 'all'],
+      [true, 'lean'],
+      [false, null],
+    ]);
     await Promise.all([declared.close(), legacy.close()]);
   });
 
-  it('tags a modern listen stream\'s list_changed once per offered variant too (the same filter chain)', async () => {
+  it("tags a modern listen stream's list_changed once per offered variant too (the same filter chain)", async () => {
     const config = join(mkdtempSync(join(tmpdir(), 'variants-listen-')), 'v.yaml');
-    writeFileSync(config, `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\nserverVariants:\n  variants:\n    - { id: all, description: All }\n    - { id: lean, description: Lean, tools: { include: [echo] } }\n`);
+    writeFileSync(
+      config,
+      `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\nserverVariants:\n  variants:\n    - { id: all, description: All }\n    - { id: lean, description: Lean, tools: { include: [echo] } }\n`,
+    );
     const proxy = await startProxy(['--config', config]);
     const caps = { extensions: { [EXT]: { variantHints: { hints: {} } } } };
     const listen = modern(1, 'subscriptions/listen', { notifications: { toolsListChanged: true } }, caps);
     const abort = new AbortController();
-    const res = await fetch(proxy.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...listen.headers }, body: JSON.stringify(listen.body), signal: abort.signal });
+    const res = await fetch(proxy.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...listen.headers },
+      body: JSON.stringify(listen.body),
+      signal: abort.signal,
+    });
     const stream = sseMessages(res);
     await stream.next((m) => m.method === 'notifications/subscriptions/acknowledged');
     const add = modern(2, 'tools/call', { name: 'add_tool', arguments: { name: 'x3' } });
     expect((await rawPost(proxy.url, add.body, add.headers)).messages[0].result.content[0].text).toBe('added x3');
     await stream.next((m) => m.method === 'notifications/tools/list_changed' && m.params._meta[KEY] === 'lean');
     const changes = stream.messages.filter((m) => m.method === 'notifications/tools/list_changed');
-    expect(changes.map((m) => [m.params._meta[KEY], m.params._meta['io.modelcontextprotocol/subscriptionId']])).toEqual([['all', 1], ['lean', 1]]);
+    expect(changes.map((m) => [m.params._meta[KEY], m.params._meta['io.modelcontextprotocol/subscriptionId']])).toEqual([
+      ['all', 1],
+      ['lean', 1],
+    ]);
     abort.abort();
   });
 
   it('says "Server variants not supported" when no variants are configured, and relays everything else as is', async () => {
     const proxy = await startProxy(['--upstream', commandLine(fixtureArgv('faulty-server'))]);
     const s = await session(proxy.url);
-    expect(await s.call('tools/list', {}, 'compact')).toEqual({ jsonrpc: '2.0', id: 1, error: { code: -32602, message: 'Server variants not supported' } });
+    expect(await s.call('tools/list', {}, 'compact')).toEqual({
+      jsonrpc: '2.0',
+      id: 1,
+      error: { code: -32602, message: 'Server variants not supported' },
+    });
     expect((await s.call('tools/list')).result.tools.length).toBeGreaterThan(5);
   });
 });
@@ -201,25 +266,35 @@ describe('carry-through to an upstream that implements variants itself', () => {
 
   it('forwards the mapped upstreamVariant and relays the backend errors', async () => {
     const config = join(mkdtempSync(join(tmpdir(), 'variants-native-')), 'v.yaml');
-    writeFileSync(config, [
-      `upstream:\n  command: ${JSON.stringify(upstream)}`,
-      'serverVariants:',
-      '  variants:',
-      '    - { id: quick, description: Quick answers, upstreamVariant: fast }',
-      '    - { id: thorough, description: Deep answers, upstreamVariant: deep }',
-      '    - { id: mirror, description: Same id as the backend has none }',
-    ].join('\n'));
+    writeFileSync(
+      config,
+      [
+        `upstream:\n  command: ${JSON.stringify(upstream)}`,
+        'serverVariants:',
+        '  variants:',
+        '    - { id: quick, description: Quick answers, upstreamVariant: fast }',
+        '    - { id: thorough, description: Deep answers, upstreamVariant: deep }',
+        '    - { id: mirror, description: Same id as the backend has none }',
+      ].join('\n'),
+    );
     const proxy = await startProxy(['--config', config]);
     const s = await session(proxy.url, {});
     // "fast" and "deep" are mapped by quick and thorough, so nothing of the backend's is added.
     expect(s.init.capabilities.extensions[EXT].availableVariants.map((v: { id: string }) => v.id)).toEqual(['quick', 'thorough', 'mirror']);
     expect([await which(s), await which(s, 'quick'), await which(s, 'thorough')]).toEqual(['fast', 'fast', 'deep']);
-    expect(await which(s, 'mirror')).toEqual({ code: -32602, message: 'Invalid server variant', data: { requestedVariant: 'mirror', availableVariants: ['fast', 'deep'] } });
+    expect(await which(s, 'mirror')).toEqual({
+      code: -32602,
+      message: 'Invalid server variant',
+      data: { requestedVariant: 'mirror', availableVariants: ['fast', 'deep'] },
+    });
   });
 
   it("merges the backend's unmapped variants into the offer, forwarding them as they are", async () => {
     const config = join(mkdtempSync(join(tmpdir(), 'variants-merge-')), 'v.yaml');
-    writeFileSync(config, `upstream:\n  command: ${JSON.stringify(upstream)}\nserverVariants:\n  variants:\n    - { id: quick, description: Quick, upstreamVariant: fast }\n`);
+    writeFileSync(
+      config,
+      `upstream:\n  command: ${JSON.stringify(upstream)}\nserverVariants:\n  variants:\n    - { id: quick, description: Quick, upstreamVariant: fast }\n`,
+    );
     const proxy = await startProxy(['--config', config]);
     const s = await session(proxy.url, {});
     expect(s.init.capabilities.extensions[EXT].availableVariants.map((v: { id: string }) => v.id)).toEqual(['quick', 'deep']);

@@ -27,13 +27,24 @@ const valid = [
   { jsonrpc: '2.0', id: 2, error: { code: -1, message: 'no' } },
 ];
 /** A valid message with one member replaced by any JSON value, or removed. */
-const mutated = fc.tuple(fc.constantFrom(...valid), fc.constantFrom('jsonrpc', 'id', 'method', 'params', 'result', 'error', 'extra'), fc.option(fc.jsonValue(), { nil: undefined })).map(([m, key, value]) => {
-  const copy: Record<string, unknown> = { ...m };
-  if (value === undefined) delete copy[key];
-  else copy[key] = value;
-  return JSON.stringify(copy);
-});
-const payloads = fc.oneof(fc.string(), fc.json(), mutated, fc.array(mutated, { maxLength: 5 }).map((a) => `[${a.join(',')}]`));
+const mutated = fc
+  .tuple(
+    fc.constantFrom(...valid),
+    fc.constantFrom('jsonrpc', 'id', 'method', 'params', 'result', 'error', 'extra'),
+    fc.option(fc.jsonValue(), { nil: undefined }),
+  )
+  .map(([m, key, value]) => {
+    const copy: Record<string, unknown> = { ...m };
+    if (value === undefined) delete copy[key];
+    else copy[key] = value;
+    return JSON.stringify(copy);
+  });
+const payloads = fc.oneof(
+  fc.string(),
+  fc.json(),
+  mutated,
+  fc.array(mutated, { maxLength: 5 }).map((a) => `[${a.join(',')}]`),
+);
 
 describe('fuzz: JSON-RPC payloads from clients', () => {
   it('parse or get -32700 / -32600, never throw', () => {
@@ -70,7 +81,9 @@ describe('fuzz: cursors, sealed tokens and requestState', () => {
   /** A real token with characters changed, cut or added. */
   const tampered = (real: string) =>
     fc.oneof(
-      fc.tuple(fc.nat(real.length - 1), fc.string({ minLength: 1, maxLength: 1 })).map(([i, c]) => real.slice(0, i) + c + real.slice(i + 1)),
+      fc
+        .tuple(fc.nat(real.length - 1), fc.string({ minLength: 1, maxLength: 1 }))
+        .map(([i, c]) => real.slice(0, i) + c + real.slice(i + 1)),
       fc.nat(real.length).map((n) => real.slice(0, n)),
       fc.string().map((s) => real + s),
       fc.string(),
@@ -106,8 +119,12 @@ describe('fuzz: YAML configs', () => {
   const yaml = fc.oneof(
     fc.string(),
     fc.tuple(fc.nat(lines.length - 1), fc.string()).map(([i, s]) => [...lines.slice(0, i), s, ...lines.slice(i + 1)].join('\n')),
-    fc.tuple(fc.nat(lines.length - 1), fc.nat(80)).map(([i, n]) => [...lines.slice(0, i), lines[i].slice(0, n), ...lines.slice(i + 1)].join('\n')),
-    fc.tuple(fc.nat(example.length), fc.constantFrom(': ', '- ', '{', '[', '"', "'", '\t', '&a', '*a', '!!binary', '${', '\n  ')).map(([i, s]) => example.slice(0, i) + s + example.slice(i)),
+    fc
+      .tuple(fc.nat(lines.length - 1), fc.nat(80))
+      .map(([i, n]) => [...lines.slice(0, i), lines[i].slice(0, n), ...lines.slice(i + 1)].join('\n')),
+    fc
+      .tuple(fc.nat(example.length), fc.constantFrom(': ', '- ', '{', '[', '"', "'", '\t', '&a', '*a', '!!binary', '${', '\n  '))
+      .map(([i, s]) => example.slice(0, i) + s + example.slice(i)),
   );
   let n = 0;
 
@@ -134,13 +151,54 @@ describe('fuzz: transformers', () => {
   const text = fc.oneof(
     serverText,
     fc
-      .tuple(fc.array(fc.constantFrom('# H', '## Tips', '- item', '* x', 'key: value', 'Temp: 8°C', '| a | b |', '|---|---|', '```', '~~~json', '> q', '**x**', '_y_', '`c`', '[l](http://x)', '<b>', '\\*', '{"a":[1,2]}', ' ', '\t', '\r'), { maxLength: 30 }), fc.constantFrom('\n', ' ', ''))
+      .tuple(
+        fc.array(
+          fc.constantFrom(
+            '# H',
+            '## Tips',
+            '- item',
+            '* x',
+            'key: value',
+            'Temp: 8°C',
+            '| a | b |',
+            '|---|---|',
+            '```',
+            '~~~json',
+            '> q',
+            '**x**',
+            '_y_',
+            '`c`',
+            '[l](http://x)',
+            '<b>',
+            '\\*',
+            '{"a":[1,2]}',
+            ' ',
+            '\t',
+            '\r',
+          ),
+          { maxLength: 30 },
+        ),
+        fc.constantFrom('\n', ' ', ''),
+      )
       .map(([parts, separator]) => parts.join(separator)),
   );
-  const block = fc.oneof(fc.record({ type: fc.constant('text'), text }), fc.record({ type: fc.constant('image'), data: fc.base64String(), mimeType: fc.constant('image/png') }), fc.anything());
+  const block = fc.oneof(
+    fc.record({ type: fc.constant('text'), text }),
+    fc.record({ type: fc.constant('image'), data: fc.base64String(), mimeType: fc.constant('image/png') }),
+    fc.anything(),
+  );
   const result = fc.oneof(
-    fc.record({ content: fc.array(block, { maxLength: 4 }), structuredContent: fc.option(fc.jsonValue(), { nil: undefined }), isError: fc.option(fc.boolean(), { nil: undefined }) }),
-    fc.record({ contents: fc.array(fc.record({ uri: fc.string(), mimeType: fc.constantFrom('text/markdown', 'application/json', 'text/plain', ''), text }), { maxLength: 3 }) }),
+    fc.record({
+      content: fc.array(block, { maxLength: 4 }),
+      structuredContent: fc.option(fc.jsonValue(), { nil: undefined }),
+      isError: fc.option(fc.boolean(), { nil: undefined }),
+    }),
+    fc.record({
+      contents: fc.array(
+        fc.record({ uri: fc.string(), mimeType: fc.constantFrom('text/markdown', 'application/json', 'text/plain', ''), text }),
+        { maxLength: 3 },
+      ),
+    }),
     fc.record({ messages: fc.array(fc.record({ role: fc.constantFrom('user', 'assistant'), content: block }), { maxLength: 3 }) }),
     fc.record({ tools: fc.array(fc.record({ name: fc.string(), description: text, inputSchema: fc.jsonValue() }), { maxLength: 3 }) }),
     fc.dictionary(fc.string(), fc.jsonValue()),

@@ -40,7 +40,13 @@ async function post(url: string, body: unknown, headers: Record<string, string>)
 
 /** Every message of a POST's body, each read strictly: JSON, and no member written twice. */
 function strictMessages(text: string, contentType: string | null): any[] {
-  const texts = mediaTypeOf(contentType) === SSE_TYPE ? text.split('\n').filter((l) => l.startsWith('data: ') && l.length > 6).map((l) => l.slice(6)) : [text];
+  const texts =
+    mediaTypeOf(contentType) === SSE_TYPE
+      ? text
+          .split('\n')
+          .filter((l) => l.startsWith('data: ') && l.length > 6)
+          .map((l) => l.slice(6))
+      : [text];
   return texts.map((t) => {
     const value: unknown = JSON.parse(t);
     parseYaml(t, { uniqueKeys: true, maxAliasCount: -1 });
@@ -54,7 +60,8 @@ function checkAnswer(answer: any, what: string): void {
   if ('result' in answer) return void expect(typeof answer.result, what).toBe('object');
   expect(typeof answer.error?.code, what).toBe('number');
   expect(typeof answer.error?.message, what).toBe('string');
-  if (answer.error.data?.code !== undefined && answer.error.data?.upstreamCode === undefined) expect(DEFINED.has(answer.error.data.code), `${what}: ${answer.error.data.code}`).toBe(true);
+  if (answer.error.data?.code !== undefined && answer.error.data?.upstreamCode === undefined)
+    expect(DEFINED.has(answer.error.data.code), `${what}: ${answer.error.data.code}`).toBe(true);
 }
 
 const upstreams: Array<[string, () => Promise<string>]> = [
@@ -70,25 +77,42 @@ describe('fuzz: a hostile upstream', () => {
     await fresh.close();
   });
 
-  it.each(upstreams)('in front of a %s server, every client gets strict JSON and an answer, and the proxy keeps serving', async (_name, upstream) => {
-    const proxy: Running = await startProxy(['--upstream', await upstream()]);
-    const sessions = { plain: await rawSession(proxy.url), json: await rawSession(proxy.url, JSON_TAGS) };
-    let id = 0;
-    await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 1, max: 2 ** 31 - 1 }), fc.constantFrom('legacy', 'modern'), fc.boolean(), async (seed, era, negotiates) => {
-        const n = ++id;
-        const what = `seed ${seed}, ${era} client${negotiates ? ' with format=json' : ''}`;
-        const modernCall = modern(n, 'tools/call', { name: 'chaos', arguments: { seed } }, negotiates ? JSON_TAGS : {});
-        const reply = era === 'modern' ? await post(proxy.url, modernCall.body, modernCall.headers) : await post(proxy.url, callTool(n, 'chaos', { seed }), negotiates ? sessions.json : sessions.plain);
-        const messages = strictMessages(reply.text, reply.contentType);
-        checkAnswer(messages.find((m) => m.id === n), what);
-      }),
-      { ...fuzzParams, numRuns: Math.ceil(FUZZ_RUNS / 5) }, // each case is a real call through the proxy
-    );
-    expect(proxy.proc.exitCode).toBeNull();
-    expect((await fetch(new URL('/healthz', proxy.url))).status).toBe(200);
-    const { body, headers } = modern(++id, 'tools/call', { name: 'ok', arguments: {} });
-    expect(strictMessages((await post(proxy.url, body, headers)).text, 'application/json')[0].result.content[0].text).toBe('survived: ok');
-    await proxy.stop();
-  }, 240_000);
+  it.each(upstreams)(
+    'in front of a %s server, every client gets strict JSON and an answer, and the proxy keeps serving',
+    async (_name, upstream) => {
+      const proxy: Running = await startProxy(['--upstream', await upstream()]);
+      const sessions = { plain: await rawSession(proxy.url), json: await rawSession(proxy.url, JSON_TAGS) };
+      let id = 0;
+      await fc.assert(
+        fc.asyncProperty(
+          fc.integer({ min: 1, max: 2 ** 31 - 1 }),
+          fc.constantFrom('legacy', 'modern'),
+          fc.boolean(),
+          async (seed, era, negotiates) => {
+            const n = ++id;
+            const what = `seed ${seed}, ${era} client${negotiates ? ' with format=json' : ''}`;
+            const modernCall = modern(n, 'tools/call', { name: 'chaos', arguments: { seed } }, negotiates ? JSON_TAGS : {});
+            const reply =
+              era === 'modern'
+                ? await post(proxy.url, modernCall.body, modernCall.headers)
+                : await post(proxy.url, callTool(n, 'chaos', { seed }), negotiates ? sessions.json : sessions.plain);
+            const messages = strictMessages(reply.text, reply.contentType);
+            checkAnswer(
+              messages.find((m) => m.id === n),
+              what,
+            );
+          },
+        ),
+        { ...fuzzParams, numRuns: Math.ceil(FUZZ_RUNS / 5) }, // each case is a real call through the proxy
+      );
+      expect(proxy.proc.exitCode).toBeNull();
+      expect((await fetch(new URL('/healthz', proxy.url))).status).toBe(200);
+      const { body, headers } = modern(++id, 'tools/call', { name: 'ok', arguments: {} });
+      expect(strictMessages((await post(proxy.url, body, headers)).text, 'application/json')[0].result.content[0].text).toBe(
+        'survived: ok',
+      );
+      await proxy.stop();
+    },
+    240_000,
+  );
 });

@@ -5,11 +5,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import {
-  CreateMessageRequestSchema,
-  ElicitRequestSchema,
-  ListRootsRequestSchema,
-} from '@modelcontextprotocol/sdk/types.js';
+import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { PROXY_MAIN, startProxy, type Running } from './processes.js';
 
 /** Where an upstream lives: an argv to spawn (stdio) or a URL (Streamable HTTP). */
@@ -41,10 +37,13 @@ function newClient(received: Record<string, unknown[]>): Client {
   });
   client.setRequestHandler(ElicitRequestSchema, async (req) => {
     note(req.method, req.params);
-    const schema = (req.params as { requestedSchema?: { properties?: Record<string, { type?: string; enum?: unknown[]; default?: unknown }> } }).requestedSchema;
+    const schema = (
+      req.params as { requestedSchema?: { properties?: Record<string, { type?: string; enum?: unknown[]; default?: unknown }> } }
+    ).requestedSchema;
     const content: Record<string, unknown> = {};
     for (const [key, prop] of Object.entries(schema?.properties ?? {})) {
-      content[key] = prop.default ?? prop.enum?.[0] ?? (prop.type === 'number' || prop.type === 'integer' ? 1 : prop.type === 'boolean' ? true : 'x');
+      content[key] =
+        prop.default ?? prop.enum?.[0] ?? (prop.type === 'number' || prop.type === 'integer' ? 1 : prop.type === 'boolean' ? true : 'x');
     }
     return { action: 'accept', content };
   });
@@ -58,15 +57,26 @@ function newClient(received: Record<string, unknown[]>): Client {
 export async function connectDirect(upstream: UpstreamRef): Promise<Connected> {
   const received: Record<string, unknown[]> = {};
   const client = newClient(received);
-  const transport = 'url' in upstream
-    ? new StreamableHTTPClientTransport(new URL(upstream.url))
-    : new StdioClientTransport({ command: upstream.argv[0], args: upstream.argv.slice(1), env: { ...process.env } as Record<string, string>, stderr: 'ignore' });
+  const transport =
+    'url' in upstream
+      ? new StreamableHTTPClientTransport(new URL(upstream.url))
+      : new StdioClientTransport({
+          command: upstream.argv[0],
+          args: upstream.argv.slice(1),
+          env: { ...process.env } as Record<string, string>,
+          stderr: 'ignore',
+        });
   await client.connect(transport);
   return { client, received, transport, close: () => client.close() };
 }
 
 /** `upstreamArg` is what `--upstream` gets: a command line or a URL; undefined = the demo. */
-export async function connectViaProxy(front: Front, upstreamArg: string | undefined, extraArgs: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<Connected> {
+export async function connectViaProxy(
+  front: Front,
+  upstreamArg: string | undefined,
+  extraArgs: string[] = [],
+  env: NodeJS.ProcessEnv = {},
+): Promise<Connected> {
   const received: Record<string, unknown[]> = {};
   const client = newClient(received);
   const upstreamArgs = upstreamArg === undefined ? [] : ['--upstream', upstreamArg];

@@ -48,7 +48,10 @@ const FENCE = /^(\s*)(`{3,}|~{3,})\s*([^\s`]*)\s*$/;
 /** Parses the text of a marker: directives separated by `;`, each `name` or `name=value`. */
 export function parseDirectives(text: string, where: string): Directives {
   const d: Directives = { env: {}, exit: 0, expect: [], mentions: [] };
-  for (const part of text.split(';').map((p) => p.trim()).filter(Boolean)) {
+  for (const part of text
+    .split(';')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const eq = part.indexOf('=');
     const name = eq < 0 ? part : part.slice(0, eq).trim();
     const value = eq < 0 ? '' : part.slice(eq + 1).trim();
@@ -57,10 +60,18 @@ export function parseDirectives(text: string, where: string): Directives {
       return value;
     };
     switch (name) {
-      case 'fragment': d.fragment = needValue(); break;
-      case 'invalid': d.invalid = true; break;
-      case 'file': d.file = needValue(); break;
-      case 'parse-only': d.parseOnly = true; break;
+      case 'fragment':
+        d.fragment = needValue();
+        break;
+      case 'invalid':
+        d.invalid = true;
+        break;
+      case 'file':
+        d.file = needValue();
+        break;
+      case 'parse-only':
+        d.parseOnly = true;
+        break;
       case 'env':
         for (const pair of needValue().split(',')) {
           const i = pair.indexOf('=');
@@ -68,14 +79,34 @@ export function parseDirectives(text: string, where: string): Directives {
           d.env[pair.slice(0, i).trim()] = pair.slice(i + 1).trim();
         }
         break;
-      case 'exit': d.exit = Number(needValue()); break;
-      case 'expect': d.expect.push(needValue()); break;
-      case 'covered-by': d.coveredBy = needValue(); break;
-      case 'mentions': d.mentions.push(...needValue().split(',').map((m) => m.trim()).filter(Boolean)); break;
-      case 'output': d.output = true; break;
-      case 'illustration': d.illustration = true; break;
-      case 'host-config': d.hostConfig = true; break;
-      default: throw new Error(`${where}: unknown doc-test directive "${name}"`);
+      case 'exit':
+        d.exit = Number(needValue());
+        break;
+      case 'expect':
+        d.expect.push(needValue());
+        break;
+      case 'covered-by':
+        d.coveredBy = needValue();
+        break;
+      case 'mentions':
+        d.mentions.push(
+          ...needValue()
+            .split(',')
+            .map((m) => m.trim())
+            .filter(Boolean),
+        );
+        break;
+      case 'output':
+        d.output = true;
+        break;
+      case 'illustration':
+        d.illustration = true;
+        break;
+      case 'host-config':
+        d.hostConfig = true;
+        break;
+      default:
+        throw new Error(`${where}: unknown doc-test directive "${name}"`);
     }
   }
   if (!Number.isInteger(d.exit)) throw new Error(`${where}: exit wants an integer`);
@@ -103,7 +134,13 @@ export function extractBlocks(file: string, text: string): DocBlock[] {
     while (k >= 0 && lines[k].trim() === '') k--;
     const marker = k >= 0 ? lines[k].match(MARKER) : null;
     const where = `${file}:${i + 1}`;
-    blocks.push({ file, line: i + 1, lang: lang.toLowerCase(), code: body.join('\n'), directives: parseDirectives(marker?.[1] ?? '', where) });
+    blocks.push({
+      file,
+      line: i + 1,
+      lang: lang.toLowerCase(),
+      code: body.join('\n'),
+      directives: parseDirectives(marker?.[1] ?? '', where),
+    });
     i = j;
   }
   return blocks;

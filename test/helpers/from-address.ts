@@ -6,7 +6,13 @@ import { request, type ClientRequest, type IncomingMessage } from 'node:http';
 import { INIT, modern, read, type RawReply } from './raw.js';
 
 /** A POST from `from`, read to its end (JSON, or the messages of an SSE stream). */
-export function postFrom(from: string, url: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<RawReply> {
+export function postFrom(
+  from: string,
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+  signal?: AbortSignal,
+): Promise<RawReply> {
   return new Promise((resolve, reject) => {
     const req = send(from, url, body, headers, (res) => {
       const chunks: Buffer[] = [];
@@ -24,7 +30,15 @@ export function postFrom(from: string, url: string, body: unknown, headers: Reco
 }
 
 /** A modern request from `from`; its HTTP status and first message. */
-export async function modernFrom(from: string, url: string, id: number, method: string, params: Record<string, unknown>, caps: Record<string, unknown>, signal?: AbortSignal): Promise<{ status: number; bytes: number; msg: any }> {
+export async function modernFrom(
+  from: string,
+  url: string,
+  id: number,
+  method: string,
+  params: Record<string, unknown>,
+  caps: Record<string, unknown>,
+  signal?: AbortSignal,
+): Promise<{ status: number; bytes: number; msg: any }> {
   const m = modern(id, method, params, caps);
   const reply = await postFrom(from, url, m.body, m.headers, signal);
   return { status: reply.status, bytes: Buffer.byteLength(reply.text), msg: reply.messages[0] };
@@ -40,7 +54,14 @@ export async function tasksFrom(from: string, url: string, n: number, bytes: num
   let calls = 0;
   while (ids.length < n && calls < n * 20) {
     calls++;
-    const r = await modernFrom(from, url, nextId++, 'tools/call', { name: 'slow_progress', arguments: { steps: 1, delayMs: 100, resultBytes: bytes } }, TASKS);
+    const r = await modernFrom(
+      from,
+      url,
+      nextId++,
+      'tools/call',
+      { name: 'slow_progress', arguments: { steps: 1, delayMs: 100, resultBytes: bytes } },
+      TASKS,
+    );
     if (r.status !== 200 || !r.msg.result) throw new Error(`tools/call failed: ${r.status} ${JSON.stringify(r.msg).slice(0, 300)}`);
     if (r.msg.result.resultType === 'task') ids.push(r.msg.result.taskId);
   }
@@ -90,14 +111,29 @@ export function postAndDrop(from: string, url: string, body: unknown, headers: R
   });
 }
 
-function send(from: string, url: string, body: unknown, headers: Record<string, string>, onResponse: (res: IncomingMessage) => void): ClientRequest {
+function send(
+  from: string,
+  url: string,
+  body: unknown,
+  headers: Record<string, string>,
+  onResponse: (res: IncomingMessage) => void,
+): ClientRequest {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
-  const req = request(url, {
-    method: 'POST',
-    localAddress: from,
-    agent: false,
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'content-length': Buffer.byteLength(text), ...headers },
-  }, onResponse);
+  const req = request(
+    url,
+    {
+      method: 'POST',
+      localAddress: from,
+      agent: false,
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'content-length': Buffer.byteLength(text),
+        ...headers,
+      },
+    },
+    onResponse,
+  );
   req.end(text);
   return req;
 }

@@ -38,14 +38,22 @@ function newModernClient(received: Record<string, unknown[]>, o: ModernOptions):
   client.setRequestHandler('sampling/createMessage', async (req) => {
     note('sampling/createMessage', req.params);
     const first = (req.params.messages[0]?.content ?? {}) as { text?: string };
-    return { model: 'test-model', role: 'assistant', content: { type: 'text', text: `sampled: ${first.text ?? ''}` }, stopReason: 'endTurn' };
+    return {
+      model: 'test-model',
+      role: 'assistant',
+      content: { type: 'text', text: `sampled: ${first.text ?? ''}` },
+      stopReason: 'endTurn',
+    };
   });
   client.setRequestHandler('elicitation/create', async (req) => {
     note('elicitation/create', req.params);
-    const schema = (req.params as { requestedSchema?: { properties?: Record<string, { type?: string; enum?: unknown[]; default?: unknown }> } }).requestedSchema;
+    const schema = (
+      req.params as { requestedSchema?: { properties?: Record<string, { type?: string; enum?: unknown[]; default?: unknown }> } }
+    ).requestedSchema;
     const content: Record<string, unknown> = {};
     for (const [key, prop] of Object.entries(schema?.properties ?? {})) {
-      content[key] = prop.default ?? prop.enum?.[0] ?? (prop.type === 'number' || prop.type === 'integer' ? 1 : prop.type === 'boolean' ? true : 'x');
+      content[key] =
+        prop.default ?? prop.enum?.[0] ?? (prop.type === 'number' || prop.type === 'integer' ? 1 : prop.type === 'boolean' ? true : 'x');
     }
     return { action: 'accept', content } as never;
   });
@@ -57,7 +65,11 @@ function newModernClient(received: Record<string, unknown[]>, o: ModernOptions):
 }
 
 /** A v2 client on the proxy's HTTP endpoint (`url`) or on a proxy it spawns with --stdio (`upstreamArg`). */
-export async function connectModern(front: Front, target: { url: string } | { upstreamArg: string }, o: ModernOptions = {}): Promise<ModernConnected> {
+export async function connectModern(
+  front: Front,
+  target: { url: string } | { upstreamArg: string },
+  o: ModernOptions = {},
+): Promise<ModernConnected> {
   const received: Record<string, unknown[]> = {};
   const client = newModernClient(received, o);
   if (front === 'http') {

@@ -19,7 +19,8 @@ export const PYTHON = `${ROOT}.venv/bin/python`;
 export function fixtureArgv(name: string, ...args: string[]): string[] {
   if (name.endsWith('.mjs')) return [process.execPath, `${ROOT}test/fixtures/${name}`, ...args];
   if (name.endsWith('.py')) {
-    if (!existsSync(PYTHON)) throw new Error(`${PYTHON} is missing: run sh test/python/setup.sh (npm test does) to install the Python test servers`);
+    if (!existsSync(PYTHON))
+      throw new Error(`${PYTHON} is missing: run sh test/python/setup.sh (npm test does) to install the Python test servers`);
     return [PYTHON, `${ROOT}test/fixtures/${name}`, ...args];
   }
   return [process.execPath, ...TSX, `${ROOT}test/fixtures/${name}.ts`, ...args];
@@ -47,12 +48,12 @@ function track(proc: ChildProcess): { stderr: () => string; stop: Running['stop'
   proc.stderr?.on('data', (d) => (err += d.toString()));
   proc.once('exit', () => live.delete(proc));
   const stop: Running['stop'] = (signal = 'SIGTERM') =>
-      new Promise((resolve) => {
-        if (proc.exitCode !== null || proc.signalCode !== null) return resolve(proc.exitCode);
-        proc.once('exit', (code) => resolve(code));
-        proc.kill(signal);
-        setTimeout(() => proc.kill('SIGKILL'), 5000).unref();
-      });
+    new Promise((resolve) => {
+      if (proc.exitCode !== null || proc.signalCode !== null) return resolve(proc.exitCode);
+      proc.once('exit', (code) => resolve(code));
+      proc.kill(signal);
+      setTimeout(() => proc.kill('SIGKILL'), 5000).unref();
+    });
   live.set(proc, stop);
   return { stderr: () => err, stop };
 }
@@ -155,7 +156,11 @@ export function isAlive(pid: number): boolean {
 export function jsonLines<T = any>(file: string): T[] {
   if (!existsSync(file)) return [];
   const text = readFileSync(file, 'utf8');
-  return text.slice(0, text.lastIndexOf('\n') + 1).split('\n').filter(Boolean).map((line) => JSON.parse(line) as T);
+  return text
+    .slice(0, text.lastIndexOf('\n') + 1)
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as T);
 }
 
 /**
@@ -190,7 +195,9 @@ export function logged(proc: Pick<Running, 'stderr'>, match: (entry: any) => boo
 
 /** The cancellations the faulty fixture (FAULTY_LOG=`file`) has logged. */
 export function cancellations(file: string): Array<{ cancelled: number; reason: string }> {
-  return jsonLines<{ cancelled?: number; reason: string }>(file).filter((l): l is { cancelled: number; reason: string } => l.cancelled !== undefined);
+  return jsonLines<{ cancelled?: number; reason: string }>(file).filter(
+    (l): l is { cancelled: number; reason: string } => l.cancelled !== undefined,
+  );
 }
 
 /** Polls `check` every 50 ms until it is true; throws after `ms`. */

@@ -32,10 +32,14 @@ export async function rawPost(url: string, body: unknown, headers: Record<string
 /** A POST with an arbitrary Host header (fetch forbids setting it). */
 export function postWithHost(url: string, host: string, body: unknown): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: 'POST', headers: { host, 'content-type': 'application/json', accept: 'application/json, text/event-stream' } }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    });
+    const req = httpRequest(
+      url,
+      { method: 'POST', headers: { host, 'content-type': 'application/json', accept: 'application/json, text/event-stream' } },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
     req.on('error', reject);
     req.end(JSON.stringify(body));
   });
@@ -46,7 +50,10 @@ export async function read(res: Response): Promise<RawReply> {
   let messages: any[] = [];
   if (mediaTypeOf(res.headers.get('content-type')) === SSE_TYPE) {
     // A priming event (an id, no data) carries no message.
-    messages = text.split('\n').filter((l) => l.startsWith('data: ') && l.length > 6).map((l) => JSON.parse(l.slice(6)));
+    messages = text
+      .split('\n')
+      .filter((l) => l.startsWith('data: ') && l.length > 6)
+      .map((l) => JSON.parse(l.slice(6)));
   } else if (text) {
     const v = JSON.parse(text);
     messages = Array.isArray(v) ? v : [v];
@@ -72,18 +79,27 @@ const MODERN_VERSION = '2026-07-28';
 
 /** The `_meta` of a modern (2026-07-28) request. */
 export function meta(capabilities: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
-  return { 'io.modelcontextprotocol/protocolVersion': MODERN_VERSION, 'io.modelcontextprotocol/clientCapabilities': capabilities, ...extra };
+  return {
+    'io.modelcontextprotocol/protocolVersion': MODERN_VERSION,
+    'io.modelcontextprotocol/clientCapabilities': capabilities,
+    ...extra,
+  };
 }
 
 /** A modern request with matching headers; `over` replaces headers (undefined removes one). */
 export function modern(id: number, method: string, params: Record<string, unknown> = {}, capabilities: Record<string, unknown> = {}) {
-  const body = { jsonrpc: '2.0', id, method, params: { ...params, _meta: meta(capabilities, (params._meta as Record<string, unknown>) ?? {}) } };
+  const body = {
+    jsonrpc: '2.0',
+    id,
+    method,
+    params: { ...params, _meta: meta(capabilities, (params._meta as Record<string, unknown>) ?? {}) },
+  };
   const headers: Record<string, string> = { 'mcp-protocol-version': MODERN_VERSION, 'mcp-method': method };
   const name = (params.name ?? params.uri ?? params.taskId) as string | undefined;
-  if (name !== undefined && ['tools/call', 'prompts/get', 'resources/read', 'tasks/get', 'tasks/update', 'tasks/cancel'].includes(method)) headers['mcp-name'] = name;
+  if (name !== undefined && ['tools/call', 'prompts/get', 'resources/read', 'tasks/get', 'tasks/update', 'tasks/cancel'].includes(method))
+    headers['mcp-name'] = name;
   return { body, headers };
 }
-
 
 /** An SSE response read as it comes: the messages so far, and `next` for the first (seen or coming) one that matches. */
 export function sseMessages(res: Response): { messages: any[]; next(match: (m: any) => boolean): Promise<any> } {
@@ -139,7 +155,10 @@ export async function metricValue(url: string, series: string): Promise<number> 
 }
 
 /** Opens a session's GET stream (resolves once its headers are in; the body is left unread); `close` is the client going away. */
-export async function openGetStream(url: string, headers: Record<string, string>): Promise<{ status: number; response: Response; close(): void }> {
+export async function openGetStream(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; response: Response; close(): void }> {
   const abort = new AbortController();
   const res = await fetch(url, { headers: { ...headers, accept: 'text/event-stream' }, signal: abort.signal });
   // The response is kept: fetch cancels the body of a Response that is garbage-collected unread, which would close the stream.

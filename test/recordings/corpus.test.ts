@@ -118,53 +118,76 @@ function indented(text: string): string[] {
 
 describe('the recorded corpus, shaped as the proxy shapes it', () => {
   it('has the servers available here, and none it cannot run', () => {
-    expect(new Set(recordings.map((r) => r.server))).toEqual(new Set(['server-everything', 'server-filesystem', 'server-memory', 'server-sequential-thinking', 'demo', 'fastmcp', 'python-sdk', 'git']));
+    expect(new Set(recordings.map((r) => r.server))).toEqual(
+      new Set([
+        'server-everything',
+        'server-filesystem',
+        'server-memory',
+        'server-sequential-thinking',
+        'demo',
+        'fastmcp',
+        'python-sdk',
+        'git',
+      ]),
+    );
     expect(recordings.filter((r) => r.method === 'tools/call' && isWrappedText(r.result)).length).toBeGreaterThanOrEqual(9);
     expect(recordings.filter((r) => texts(r.result).some((t) => isUnifiedDiff(t))).length).toBeGreaterThanOrEqual(4);
   });
 
-  it.each(RULE_SETS)('%s: facts kept, data agreeing with text and satisfying the schema shown, diffs and indentation kept, no numbered keys', async (_name, rules) => {
-    const shown = shownSchemas(rules);
-    const problems: string[] = [];
-    let checked = 0;
-    for (const r of recordings.filter((r) => !r.method.endsWith('/list'))) {
-      for (const tags of TAG_SETS) {
-        const ctx = { method: r.method, name: r.name, features: parseFeatures(tags).features, era: 'legacy' as const, log };
-        const declared = r.method === 'tools/call' && r.name ? declaredSchemas.get(r.server)?.get(r.name) : undefined;
-        const outputSchema = declared === undefined ? undefined : await shown(r.name!, declared, ctx);
-        const out = await runPipeline(rules, r.result, { ...ctx, outputSchema });
-        const shaped = out.result ?? r.result;
-        const where = `${r.server} ${r.name} [${tags}]`;
-        checked++;
+  it.each(RULE_SETS)(
+    '%s: facts kept, data agreeing with text and satisfying the schema shown, diffs and indentation kept, no numbered keys',
+    async (_name, rules) => {
+      const shown = shownSchemas(rules);
+      const problems: string[] = [];
+      let checked = 0;
+      for (const r of recordings.filter((r) => !r.method.endsWith('/list'))) {
+        for (const tags of TAG_SETS) {
+          const ctx = { method: r.method, name: r.name, features: parseFeatures(tags).features, era: 'legacy' as const, log };
+          const declared = r.method === 'tools/call' && r.name ? declaredSchemas.get(r.server)?.get(r.name) : undefined;
+          const outputSchema = declared === undefined ? undefined : await shown(r.name!, declared, ctx);
+          const out = await runPipeline(rules, r.result, { ...ctx, outputSchema });
+          const shaped = out.result ?? r.result;
+          const where = `${r.server} ${r.name} [${tags}]`;
+          checked++;
 
-        const compact = tags.includes('verbosity=compact') || _name === 'trim';
-        const dropped = (v: unknown) => (typeof v === 'string' ? dropNamedSections(v.split('\n'), COMPACT_DROPS).join('\n') : v);
-        const before = compact ? payload(r.result).map((v) => (isPlainObject(v) && isWrappedText(r.result) ? { result: dropped(v.result) } : dropped(v))) : payload(r.result);
-        const lost = missingFacts(before, payload(shaped));
-        if (lost.length) problems.push(`${where}: lost ${lost.join(', ')}`);
+          const compact = tags.includes('verbosity=compact') || _name === 'trim';
+          const dropped = (v: unknown) => (typeof v === 'string' ? dropNamedSections(v.split('\n'), COMPACT_DROPS).join('\n') : v);
+          const before = compact
+            ? payload(r.result).map((v) => (isPlainObject(v) && isWrappedText(r.result) ? { result: dropped(v.result) } : dropped(v)))
+            : payload(r.result);
+          const lost = missingFacts(before, payload(shaped));
+          if (lost.length) problems.push(`${where}: lost ${lost.join(', ')}`);
 
-        if (r.method !== 'tools/call' || out.result === undefined) continue;
-        const data = shaped.structuredContent;
-        if (outputSchema && r.result.structuredContent !== undefined && data === undefined) problems.push(`${where}: structuredContent dropped under an outputSchema`);
-        if (outputSchema && data !== undefined && !ajv.validate(outputSchema, data)) problems.push(`${where}: structuredContent does not satisfy the schema shown: ${ajv.errorsText()}`);
-        const wrapped = isWrappedText(r.result);
-        if (data !== undefined && (wrapped || !same(data, r.result.structuredContent)) && !agrees(data, shaped, wrapped)) problems.push(`${where}: structuredContent disagrees with the text`);
-        if (texts(r.result).some((t) => isUnifiedDiff(t)) && !(same(shaped.content, r.result.content) && same(data, r.result.structuredContent))) problems.push(`${where}: a diff was changed`);
-        if (!tags.includes('format=json') && _name !== 'json-extract' && _name !== 'pattern-extract') {
-          const lines = new Set(texts(shaped).flatMap((t) => t.split('\n')));
-          const kept = (prefix: string) => [...lines].some((l) => l.startsWith(prefix));
-          const prose = texts(r.result).filter((t) => parseJsonDocument(t) === undefined); // JSON's whitespace is no meaning: it may be minified
-          for (const prefix of prose.flatMap((t) => indented(compact ? dropNamedSections(t.split('\n'), COMPACT_DROPS).join('\n') : t))) {
-            if (!kept(prefix)) problems.push(`${where}: lost the indentation of ${JSON.stringify(prefix)}`);
+          if (r.method !== 'tools/call' || out.result === undefined) continue;
+          const data = shaped.structuredContent;
+          if (outputSchema && r.result.structuredContent !== undefined && data === undefined)
+            problems.push(`${where}: structuredContent dropped under an outputSchema`);
+          if (outputSchema && data !== undefined && !ajv.validate(outputSchema, data))
+            problems.push(`${where}: structuredContent does not satisfy the schema shown: ${ajv.errorsText()}`);
+          const wrapped = isWrappedText(r.result);
+          if (data !== undefined && (wrapped || !same(data, r.result.structuredContent)) && !agrees(data, shaped, wrapped))
+            problems.push(`${where}: structuredContent disagrees with the text`);
+          if (
+            texts(r.result).some((t) => isUnifiedDiff(t)) &&
+            !(same(shaped.content, r.result.content) && same(data, r.result.structuredContent))
+          )
+            problems.push(`${where}: a diff was changed`);
+          if (!tags.includes('format=json') && _name !== 'json-extract' && _name !== 'pattern-extract') {
+            const lines = new Set(texts(shaped).flatMap((t) => t.split('\n')));
+            const kept = (prefix: string) => [...lines].some((l) => l.startsWith(prefix));
+            const prose = texts(r.result).filter((t) => parseJsonDocument(t) === undefined); // JSON's whitespace is no meaning: it may be minified
+            for (const prefix of prose.flatMap((t) => indented(compact ? dropNamedSections(t.split('\n'), COMPACT_DROPS).join('\n') : t))) {
+              if (!kept(prefix)) problems.push(`${where}: lost the indentation of ${JSON.stringify(prefix)}`);
+            }
+          }
+          if (data !== undefined && !same(data, r.result.structuredContent)) {
+            const numbered = numberedKeys(data);
+            if (numbered.length) problems.push(`${where}: numbered keys ${numbered.join(', ')}`);
           }
         }
-        if (data !== undefined && !same(data, r.result.structuredContent)) {
-          const numbered = numberedKeys(data);
-          if (numbered.length) problems.push(`${where}: numbered keys ${numbered.join(', ')}`);
-        }
       }
-    }
-    expect(checked).toBeGreaterThan(400);
-    expect(problems).toEqual([]);
-  });
+      expect(checked).toBeGreaterThan(400);
+      expect(problems).toEqual([]);
+    },
+  );
 });

@@ -39,7 +39,7 @@ export const ADVERSARIAL: Record<string, (n: number) => string> = {
   'angle brackets': (n) => '<'.repeat(n),
   'angle brackets and spaces': (n) => fill('< ', n),
   'key-value lines': (n) => fill('Key: 12 km/h\n', n),
-  'colons': (n) => fill('a: ', n),
+  colons: (n) => fill('a: ', n),
   'blank lines': (n) => '\n'.repeat(n),
   'deep blockquotes': (n) => fill(`${'> '.repeat(20)}x\n`, n),
   'list items': (n) => fill('- item *x*\n', n),
@@ -59,12 +59,15 @@ export function resultFor(method: string, text: string): McpResult {
     case 'resources/read':
       return { contents: [{ uri: 'demo://x', mimeType: 'text/markdown', text }] };
     case 'tools/list':
-      return { tools: [{ name: 'x', description: text, inputSchema: { type: 'object', properties: { a: { type: 'string', description: text } } } }] };
+      return {
+        tools: [
+          { name: 'x', description: text, inputSchema: { type: 'object', properties: { a: { type: 'string', description: text } } } },
+        ],
+      };
     default:
       return { content: [{ type: 'text', text }] };
   }
 }
-
 
 /** Each built-in transformer with a method it shapes and tags that make it act. */
 export const CASES: Array<[transformer: string, method: string, tags: string[]]> = [

@@ -15,10 +15,20 @@ import { adversarialCosts } from './adversarial.js';
 const MAX_COPIES = 300;
 
 describe('transformers on adversarial input', () => {
-  it.each([64 * 1024, 1024 * 1024])('cost at most a bounded number of plain copies at %i characters', (size) => {
-    const costs = adversarialCosts(size, MAX_COPIES / 2);
-    const worst = costs.reduce((a, b) => (b.copies > a.copies ? b : a));
-    console.log(`${size} characters: worst ${worst.transformer} on ${worst.method} "${worst.input}": ${worst.ms.toFixed(1)} ms, ${worst.copies.toFixed(0)} plain copies`);
-    expect(costs.filter((c) => c.copies > MAX_COPIES).map((c) => `${c.transformer} on ${c.method} "${c.input}": ${c.ms.toFixed(1)} ms, ${c.copies.toFixed(0)} copies`)).toEqual([]);
-  }, 300_000);
+  it.each([64 * 1024, 1024 * 1024])(
+    'cost at most a bounded number of plain copies at %i characters',
+    (size) => {
+      const costs = adversarialCosts(size, MAX_COPIES / 2);
+      const worst = costs.reduce((a, b) => (b.copies > a.copies ? b : a));
+      console.log(
+        `${size} characters: worst ${worst.transformer} on ${worst.method} "${worst.input}": ${worst.ms.toFixed(1)} ms, ${worst.copies.toFixed(0)} plain copies`,
+      );
+      expect(
+        costs
+          .filter((c) => c.copies > MAX_COPIES)
+          .map((c) => `${c.transformer} on ${c.method} "${c.input}": ${c.ms.toFixed(1)} ms, ${c.copies.toFixed(0)} copies`),
+      ).toEqual([]);
+    },
+    300_000,
+  );
 });

@@ -61,7 +61,10 @@ describe('regular-expression audit', () => {
       .filter((f): f is Found & { pattern: RegExp } => f.pattern !== 'dynamic')
       .map((f) => ({ ...f, result: checkSync(f.pattern.source, f.pattern.flags, { timeout: 10_000 }) }))
       .filter((f) => f.result.status !== 'safe')
-      .map((f) => `${f.where} /${f.pattern.source}/${f.pattern.flags}: ${f.result.status}${f.result.status === 'vulnerable' ? ` (${f.result.complexity.type})` : ''}`);
+      .map(
+        (f) =>
+          `${f.where} /${f.pattern.source}/${f.pattern.flags}: ${f.result.status}${f.result.status === 'vulnerable' ? ` (${f.result.complexity.type})` : ''}`,
+      );
     expect(unsafe).toEqual([]);
   });
 

@@ -69,7 +69,13 @@ export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter
   return {
     name: 'content-negotiation',
     negotiate(capabilities, era, log, assigned) {
-      const state: NegotiatedContent = { features: FeatureSet.EMPTY, modalities: ['text'], declared: false, upstreamNative: false, outputSchemas: era === 'modern' ? sharedSchemas : new Map() };
+      const state: NegotiatedContent = {
+        features: FeatureSet.EMPTY,
+        modalities: ['text'],
+        declared: false,
+        upstreamNative: false,
+        outputSchemas: era === 'modern' ? sharedSchemas : new Map(),
+      };
       const { modalities, problem } = samplingModalities(capabilities);
       state.modalities = modalities;
       if (problem) log.warn({ problem }, 'client sampling modalities ignored');
@@ -86,7 +92,16 @@ export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter
       const unused = log.isLevelEnabled(level) ? tagsNotActedOn(setup.rules, parsed.accepted) : [];
       if (unused.length) log[level]({ tags: unused }, 'feature tags no rule acts on: results are not shaped for them');
       log.debug(
-        { version: settings?.version, requested: settings?.features, accepted: parsed.accepted, ignored: parsed.ignored.map((i) => i.tag), assigned: assigned.tags, overridden: parsed.overridden, features: state.features.toTags(), rules: setup.rules.filter((r) => r.features.every((f) => state.features.satisfies(f))).map((r) => r.label) },
+        {
+          version: settings?.version,
+          requested: settings?.features,
+          accepted: parsed.accepted,
+          ignored: parsed.ignored.map((i) => i.tag),
+          assigned: assigned.tags,
+          overridden: parsed.overridden,
+          features: state.features.toTags(),
+          rules: setup.rules.filter((r) => r.features.every((f) => state.features.satisfies(f))).map((r) => r.label),
+        },
         'content negotiation',
       );
       return state;
@@ -109,7 +124,11 @@ export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter
       return !state.upstreamNative && setup.rules.length > 0 ? { [CONTENT_NEGOTIATION]: {} } : undefined;
     },
     wantsResult({ state, method, variant }) {
-      return (method === 'tools/list' && state.declared) || (state.declared && !state.upstreamNative && !state.features.isEmpty) || variant !== undefined;
+      return (
+        (method === 'tools/list' && state.declared) ||
+        (state.declared && !state.upstreamNative && !state.features.isEmpty) ||
+        variant !== undefined
+      );
     },
     onResult(result, ctx) {
       const { state, method, name } = ctx;
@@ -120,7 +139,14 @@ export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter
       // Whether a tool declares an outputSchema decides what shaping may drop: a session that never
       // listed its tools learns them first, once (modern requests: the proxy lists them before any call).
       // (Only when a rule would transform the result; waiting at most LISTING_WAIT_MS, once.)
-      if (negotiating && method === 'tools/call' && name !== undefined && ctx.ask && !state.outputSchemas.has(name) && setup.rules.some((r) => r.steps.length > 0 && ruleMatches(r, method, name, state.features, ctx.variant))) {
+      if (
+        negotiating &&
+        method === 'tools/call' &&
+        name !== undefined &&
+        ctx.ask &&
+        !state.outputSchemas.has(name) &&
+        setup.rules.some((r) => r.steps.length > 0 && ruleMatches(r, method, name, state.features, ctx.variant))
+      ) {
         const listing = (state.listing ??= learnSchemas(ctx.ask, state.outputSchemas, ctx.log));
         const stopWaiting = () => {
           state.listing = LISTED;
@@ -140,7 +166,9 @@ export function declaredSettings(capabilities: Record<string, unknown>): { setti
 }
 
 /** Runs the rules over one result, with the counters, logs and observers around it. */
-function resultShaper(setup: ContentNegotiationSetup): (result: McpResult, ctx: FilterContext<NegotiatedContent>, negotiating: boolean) => Promise<McpResult | undefined> {
+function resultShaper(
+  setup: ContentNegotiationSetup,
+): (result: McpResult, ctx: FilterContext<NegotiatedContent>, negotiating: boolean) => Promise<McpResult | undefined> {
   /** Which tools were already reported as relayed unshaped (logged once each). */
   const unshapedNotices = new Set<string>();
   const noteUnshaped = (reason: NonNullable<PipelineOutcome['skipped']>, method: string, name: string | undefined, log: Logger) => {
@@ -148,7 +176,10 @@ function resultShaper(setup: ContentNegotiationSetup): (result: McpResult, ctx: 
     const key = `${reason} ${method} ${name ?? ''}`;
     if (unshapedNotices.has(key) || unshapedNotices.size >= MAX_NOTICES) return;
     unshapedNotices.add(key);
-    const why = reason === 'size' ? `it is larger than contentNegotiation.limits.maxResultBytes (${setup.limits?.maxResultBytes})` : `reshaping it took longer than contentNegotiation.limits.timeBudgetMs (${setup.limits?.timeBudgetMs} ms)`;
+    const why =
+      reason === 'size'
+        ? `it is larger than contentNegotiation.limits.maxResultBytes (${setup.limits?.maxResultBytes})`
+        : `reshaping it took longer than contentNegotiation.limits.timeBudgetMs (${setup.limits?.timeBudgetMs} ms)`;
     log.warn({ method, name, reason }, `result relayed unshaped: ${why}; further ones for this tool are only counted`);
   };
 
@@ -160,17 +191,23 @@ function resultShaper(setup: ContentNegotiationSetup): (result: McpResult, ctx: 
     const pipelineCtx = { method, name, features, variant: ctx.variant, era: ctx.era, log: ctx.log };
     const declared = name ? state.outputSchemas.get(name) : undefined;
     // A result must satisfy the outputSchema its client is shown, which the list rules may have changed.
-    const schema = method === 'tools/call' && name !== undefined && declared !== undefined ? shownSchema(name, declared, pipelineCtx) : Promise.resolve(declared);
+    const schema =
+      method === 'tools/call' && name !== undefined && declared !== undefined
+        ? shownSchema(name, declared, pipelineCtx)
+        : Promise.resolve(declared);
     const observeStep = setup.observeStep;
-    const observe: StepObserver | undefined = observeStep && ((transformer, seconds, failed) => observeStep(transformer, seconds, failed, ctx.traceparent));
-    return schema.then((outputSchema) => runPipeline(setup.rules, result, { ...pipelineCtx, outputSchema }, setup.limits, observe)).then((o) => {
-      if (o.applied.length) ctx.log.debug({ method, name, variant: ctx.variant, applied: o.applied }, 'result shaped');
-      if (o.skipped) noteUnshaped(o.skipped, method, name, ctx.log);
-      if (setup.counters) setup.counters.transformFailures += o.failures;
-      const upstream = ctx.upstreamResult ?? result;
-      setup.observeTokens?.(method, name, upstream, o.result ?? (result === upstream ? undefined : result));
-      return o.result;
-    });
+    const observe: StepObserver | undefined =
+      observeStep && ((transformer, seconds, failed) => observeStep(transformer, seconds, failed, ctx.traceparent));
+    return schema
+      .then((outputSchema) => runPipeline(setup.rules, result, { ...pipelineCtx, outputSchema }, setup.limits, observe))
+      .then((o) => {
+        if (o.applied.length) ctx.log.debug({ method, name, variant: ctx.variant, applied: o.applied }, 'result shaped');
+        if (o.skipped) noteUnshaped(o.skipped, method, name, ctx.log);
+        if (setup.counters) setup.counters.transformFailures += o.failures;
+        const upstream = ctx.upstreamResult ?? result;
+        setup.observeTokens?.(method, name, upstream, o.result ?? (result === upstream ? undefined : result));
+        return o.result;
+      });
   };
 }
 

@@ -26,14 +26,22 @@ interface ListingContext {
   log: Logger;
 }
 
-export function shownSchemas(rules: CompiledRule[], limits?: PipelineLimits): (tool: string, declared: Schema, ctx: ListingContext) => Promise<Schema> {
+export function shownSchemas(
+  rules: CompiledRule[],
+  limits?: PipelineLimits,
+): (tool: string, declared: Schema, ctx: ListingContext) => Promise<Schema> {
   const kept = new Map<string, { declared: Schema; shown: Schema }>();
   return async function shownSchema(tool, declared, ctx) {
     const key = `${tool}\n${ctx.variant ?? ''}\n${ctx.features.toTags().join(',')}`;
     const hit = kept.get(key);
     if (hit && hit.declared === declared) return hit.shown;
     const listing = { tools: [{ name: tool, inputSchema: { type: 'object' }, ...(declared ? { outputSchema: declared } : {}) }] };
-    const out = await runPipeline(rules, listing, { method: 'tools/list', features: ctx.features, variant: ctx.variant, era: ctx.era, log: ctx.log }, limits);
+    const out = await runPipeline(
+      rules,
+      listing,
+      { method: 'tools/list', features: ctx.features, variant: ctx.variant, era: ctx.era, log: ctx.log },
+      limits,
+    );
     const listed = (out.result?.tools as Array<Record<string, unknown>> | undefined)?.[0]?.outputSchema;
     const shown = out.result === undefined ? declared : isObject(listed) ? listed : null;
     if (kept.size >= MAX_KEPT) kept.clear();

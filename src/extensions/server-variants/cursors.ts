@@ -5,7 +5,8 @@
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
-export type CursorCheck = { ok: true; cursor: string } | { ok: false; reason: 'tampered' } | { ok: false; reason: 'variant'; cursorVariant: string };
+export type CursorCheck =
+  { ok: true; cursor: string } | { ok: false; reason: 'tampered' } | { ok: false; reason: 'variant'; cursorVariant: string };
 
 export class CursorSigner {
   private readonly key: Buffer;

@@ -30,7 +30,8 @@ export function serverVariantsFilter(catalog: VariantCatalog): Filter<VariantSta
       state.passThrough = upstreamOffers && !catalog.enabled;
       state.scope.upstreamNative = upstreamOffers;
       if (upstreamOffers && catalog.enabled) {
-        state.offer = state.scope.mergeUpstream((extensions[SERVER_VARIANTS] as { availableVariants?: unknown }).availableVariants) ?? state.offer;
+        state.offer =
+          state.scope.mergeUpstream((extensions[SERVER_VARIANTS] as { availableVariants?: unknown }).availableVariants) ?? state.offer;
       }
     },
     onInitializeResult(result, state) {

@@ -12,7 +12,17 @@ import { globMatcher } from '../../rules/glob.js';
 import type { McpResult } from '../../transformers/contract.js';
 import type { RequestVerdict } from '../contract.js';
 import { CursorSigner } from './cursors.js';
-import { advertise, parseVariantHints, rankVariants, SERVER_VARIANTS, VARIANT_META_KEY, variantSchema, type ServerVariantsConfig, type VariantConfig, type VariantHints } from './variants.js';
+import {
+  advertise,
+  parseVariantHints,
+  rankVariants,
+  SERVER_VARIANTS,
+  VARIANT_META_KEY,
+  variantSchema,
+  type ServerVariantsConfig,
+  type VariantConfig,
+  type VariantHints,
+} from './variants.js';
 
 interface CompiledVariant {
   config: VariantConfig;
@@ -21,7 +31,11 @@ interface CompiledVariant {
   prompts: (name: string) => boolean;
 }
 
-const LIST_CHANGED = new Set(['notifications/tools/list_changed', 'notifications/resources/list_changed', 'notifications/prompts/list_changed']);
+const LIST_CHANGED = new Set([
+  'notifications/tools/list_changed',
+  'notifications/resources/list_changed',
+  'notifications/prompts/list_changed',
+]);
 
 const LISTS: Record<string, { key: string; kind: 'tools' | 'resources' | 'prompts'; field: string }> = {
   'tools/list': { key: 'tools', kind: 'tools', field: 'name' },
@@ -37,7 +51,12 @@ export class VariantCatalog {
 
   constructor(readonly config: ServerVariantsConfig) {
     this.signer = new CursorSigner(config.cursorSecret);
-    this.variants = config.variants.map((v) => ({ config: v, tools: matcher(v.tools), resources: matcher(v.resources), prompts: matcher(v.prompts) }));
+    this.variants = config.variants.map((v) => ({
+      config: v,
+      tools: matcher(v.tools),
+      resources: matcher(v.resources),
+      prompts: matcher(v.prompts),
+    }));
   }
 
   get enabled(): boolean {
@@ -50,7 +69,7 @@ const all = () => true;
 /** The fields of an upstream's ServerVariant that a variant config takes (hints: strings only). */
 function pick(raw: unknown): Record<string, unknown> {
   const v = (raw ?? {}) as Record<string, unknown>;
-  const hints = Object.fromEntries(Object.entries((v.hints ?? {})).filter(([, x]) => typeof x === 'string'));
+  const hints = Object.fromEntries(Object.entries(v.hints ?? {}).filter(([, x]) => typeof x === 'string'));
   return { id: v.id, description: v.description || String(v.id), hints, status: v.status, deprecationInfo: v.deprecationInfo };
 }
 
@@ -71,7 +90,11 @@ export class VariantScope {
   private readonly warned = new Set<string>();
 
   /** `assigned`: the variant a profile gives the client, ranked first and used when a request names none. */
-  constructor(private readonly catalog: VariantCatalog, private readonly log: Logger, private readonly assigned?: string) {
+  constructor(
+    private readonly catalog: VariantCatalog,
+    private readonly log: Logger,
+    private readonly assigned?: string,
+  ) {
     this.ranked = catalog.variants;
     this.offered = this.ranked.map((v) => v.config.id);
   }
@@ -103,11 +126,17 @@ export class VariantScope {
   /** The ranked variants as `availableVariants` (server/discover advertises them to every client). */
   offer(): Record<string, unknown> | undefined {
     if (!this.catalog.enabled) return undefined;
-    return advertise(this.ranked.map((v) => v.config), this.catalog.config.maxAdvertised);
+    return advertise(
+      this.ranked.map((v) => v.config),
+      this.catalog.config.maxAdvertised,
+    );
   }
 
   private rank(variants: CompiledVariant[]): Record<string, unknown> | undefined {
-    const order = rankVariants(variants.map((v) => v.config), this.hints);
+    const order = rankVariants(
+      variants.map((v) => v.config),
+      this.hints,
+    );
     // The operator's choice for this client comes before the ranking of its hints.
     const mine = order.findIndex((v) => v.id === this.assigned);
     if (mine > 0) order.unshift(...order.splice(mine, 1));
@@ -200,9 +229,12 @@ export class VariantScope {
     const ref = p.ref as { type?: string; name?: string; uri?: string } | undefined;
     if (req.method === 'tools/call' && typeof p.name === 'string' && !v.tools(p.name)) return `Unknown tool: ${p.name}`;
     if (req.method === 'prompts/get' && typeof p.name === 'string' && !v.prompts(p.name)) return `Unknown prompt: ${p.name}`;
-    if ((req.method === 'resources/read' || req.method === 'resources/subscribe') && typeof p.uri === 'string' && !v.resources(p.uri)) return `Unknown resource: ${p.uri}`;
-    if (req.method === 'completion/complete' && ref?.type === 'ref/prompt' && ref.name && !v.prompts(ref.name)) return `Unknown prompt: ${ref.name}`;
-    if (req.method === 'completion/complete' && ref?.type === 'ref/resource' && ref.uri && !v.resources(ref.uri)) return `Unknown resource: ${ref.uri}`;
+    if ((req.method === 'resources/read' || req.method === 'resources/subscribe') && typeof p.uri === 'string' && !v.resources(p.uri))
+      return `Unknown resource: ${p.uri}`;
+    if (req.method === 'completion/complete' && ref?.type === 'ref/prompt' && ref.name && !v.prompts(ref.name))
+      return `Unknown prompt: ${ref.name}`;
+    if (req.method === 'completion/complete' && ref?.type === 'ref/resource' && ref.uri && !v.resources(ref.uri))
+      return `Unknown resource: ${ref.uri}`;
     return undefined;
   }
 }

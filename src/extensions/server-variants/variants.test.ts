@@ -1,19 +1,42 @@
 import { describe, expect, it } from 'vitest';
-import { advertise, parseVariantHints, rankVariants, scoreVariant, serverVariantsSchema, variantSchema, type VariantConfig } from './variants.js';
+import {
+  advertise,
+  parseVariantHints,
+  rankVariants,
+  scoreVariant,
+  serverVariantsSchema,
+  variantSchema,
+  type VariantConfig,
+} from './variants.js';
 
 const v = (id: string, hints: Record<string, string>, status: 'stable' | 'experimental' | 'deprecated' = 'stable'): VariantConfig =>
   variantSchema.parse({ id, description: id, hints, status, ...(status === 'deprecated' ? { deprecationInfo: { message: 'old' } } : {}) });
 
 describe('variant ranking (SEP-2053 rule-based scoring)', () => {
   it("reproduces the SEP's worked example", () => {
-    const variants = [v('compact', { contextSize: 'compact' }), v('generic-plan', { modelFamily: 'any', useCase: 'planning' }), v('claude-execute', { modelFamily: 'anthropic', useCase: 'execution' }), v('claude-plan', { modelFamily: 'anthropic', useCase: 'planning' })];
+    const variants = [
+      v('compact', { contextSize: 'compact' }),
+      v('generic-plan', { modelFamily: 'any', useCase: 'planning' }),
+      v('claude-execute', { modelFamily: 'anthropic', useCase: 'execution' }),
+      v('claude-plan', { modelFamily: 'anthropic', useCase: 'planning' }),
+    ];
     const client = parseVariantHints({ hints: { modelFamily: 'anthropic', useCase: ['planning', 'execution'] } });
-    expect(variants.map((x) => [x.id, scoreVariant(x, client)])).toEqual([['compact', 20], ['generic-plan', 150], ['claude-execute', 190], ['claude-plan', 200]]);
+    expect(variants.map((x) => [x.id, scoreVariant(x, client)])).toEqual([
+      ['compact', 20],
+      ['generic-plan', 150],
+      ['claude-execute', 190],
+      ['claude-plan', 200],
+    ]);
     expect(rankVariants(variants, client).map((x) => x.id)).toEqual(['claude-plan', 'claude-execute', 'generic-plan', 'compact']);
   });
 
   it('honours preference order, penalises deprecated, puts stable first on ties and keeps config order', () => {
-    const variants = [v('verbose', { contextSize: 'verbose' }), v('compact', { contextSize: 'compact' }), v('old-compact', { contextSize: 'compact' }, 'deprecated'), v('lab', { contextSize: 'compact' }, 'experimental')];
+    const variants = [
+      v('verbose', { contextSize: 'verbose' }),
+      v('compact', { contextSize: 'compact' }),
+      v('old-compact', { contextSize: 'compact' }, 'deprecated'),
+      v('lab', { contextSize: 'compact' }, 'experimental'),
+    ];
     const client = parseVariantHints({ hints: { contextSize: ['compact', 'verbose'] } });
     expect(rankVariants(variants, client).map((x) => x.id)).toEqual(['compact', 'verbose', 'lab', 'old-compact']);
     expect(rankVariants(variants, parseVariantHints(undefined)).map((x) => x.id)).toEqual(['verbose', 'compact', 'lab', 'old-compact']);

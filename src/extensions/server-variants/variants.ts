@@ -8,16 +8,25 @@ import { z } from 'zod';
 export const SERVER_VARIANTS = 'io.modelcontextprotocol/server-variants';
 export const VARIANT_META_KEY = 'io.modelcontextprotocol/server-variant';
 
-const globs = z.object({ include: z.array(z.string()).default(['*']), exclude: z.array(z.string()).default([]) }).strict().default({ include: ['*'], exclude: [] });
+const globs = z
+  .object({ include: z.array(z.string()).default(['*']), exclude: z.array(z.string()).default([]) })
+  .strict()
+  .default({ include: ['*'], exclude: [] });
 const overrides = z.record(z.string(), z.object({ title: z.string().optional(), description: z.string().optional() }).strict()).default({});
 
 export const variantSchema = z
   .object({
     id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'letters, digits, ".", "_" and "-", at most 64'),
     description: z.string().min(1),
-    hints: z.record(z.string(), z.string()).default({}).describe('Key-value hints (modelFamily, useCase, contextSize, reverse-DNS custom keys).'),
+    hints: z
+      .record(z.string(), z.string())
+      .default({})
+      .describe('Key-value hints (modelFamily, useCase, contextSize, reverse-DNS custom keys).'),
     status: z.enum(['stable', 'experimental', 'deprecated']).default('stable'),
-    deprecationInfo: z.object({ message: z.string(), replacement: z.string().optional(), removalDate: z.string().optional() }).strict().optional(),
+    deprecationInfo: z
+      .object({ message: z.string(), replacement: z.string().optional(), removalDate: z.string().optional() })
+      .strict()
+      .optional(),
     tools: globs.describe('Tool names visible in this variant (globs).'),
     resources: globs.describe('Resource URIs (and URI templates) visible in this variant (globs).'),
     prompts: globs.describe('Prompt names visible in this variant (globs).'),
@@ -37,9 +46,20 @@ export type VariantConfig = z.infer<typeof variantSchema>;
 export const serverVariantsSchema = z
   .object({
     variants: z.array(variantSchema).default([]).describe('The variants offered; none = the extension is off.'),
-    maxAdvertised: z.number().int().min(1).max(50).default(5).describe('How many ranked variants initialize returns (moreVariantsAvailable says when there are more).'),
+    maxAdvertised: z
+      .number()
+      .int()
+      .min(1)
+      .max(50)
+      .default(5)
+      .describe('How many ranked variants initialize returns (moreVariantsAvailable says when there are more).'),
     cursorSecret: z.string().optional().describe('HMAC key binding pagination cursors to their variant (random per process when unset).'),
-    mergeUpstream: z.boolean().default(true).describe("When the upstream offers variants itself, add those not mapped by an upstreamVariant here to the list (as pass-through views)."),
+    mergeUpstream: z
+      .boolean()
+      .default(true)
+      .describe(
+        'When the upstream offers variants itself, add those not mapped by an upstreamVariant here to the list (as pass-through views).',
+      ),
   })
   .strict()
   .superRefine((cfg, ctx) => {
@@ -50,8 +70,14 @@ export const serverVariantsSchema = z
     });
     cfg.variants.forEach((v, i) => {
       const replacement = v.deprecationInfo?.replacement;
-      if (replacement !== undefined && !ids.has(replacement)) ctx.addIssue({ code: 'custom', path: ['variants', i, 'deprecationInfo', 'replacement'], message: `no variant "${replacement}"` });
-      if (v.status === 'deprecated' && !v.deprecationInfo) ctx.addIssue({ code: 'custom', path: ['variants', i, 'deprecationInfo'], message: 'a deprecated variant needs deprecationInfo.message' });
+      if (replacement !== undefined && !ids.has(replacement))
+        ctx.addIssue({ code: 'custom', path: ['variants', i, 'deprecationInfo', 'replacement'], message: `no variant "${replacement}"` });
+      if (v.status === 'deprecated' && !v.deprecationInfo)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['variants', i, 'deprecationInfo'],
+          message: 'a deprecated variant needs deprecationInfo.message',
+        });
     });
     if (cfg.variants.length > 0 && !cfg.variants.some((v) => v.status === 'stable')) {
       ctx.addIssue({ code: 'custom', path: ['variants'], message: 'at least one variant must be stable' });
@@ -73,7 +99,8 @@ export function parseVariantHints(raw: unknown): VariantHints {
   if (typeof description === 'string') out.description = description.slice(0, 1000);
   if (typeof hints === 'object' && hints !== null) {
     for (const [key, value] of Object.entries(hints).slice(0, 32)) {
-      const values = typeof value === 'string' ? [value] : Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+      const values =
+        typeof value === 'string' ? [value] : Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
       if (values.length) out.hints[key] = values.slice(0, 16);
     }
   }
@@ -139,7 +166,10 @@ export function advertise(ranked: VariantConfig[], max: number): { availableVari
  * The HTTP `MCP-Server-Variant` header as the request's variant, unless its `_meta` names one
  * already (`_meta` wins). Returns the request unchanged when there is nothing to do.
  */
-export function withVariantHeader<T extends { method?: string; id?: unknown; params?: Record<string, unknown> }>(msg: T, header: string | undefined): T {
+export function withVariantHeader<T extends { method?: string; id?: unknown; params?: Record<string, unknown> }>(
+  msg: T,
+  header: string | undefined,
+): T {
   if (header === undefined || msg.method === undefined || msg.id === undefined) return msg;
   const meta = (msg.params?._meta ?? {}) as Record<string, unknown>;
   if (meta[VARIANT_META_KEY] !== undefined) return msg;

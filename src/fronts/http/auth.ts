@@ -40,7 +40,13 @@ export function createAuthenticator(config: AuthConfig): Authenticator {
   const jwks = jwt ? createRemoteJWKSet(new URL(jwt.jwksUrl), { timeoutDuration: 5000, cooldownDuration: 30_000 }) : undefined;
   const enabled = authConfigured(config);
   const apiKeyHeader = config.apiKeyHeader.toLowerCase();
-  const verifyOptions = jwt && { issuer: jwt.issuer, audience: jwt.audience, clockTolerance: 30, algorithms: jwt.algorithms, requiredClaims: jwt.requireExpiry ? ['exp'] : [] };
+  const verifyOptions = jwt && {
+    issuer: jwt.issuer,
+    audience: jwt.audience,
+    clockTolerance: 30,
+    algorithms: jwt.algorithms,
+    requiredClaims: jwt.requireExpiry ? ['exp'] : [],
+  };
 
   const staticCredential = (presented: string): string | undefined => {
     const digest = Buffer.from(hashToken(presented), 'hex');
@@ -58,24 +64,34 @@ export function createAuthenticator(config: AuthConfig): Authenticator {
     },
     async authenticate(headers) {
       const presented = credentialOf(headers, apiKeyHeader);
-      if (!presented) return { status: 401, error: 'invalid_request', description: 'Authentication required: send Authorization: Bearer <token>' };
+      if (!presented)
+        return { status: 401, error: 'invalid_request', description: 'Authentication required: send Authorization: Bearer <token>' };
       const principal = staticCredential(presented);
       if (principal) return { principal };
-      if (!jwt || !jwks || presented.split('.').length !== 3) return { status: 401, error: 'invalid_token', description: 'The token is not valid' };
+      if (!jwt || !jwks || presented.split('.').length !== 3)
+        return { status: 401, error: 'invalid_token', description: 'The token is not valid' };
       let payload: JWTPayload;
       try {
         ({ payload } = await jwtVerify(presented, jwks, verifyOptions));
       } catch (err) {
         // What failed stays in the proxy's log: a client learns only that the token was refused.
         const reason = (err as Error).message;
-        if (keysUnavailable(err)) return { status: 503, error: 'temporarily_unavailable', description: 'Tokens cannot be checked right now (the signing keys are unavailable); retry shortly', reason };
+        if (keysUnavailable(err))
+          return {
+            status: 503,
+            error: 'temporarily_unavailable',
+            description: 'Tokens cannot be checked right now (the signing keys are unavailable); retry shortly',
+            reason,
+          };
         return { status: 401, error: 'invalid_token', description: 'The token is not valid', reason };
       }
       const granted = scopesOf(payload);
       const missing = jwt.requiredScopes.filter((s) => !granted.has(s));
-      if (missing.length) return { status: 403, error: 'insufficient_scope', description: `The token lacks the scope(s): ${missing.join(' ')}` };
+      if (missing.length)
+        return { status: 403, error: 'insufficient_scope', description: `The token lacks the scope(s): ${missing.join(' ')}` };
       const subject = payload[jwt.principalClaim];
-      if (typeof subject !== 'string' || subject === '') return { status: 401, error: 'invalid_token', description: `The token has no "${jwt.principalClaim}" claim` };
+      if (typeof subject !== 'string' || subject === '')
+        return { status: 401, error: 'invalid_token', description: `The token has no "${jwt.principalClaim}" claim` };
       return { principal: `jwt:${subject}` };
     },
   };
@@ -84,7 +100,8 @@ export function createAuthenticator(config: AuthConfig): Authenticator {
 /** The `WWW-Authenticate` value for a refusal (RFC 6750 §3, RFC 9728 §5.1). */
 export function challenge(outcome: AuthRefusal, metadataUrl: string, scopes: string[]): string {
   const parts = [`resource_metadata="${metadataUrl.replace(/["\\]/g, '')}"`];
-  if (outcome.error !== 'invalid_request') parts.push(`error="${outcome.error}"`, `error_description="${outcome.description.replace(/["\\]/g, "'")}"`);
+  if (outcome.error !== 'invalid_request')
+    parts.push(`error="${outcome.error}"`, `error_description="${outcome.description.replace(/["\\]/g, "'")}"`);
   if (scopes.length) parts.push(`scope="${scopes.join(' ')}"`);
   return `Bearer ${parts.join(', ')}`;
 }
@@ -137,5 +154,9 @@ function scopesOf(payload: JWTPayload): Set<string> {
 /** A verification that failed because the JWKS could not be had (unreachable, timed out, not a key set), not because of the token. */
 function keysUnavailable(err: unknown): boolean {
   if (!(err instanceof errors.JOSEError)) return true; // fetch itself failed
-  return err instanceof errors.JWKSTimeout || err instanceof errors.JWKSInvalid || (err.code === 'ERR_JOSE_GENERIC' && err.message.includes('JSON Web Key Set'));
+  return (
+    err instanceof errors.JWKSTimeout ||
+    err instanceof errors.JWKSInvalid ||
+    (err.code === 'ERR_JOSE_GENERIC' && err.message.includes('JSON Web Key Set'))
+  );
 }

@@ -83,11 +83,21 @@ export function registerAuthentication(app: FastifyInstance, o: AuthenticationOp
     }
     return refuseAuthentication(req, reply, outcome);
   });
-  const refuseAuthentication = (req: FastifyRequest, reply: FastifyReply, outcome: Exclude<Awaited<ReturnType<Authenticate>>, { principal: string }>) => {
+  const refuseAuthentication = (
+    req: FastifyRequest,
+    reply: FastifyReply,
+    outcome: Exclude<Awaited<ReturnType<Authenticate>>, { principal: string }>,
+  ) => {
     if ('blocked' in outcome) {
       o.onBlocked(req);
       reply.header('retry-after', String(outcome.blocked));
-      return sendError(reply, new ProxyError('RATE_LIMITED', `Too many failed authentication attempts from this address (auth.failuresPerAddress: ${config.failuresPerAddress} per minute); retry after ${outcome.blocked} s`));
+      return sendError(
+        reply,
+        new ProxyError(
+          'RATE_LIMITED',
+          `Too many failed authentication attempts from this address (auth.failuresPerAddress: ${config.failuresPerAddress} per minute); retry after ${outcome.blocked} s`,
+        ),
+      );
     }
     noteExchange(req, undefined, { refused: `${outcome.error}${outcome.reason ? `: ${outcome.reason}` : ''}` });
     if (outcome.status === 503) {
@@ -99,7 +109,9 @@ export function registerAuthentication(app: FastifyInstance, o: AuthenticationOp
   };
   const metadata = async (req: FastifyRequest, reply: FastifyReply) => {
     // Derived from the request's Host unless configured: never stored by shared caches.
-    reply.header('cache-control', config.resource ? 'max-age=300' : 'private, max-age=300').send(resourceMetadata(config, resourceOf(req).href));
+    reply
+      .header('cache-control', config.resource ? 'max-age=300' : 'private, max-age=300')
+      .send(resourceMetadata(config, resourceOf(req).href));
   };
   app.get('/.well-known/oauth-protected-resource', metadata);
   app.get(`/.well-known/oauth-protected-resource${o.path}`, metadata);

@@ -35,7 +35,7 @@ describe('addressKey', () => {
 describe('limitKey', () => {
   const request = (principal: string, ip: string, forwardedClient?: string) => ({ principal, ip, forwardedClient }) as FastifyRequest;
 
-  it('is the principal when there is one, else the address key, with the forwarding replica\'s address first', () => {
+  it("is the principal when there is one, else the address key, with the forwarding replica's address first", () => {
     expect(limitKey(request('alice', '203.0.113.9'))).toBe('alice');
     expect(limitKey(request('', '2001:db8:0:1::5'))).toBe('address:2001:db8:0:1::/64');
     expect(limitKey(request('', '::ffff:203.0.113.10'))).toBe(limitKey(request('', '203.0.113.10')));

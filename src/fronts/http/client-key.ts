@@ -39,7 +39,8 @@ export function addressKey(address: string): string {
   const groups = isIPv6(bare) ? ipv6Groups(bare) : undefined;
   if (!groups) return address.slice(0, MAX_KEY_CHARS);
   // ::ffff:a.b.c.d (IPv4-mapped) is the IPv4 client a.b.c.d, however it is spelt.
-  if (groups[0] === 0 && groups[1] === 0 && groups[2] === 0 && groups[3] === 0 && groups[4] === 0 && groups[5] === 0xffff) return `${groups[6] >> 8}.${groups[6] & 255}.${groups[7] >> 8}.${groups[7] & 255}`;
+  if (groups[0] === 0 && groups[1] === 0 && groups[2] === 0 && groups[3] === 0 && groups[4] === 0 && groups[5] === 0xffff)
+    return `${groups[6] >> 8}.${groups[6] & 255}.${groups[7] >> 8}.${groups[7] & 255}`;
   return `${groups[0].toString(16)}:${groups[1].toString(16)}:${groups[2].toString(16)}:${groups[3].toString(16)}::/64`;
 }
 
@@ -59,7 +60,8 @@ function ipv6Groups(address: string): number[] | undefined {
     }
     let end = i;
     let value = 0;
-    for (let c = address.charCodeAt(end); end < address.length && c !== COLON && c !== DOT; c = address.charCodeAt(++end)) value = value * 16 + (c <= 57 ? c - 48 : (c | 32) - 87);
+    for (let c = address.charCodeAt(end); end < address.length && c !== COLON && c !== DOT; c = address.charCodeAt(++end))
+      value = value * 16 + (c <= 57 ? c - 48 : (c | 32) - 87);
     if (address.charCodeAt(end) === DOT) {
       const [a, b, c, d] = address.slice(i).split('.').map(Number);
       groups.push((a << 8) | b, (c << 8) | d);

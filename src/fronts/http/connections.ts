@@ -48,7 +48,13 @@ export function timeoutOptions(limits: ConnectionLimits): { http: ServerOptions;
  * (see refusalOf) and closed after a grace period. `trusted` tells a balancer's address.
  * Returns the count of open connections (for /metrics).
  */
-export function capConnections(server: Server, limits: ConnectionLimits, trusted: (address: string) => boolean, log: Logger, onRefused: (reason: 'connections' | 'per_address') => void): { open(): number } {
+export function capConnections(
+  server: Server,
+  limits: ConnectionLimits,
+  trusted: (address: string) => boolean,
+  log: Logger,
+  onRefused: (reason: 'connections' | 'per_address') => void,
+): { open(): number } {
   let open = 0;
   const perAddress = new Map<string, number>();
   let lastLog = 0;
@@ -67,10 +73,16 @@ export function capConnections(server: Server, limits: ConnectionLimits, trusted
     });
     let refusal: ProxyError | undefined;
     if (open > limits.max) {
-      refusal = new ProxyError('TOO_MANY_CONNECTIONS', `Too many open connections (listen.connections.max: ${limits.max}); try again shortly`);
+      refusal = new ProxyError(
+        'TOO_MANY_CONNECTIONS',
+        `Too many open connections (listen.connections.max: ${limits.max}); try again shortly`,
+      );
       onRefused('connections');
     } else if (mine > limits.perAddress && !trusted(remote)) {
-      refusal = new ProxyError('RATE_LIMITED', `Too many open connections from this address (listen.connections.perAddress: ${limits.perAddress}); reuse one, or close some`);
+      refusal = new ProxyError(
+        'RATE_LIMITED',
+        `Too many open connections from this address (listen.connections.perAddress: ${limits.perAddress}); reuse one, or close some`,
+      );
       onRefused('per_address');
     }
     if (!refusal) return;

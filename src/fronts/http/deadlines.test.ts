@@ -29,7 +29,9 @@ describe('Deadlines', () => {
   it('keeps up with many deadlines at once', async () => {
     const deadlines = new Deadlines(5);
     let n = 0;
-    const kept = Array.from({ length: 3000 }, () => deadlines.after(() => n++)).filter((d, i) => (i % 3 === 0 ? (d.cancel(), false) : true));
+    const kept = Array.from({ length: 3000 }, () => deadlines.after(() => n++)).filter((d, i) =>
+      i % 3 === 0 ? (d.cancel(), false) : true,
+    );
     await sleep(30);
     expect(n).toBe(kept.length);
   });

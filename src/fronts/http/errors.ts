@@ -21,7 +21,10 @@ export function sendError(reply: FastifyReply, err: unknown, id: JsonRpcId | nul
     reply.header('connection', 'close');
     lingerOnClose(socket);
   }
-  return reply.code(httpStatusOf({ refused: err })).type('application/json').send(JSON.stringify(errorResponse(id, toJsonRpcError(err, era))));
+  return reply
+    .code(httpStatusOf({ refused: err }))
+    .type('application/json')
+    .send(JSON.stringify(errorResponse(id, toJsonRpcError(err, era))));
 }
 
 /** How long a refused connection still takes (and drops) what its client sends after the answer. */
@@ -46,7 +49,9 @@ function lingerOnClose(socket: Socket): void {
 /** What Fastify itself refuses (body too large, wrong media type, a plugin's 429) as the proxy's errors. */
 export function fastifyError(err: { statusCode?: number; code?: string; message: string }, maxBodyBytes: number): ProxyError {
   if (err.statusCode === 429) return new ProxyError('RATE_LIMITED', err.message);
-  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ProxyError('BODY_TOO_LARGE', `Request body is larger than the limit of ${maxBodyBytes} bytes`);
-  if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new ProxyError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json');
+  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+    return new ProxyError('BODY_TOO_LARGE', `Request body is larger than the limit of ${maxBodyBytes} bytes`);
+  if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
+    return new ProxyError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json');
   return new ProxyError('BAD_REQUEST', err.message);
 }

@@ -5,7 +5,9 @@ describe('originGuard', () => {
   it('accepts no Origin and loopback origins by default, nothing else', () => {
     const ok = originGuard(undefined);
     expect([undefined, 'http://localhost:3000', 'https://127.0.0.1', 'http://[::1]:8080'].map(ok)).toEqual([true, true, true, true]);
-    expect(['http://evil.example', 'http://localhost.evil.example', 'http://127.attacker.example', 'file://localhost', 'null'].map(ok)).toEqual([false, false, false, false, false]);
+    expect(
+      ['http://evil.example', 'http://localhost.evil.example', 'http://127.attacker.example', 'file://localhost', 'null'].map(ok),
+    ).toEqual([false, false, false, false, false]);
   });
   it('uses an explicit list exactly, or allows all with "*"', () => {
     expect(originGuard(['https://app.example'])('https://app.example')).toBe(true);

@@ -31,15 +31,18 @@ export function registerGuards(app: FastifyInstance, o: GuardOptions): (host: st
     if (url !== self.url) self = { url, host: url ? new URL(url).host.toLowerCase() : undefined };
     return self.host;
   };
-  const hostOk = (host: string | undefined) => listedHostOk(host) || (host !== undefined && validHost(host) && host.toLowerCase() === selfHost());
+  const hostOk = (host: string | undefined) =>
+    listedHostOk(host) || (host !== undefined && validHost(host) && host.toLowerCase() === selfHost());
   trackRoutes(app);
   app.addHook('onRequest', (req, reply, done) => {
     const refused = refusalOf(req.raw.socket);
     if (refused) return sendError(reply, refused);
     const route = routeOf(req);
     if (route !== o.path && !route?.startsWith('/.well-known/')) return done();
-    if (!hostOk(req.headers.host)) return sendError(reply, new ProxyError('FORBIDDEN', `Host header "${req.headers.host ?? ''}" is not allowed`));
-    if (!originOk(req.headers.origin)) return sendError(reply, new ProxyError('FORBIDDEN', `Origin "${req.headers.origin}" is not allowed`));
+    if (!hostOk(req.headers.host))
+      return sendError(reply, new ProxyError('FORBIDDEN', `Host header "${req.headers.host ?? ''}" is not allowed`));
+    if (!originOk(req.headers.origin))
+      return sendError(reply, new ProxyError('FORBIDDEN', `Origin "${req.headers.origin}" is not allowed`));
     done();
   });
   return hostOk;

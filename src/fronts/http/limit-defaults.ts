@@ -41,7 +41,11 @@ export function perClientLimits(config: Config, authenticated: boolean): PerClie
 export function describeLimits(limits: PerClientLimits): { values: Record<string, number | 'off'>; message: string } {
   const value = (n: number): number | 'off' => (Number.isFinite(n) ? n : 'off');
   const values = { requestsPerSecond: value(limits.requestsPerSecond), inFlight: value(limits.inFlight), sessions: value(limits.sessions) };
-  const listed = Object.entries(values).map(([name, v]) => `${name} ${v}`).join(', ');
-  const why = limits.oneLocalUser ? ' (loopback without authentication: every local program is the same client, so limits left unset are off; set listen.perClient to have them, or configure auth to count per principal)' : '';
+  const listed = Object.entries(values)
+    .map(([name, v]) => `${name} ${v}`)
+    .join(', ');
+  const why = limits.oneLocalUser
+    ? ' (loopback without authentication: every local program is the same client, so limits left unset are off; set listen.perClient to have them, or configure auth to count per principal)'
+    : '';
   return { values, message: `per-client limits: ${listed}${why}` };
 }

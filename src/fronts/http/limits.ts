@@ -48,14 +48,23 @@ export function registerLimits(app: FastifyInstance, o: RequestLimits): InFlight
       if (wait > 0) {
         o.refuse(req, 'rate');
         reply.header('retry-after', String(wait));
-        return sendError(reply, new ProxyError('RATE_LIMITED', `Too many requests: at most ${max} per second per client; retry after ${wait} second${wait === 1 ? '' : 's'}`));
+        return sendError(
+          reply,
+          new ProxyError(
+            'RATE_LIMITED',
+            `Too many requests: at most ${max} per second per client; retry after ${wait} second${wait === 1 ? '' : 's'}`,
+          ),
+        );
       }
     }
     if (req.method !== 'POST') return done();
     const release = o.limits.begin(key);
     if (!release) {
       o.refuse(req, 'in_flight');
-      return sendError(reply, new ProxyError('RATE_LIMITED', `Too many requests in flight: at most ${o.limits.config.inFlight} per client at once`));
+      return sendError(
+        reply,
+        new ProxyError('RATE_LIMITED', `Too many requests in flight: at most ${o.limits.config.inFlight} per client at once`),
+      );
     }
     count++;
     // Every response closes, also one still queued behind pipelined others when its socket dies (tested).

@@ -40,7 +40,8 @@ export function registerProbes(app: FastifyInstance, o: ProbeOptions): void {
   });
   app.get('/readyz', async (req, reply) => {
     const details = await mayInspect(req);
-    if (o.draining()) return reply.code(503).send({ status: 'draining', ready: false, ...(details ? { cause: 'the proxy is shutting down' } : {}) });
+    if (o.draining())
+      return reply.code(503).send({ status: 'draining', ready: false, ...(details ? { cause: 'the proxy is shutting down' } : {}) });
     const report = await o.readiness();
     const status = report.ready ? 'ready' : 'unready';
     reply.code(report.ready ? 200 : 503).send(details ? { status, ...report, upstream: o.health() } : { status, ready: report.ready });

@@ -28,7 +28,10 @@ export class ReaderWatch {
   /** Bytes of the latest message still unread when it was written. */
   private latest = 0;
 
-  constructor(private readonly res: ServerResponse, private readonly limits: SlowReaderLimits) {}
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly limits: SlowReaderLimits,
+  ) {}
 
   /** The response closed: nothing more to watch. */
   closed(): void {
@@ -43,7 +46,8 @@ export class ReaderWatch {
    */
   write(send: () => void, keepAlive = false): void {
     const behind = this.res.writableLength - this.latest;
-    if (behind > this.limits.maxUnreadBytes) return this.cut(`${behind} bytes of earlier messages wait unread (listen.slowReaders.maxUnreadBytes: ${this.limits.maxUnreadBytes})`);
+    if (behind > this.limits.maxUnreadBytes)
+      return this.cut(`${behind} bytes of earlier messages wait unread (listen.slowReaders.maxUnreadBytes: ${this.limits.maxUnreadBytes})`);
     const before = this.res.writableLength;
     send();
     const written = Math.max(0, this.res.writableLength - before);
@@ -56,7 +60,8 @@ export class ReaderWatch {
       const unread = this.res.writableLength;
       if (unread === 0 || this.res.destroyed) return this.stopWatching();
       const read = this.lastUnread + this.added - unread;
-      if (read <= 0) return this.cut(`the client read nothing of ${unread} waiting bytes for ${this.limits.stallMs} ms (listen.slowReaders.stallMs)`);
+      if (read <= 0)
+        return this.cut(`the client read nothing of ${unread} waiting bytes for ${this.limits.stallMs} ms (listen.slowReaders.stallMs)`);
       this.lastUnread = unread;
       this.added = 0;
     }, this.limits.stallMs);

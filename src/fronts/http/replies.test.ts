@@ -13,7 +13,9 @@ const slowReaders = { maxUnreadBytes: 8 * 1024 * 1024, stallMs: 30_000, log: pin
 let server: Server | undefined;
 
 /** Serves one request with `handle` and returns what fetch saw. */
-async function exchange(handle: (res: ServerResponse) => void): Promise<{ status: number; type: string | null; length: string | null; body: string }> {
+async function exchange(
+  handle: (res: ServerResponse) => void,
+): Promise<{ status: number; type: string | null; length: string | null; body: string }> {
   server = createServer((_req, res) => handle(res));
   await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
   const res = await fetch(`http://127.0.0.1:${(server.address() as { port: number }).port}/`);
@@ -27,7 +29,9 @@ afterEach(async () => {
 
 describe('PostReply', () => {
   it('auto: answers a lone message that comes at once as plain JSON, with its status', async () => {
-    const got = await exchange((res) => new PostReply(res, () => ({ 'x-extra': '1' }), 'auto', false, 1000, slowReaders).send('{"id":1}', true, 202));
+    const got = await exchange((res) =>
+      new PostReply(res, () => ({ 'x-extra': '1' }), 'auto', false, 1000, slowReaders).send('{"id":1}', true, 202),
+    );
     expect(got).toEqual({ status: 202, type: 'application/json', length: '8', body: '{"id":1}' });
   });
 

@@ -75,7 +75,11 @@ function byteLength(body: Wire): number {
 export class SseStream {
   private readonly reader: ReaderWatch;
 
-  constructor(private readonly res: ServerResponse, headers: Record<string, string>, slowReaders: SlowReaderLimits) {
+  constructor(
+    private readonly res: ServerResponse,
+    headers: Record<string, string>,
+    slowReaders: SlowReaderLimits,
+  ) {
     this.reader = new ReaderWatch(res, slowReaders);
     res.once('close', () => this.reader.closed());
     res.writeHead(200, { ...SSE_HEADERS, ...headers });
@@ -246,7 +250,9 @@ export class PostReply implements ReplyChannel {
   private finishJson(body: Wire, status = 200): void {
     clearTimeout(this.timer);
     this.done = true;
-    this.reader.write(() => this.res.writeHead(status, { 'content-type': 'application/json', 'content-length': byteLength(body), ...this.headers() }).end(body));
+    this.reader.write(() =>
+      this.res.writeHead(status, { 'content-type': 'application/json', 'content-length': byteLength(body), ...this.headers() }).end(body),
+    );
   }
 
   private write(pieces: Wire[], last: boolean, keepAlive = false): void {

@@ -32,12 +32,14 @@ describe('parseEventId and resumableFor', () => {
   it('reads only the ids this proxy writes', () => {
     const log = new EventLog(10);
     expect(parseEventId(`${log.stream}-42`)).toEqual({ stream: log.stream, seq: 42 });
-    for (const id of ['', '42', 'abc-1', `${log.stream}-`, `${log.stream}-1-2`, `${log.stream}-9999999999`]) expect(parseEventId(id), id).toBeUndefined();
+    for (const id of ['', '42', 'abc-1', `${log.stream}-`, `${log.stream}-1-2`, `${log.stream}-9999999999`])
+      expect(parseEventId(id), id).toBeUndefined();
   });
 
   it('makes streams resumable for 2025-11-25 clients only, and not with a zero window', () => {
     expect(resumableFor(limits, '2025-11-25')?.retryMs).toBe(500);
-    for (const version of ['2025-06-18', '2024-11-05', '2026-07-28', undefined, ['2025-11-25']]) expect(resumableFor(limits, version)).toBeUndefined();
+    for (const version of ['2025-06-18', '2024-11-05', '2026-07-28', undefined, ['2025-11-25']])
+      expect(resumableFor(limits, version)).toBeUndefined();
     expect(resumableFor({ ...limits, windowMs: 0 }, '2025-11-25')).toBeUndefined();
   });
 });

@@ -77,7 +77,8 @@ export class EventLog {
  * with 2025-11-25, and earlier clients cannot read the priming event (an event without data).
  */
 export function resumableFor(limits: ResumeLimits, version: unknown): { events: EventLog; retryMs: number } | undefined {
-  if (limits.windowMs === 0 || typeof version !== 'string' || version < '2025-11-25' || !LEGACY_VERSIONS.includes(version)) return undefined;
+  if (limits.windowMs === 0 || typeof version !== 'string' || version < '2025-11-25' || !LEGACY_VERSIONS.includes(version))
+    return undefined;
   return { events: new EventLog(limits.maxBytes), retryMs: limits.retryMs };
 }
 

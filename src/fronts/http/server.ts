@@ -111,9 +111,20 @@ export async function startHttpFront(opts: HttpFrontOptions): Promise<HttpFront>
     metrics.refused(reason);
     noteExchange(req, undefined, { refused: reason });
   };
-  const hostOk = registerGuards(app, { path: listen.path, allowedHosts: listen.allowedHosts, allowedOrigins: listen.allowedOrigins, corsOrigins: listen.cors?.origins, replicaUrl: opts.replicaUrl });
+  const hostOk = registerGuards(app, {
+    path: listen.path,
+    allowedHosts: listen.allowedHosts,
+    allowedOrigins: listen.allowedOrigins,
+    corsOrigins: listen.cors?.origins,
+    replicaUrl: opts.replicaUrl,
+  });
   if (opts.replicas) registerReplicaClient(app, { ...opts.replicas, log });
-  registerAccessLog(app, { logged: (req) => routeOf(req) === listen.path, address: clientAddress, log, observe: (method, era, status, seconds) => metrics.observeRequest(method, era, status, seconds) });
+  registerAccessLog(app, {
+    logged: (req) => routeOf(req) === listen.path,
+    address: clientAddress,
+    log,
+    observe: (method, era, status, seconds) => metrics.observeRequest(method, era, status, seconds),
+  });
   if (listen.cors) {
     await app.register(cors, {
       origin: listen.cors.origins.includes('*') ? '*' : listen.cors.origins,
@@ -123,7 +134,13 @@ export async function startHttpFront(opts: HttpFrontOptions): Promise<HttpFront>
       maxAge: listen.cors.maxAgeSeconds,
     });
   }
-  const authenticate = registerAuthentication(app, { ...opts.auth, path: listen.path, port: listen.port, onBlocked: (req) => refuse(req, 'auth_failures'), log });
+  const authenticate = registerAuthentication(app, {
+    ...opts.auth,
+    path: listen.path,
+    port: listen.port,
+    onBlocked: (req) => refuse(req, 'auth_failures'),
+    log,
+  });
   const inFlight = registerLimits(app, { path: listen.path, limits: opts.limits, refuse });
   let draining = false;
   registerProbes(app, {
@@ -146,7 +163,9 @@ export async function startHttpFront(opts: HttpFrontOptions): Promise<HttpFront>
       sendError(reply, new ProxyError('SHUTTING_DOWN', 'The proxy is shutting down; send this to another replica, or retry shortly'));
       return;
     }
-    const era = opts.modern ? eraOf(parsed.frames, { sessionId: req.headers['mcp-session-id'], versionHeader: req.headers['mcp-protocol-version'] }) : 'legacy';
+    const era = opts.modern
+      ? eraOf(parsed.frames, { sessionId: req.headers['mcp-session-id'], versionHeader: req.headers['mcp-protocol-version'] })
+      : 'legacy';
     if (era === 'legacy') return opts.legacy.post(req, reply, parsed);
     noteExchange(req, undefined, { era });
     return opts.modern!.post(req, reply, parsed);
@@ -186,15 +205,26 @@ export async function startHttpFront(opts: HttpFrontOptions): Promise<HttpFront>
 
 /** The Fastify server with connection discipline, the body kept as text (parsed by the MCP rules), and errors in JSON-RPC form. */
 function createApp(listen: HttpListen, metrics: Metrics, log: Logger): FastifyInstance {
-  const app = Fastify({ bodyLimit: listen.maxBodyBytes, forceCloseConnections: true, logger: false, trustProxy: listen.trustProxy, ...timeoutOptions(listen.connections) });
-  const connections = capConnections(app.server, listen.connections, trustedAddress(listen.trustProxy), log, (reason) => metrics.refused(reason));
+  const app = Fastify({
+    bodyLimit: listen.maxBodyBytes,
+    forceCloseConnections: true,
+    logger: false,
+    trustProxy: listen.trustProxy,
+    ...timeoutOptions(listen.connections),
+  });
+  const connections = capConnections(app.server, listen.connections, trustedAddress(listen.trustProxy), log, (reason) =>
+    metrics.refused(reason),
+  );
   metrics.countConnections(connections.open);
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => done(null, body));
   app.setErrorHandler((err: { statusCode?: number; code?: string; message: string }, _req, reply) => {
     if ((err.statusCode ?? 500) < 500) return sendError(reply, fastifyError(err, listen.maxBodyBytes));
     log.error({ err: err.message }, 'HTTP handler failed');
-    return reply.code(httpStatusOf({ refused: err })).type('application/json').send(JSON.stringify(errorResponse(null, toJsonRpcError(err))));
+    return reply
+      .code(httpStatusOf({ refused: err }))
+      .type('application/json')
+      .send(JSON.stringify(errorResponse(null, toJsonRpcError(err))));
   });
   return app;
 }
@@ -208,16 +238,23 @@ function parsePost(req: FastifyRequest, reply: FastifyReply, listen: HttpListen,
   const accepted = acceptedTypes(req.headers.accept ?? ANY_TYPE);
   const wantsSse = accepted.includes(SSE_TYPE) || accepted.includes(ANY_TYPE);
   const wantsJson = accepted.includes(JSON_TYPE) || accepted.includes(ANY_TYPE);
-  if (!wantsSse && !wantsJson) return void sendError(reply, new ProxyError('NOT_ACCEPTABLE', 'Not Acceptable: accept application/json or text/event-stream'));
+  if (!wantsSse && !wantsJson)
+    return void sendError(reply, new ProxyError('NOT_ACCEPTABLE', 'Not Acceptable: accept application/json or text/event-stream'));
   if (typeof req.body !== 'string') return void sendError(reply, new ProxyError('BAD_REQUEST', 'Request body is empty'));
   const parsed = parsePayload(req.body, { maxBatch: listen.maxBatchSize, maxDepth: listen.maxJsonDepth });
-  if (!parsed.ok) return void reply.code(httpStatusOf({ unreadable: true })).type('application/json').send(JSON.stringify(parsed.error));
+  if (!parsed.ok)
+    return void reply
+      .code(httpStatusOf({ unreadable: true }))
+      .type('application/json')
+      .send(JSON.stringify(parsed.error));
   const variantHeader = req.headers['mcp-server-variant'];
   let frames = typeof variantHeader === 'string' ? parsed.frames.map((f) => headerVariant(f, variantHeader)) : parsed.frames;
   const headerTrace = traceContextOf(req.headers);
   if (tracing) {
     // Traced: the request's span (child of the client's trace, from the headers or the first message) is the parent of the upstream's work.
-    req.span = tracing.startRequest(headerTrace ?? traceContextOf((frames[0]?.msg as { params?: { _meta?: Record<string, unknown> } }).params?._meta));
+    req.span = tracing.startRequest(
+      headerTrace ?? traceContextOf((frames[0]?.msg as { params?: { _meta?: Record<string, unknown> } }).params?._meta),
+    );
     const own = req.span.context;
     frames = frames.map((f) => withTraceContext(f, own, true));
   } else if (headerTrace) {
@@ -226,7 +263,17 @@ function parsePost(req: FastifyRequest, reply: FastifyReply, listen: HttpListen,
   noteExchange(req, frames);
   const mode = !wantsSse ? 'json' : !wantsJson ? 'sse' : listen.responseMode;
   const featuresHeader = req.headers['mcp-features'];
-  return { frames, batch: parsed.batch, mode, who: { principal: req.principal, client: limitKey(req), path: req.routeOptions.url, ...(typeof featuresHeader === 'string' ? { featuresHeader } : {}) } };
+  return {
+    frames,
+    batch: parsed.batch,
+    mode,
+    who: {
+      principal: req.principal,
+      client: limitKey(req),
+      path: req.routeOptions.url,
+      ...(typeof featuresHeader === 'string' ? { featuresHeader } : {}),
+    },
+  };
 }
 
 /** A request with the MCP-Server-Variant header applied (a new frame only when it changed). */

@@ -93,7 +93,10 @@ export class LegacySessions implements LegacyEndpoint {
     takeOver(reply);
     const headers = () => ({ 'mcp-session-id': init ? this.track(session) : session.id });
     const resumable = init ? undefined : resumableFor(this.o.resumableStreams, req.headers['mcp-protocol-version']);
-    const channel = new PostReply(reply.raw, headers, post.mode, post.batch, STREAM_AFTER_MS, this.o.slowReaders, { holdHeaders: init !== undefined, resumable });
+    const channel = new PostReply(reply.raw, headers, post.mode, post.batch, STREAM_AFTER_MS, this.o.slowReaders, {
+      holdHeaders: init !== undefined,
+      resumable,
+    });
     session.addExchange(channel, ids, init !== undefined);
     for (const frame of frames) session.relay.fromClient(frame);
   }
@@ -108,7 +111,13 @@ export class LegacySessions implements LegacyEndpoint {
     const lastEventId = req.headers['last-event-id'];
     const from = typeof lastEventId === 'string' ? parseEventId(lastEventId) : undefined;
     if (from && !(await session.canResume(from))) {
-      return sendError(reply, new ProxyError('BAD_REQUEST', 'Bad Request: this stream cannot be resumed from that Last-Event-ID: it ended, its requests were given up (listen.resumableStreams.windowMs), or the events after it are no longer kept; send the requests again'));
+      return sendError(
+        reply,
+        new ProxyError(
+          'BAD_REQUEST',
+          'Bad Request: this stream cannot be resumed from that Last-Event-ID: it ended, its requests were given up (listen.resumableStreams.windowMs), or the events after it are no longer kept; send the requests again',
+        ),
+      );
     }
     takeOver(reply);
     const stream = new SseStream(reply.raw, { 'mcp-session-id': session.id }, this.o.slowReaders);
@@ -128,22 +137,37 @@ export class LegacySessions implements LegacyEndpoint {
   async close(): Promise<void> {
     clearInterval(this.reaper);
     const reason = new ProxyError('SHUTTING_DOWN', 'The proxy is shutting down');
-    await Promise.all([...[...this.sessions.values()].map((s) => this.letGo(s, reason)), ...[...this.starting].map((s) => s.relay.close(reason))]);
+    await Promise.all([
+      ...[...this.sessions.values()].map((s) => this.letGo(s, reason)),
+      ...[...this.starting].map((s) => s.relay.close(reason)),
+    ]);
   }
 
   /** A new session for an `initialize` POST, or undefined once the refusal is sent. */
   private initialize(req: FastifyRequest, reply: FastifyReply, { frames, who }: Post): HttpSession | undefined {
     const refused = (err: ProxyError) => void sendError(reply, err);
     if (frames.length > 1) return refused(new ProxyError('BAD_REQUEST', 'Invalid Request: initialize must be sent alone'));
-    if (req.headers['mcp-session-id']) return refused(new ProxyError('BAD_REQUEST', 'Invalid Request: this session is already initialized'));
+    if (req.headers['mcp-session-id'])
+      return refused(new ProxyError('BAD_REQUEST', 'Invalid Request: this session is already initialized'));
     if (!this.o.limits.openSession(who.client)) {
-      this.o.log.warn({ client: who.client, limit: this.o.limits.config.sessions }, 'per-client session limit reached; refusing initialize');
-      return refused(new ProxyError('RATE_LIMITED', `Too many sessions for this client (limit ${this.o.limits.config.sessions}, listen.perClient.sessions); end one (DELETE) or wait for it to go idle`));
+      this.o.log.warn(
+        { client: who.client, limit: this.o.limits.config.sessions },
+        'per-client session limit reached; refusing initialize',
+      );
+      return refused(
+        new ProxyError(
+          'RATE_LIMITED',
+          `Too many sessions for this client (limit ${this.o.limits.config.sessions}, listen.perClient.sessions); end one (DELETE) or wait for it to go idle`,
+        ),
+      );
     }
     const full = this.makeRoom();
     if (full) {
       this.o.limits.sessionEnded(who.client);
-      this.o.log.warn({ sessions: this.sessionCount, why: full.message }, 'no room for a new session and none idle to end; refusing initialize');
+      this.o.log.warn(
+        { sessions: this.sessionCount, why: full.message },
+        'no room for a new session and none idle to end; refusing initialize',
+      );
       return refused(full);
     }
     try {
@@ -160,20 +184,33 @@ export class LegacySessions implements LegacyEndpoint {
   }
 
   /** Finds the request's session (resuming it from its token if it moved here), or answers 400/403/404 and returns undefined. */
-  private sessionFor(req: FastifyRequest, reply: FastifyReply, who: Requester = { principal: req.principal, client: limitKey(req) }): HttpSession | undefined {
+  private sessionFor(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    who: Requester = { principal: req.principal, client: limitKey(req) },
+  ): HttpSession | undefined {
     const id = req.headers['mcp-session-id'];
     const refused = (err: ProxyError) => void sendError(reply, err);
-    if (typeof id !== 'string' || id === '') return refused(new ProxyError('BAD_REQUEST', 'Bad Request: Mcp-Session-Id header is required'));
+    if (typeof id !== 'string' || id === '')
+      return refused(new ProxyError('BAD_REQUEST', 'Bad Request: Mcp-Session-Id header is required'));
     const version = req.headers['mcp-protocol-version'];
     if (typeof version === 'string' && !LEGACY_VERSIONS.includes(version)) {
-      return refused(new ProxyError('BAD_REQUEST', `Bad Request: unsupported MCP-Protocol-Version "${version}" (supported: ${LEGACY_VERSIONS.join(', ')})`));
+      return refused(
+        new ProxyError(
+          'BAD_REQUEST',
+          `Bad Request: unsupported MCP-Protocol-Version "${version}" (supported: ${LEGACY_VERSIONS.join(', ')})`,
+        ),
+      );
     }
     const session = this.sessions.get(id) ?? this.resume(id, who);
     if (session instanceof ProxyError) return refused(session);
     const expired = this.expireIfOld(session);
     if (expired) return refused(expired);
     if (session.principal !== who.principal) {
-      this.o.log.warn({ principal: who.principal }, 'a session id was presented by another principal than the one it was issued to; refused');
+      this.o.log.warn(
+        { principal: who.principal },
+        'a session id was presented by another principal than the one it was issued to; refused',
+      );
       return refused(notYours());
     }
     return session;
@@ -194,7 +231,8 @@ export class LegacySessions implements LegacyEndpoint {
         { replica: claims.replica },
       );
     }
-    if (!this.o.limits.openSession(who.client)) return new ProxyError('RATE_LIMITED', `Too many sessions for this client (limit ${this.o.limits.config.sessions})`);
+    if (!this.o.limits.openSession(who.client))
+      return new ProxyError('RATE_LIMITED', `Too many sessions for this client (limit ${this.o.limits.config.sessions})`);
     const full = this.makeRoom();
     if (full) {
       this.o.limits.sessionEnded(who.client);
@@ -255,7 +293,10 @@ export class LegacySessions implements LegacyEndpoint {
   }
 
   private sessionExpired(): ProxyError {
-    return new ProxyError('SESSION_EXPIRED', `Session expired: sessions last at most ${Math.round(this.o.sessionMaxAgeMs / 60_000)} minutes (timeouts.sessionMaxAgeMs); send initialize to start a new one`);
+    return new ProxyError(
+      'SESSION_EXPIRED',
+      `Session expired: sessions last at most ${Math.round(this.o.sessionMaxAgeMs / 60_000)} minutes (timeouts.sessionMaxAgeMs); send initialize to start a new one`,
+    );
   }
 
   /**
@@ -264,12 +305,19 @@ export class LegacySessions implements LegacyEndpoint {
    * needed; else why it does not. Callers check the per-client session limit first.
    */
   private makeRoom(): ProxyError | undefined {
-    const full = () => (this.sessionCount >= this.o.maxSessions ? new ProxyError('TOO_MANY_SESSIONS', `Too many sessions (limit ${this.o.maxSessions}, listen.maxSessions)`) : this.o.upstreamFull());
+    const full = () =>
+      this.sessionCount >= this.o.maxSessions
+        ? new ProxyError('TOO_MANY_SESSIONS', `Too many sessions (limit ${this.o.maxSessions}, listen.maxSessions)`)
+        : this.o.upstreamFull();
     const refused = full();
     // Ending a session that cannot make room would end it for nothing, again at every retry.
     if (!refused || !this.o.evictionHelps()) return refused;
     const idle = evictionCandidate(this.sessions.values());
-    if (!idle) return new ProxyError(refused.code, `${refused.message}, and every session is busy (a request in flight or an open stream), so none was ended to make room; try again when one ends`);
+    if (!idle)
+      return new ProxyError(
+        refused.code,
+        `${refused.message}, and every session is busy (a request in flight or an open stream), so none was ended to make room; try again when one ends`,
+      );
     this.evict(idle);
     return full();
   }
@@ -278,7 +326,10 @@ export class LegacySessions implements LegacyEndpoint {
     const now = Date.now();
     this.o.counters.sessionsEvicted++;
     // Its client gets 404 and starts again; where sessions move between replicas, it goes on from its token instead.
-    this.o.log.info({ session: session.logId, ageMs: now - session.issuedAt, idleMs: now - session.lastUsed }, 'no room for a new session: ended the least recently used idle one');
+    this.o.log.info(
+      { session: session.logId, ageMs: now - session.issuedAt, idleMs: now - session.lastUsed },
+      'no room for a new session: ended the least recently used idle one',
+    );
     void this.letGo(session, new ProxyError('SESSION_IDLE', 'The session was idle and its place was needed for a new one'));
   }
 

@@ -3,13 +3,19 @@ import { evictionCandidate, idleLimit, reapEvery } from './idle.js';
 import type { HttpSession } from './session.js';
 
 /** What idle.ts reads of a session. */
-const session = (name: string, lastUsed: number, isQuiet = true, hasListened = false) => ({ name, lastUsed, isQuiet, hasListened }) as unknown as HttpSession & { name: string };
+const session = (name: string, lastUsed: number, isQuiet = true, hasListened = false) =>
+  ({ name, lastUsed, isQuiet, hasListened }) as unknown as HttpSession & { name: string };
 const TIMEOUTS = { sessionIdleMs: 600_000, sessionIdleNoStreamMs: 60_000, sessionMaxAgeMs: 86_400_000 };
 
 describe('evictionCandidate', () => {
   it('picks the least recently used idle session, never a busy one', () => {
     const busyOldest = session('busy', 1, false);
-    const candidate = evictionCandidate([session('recent', 300), busyOldest, session('older', 200), session('listening', 100, false, true)]);
+    const candidate = evictionCandidate([
+      session('recent', 300),
+      busyOldest,
+      session('older', 200),
+      session('listening', 100, false, true),
+    ]);
     expect((candidate as HttpSession & { name: string }).name).toBe('older');
     expect(evictionCandidate([busyOldest, session('streaming', 5, false, true)])).toBeUndefined();
     expect(evictionCandidate([])).toBeUndefined();

@@ -6,8 +6,17 @@ describe('SessionTokens', () => {
   const tokens = new SessionTokens(new Sealer(['session-tokens-test-secret-0123456789']), 'alpha');
 
   it('carries the upstream session and the negotiated context', () => {
-    const token = tokens.mint({ principal: 'p', upstream: { id: 'u1', protocolVersion: '2025-11-25' }, negotiation: { client: { elicitation: {} } } }, 100);
-    expect(tokens.open(token)).toEqual({ replica: 'alpha', principal: 'p', issued: 100, upstream: { id: 'u1', protocolVersion: '2025-11-25' }, negotiation: { client: { elicitation: {} } } });
+    const token = tokens.mint(
+      { principal: 'p', upstream: { id: 'u1', protocolVersion: '2025-11-25' }, negotiation: { client: { elicitation: {} } } },
+      100,
+    );
+    expect(tokens.open(token)).toEqual({
+      replica: 'alpha',
+      principal: 'p',
+      issued: 100,
+      upstream: { id: 'u1', protocolVersion: '2025-11-25' },
+      negotiation: { client: { elicitation: {} } },
+    });
   });
 
   it('never mints a token no replica can open: with too much to carry, the token names only where the session lives', () => {

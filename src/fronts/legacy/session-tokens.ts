@@ -19,7 +19,14 @@ export interface SessionClaims {
   negotiation?: object;
 }
 
-type WireClaims = [replica: string, principal: string, issued: number, upstreamId: string | null, protocolVersion: string | null, negotiation: object | null];
+type WireClaims = [
+  replica: string,
+  principal: string,
+  issued: number,
+  upstreamId: string | null,
+  protocolVersion: string | null,
+  negotiation: object | null,
+];
 
 /** Ended sessions remembered, so a token that is known dead is not resumed again. */
 const ENDED_LIMIT = 10_000;
@@ -35,7 +42,14 @@ export class SessionTokens {
   /** A token for a session issued at `issued` (seconds since the epoch: what its age is counted from, here and elsewhere). */
   mint(claims: Omit<SessionClaims, 'replica' | 'issued'>, issued = Math.floor(Date.now() / 1000)): string {
     // An array, not an object: the token travels in a header on every request.
-    const wire: WireClaims = [this.replica, claims.principal, issued, claims.upstream?.id ?? null, claims.upstream?.protocolVersion ?? null, claims.negotiation ?? null];
+    const wire: WireClaims = [
+      this.replica,
+      claims.principal,
+      issued,
+      claims.upstream?.id ?? null,
+      claims.upstream?.protocolVersion ?? null,
+      claims.negotiation ?? null,
+    ];
     try {
       return this.sealer.seal('session', wire);
     } catch (err) {
@@ -55,7 +69,9 @@ export class SessionTokens {
       replica,
       principal,
       issued: Number(issued),
-      ...(typeof upstreamId === 'string' ? { upstream: { id: upstreamId, ...(typeof protocolVersion === 'string' ? { protocolVersion } : {}) } } : {}),
+      ...(typeof upstreamId === 'string'
+        ? { upstream: { id: upstreamId, ...(typeof protocolVersion === 'string' ? { protocolVersion } : {}) } }
+        : {}),
       ...(negotiation && typeof negotiation === 'object' ? { negotiation } : {}),
     };
   }

@@ -71,7 +71,12 @@ function session() {
   const { relay, calls } = recordingRelay();
   const ended: ProxyError[] = [];
   let minted = 0;
-  const s = new HttpSession(pino({ level: 'silent' }), (_s, reason) => ended.push(reason), () => `sid-${++minted}`, 'anonymous');
+  const s = new HttpSession(
+    pino({ level: 'silent' }),
+    (_s, reason) => ended.push(reason),
+    () => `sid-${++minted}`,
+    'anonymous',
+  );
   s.relay = relay;
   return { s, calls, ended, minted: () => minted };
 }
@@ -83,13 +88,16 @@ const response = (id: JsonRpcId, result: Record<string, unknown> = {}): Frame =>
 const note = (method: string, params: Record<string, unknown> = {}): Frame => ({ msg: { jsonrpc: '2.0', method, params } });
 
 describe('HttpSession routing', () => {
-  it("answers a batch on its POST and ends the reply with the last answer, whatever the order", () => {
+  it('answers a batch on its POST and ends the reply with the last answer, whatever the order', () => {
     const { s } = session();
     const channel = post();
     s.addExchange(asPost(channel), [1, 2]);
     s.deliver(response(2), 2);
     s.deliver(response(1), 1);
-    expect(channel.sent).toEqual([{ msg: response(2).msg, last: false }, { msg: response(1).msg, last: true }]);
+    expect(channel.sent).toEqual([
+      { msg: response(2).msg, last: false },
+      { msg: response(1).msg, last: true },
+    ]);
     expect(channel.open).toBe(false);
     expect(s.isWaiting(1) || s.isWaiting(2)).toBe(false);
   });

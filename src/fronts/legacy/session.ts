@@ -125,7 +125,8 @@ export class HttpSession implements ClientSink {
    */
   async canResume(from: { stream: string; seq: number }): Promise<boolean> {
     if (!this.held.has(from.stream)) {
-      for (const exchange of new Set(this.exchanges.values())) if (exchange.channel.events?.stream === from.stream) await exchange.channel.drop?.();
+      for (const exchange of new Set(this.exchanges.values()))
+        if (exchange.channel.events?.stream === from.stream) await exchange.channel.drop?.();
     }
     return this.held.get(from.stream)?.events.after(from.seq) !== undefined;
   }
@@ -226,11 +227,17 @@ export class HttpSession implements ClientSink {
     channel.onClose(() => {
       if (exchange.channel !== channel || exchange.waiting.size === 0) return;
       const keeping = this.keeping;
-      if (!channel.events || !keeping || keeping.windowMs === 0 || this.ended || this.held.size >= MAX_HELD) return this.abandon(exchange, 'The client closed the response stream');
+      if (!channel.events || !keeping || keeping.windowMs === 0 || this.ended || this.held.size >= MAX_HELD)
+        return this.abandon(exchange, 'The client closed the response stream');
       const inFlight = keeping.inFlight();
-      if (!inFlight) return this.abandon(exchange, 'The client closed the response stream, and has as many requests in flight as it may (listen.perClient.inFlight)');
+      if (!inFlight)
+        return this.abandon(
+          exchange,
+          'The client closed the response stream, and has as many requests in flight as it may (listen.perClient.inFlight)',
+        );
       const events = channel.events;
-      const overBudget = 'The client did not come back for its response stream, and held more than the proxy keeps for it (listen.heldBytes)';
+      const overBudget =
+        'The client did not come back for its response stream, and held more than the proxy keeps for it (listen.heldBytes)';
       let entry: HeldStream | undefined;
       const giveUp = (why: string) => {
         if (!entry || this.held.get(events.stream) !== entry) return;
@@ -240,7 +247,10 @@ export class HttpSession implements ClientSink {
         this.abandon(exchange, why);
       };
       const bytes = keeping.hold(events.size, () => giveUp(overBudget));
-      const timer = setTimeout(() => giveUp('The client did not come back for its response stream (listen.resumableStreams.windowMs)'), keeping.windowMs);
+      const timer = setTimeout(
+        () => giveUp('The client did not come back for its response stream (listen.resumableStreams.windowMs)'),
+        keeping.windowMs,
+      );
       timer.unref();
       entry = {
         exchange,

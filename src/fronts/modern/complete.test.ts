@@ -37,7 +37,9 @@ describe('Completion', () => {
   it('keeps the upstream bytes of the result as they were', () => {
     const result = '{"content":[{"type":"text","text":"1.50"}],"n":1.50,"s":"\\u00e9"}';
     const frame = completion.answer(3, 'tools/call', upstream(`{"jsonrpc":"2.0","id":9,"result":${result}}`), server)!;
-    expect(String(serialize(frame))).toBe(`{"jsonrpc":"2.0","id":3,"result":${result.slice(0, -1)},"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1.0"}}}}`);
+    expect(String(serialize(frame))).toBe(
+      `{"jsonrpc":"2.0","id":3,"result":${result.slice(0, -1)},"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1.0"}}}}`,
+    );
   });
 
   it('leaves a result that has any member it adds to the decoder, and one already decoded', () => {
@@ -56,19 +58,43 @@ describe('Completion', () => {
       '{"content":[],"\\u005fmeta":{"io.modelcontextprotocol/serverInfo":{"name":"EVIL"}}}',
       '{"contents":[],"\\u0074tlMs":86400000,"\\u0063acheScope":"public"}',
     ]) {
-      expect(completion.answer(1, 'resources/read', upstream(`{"jsonrpc":"2.0","id":9,"result":${result}}`), server), result).toBeUndefined();
+      expect(
+        completion.answer(1, 'resources/read', upstream(`{"jsonrpc":"2.0","id":9,"result":${result}}`), server),
+        result,
+      ).toBeUndefined();
     }
     // What is not JSON never becomes a frame to splice into: it fails its request where it is read.
-    for (const result of ['{"content":[],}', '{"content":[NaN]}', '{"content":[] /* c */}', "{'content':[]}", '{"content":[nope]}', '{"content" []}', '{"content":["a\tb"]}']) {
-      expect(parseUpstream(Buffer.from(`{"jsonrpc":"2.0","id":9,"result":${result}}`), 256), result).toMatchObject({ ok: false, answerTo: 9 });
+    for (const result of [
+      '{"content":[],}',
+      '{"content":[NaN]}',
+      '{"content":[] /* c */}',
+      "{'content':[]}",
+      '{"content":[nope]}',
+      '{"content" []}',
+      '{"content":["a\tb"]}',
+    ]) {
+      expect(parseUpstream(Buffer.from(`{"jsonrpc":"2.0","id":9,"result":${result}}`), 256), result).toMatchObject({
+        ok: false,
+        answerTo: 9,
+      });
     }
-    const invalidUtf8 = Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":9,"result":{"content":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}}')]);
+    const invalidUtf8 = Buffer.concat([
+      Buffer.from('{"jsonrpc":"2.0","id":9,"result":{"content":"'),
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from('"}}'),
+    ]);
     const parsed = parseUpstream(invalidUtf8, 256);
     expect(parsed.ok && completion.answer(1, 'tools/call', parsed.frames[0], server)).toBeUndefined();
   });
 
   it('writes no serverInfo member when the server named none', () => {
-    const frame = completion.answer(1, 'tools/call', upstream('{"jsonrpc":"2.0","id":9,"result":{"a":true,"b":null,"c":-1e3}}'), { capabilities: {} })!;
-    expect(JSON.parse(String(serialize(frame)))).toEqual({ jsonrpc: '2.0', id: 1, result: { a: true, b: null, c: -1000, resultType: 'complete', _meta: {} } });
+    const frame = completion.answer(1, 'tools/call', upstream('{"jsonrpc":"2.0","id":9,"result":{"a":true,"b":null,"c":-1e3}}'), {
+      capabilities: {},
+    })!;
+    expect(JSON.parse(String(serialize(frame)))).toEqual({
+      jsonrpc: '2.0',
+      id: 1,
+      result: { a: true, b: null, c: -1000, resultType: 'complete', _meta: {} },
+    });
   });
 });

@@ -30,7 +30,11 @@ export class Completion {
 
   /** The result completed; `afterInput`: shaped by the client's input, so never cached. */
   result(method: string, result: McpResult, server: McpResult, afterInput = false): McpResult {
-    const out: McpResult = { ...result, resultType: 'complete', _meta: { ...(result._meta as object), [META.serverInfo]: server.serverInfo } };
+    const out: McpResult = {
+      ...result,
+      resultType: 'complete',
+      _meta: { ...(result._meta as object), [META.serverInfo]: server.serverInfo },
+    };
     const hint = this.hint(method, afterInput);
     if (hint) {
       out.ttlMs = hint.ttlMs;
@@ -47,7 +51,12 @@ export class Completion {
     if (!keys || keys.some((key) => ADDED.has(key))) return undefined;
     const hint = this.hint(method, afterInput);
     const added = `${keys.length === 0 ? '' : ','}"resultType":"complete","_meta":{${this.serverInfo(server)}}${hint ? `,"ttlMs":${hint.ttlMs},"cacheScope":"${hint.cacheScope}"` : ''}`;
-    const bytes = Buffer.concat([Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`), result.subarray(0, result.length - 1), Buffer.from(added), CLOSE]);
+    const bytes = Buffer.concat([
+      Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`),
+      result.subarray(0, result.length - 1),
+      Buffer.from(added),
+      CLOSE,
+    ]);
     return { msg: lazyAnswer(id, bytes), raw: bytes };
   }
 

@@ -20,7 +20,20 @@ import { httpStatusOf } from '../../mcp/http-status.js';
 export const FORWARDED_HEADER = 'mcp-proxy-forwarded-by';
 
 /** Hop-by-hop headers, and what says where the client is: only the sealed address says that to the owner. */
-const NOT_FORWARDED = new Set(['host', 'connection', 'content-length', 'transfer-encoding', 'keep-alive', 'upgrade', 'te', 'trailer', 'expect', 'x-forwarded-for', 'forwarded', 'x-real-ip']);
+const NOT_FORWARDED = new Set([
+  'host',
+  'connection',
+  'content-length',
+  'transfer-encoding',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+  'expect',
+  'x-forwarded-for',
+  'forwarded',
+  'x-real-ip',
+]);
 const RELAYED_BACK = ['content-type', 'cache-control', 'retry-after', 'www-authenticate'];
 /** The owner's own timers decide how long a call may take; undici's 300 s defaults would cut it off. */
 const dispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0, keepAliveTimeout: 10_000 });
@@ -38,11 +51,19 @@ export interface Forwarder {
   client: string;
 }
 
-export async function forwardToOwner(target: Owner, id: JsonRpcId, req: FastifyRequest, reply: FastifyReply, self: Forwarder, log: Logger): Promise<void> {
+export async function forwardToOwner(
+  target: Owner,
+  id: JsonRpcId,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  self: Forwarder,
+  log: Logger,
+): Promise<void> {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(req.headers)) {
     // A client's own mcp-proxy-* headers would pose as this replica's.
-    if (typeof value === 'string' && !NOT_FORWARDED.has(name) && !name.startsWith('proxy-') && !name.startsWith('mcp-proxy-')) headers[name] = value;
+    if (typeof value === 'string' && !NOT_FORWARDED.has(name) && !name.startsWith('proxy-') && !name.startsWith('mcp-proxy-'))
+      headers[name] = value;
   }
   headers[FORWARDED_HEADER] = self.replica;
   headers[CLIENT_HEADER] = self.client;
@@ -58,12 +79,21 @@ export async function forwardToOwner(target: Owner, id: JsonRpcId, req: FastifyR
     await pipeline(res.body, reply.raw);
   } catch (err) {
     if (abort.signal.aborted) return;
-    log.warn({ owner: target.replica, holds: target.holds, err: (err as Error).message }, `could not forward a request to the replica holding its ${target.holds}`);
+    log.warn(
+      { owner: target.replica, holds: target.holds, err: (err as Error).message },
+      `could not forward a request to the replica holding its ${target.holds}`,
+    );
     if (reply.raw.headersSent) return void reply.raw.destroy();
     const error =
       target.holds === 'task'
-        ? new ProxyError('TASK_NOT_FOUND', `Failed to retrieve task: the replica holding it ("${target.replica}") cannot be reached, and the task is lost with it: start the call again`)
-        : new ProxyError('INVALID_REQUEST_STATE', `The replica holding this call ("${target.replica}") cannot be reached: send the request again without requestState`);
+        ? new ProxyError(
+            'TASK_NOT_FOUND',
+            `Failed to retrieve task: the replica holding it ("${target.replica}") cannot be reached, and the task is lost with it: start the call again`,
+          )
+        : new ProxyError(
+            'INVALID_REQUEST_STATE',
+            `The replica holding this call ("${target.replica}") cannot be reached: send the request again without requestState`,
+          );
     const body = JSON.stringify(errorResponse(id, toJsonRpcError(error, 'modern')));
     reply.raw.writeHead(httpStatusOf({ refused: error }), { 'content-type': 'application/json' }).end(body);
   }

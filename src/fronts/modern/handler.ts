@@ -84,7 +84,17 @@ export class ModernHandler {
     this.completion = new Completion(opts.cache);
     const { modern, era, filters, requestTimeoutMs, toolHeaders, sealer, log } = opts;
     const tasks = opts.tasks && { held: opts.held, inputTimeoutMs: opts.inputTimeoutMs, maxInputBytes: opts.maxInputRequestBytes };
-    this.passThrough = new PassThrough({ upstream: modern, server: () => era.server(), filters, toolHeaders, sealer, cache: () => this.completion.cache, requestTimeoutMs, tasks, log });
+    this.passThrough = new PassThrough({
+      upstream: modern,
+      server: () => era.server(),
+      filters,
+      toolHeaders,
+      sealer,
+      cache: () => this.completion.cache,
+      requestTimeoutMs,
+      tasks,
+      log,
+    });
   }
 
   /** New cache hints (a config reload). */
@@ -123,7 +133,8 @@ export class ModernHandler {
   /** The context of a modern request from `who`; throws the modern rejection (unknown method: 404 on HTTP; bad `_meta`) when it has none. */
   requestContext(req: JsonRpcRequest, who: Requester): RequestContext {
     // A 2026-07-28 upstream answers for the methods it knows (an extension's own ones too).
-    if (!MODERN_METHODS.has(req.method) && !speaksModern(this.opts.era.now)) throw new ProxyError('METHOD_NOT_FOUND', `Method not found: ${req.method} is not part of protocol version ${MODERN_VERSIONS[0]}`);
+    if (!MODERN_METHODS.has(req.method) && !speaksModern(this.opts.era.now))
+      throw new ProxyError('METHOD_NOT_FOUND', `Method not found: ${req.method} is not part of protocol version ${MODERN_VERSIONS[0]}`);
     const clientInfo = (req.params?._meta as Record<string, unknown> | undefined)?.[META.clientInfo];
     const { principal, client, path, featuresHeader } = who;
     const assigned = this.opts.filters().assign({ principal, path, featuresHeader, clientName: clientNameOf(clientInfo) });
@@ -146,7 +157,12 @@ export class ModernHandler {
     try {
       if (speaksModern(this.opts.era.now ?? (await this.opts.era.resolve()))) return await this.passedThrough(req, ctx, reply);
       if (req.method === 'subscriptions/listen' && this.opts.listen) return await this.opts.listen(req, ctx, reply, this.tasks);
-      const result = req.method === 'server/discover' ? await this.discover(ctx) : TASK_METHODS.has(req.method) ? await this.taskRequest(req, ctx) : await this.forward(req, ctx, reply);
+      const result =
+        req.method === 'server/discover'
+          ? await this.discover(ctx)
+          : TASK_METHODS.has(req.method)
+            ? await this.taskRequest(req, ctx)
+            : await this.forward(req, ctx, reply);
       if ('frame' in result) reply.answer(result.frame);
       else if ('error' in result) reply.answer({ msg: errorResponse(req.id, result.error as JsonRpcResponse['error'] & object) });
       else reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: result.result } });
@@ -157,7 +173,10 @@ export class ModernHandler {
       }
       if (!(err instanceof ProxyError)) this.opts.log.error({ err: (err as Error)?.message, method: req.method }, 'modern request failed');
       // The status the code names, as for the same refusal before `handle` (a failure after acceptance names 200).
-      reply.answer({ msg: errorResponse(req.id, toJsonRpcError(err, 'modern')) }, { httpStatus: httpStatusOf({ refused: err }), retryAfter: err instanceof ProxyError ? err.retryAfter : undefined });
+      reply.answer(
+        { msg: errorResponse(req.id, toJsonRpcError(err, 'modern')) },
+        { httpStatus: httpStatusOf({ refused: err }), retryAfter: err instanceof ProxyError ? err.retryAfter : undefined },
+      );
     }
   }
 
@@ -169,10 +188,14 @@ export class ModernHandler {
   /** In front of a modern upstream: passed through, but for the proxy's own tasks where the server offers none. */
   private async passedThrough(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply): Promise<void> {
     if (!this.tasks || !(await this.passThrough.servesTasks())) return this.passThrough.handle(req, ctx, reply);
-    if (TASK_METHODS.has(req.method)) return reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: (await this.taskRequest(req, ctx)).result } });
+    if (TASK_METHODS.has(req.method))
+      return reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: (await this.taskRequest(req, ctx)).result } });
     const room = await this.taskRoom(req, ctx);
     try {
-      const offer = room && { ms: room.ms, start: (call: TaskCall, pending: Promise<CallStep>, shape: ShapeResult) => this.tasks!.start(call, pending, ctx, shape, room) };
+      const offer = room && {
+        ms: room.ms,
+        start: (call: TaskCall, pending: Promise<CallStep>, shape: ShapeResult) => this.tasks!.start(call, pending, ctx, shape, room),
+      };
       return await this.passThrough.handle(req, ctx, reply, offer);
     } finally {
       room?.release(); // a call answered at once gives its place back (a task took it over)
@@ -181,8 +204,13 @@ export class ModernHandler {
 
   /** tasks/get, tasks/update, tasks/cancel; only for a request that declares the extension. */
   private async taskRequest(req: JsonRpcRequest, ctx: RequestContext): Promise<{ result: McpResult }> {
-    if (!this.tasks) throw new ProxyError('METHOD_NOT_FOUND', `Method not found: ${req.method} (this proxy does not offer the ${TASKS_EXTENSION} extension)`);
-    if (!Tasks.declared(ctx)) throw missingTasks(`${req.method} is part of the ${TASKS_EXTENSION} extension, which this request does not declare`);
+    if (!this.tasks)
+      throw new ProxyError(
+        'METHOD_NOT_FOUND',
+        `Method not found: ${req.method} (this proxy does not offer the ${TASKS_EXTENSION} extension)`,
+      );
+    if (!Tasks.declared(ctx))
+      throw missingTasks(`${req.method} is part of the ${TASKS_EXTENSION} extension, which this request does not declare`);
     if (req.method === 'tasks/get') return { result: this.tasks.get(req, ctx) };
     if (req.method === 'tasks/update') return { result: await this.tasks.update(req, ctx) };
     return { result: this.tasks.cancel(req, ctx) };
@@ -197,13 +225,20 @@ export class ModernHandler {
     if (!this.tasks || req.method !== 'tools/call') return undefined;
     const support = await this.opts.toolHeaders.taskSupport(req, ctx);
     const declared = Tasks.declared(ctx);
-    if (support === 'required' && !declared) throw missingTasks(`Tool "${String(req.params?.name)}" runs only as a task, and this request does not declare the ${TASKS_EXTENSION} extension`);
+    if (support === 'required' && !declared)
+      throw missingTasks(
+        `Tool "${String(req.params?.name)}" runs only as a task, and this request does not declare the ${TASKS_EXTENSION} extension`,
+      );
     // "forbidden" (the SDK's default for every tool) is about the upstream's own legacy tasks; this one is the proxy's.
     if (!declared) return undefined;
     const room = this.tasks.reserve(ctx);
     if (room) return { ms: this.opts.tasks!.answerWithinMs, ...room };
     this.opts.log.debug({ tool: req.params?.name }, 'no room for another task of this client: the call is answered without one');
-    if (support === 'required') throw new ProxyError('TOO_MANY_TASKS', `Tool "${String(req.params?.name)}" runs only as a task, and this client has as many tasks running as it may (modern.tasks.perClient; tasks that may ask for input also share modern.pool sessions); wait for one to finish or cancel one`);
+    if (support === 'required')
+      throw new ProxyError(
+        'TOO_MANY_TASKS',
+        `Tool "${String(req.params?.name)}" runs only as a task, and this client has as many tasks running as it may (modern.tasks.perClient; tasks that may ask for input also share modern.pool sessions); wait for one to finish or cancel one`,
+      );
     return undefined;
   }
 
@@ -211,7 +246,11 @@ export class ModernHandler {
     const server = await this.opts.pool.server();
     const negotiation = this.opts.filters().forRequest(ctx, server);
     const { tasks: _legacyTasks, ...capabilities } = (server.capabilities ?? {}) as Record<string, unknown>;
-    const extensions = { ...(isObject(capabilities.extensions) ? capabilities.extensions : {}), ...negotiation.discoverExtensions(), ...(this.tasks ? { [TASKS_EXTENSION]: {} } : {}) };
+    const extensions = {
+      ...(isObject(capabilities.extensions) ? capabilities.extensions : {}),
+      ...negotiation.discoverExtensions(),
+      ...(this.tasks ? { [TASKS_EXTENSION]: {} } : {}),
+    };
     const result: McpResult = {
       supportedVersions: SUPPORTED_VERSIONS,
       capabilities: Object.keys(extensions).length ? { ...capabilities, extensions } : capabilities,
@@ -220,7 +259,11 @@ export class ModernHandler {
     return { result: this.completion.result('server/discover', result, server) };
   }
 
-  private async forward(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply): Promise<{ result: McpResult } | { error: unknown } | { frame: Frame }> {
+  private async forward(
+    req: JsonRpcRequest,
+    ctx: RequestContext,
+    reply: ModernReply,
+  ): Promise<{ result: McpResult } | { error: unknown } | { frame: Frame }> {
     const server = await this.opts.pool.server();
     const negotiation = this.opts.filters().forRequest(ctx, server);
     const check = negotiation.onRequest(req);
@@ -231,10 +274,22 @@ export class ModernHandler {
     const within = room?.ms;
     try {
       const resumed = params.requestState !== undefined ? await this.rounds.resume(req, ctx, reply, within) : 'again';
-      if (resumed === 'declined') return { error: modernUpstreamError({ code: URL_ELICITATION_REQUIRED, message: 'The user did not complete the URL elicitation the server required' }) };
+      if (resumed === 'declined')
+        return {
+          error: modernUpstreamError({
+            code: URL_ELICITATION_REQUIRED,
+            message: 'The user did not complete the URL elicitation the server required',
+          }),
+        };
       // After a URL round no call waits: accepted, the request goes upstream again.
-      let { call, step } = resumed === 'again' ? await this.rounds.start(req.method, upstreamParams(params, ctx), ctx, reply, within) : resumed;
-      if (step.kind === 'done' && 'failure' in step.outcome && step.outcome.failure.code === 'UPSTREAM_SESSION_EXPIRED' && call.round === 0) {
+      let { call, step } =
+        resumed === 'again' ? await this.rounds.start(req.method, upstreamParams(params, ctx), ctx, reply, within) : resumed;
+      if (
+        step.kind === 'done' &&
+        'failure' in step.outcome &&
+        step.outcome.failure.code === 'UPSTREAM_SESSION_EXPIRED' &&
+        call.round === 0
+      ) {
         // The upstream forgot the pooled session (404) without running the request: once more on a new one.
         ({ call, step } = await this.rounds.start(req.method, upstreamParams(params, ctx), ctx, reply, within));
       }

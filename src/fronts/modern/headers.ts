@@ -20,7 +20,8 @@ function single(headers: IncomingHttpHeaders, name: string): string | undefined 
 /** Checks MCP-Protocol-Version, Mcp-Method and Mcp-Name against the body. */
 export function checkModernHeaders(headers: IncomingHttpHeaders, req: JsonRpcRequest, version: string): void {
   const headerVersion = single(headers, 'mcp-protocol-version');
-  if (headerVersion === undefined) throw mismatch(`MCP-Protocol-Version header is required and must equal _meta protocolVersion "${version}"`);
+  if (headerVersion === undefined)
+    throw mismatch(`MCP-Protocol-Version header is required and must equal _meta protocolVersion "${version}"`);
   if (headerVersion !== version) throw mismatch(`MCP-Protocol-Version "${headerVersion}" differs from _meta protocolVersion "${version}"`);
   const method = single(headers, 'mcp-method');
   if (method === undefined) throw mismatch(`Mcp-Method header is required and must equal the method "${req.method}"`);

@@ -35,10 +35,21 @@ export class ModernHttp implements ModernEndpoint {
   async post(req: FastifyRequest, reply: FastifyReply, { frames, batch, mode, who }: Post): Promise<unknown> {
     const { handler } = this;
     const msg = frames[0].msg;
-    if (batch) return sendError(reply, new ProxyError('BAD_REQUEST', 'Invalid Request: protocol version 2026-07-28 takes one message per POST, not a batch'), null, 'modern');
+    if (batch)
+      return sendError(
+        reply,
+        new ProxyError('BAD_REQUEST', 'Invalid Request: protocol version 2026-07-28 takes one message per POST, not a batch'),
+        null,
+        'modern',
+      );
     if (!isRequest(msg)) {
       if ('method' in msg) return reply.code(202).send();
-      return sendError(reply, new ProxyError('BAD_REQUEST', 'Invalid Request: a modern client sends requests, never responses'), null, 'modern');
+      return sendError(
+        reply,
+        new ProxyError('BAD_REQUEST', 'Invalid Request: a modern client sends requests, never responses'),
+        null,
+        'modern',
+      );
     }
     let ctx;
     try {
@@ -53,7 +64,15 @@ export class ModernHttp implements ModernEndpoint {
       return sendError(reply, err, msg.id, 'modern');
     }
     const owner = req.headers[FORWARDED_HEADER] === undefined ? handler.ownerElsewhere(msg, ctx) : undefined;
-    if (owner) return forwardToOwner(owner, msg.id, req, reply, { replica: handler.replicaId, client: sealClient(this.sealer, clientAddress(req), owner.replica) }, handler.log);
+    if (owner)
+      return forwardToOwner(
+        owner,
+        msg.id,
+        req,
+        reply,
+        { replica: handler.replicaId, client: sealClient(this.sealer, clientAddress(req), owner.replica) },
+        handler.log,
+      );
     takeOver(reply);
     let headers: Record<string, string> = {};
     const channel = new PostReply(reply.raw, () => headers, mode, false, STREAM_AFTER_MS, this.slowReaders);

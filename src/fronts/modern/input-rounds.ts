@@ -75,7 +75,13 @@ export class InputRounds {
   constructor(private readonly o: InputRoundsOptions) {}
 
   /** Starts a call upstream; its first step (input to ask for, or the outcome; or, given `answerWithinMs`, the step still to come). */
-  async start(method: string, params: Record<string, unknown>, ctx: RequestContext, reply: ModernReply, answerWithinMs?: number): Promise<CallRun> {
+  async start(
+    method: string,
+    params: Record<string, unknown>,
+    ctx: RequestContext,
+    reply: ModernReply,
+    answerWithinMs?: number,
+  ): Promise<CallRun> {
     const principal = ctx.principal ?? '';
     const client = ctx.clientKey ?? principal;
     // A call that may ask for input gets a session of its own: the upstream's request then belongs to it alone.
@@ -102,7 +108,11 @@ export class InputRounds {
       cancellation: reply.cancellation,
       onNotification: logFilter(ctx, reply),
       onForget: () => this.parked.delete(key),
-      onExpired: () => this.o.log.info({ method, call: key, inputTimeoutMs: this.o.inputTimeoutMs }, 'a call waiting for client input got no retry in time; cancelled upstream'),
+      onExpired: () =>
+        this.o.log.info(
+          { method, call: key, inputTimeoutMs: this.o.inputTimeoutMs },
+          'a call waiting for client input got no retry in time; cancelled upstream',
+        ),
       held: this.o.held,
       maxInputBytes: this.o.maxInputRequestBytes,
       log: this.o.log,
@@ -120,7 +130,15 @@ export class InputRounds {
   park(req: JsonRpcRequest, ctx: RequestContext, call: BridgedCall, step: Extract<CallStep, { kind: 'input' }>): McpResult {
     // Calls started together may all reach this point: the cap holds here, whatever raced before.
     void this.trim(call.clientKey, this.o.parkedPerClient, call);
-    const state: RequestState = { call: call.key, round: call.round, ...binding(req), exp: Date.now() + this.o.inputTimeoutMs, replica: this.o.replicaId, url: this.o.replicaUrl(), principal: ctx.principal ?? '' };
+    const state: RequestState = {
+      call: call.key,
+      round: call.round,
+      ...binding(req),
+      exp: Date.now() + this.o.inputTimeoutMs,
+      replica: this.o.replicaId,
+      url: this.o.replicaUrl(),
+      principal: ctx.principal ?? '',
+    };
     const requestState = this.o.sealer.seal('requestState', state);
     return { resultType: 'input_required', inputRequests: step.inputRequests, requestState };
   }
@@ -140,9 +158,21 @@ export class InputRounds {
     }
     const needed = { elicitation: { url: {} } };
     if (!declares(ctx.capabilities, needed)) {
-      throw new ProxyError('MISSING_CLIENT_CAPABILITY', 'The upstream needs the user to open a URL (URL-mode elicitation), which this request\'s client capabilities do not declare', { requiredCapabilities: needed });
+      throw new ProxyError(
+        'MISSING_CLIENT_CAPABILITY',
+        "The upstream needs the user to open a URL (URL-mode elicitation), which this request's client capabilities do not declare",
+        { requiredCapabilities: needed },
+      );
     }
-    const state: RequestState = { call: '', round: 0, ...binding(req), exp: Date.now() + this.o.inputTimeoutMs, replica: this.o.replicaId, principal: ctx.principal ?? '', again: Object.keys(inputRequests) };
+    const state: RequestState = {
+      call: '',
+      round: 0,
+      ...binding(req),
+      exp: Date.now() + this.o.inputTimeoutMs,
+      replica: this.o.replicaId,
+      principal: ctx.principal ?? '',
+      again: Object.keys(inputRequests),
+    };
     return { resultType: 'input_required', inputRequests, requestState: this.o.sealer.seal('requestState', state) };
   }
 
@@ -151,19 +181,30 @@ export class InputRounds {
    * when nothing may resume. After a URL round no call waits: `again` when the client accepted
    * every URL (the request is to be sent again), `declined` otherwise.
    */
-  async resume(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply, answerWithinMs?: number): Promise<CallRun | 'again' | 'declined'> {
+  async resume(
+    req: JsonRpcRequest,
+    ctx: RequestContext,
+    reply: ModernReply,
+    answerWithinMs?: number,
+  ): Promise<CallRun | 'again' | 'declined'> {
     const params = req.params!;
     const state = this.openState(req, ctx);
     if (state.again) {
       const responses = params.inputResponses;
-      return isObject(responses) && state.again.every((key) => isObject(responses[key]) && responses[key].action === 'accept') ? 'again' : 'declined';
+      return isObject(responses) && state.again.every((key) => isObject(responses[key]) && responses[key].action === 'accept')
+        ? 'again'
+        : 'declined';
     }
     if (state.replica !== this.o.replicaId) {
-      throw invalidState(`The call this requestState resumes waits on replica "${state.replica}", which this one cannot forward to (set replicas.url on every replica): send the request again without requestState`);
+      throw invalidState(
+        `The call this requestState resumes waits on replica "${state.replica}", which this one cannot forward to (set replicas.url on every replica): send the request again without requestState`,
+      );
     }
     const call = this.parked.get(state.call);
     if (!call || call.principal !== state.principal || call.round !== state.round || !call.awaitingInput) {
-      throw invalidState('No call is waiting for this requestState (it finished, timed out, or was answered already): send the request again without requestState');
+      throw invalidState(
+        'No call is waiting for this requestState (it finished, timed out, or was answered already): send the request again without requestState',
+      );
     }
     const responses = params.inputResponses;
     if (!isObject(responses)) {
@@ -179,10 +220,14 @@ export class InputRounds {
     const state = this.o.sealer.open<RequestState>('requestState', token);
     const bound = binding(req);
     if (!state || state.method !== bound.method || state.digest !== bound.digest) {
-      throw invalidState('requestState is not valid for this request: it was altered, belongs to another request, or was issued by a proxy with another secret');
+      throw invalidState(
+        'requestState is not valid for this request: it was altered, belongs to another request, or was issued by a proxy with another secret',
+      );
     }
-    if (state.principal !== (ctx.principal ?? '')) throw invalidState('requestState was issued to another client identity: send the request again without requestState');
-    if (!(state.exp > Date.now())) throw invalidState('requestState has expired: send the request again without requestState and inputResponses');
+    if (state.principal !== (ctx.principal ?? ''))
+      throw invalidState('requestState was issued to another client identity: send the request again without requestState');
+    if (!(state.exp > Date.now()))
+      throw invalidState('requestState has expired: send the request again without requestState and inputResponses');
     return state;
   }
 
@@ -194,7 +239,8 @@ export class InputRounds {
     const token = req.params?.requestState;
     if (typeof token !== 'string') return undefined;
     const state = this.o.sealer.open<RequestState>('requestState', token);
-    if (!state || state.again || state.replica === this.o.replicaId || !state.url || state.principal !== (ctx.principal ?? '')) return undefined;
+    if (!state || state.again || state.replica === this.o.replicaId || !state.url || state.principal !== (ctx.principal ?? ''))
+      return undefined;
     return { replica: state.replica, url: state.url, holds: 'call' };
   }
 
@@ -212,7 +258,10 @@ export class InputRounds {
     for (const call of this.parked.values()) if (call.clientKey === client && call.awaitingInput && call !== spare) waiting.push(call); // in the order they started
     const over = waiting.slice(0, Math.max(0, waiting.length - keep));
     for (const call of over) {
-      this.o.log.info({ call: call.key.slice(0, 8), parkedPerClient: this.o.parkedPerClient }, 'a client has more calls waiting for its input than it may; its oldest is given up');
+      this.o.log.info(
+        { call: call.key.slice(0, 8), parkedPerClient: this.o.parkedPerClient },
+        'a client has more calls waiting for its input than it may; its oldest is given up',
+      );
       call.expire();
     }
     await Promise.all(over.map((call) => call.done));

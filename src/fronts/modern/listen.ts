@@ -67,18 +67,30 @@ export class ListenHub {
   async listen(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply, tasks?: TaskWatch): Promise<void> {
     const wanted = req.params?.notifications;
     if (!isObject(wanted)) {
-      throw new ProxyError('INVALID_META', 'Invalid params: subscriptions/listen needs params.notifications (toolsListChanged, promptsListChanged, resourcesListChanged, resourceSubscriptions, taskIds)');
+      throw new ProxyError(
+        'INVALID_META',
+        'Invalid params: subscriptions/listen needs params.notifications (toolsListChanged, promptsListChanged, resourcesListChanged, resourceSubscriptions, taskIds)',
+      );
     }
     const w = wanted;
-    const taskIds = tasks && Array.isArray(w.taskIds) ? [...new Set(w.taskIds.filter((id): id is string => typeof id === 'string'))].slice(0, MAX_TASK_IDS) : undefined;
+    const taskIds =
+      tasks && Array.isArray(w.taskIds)
+        ? [...new Set(w.taskIds.filter((id): id is string => typeof id === 'string'))].slice(0, MAX_TASK_IDS)
+        : undefined;
     if (taskIds && !Tasks.declared(ctx)) {
-      throw new ProxyError('MISSING_CLIENT_CAPABILITY', `Task status notifications (notifications.taskIds) are part of the ${TASKS_EXTENSION} extension, which this request does not declare`, { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } });
+      throw new ProxyError(
+        'MISSING_CLIENT_CAPABILITY',
+        `Task status notifications (notifications.taskIds) are part of the ${TASKS_EXTENSION} extension, which this request does not declare`,
+        { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+      );
     }
     const principal = ctx.principal ?? '';
     // A principal's listeners lease the same shared session (same key, not exclusive): it stays open while any of them listens.
     // A listener of task status alone needs none.
     const fromUpstream = (Object.keys(KINDS) as Kind[]).some((kind) => w[kind] === true) || Array.isArray(w.resourceSubscriptions);
-    const lease = fromUpstream ? await this.pool.acquire({ principal, clientKey: ctx.clientKey ?? principal, capabilities: {} }) : undefined;
+    const lease = fromUpstream
+      ? await this.pool.acquire({ principal, clientKey: ctx.clientKey ?? principal, capabilities: {} })
+      : undefined;
     const caps = (lease?.client.server?.capabilities ?? {}) as Record<string, { listChanged?: boolean; subscribe?: boolean } | undefined>;
     const honoured: Record<string, unknown> = {};
     const filters = this.filters().forRequest(ctx, lease?.client.server ?? {});
@@ -96,7 +108,8 @@ export class ListenHub {
     }
     const subscriptionId = { [META.subscriptionId]: req.id };
     // Tasks of another principal, unknown, expired or held by another replica are not followed (the client polls).
-    const tellTask = (task: McpResult) => reply.notify({ jsonrpc: '2.0', method: 'notifications/tasks', params: { ...task, _meta: subscriptionId } });
+    const tellTask = (task: McpResult) =>
+      reply.notify({ jsonrpc: '2.0', method: 'notifications/tasks', params: { ...task, _meta: subscriptionId } });
     const followed: Array<{ now: McpResult; stop(): void }> = [];
     if (taskIds) {
       const agreed: string[] = [];
@@ -108,7 +121,11 @@ export class ListenHub {
       }
       honoured.taskIds = agreed;
     }
-    reply.notify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: honoured, _meta: subscriptionId } });
+    reply.notify({
+      jsonrpc: '2.0',
+      method: 'notifications/subscriptions/acknowledged',
+      params: { notifications: honoured, _meta: subscriptionId },
+    });
     // Each followed task's state now: a change between its creation and this request is not missed.
     for (const follow of followed) tellTask(follow.now);
     this.listeners.add(listener);
@@ -136,7 +153,11 @@ export class ListenHub {
       if (principal !== '' && l.principal !== principal) continue;
       if (uri !== undefined ? !l.uris.has(uri) : !l.kinds.has(n.method)) continue;
       for (const m of l.filters.onNotification(n) ?? [n]) {
-        l.reply.notify({ jsonrpc: '2.0', method: m.method, params: { ...m.params, _meta: { ...(m.params?._meta as object), [META.subscriptionId]: l.id } } });
+        l.reply.notify({
+          jsonrpc: '2.0',
+          method: m.method,
+          params: { ...m.params, _meta: { ...(m.params?._meta as object), [META.subscriptionId]: l.id } },
+        });
       }
     }
   }

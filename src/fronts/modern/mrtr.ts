@@ -13,7 +13,14 @@
 import type { Logger } from 'pino';
 import type { Held, HeldBytes } from '../../core/held-bytes.js';
 import { ProxyError } from '../../jsonrpc/errors.js';
-import { INTERNAL_ERROR, isObject, METHOD_NOT_FOUND, type JsonRpcId, type JsonRpcNotification, type JsonRpcRequest } from '../../jsonrpc/message.js';
+import {
+  INTERNAL_ERROR,
+  isObject,
+  METHOD_NOT_FOUND,
+  type JsonRpcId,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+} from '../../jsonrpc/message.js';
 import { capabilityFor, declares, INPUT_METHODS } from '../../mcp/eras.js';
 import type { RequestContext } from '../../mcp/request-context.js';
 import type { CallOutcome, UpstreamClient } from '../../upstream/client.js';
@@ -80,7 +87,10 @@ export class BridgedCall {
   private notify: (n: JsonRpcNotification) => void;
   private current: Cancellation;
 
-  constructor(private readonly lease: UpstreamLease, private readonly opts: CallOptions) {
+  constructor(
+    private readonly lease: UpstreamLease,
+    private readonly opts: CallOptions,
+  ) {
     this.client = lease.client;
     this.done = new Promise((resolve) => (this.settled = resolve));
     this.key = opts.key;
@@ -88,7 +98,12 @@ export class BridgedCall {
     this.clientKey = opts.clientKey;
     this.notify = opts.onNotification;
     this.current = opts.cancellation;
-    const call = this.client.request(opts.method, opts.params, { onNotification: (n) => this.notify(n), onServerRequest: (r) => this.onInput(r) }, opts.timeoutMs);
+    const call = this.client.request(
+      opts.method,
+      opts.params,
+      { onNotification: (n) => this.notify(n), onServerRequest: (r) => this.onInput(r) },
+      opts.timeoutMs,
+    );
     this.id = call.id;
     this.watch(opts.cancellation);
     void call.outcome.then((o) => this.finish(o));
@@ -112,7 +127,11 @@ export class BridgedCall {
    * The client's retry: its answers go upstream and the call goes on under the retry's cancellation
    * and notification sink. Answers to keys never asked are ignored; keys left unanswered are asked again.
    */
-  resume(responses: Record<string, unknown>, cancellation: Cancellation, onNotification: (n: JsonRpcNotification) => void): Promise<CallStep> {
+  resume(
+    responses: Record<string, unknown>,
+    cancellation: Cancellation,
+    onNotification: (n: JsonRpcNotification) => void,
+  ): Promise<CallStep> {
     clearTimeout(this.parkTimer);
     this.unpark();
     this.notify = onNotification;
@@ -139,7 +158,10 @@ export class BridgedCall {
 
   /** Ends a parked call that no retry resumed: answers its input requests and cancels it upstream. */
   expire(): void {
-    this.stop('The client did not supply the requested input in time', new ProxyError('INPUT_TIMEOUT', 'The client did not supply the requested input in time'));
+    this.stop(
+      'The client did not supply the requested input in time',
+      new ProxyError('INPUT_TIMEOUT', 'The client did not supply the requested input in time'),
+    );
   }
 
   /** Ends the call, parked or not: its input requests answered, cancelled upstream with `reason`; `err` is its outcome. */
@@ -157,18 +179,27 @@ export class BridgedCall {
     this.current = cancellation;
     cancellation.onCancel(() => {
       // Only whoever waits now cancels: a finished round's stream may close freely.
-      if (this.current === cancellation && !this.parked && !this.result) this.client.cancel(this.id, 'The client cancelled the request', new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
+      if (this.current === cancellation && !this.parked && !this.result)
+        this.client.cancel(this.id, 'The client cancelled the request', new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
     });
   }
 
   private onInput(req: JsonRpcRequest): void {
     if (!INPUT_METHODS.has(this.opts.method) || !INPUT_REQUEST_METHODS.has(req.method)) {
-      return this.client.respond(req.id, { error: { code: METHOD_NOT_FOUND, message: `${req.method} is not available during ${this.opts.method}` } });
+      return this.client.respond(req.id, {
+        error: { code: METHOD_NOT_FOUND, message: `${req.method} is not available during ${this.opts.method}` },
+      });
     }
     const needed = capabilityFor(req.method, req.params)!;
     if (!declares(this.opts.capabilities, needed)) {
-      this.client.respond(req.id, { error: { code: METHOD_NOT_FOUND, message: `The client did not declare the capability ${req.method} needs` } });
-      const err = new ProxyError('MISSING_CLIENT_CAPABILITY', `The upstream needs ${req.method}, which this request's client capabilities do not declare`, { requiredCapabilities: needed });
+      this.client.respond(req.id, {
+        error: { code: METHOD_NOT_FOUND, message: `The client did not declare the capability ${req.method} needs` },
+      });
+      const err = new ProxyError(
+        'MISSING_CLIENT_CAPABILITY',
+        `The upstream needs ${req.method}, which this request's client capabilities do not declare`,
+        { requiredCapabilities: needed },
+      );
       return this.client.cancel(this.id, 'The client lacks a capability the call needs', err);
     }
     this.inputs.set(this.keyFor(req), req);
@@ -210,7 +241,10 @@ export class BridgedCall {
   /** The round is too large to put to the client: the upstream's requests fail, and the call goes on without them. */
   private refuseInputs(bytes: number): void {
     const max = this.opts.maxInputBytes;
-    this.opts.log.warn({ method: this.opts.method, bytes, maxInputRequestBytes: max }, 'the upstream asked the client for more input than one round may carry; its requests were answered with an error');
+    this.opts.log.warn(
+      { method: this.opts.method, bytes, maxInputRequestBytes: max },
+      'the upstream asked the client for more input than one round may carry; its requests were answered with an error',
+    );
     const message = `The proxy puts at most ${max} bytes of input requests to a modern client in one round (modern.maxInputRequestBytes); these took ${bytes}`;
     for (const req of this.inputs.values()) this.client.respond(req.id, { error: { code: INTERNAL_ERROR, message } });
     this.inputs.clear();
@@ -218,8 +252,12 @@ export class BridgedCall {
 
   /** The budget needs the room of this parked call: given up, as one nobody resumed. */
   private letGo(): void {
-    this.opts.log.info({ method: this.opts.method, call: this.key.slice(0, 8) }, "a call waiting for its client's input was given up: the client held more than listen.heldBytes allows");
-    const message = "The call waited for the client's input while the client held more than the proxy keeps for it (listen.heldBytes), and was given up; send the request again";
+    this.opts.log.info(
+      { method: this.opts.method, call: this.key.slice(0, 8) },
+      "a call waiting for its client's input was given up: the client held more than listen.heldBytes allows",
+    );
+    const message =
+      "The call waited for the client's input while the client held more than the proxy keeps for it (listen.heldBytes), and was given up; send the request again";
     this.stop('The client did not come back for the input the call needs', new ProxyError('HELD_BYTES_EXCEEDED', message));
   }
 

@@ -15,7 +15,14 @@ import type { Logger } from 'pino';
 import type { HeldBytes } from '../../core/held-bytes.js';
 import type { FilterChain } from '../../core/filters.js';
 import { ProxyError } from '../../jsonrpc/errors.js';
-import { errorResponse, isObject, type Frame, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
+import {
+  errorResponse,
+  isObject,
+  type Frame,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+  type JsonRpcResponse,
+} from '../../jsonrpc/message.js';
 import { TokenTooLarge, type Sealer } from '../../sealing/sealer.js';
 import { CACHEABLE_METHODS, META, SUPPORTED_VERSIONS } from '../../mcp/eras.js';
 import type { RequestContext } from '../../mcp/request-context.js';
@@ -32,7 +39,6 @@ import { PassedCall } from './passed-call.js';
 import type { ModernReply } from './reply.js';
 import { TASKS_EXTENSION, type ShapeResult, type TaskCall } from './tasks.js';
 import type { ToolHeaders } from '../../upstream/tool-headers.js';
-
 
 export interface PassThroughOptions {
   upstream: ModernUpstream;
@@ -95,7 +101,8 @@ export class PassThrough {
       if (!(await answeredWithin(call.answered, offer.ms))) {
         const name = targetOf(req.params);
         const traceparent = traceContextOf(ctx.passMeta)?.traceparent;
-        const shape = async ({ resultType: _t, ...result }: McpResult) => (await negotiation.shape(req.method, name, result, check?.scope, traceparent)) ?? result;
+        const shape = async ({ resultType: _t, ...result }: McpResult) =>
+          (await negotiation.shape(req.method, name, result, check?.scope, traceparent)) ?? result;
         return reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: offer.start(call, call.next(), shape) } });
       }
       exchange = await call.answered;
@@ -107,7 +114,8 @@ export class PassThrough {
     }
     const { frame, status } = exchange;
     // The upstream refused the proxy's own credentials (upstream.headers): nothing the client can fix.
-    if (status === 401 || status === 403) throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream refused the proxy's credentials (HTTP ${status}); check upstream.headers`);
+    if (status === 401 || status === 403)
+      throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream refused the proxy's credentials (HTTP ${status}); check upstream.headers`);
     const msg = frame.msg as JsonRpcResponse;
     // Input requests ride in an input_required round, and in a task's status (tasks/get) too.
     const unsafe = msg.error ? refusedUrlElicitations(msg.error) : refusedInputRequests(msg.result?.inputRequests);
@@ -117,14 +125,19 @@ export class PassThrough {
     }
     if (msg.error) {
       const annotated = negotiation.annotateError(msg.error, check?.scope);
-      return reply.answer(annotated ? { msg: errorResponse(req.id, annotated) } : frame, { httpStatus: httpStatusOf({ error: msg.error, upstreamStatus: status }) });
+      return reply.answer(annotated ? { msg: errorResponse(req.id, annotated) } : frame, {
+        httpStatus: httpStatusOf({ error: msg.error, upstreamStatus: status }),
+      });
     }
     const result = msg.result ?? {};
     if (typeof result.taskId === 'string' && (result.resultType === 'task' || TASK_REQUESTS.has(req.method))) {
       const taskId = TASK_REQUESTS.has(req.method) ? req.params!.taskId : this.sealTask(result.taskId, ctx);
       return reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: { ...result, taskId } } });
     }
-    if (result.resultType === 'input_required' && result.requestState !== undefined) return reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: { ...result, requestState: this.sealState(result.requestState, ctx) } } });
+    if (result.resultType === 'input_required' && result.requestState !== undefined)
+      return reply.answer({
+        msg: { jsonrpc: '2.0', id: req.id, result: { ...result, requestState: this.sealState(result.requestState, ctx) } },
+      });
     // input_required, a task, the end of a listen stream: the server's own, passed as they are.
     if (result.resultType !== undefined && result.resultType !== 'complete') return reply.answer(frame);
     if (req.method === 'tools/list') this.o.toolHeaders.learn(result);
@@ -133,9 +146,25 @@ export class PassThrough {
     const hint = this.hint(req.method, result, wants);
     if (!wants && !hint && !own && result.resultType !== undefined) return reply.answer(frame);
     let shaped = result;
-    if (req.method === 'server/discover') shaped = discovered(result, { ...negotiation.discoverExtensions(), ...((await this.servesTasks()) ? { [TASKS_EXTENSION]: {} } : {}) });
-    else if (wants) shaped = (await negotiation.shape(req.method, name, result, check?.scope, traceContextOf(ctx.passMeta)?.traceparent)) ?? result;
-    reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: { ...shaped, resultType: 'complete', ...(isObject(result._meta) ? { _meta: { ...(shaped._meta as object), ...pick(result._meta, META.serverInfo) } } : {}), ...hint } } });
+    if (req.method === 'server/discover')
+      shaped = discovered(result, {
+        ...negotiation.discoverExtensions(),
+        ...((await this.servesTasks()) ? { [TASKS_EXTENSION]: {} } : {}),
+      });
+    else if (wants)
+      shaped = (await negotiation.shape(req.method, name, result, check?.scope, traceContextOf(ctx.passMeta)?.traceparent)) ?? result;
+    reply.answer({
+      msg: {
+        jsonrpc: '2.0',
+        id: req.id,
+        result: {
+          ...shaped,
+          resultType: 'complete',
+          ...(isObject(result._meta) ? { _meta: { ...(shaped._meta as object), ...pick(result._meta, META.serverInfo) } } : {}),
+          ...hint,
+        },
+      },
+    });
   }
 
   /**
@@ -148,8 +177,14 @@ export class PassThrough {
     } catch (err) {
       if (!(err instanceof TokenTooLarge)) throw err;
       // Said now, to this round's request, and as the server's doing: the client's retry could only be refused.
-      this.o.log.warn({ bytes: err.bytes, maxBytes: err.maxBytes }, "the upstream's requestState is too large for the proxy to carry; the input round is answered with an error");
-      throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream server sent a requestState of ${err.bytes} bytes, more than the proxy can carry to the client and back (at most ${err.maxBytes}): this input round cannot be relayed. The server's operator can keep its requestState smaller.`);
+      this.o.log.warn(
+        { bytes: err.bytes, maxBytes: err.maxBytes },
+        "the upstream's requestState is too large for the proxy to carry; the input round is answered with an error",
+      );
+      throw new ProxyError(
+        'UPSTREAM_PROTOCOL',
+        `The upstream server sent a requestState of ${err.bytes} bytes, more than the proxy can carry to the client and back (at most ${err.maxBytes}): this input round cannot be relayed. The server's operator can keep its requestState smaller.`,
+      );
     }
   }
 
@@ -158,7 +193,11 @@ export class PassThrough {
     const state = req.params?.requestState;
     if (state === undefined) return req;
     const opened = typeof state === 'string' ? this.o.sealer.open<{ p: string; s: unknown }>('upstreamState', state) : undefined;
-    if (!opened || opened.p !== (ctx.principal ?? '')) throw new ProxyError('INVALID_REQUEST_STATE', 'Invalid params: requestState was not issued by this proxy for this client (or was altered)');
+    if (!opened || opened.p !== (ctx.principal ?? ''))
+      throw new ProxyError(
+        'INVALID_REQUEST_STATE',
+        'Invalid params: requestState was not issued by this proxy for this client (or was altered)',
+      );
     return { ...req, params: { ...req.params, requestState: opened.s } };
   }
 
@@ -180,7 +219,8 @@ export class PassThrough {
   private serverTaskIds(req: JsonRpcRequest, ctx: RequestContext, named: Map<string, string>): JsonRpcRequest {
     if (TASK_REQUESTS.has(req.method)) {
       const id = this.openTask(req.params?.taskId, ctx);
-      if (id === undefined) throw new ProxyError('TASK_NOT_FOUND', 'Failed to retrieve task: Task not found (unknown, expired, or issued to another client)');
+      if (id === undefined)
+        throw new ProxyError('TASK_NOT_FOUND', 'Failed to retrieve task: Task not found (unknown, expired, or issued to another client)');
       named.set(id, req.params!.taskId as string);
       return { ...req, params: { ...req.params, taskId: id } };
     }
@@ -197,13 +237,18 @@ export class PassThrough {
    * A notification with the client's task ids in place of the server's. On a listen stream
    * (`named`), only the tasks the client named are told of; elsewhere a task is the request's own.
    */
-  private clientTaskIds(n: JsonRpcNotification, ctx: RequestContext, named: Map<string, string> | undefined): JsonRpcNotification | undefined {
+  private clientTaskIds(
+    n: JsonRpcNotification,
+    ctx: RequestContext,
+    named: Map<string, string> | undefined,
+  ): JsonRpcNotification | undefined {
     const params = n.params;
     if (n.method === 'notifications/tasks' && typeof params?.taskId === 'string') {
       const taskId = named ? named.get(params.taskId) : this.sealTask(params.taskId, ctx);
       return taskId === undefined ? undefined : { ...n, params: { ...params, taskId } };
     }
-    const honoured = n.method === 'notifications/subscriptions/acknowledged' && isObject(params?.notifications) ? params.notifications : undefined;
+    const honoured =
+      n.method === 'notifications/subscriptions/acknowledged' && isObject(params?.notifications) ? params.notifications : undefined;
     if (!named || !honoured || !Array.isArray(honoured.taskIds)) return n;
     const taskIds = honoured.taskIds.flatMap((id) => (typeof id === 'string' && named.has(id) ? [named.get(id)!] : []));
     return { ...n, params: { ...params, notifications: { ...honoured, taskIds } } };
@@ -218,7 +263,10 @@ export class PassThrough {
     if (!CACHEABLE_METHODS.has(method)) return undefined;
     const cache = this.o.cache();
     const ours = Object.hasOwn(cache, method) ? cache[method] : undefined;
-    const theirs = typeof result.ttlMs === 'number' && (result.cacheScope === 'public' || result.cacheScope === 'private') ? { ttlMs: result.ttlMs, cacheScope: result.cacheScope } : undefined;
+    const theirs =
+      typeof result.ttlMs === 'number' && (result.cacheScope === 'public' || result.cacheScope === 'private')
+        ? { ttlMs: result.ttlMs, cacheScope: result.cacheScope }
+        : undefined;
     if (!theirs) return reshaped ? { ...(ours ?? cache.default), cacheScope: 'private' } : (ours ?? cache.default);
     const ttlMs = Math.min(ours?.ttlMs ?? theirs.ttlMs, theirs.ttlMs);
     const cacheScope = reshaped || ours?.cacheScope === 'private' || theirs.cacheScope === 'private' ? 'private' : 'public';
@@ -235,7 +283,11 @@ const MAX_TASK_IDS = 100;
 function discovered(result: McpResult, extensions: Record<string, unknown>): McpResult {
   const capabilities = isObject(result.capabilities) ? result.capabilities : {};
   const all = { ...(isObject(capabilities.extensions) ? capabilities.extensions : {}), ...extensions };
-  return { ...result, supportedVersions: SUPPORTED_VERSIONS, capabilities: Object.keys(all).length ? { ...capabilities, extensions: all } : capabilities };
+  return {
+    ...result,
+    supportedVersions: SUPPORTED_VERSIONS,
+    capabilities: Object.keys(all).length ? { ...capabilities, extensions: all } : capabilities,
+  };
 }
 
 /** Whether the upstream answered within `ms` (with an answer or a failure). */
@@ -243,7 +295,13 @@ async function answeredWithin(answer: Promise<unknown>, ms: number): Promise<boo
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<boolean>((resolve) => (timer = setTimeout(resolve, ms, false)));
   try {
-    return await Promise.race([answer.then(() => true, () => true), late]);
+    return await Promise.race([
+      answer.then(
+        () => true,
+        () => true,
+      ),
+      late,
+    ]);
   } finally {
     clearTimeout(timer);
   }

@@ -67,11 +67,18 @@ export class PassedCall implements TaskCall {
   next(): Promise<CallStep> {
     return (this.step ??= this.answered.then(
       (exchange) => this.stepOf(exchange),
-      (err: unknown) => this.end(err instanceof ProxyError ? err : new ProxyError('UPSTREAM_PROTOCOL', `The upstream call failed: ${(err as Error)?.message}`)),
+      (err: unknown) =>
+        this.end(
+          err instanceof ProxyError ? err : new ProxyError('UPSTREAM_PROTOCOL', `The upstream call failed: ${(err as Error)?.message}`),
+        ),
     ));
   }
 
-  resume(responses: Record<string, unknown>, cancellation: Cancellation, onNotification: (n: JsonRpcNotification) => void): Promise<CallStep> {
+  resume(
+    responses: Record<string, unknown>,
+    cancellation: Cancellation,
+    onNotification: (n: JsonRpcNotification) => void,
+  ): Promise<CallStep> {
     if (!this.parked) return this.next();
     this.unpark();
     this.notify = onNotification;
@@ -90,7 +97,10 @@ export class PassedCall implements TaskCall {
   }
 
   expire(): void {
-    this.stop('The client did not supply the requested input in time', new ProxyError('INPUT_TIMEOUT', 'The client did not supply the requested input in time'));
+    this.stop(
+      'The client did not supply the requested input in time',
+      new ProxyError('INPUT_TIMEOUT', 'The client did not supply the requested input in time'),
+    );
   }
 
   /** A request under way is closed upstream (which cancels it); a call waiting for input simply ends. */
@@ -119,29 +129,50 @@ export class PassedCall implements TaskCall {
     clearTimeout(this.timer);
     const abort = this.abort;
     const ms = this.limitMs;
-    this.timer = setTimeout(() => abort.abort(new ProxyError('REQUEST_TIMEOUT', `The upstream did not answer ${this.o.req.method} within ${ms} ms`, { timeoutMs: ms })), Math.min(ms, NO_TIMEOUT_MS));
+    this.timer = setTimeout(
+      () =>
+        abort.abort(
+          new ProxyError('REQUEST_TIMEOUT', `The upstream did not answer ${this.o.req.method} within ${ms} ms`, { timeoutMs: ms }),
+        ),
+      Math.min(ms, NO_TIMEOUT_MS),
+    );
   }
 
   private watch(cancellation: Cancellation): void {
     this.current = cancellation;
     cancellation.onCancel(() => {
       // Only whoever waits now cancels: a finished round's stream may close freely.
-      if (this.current === cancellation && !this.parked && !this.over) this.abort.abort(new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
+      if (this.current === cancellation && !this.parked && !this.over)
+        this.abort.abort(new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
     });
   }
 
   private stepOf({ frame, status }: ModernExchange): CallStep {
-    if (status === 401 || status === 403) return this.end(new ProxyError('UPSTREAM_PROTOCOL', `The upstream refused the proxy's credentials (HTTP ${status}); check upstream.headers`));
+    if (status === 401 || status === 403)
+      return this.end(
+        new ProxyError('UPSTREAM_PROTOCOL', `The upstream refused the proxy's credentials (HTTP ${status}); check upstream.headers`),
+      );
     const response = frame.msg as JsonRpcResponse;
     const result = response.result;
-    if (result?.resultType === 'task') return this.end(new ProxyError('UPSTREAM_PROTOCOL', 'The upstream answered with a task of its own, though its server/discover does not offer the tasks extension'));
+    if (result?.resultType === 'task')
+      return this.end(
+        new ProxyError(
+          'UPSTREAM_PROTOCOL',
+          'The upstream answered with a task of its own, though its server/discover does not offer the tasks extension',
+        ),
+      );
     if (result?.resultType !== 'input_required') return this.end(undefined, { response, frame });
     const unsafe = refusedInputRequests(result.inputRequests);
     if (unsafe) return this.end(refusedUrlError(unsafe));
     const inputRequests = result.inputRequests as InputRequests;
     const bytes = Buffer.byteLength(JSON.stringify(inputRequests ?? {}));
     if (bytes > this.o.maxInputBytes) {
-      return this.end(new ProxyError('UPSTREAM_PROTOCOL', `The upstream asked for ${bytes} bytes of input in one round; the proxy puts at most ${this.o.maxInputBytes} to a modern client (modern.maxInputRequestBytes)`));
+      return this.end(
+        new ProxyError(
+          'UPSTREAM_PROTOCOL',
+          `The upstream asked for ${bytes} bytes of input in one round; the proxy puts at most ${this.o.maxInputBytes} to a modern client (modern.maxInputRequestBytes)`,
+        ),
+      );
     }
     // Waiting, the call keeps its questions (and the server's state) for a client that is away.
     const stateBytes = result.requestState === undefined ? 0 : Buffer.byteLength(JSON.stringify(result.requestState));
@@ -178,5 +209,8 @@ export class PassedCall implements TaskCall {
 }
 
 function heldBytesExceeded(): ProxyError {
-  return new ProxyError('HELD_BYTES_EXCEEDED', "The call waited for the client's input while the client held more than the proxy keeps for it (listen.heldBytes), and was given up; send the request again");
+  return new ProxyError(
+    'HELD_BYTES_EXCEEDED',
+    "The call waited for the client's input while the client held more than the proxy keeps for it (listen.heldBytes), and was given up; send the request again",
+  );
 }

@@ -79,7 +79,11 @@ export interface TaskCall {
   /** The next step: input the client must give, or the upstream's outcome. */
   next(): Promise<CallStep>;
   /** The client's answers go upstream; the call goes on under `cancellation`. */
-  resume(responses: Record<string, unknown>, cancellation: Cancellation, onNotification: (n: JsonRpcNotification) => void): Promise<CallStep>;
+  resume(
+    responses: Record<string, unknown>,
+    cancellation: Cancellation,
+    onNotification: (n: JsonRpcNotification) => void,
+  ): Promise<CallStep>;
   /** The call goes on as a task: `cancellation` alone cancels it, and it may take `timeoutMs` from now. */
   adopt(cancellation: Cancellation, onNotification: (n: JsonRpcNotification) => void, timeoutMs: number): void;
   /** Ends a call that waits for input nobody gave. */
@@ -193,7 +197,14 @@ export class Tasks {
     const principal = ctx.principal ?? '';
     const key = randomUUID();
     const claims: TaskClaims = { k: key, replica: this.o.replicaId, url: this.o.replicaUrl(), principal };
-    const task = new Task(this.o.sealer.seal('task', claims), key, principal, ctx.clientKey ?? principal, { call, shape, cancellation: new Cancellation() }, room.exclusive);
+    const task = new Task(
+      this.o.sealer.seal('task', claims),
+      key,
+      principal,
+      ctx.clientKey ?? principal,
+      { call, shape, cancellation: new Cancellation() },
+      room.exclusive,
+    );
     this.byKey.set(key, task);
     const mine = this.byClient.get(task.clientKey) ?? new Set();
     this.byClient.set(task.clientKey, mine.add(task));
@@ -238,8 +249,13 @@ export class Tasks {
   async update(req: JsonRpcRequest, ctx: RequestContext): Promise<McpResult> {
     const task = this.find(req, ctx);
     const responses = req.params?.inputResponses;
-    if (!isObject(responses)) throw new ProxyError('INVALID_PARAMS', 'Invalid params: tasks/update needs inputResponses (an object keyed like inputRequests)');
-    if (task.status === 'input_required' && task.inputRequests && Object.keys(task.inputRequests).some((k) => Object.hasOwn(responses, k))) {
+    if (!isObject(responses))
+      throw new ProxyError('INVALID_PARAMS', 'Invalid params: tasks/update needs inputResponses (an object keyed like inputRequests)');
+    if (
+      task.status === 'input_required' &&
+      task.inputRequests &&
+      Object.keys(task.inputRequests).some((k) => Object.hasOwn(responses, k))
+    ) {
       task.inputRequests = undefined;
       task.set('working');
       const next = task.run!.call.resume(responses, task.run!.cancellation, () => undefined);
@@ -312,7 +328,10 @@ export class Tasks {
     task.overran = true;
     this.o.log.info({ task: task.key.slice(0, 8), maxRunMs: runMs }, 'a task ran longer than it may; cancelled upstream');
     const message = `The task ran longer than ${runMs} ms (modern.tasks.maxRunMs) and was cancelled upstream; make the tool finish sooner, or raise the limit`;
-    task.run.call.stop('The task ran longer than the proxy lets it (modern.tasks.maxRunMs)', new ProxyError('TASK_TIMEOUT', message, { maxRunMs: runMs }));
+    task.run.call.stop(
+      'The task ran longer than the proxy lets it (modern.tasks.maxRunMs)',
+      new ProxyError('TASK_TIMEOUT', message, { maxRunMs: runMs }),
+    );
   }
 
   /** Tells the task's watchers its new status; a finished task has no more to tell. */
@@ -367,7 +386,8 @@ export class Tasks {
     this.stopped(task);
     // Kept for the client to fetch: only the shaped result (or error), in the client's share of listen.heldBytes.
     const kept = task.result ?? task.error;
-    if (kept) task.held = this.o.held.hold(task.clientKey, 'task_result', Buffer.byteLength(JSON.stringify(kept)), () => this.dropResult(task));
+    if (kept)
+      task.held = this.o.held.hold(task.clientKey, 'task_result', Buffer.byteLength(JSON.stringify(kept)), () => this.dropResult(task));
     // Finished tasks are kept for their TTL, but not without bound: a client's oldest go first.
     const mine = [...(this.byClient.get(task.clientKey) ?? [])].filter((t) => t.terminal);
     for (const old of mine.slice(0, Math.max(0, mine.length - this.o.perClient * KEPT_PER_RUNNING))) this.expire(old);
@@ -383,8 +403,12 @@ export class Tasks {
 
   /** The budget needs the room of this finished task's result: it goes, and tasks/get says so. */
   private dropResult(task: Task): void {
-    this.o.log.info({ task: task.key.slice(0, 8) }, "a finished task's result was dropped: its client held more than listen.heldBytes allows");
-    const message = 'The task finished, but its result is no longer kept: its client held more than the proxy keeps for a client that is away (listen.heldBytes), and older results go first; fetch results sooner, or run the call again';
+    this.o.log.info(
+      { task: task.key.slice(0, 8) },
+      "a finished task's result was dropped: its client held more than listen.heldBytes allows",
+    );
+    const message =
+      'The task finished, but its result is no longer kept: its client held more than the proxy keeps for a client that is away (listen.heldBytes), and older results go first; fetch results sooner, or run the call again';
     task.result = undefined;
     task.error = toJsonRpcError(new ProxyError('HELD_BYTES_EXCEEDED', message), 'modern');
     task.held = undefined;
@@ -414,13 +438,23 @@ export class Tasks {
     const task = claims && claims.principal === (ctx.principal ?? '') ? this.byKey.get(claims.k) : undefined;
     if (task) return task;
     if (claims && claims.principal === (ctx.principal ?? '') && claims.replica !== this.o.replicaId) {
-      throw new ProxyError('TASK_NOT_FOUND', `Failed to retrieve task: it is held by replica "${claims.replica}", which this one cannot reach (set replicas.url on every replica)`);
+      throw new ProxyError(
+        'TASK_NOT_FOUND',
+        `Failed to retrieve task: it is held by replica "${claims.replica}", which this one cannot reach (set replicas.url on every replica)`,
+      );
     }
     throw new ProxyError('TASK_NOT_FOUND', 'Failed to retrieve task: Task not found (unknown, expired, or issued to another client)');
   }
 
   private describe(task: Task, detailed: boolean): McpResult {
-    const out: McpResult = { taskId: task.id, status: task.status, createdAt: task.createdAt, lastUpdatedAt: task.lastUpdatedAt, ttlMs: this.o.ttlMs, pollIntervalMs: this.o.pollIntervalMs };
+    const out: McpResult = {
+      taskId: task.id,
+      status: task.status,
+      createdAt: task.createdAt,
+      lastUpdatedAt: task.lastUpdatedAt,
+      ttlMs: this.o.ttlMs,
+      pollIntervalMs: this.o.pollIntervalMs,
+    };
     if (!detailed) return out;
     if (task.status === 'input_required' && task.inputRequests) out.inputRequests = task.inputRequests;
     if (task.status === 'completed') out.result = task.result;

@@ -15,7 +15,7 @@ export function isUnifiedDiff(text: string, budget?: Budget): boolean {
   let header = false;
   let hunk = false;
   let afterMinus = false;
-  for (let start = 0; start < text.length; ) {
+  for (let start = 0; start < text.length;) {
     let end = text.indexOf('\n', start);
     if (end === -1) end = text.length;
     budget?.check(end - start + 1);

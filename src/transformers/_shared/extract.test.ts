@@ -57,7 +57,12 @@ describe('extractData', () => {
   });
 
   it('keeps a column as strings when its cells do not share a unit', () => {
-    expect(data('| A | B |\n|---|---|\n| 1 kg | x |\n| 2 m | 3 |')).toEqual({ table: [{ a: '1 kg', b: 'x' }, { a: '2 m', b: 3 }] });
+    expect(data('| A | B |\n|---|---|\n| 1 kg | x |\n| 2 m | 3 |')).toEqual({
+      table: [
+        { a: '1 kg', b: 'x' },
+        { a: '2 m', b: 3 },
+      ],
+    });
   });
 
   it('reads lines that repeat the same keys as an array of records, named by the label above them, never as numbered keys', () => {
@@ -103,9 +108,12 @@ describe('extractData', () => {
   });
 
   it('reads nothing out of a diff, and no JSON object where prose holds two', () => {
-    const diff = 'diff --git a/status.json b/status.json\nindex 7f36530..9be8bae 100644\n--- a/status.json\n+++ b/status.json\n@@ -1 +1 @@\n-{"status":"draft"}\n+{"status":"final"}\n';
+    const diff =
+      'diff --git a/status.json b/status.json\nindex 7f36530..9be8bae 100644\n--- a/status.json\n+++ b/status.json\n@@ -1 +1 @@\n-{"status":"draft"}\n+{"status":"final"}\n';
     expect(extractData(diff)).toBeUndefined();
-    expect(extractData(diff.replace('diff --git a/status.json b/status.json\n', '').replace('index 7f36530..9be8bae 100644\n', ''))).toBeUndefined();
+    expect(
+      extractData(diff.replace('diff --git a/status.json b/status.json\n', '').replace('index 7f36530..9be8bae 100644\n', '')),
+    ).toBeUndefined();
     expect(extractData('Was {"status": "draft"}, now {"status": "final"}.')).toBeUndefined();
     expect(extractData('Request:\n```json\n{"a": 1}\n```\nResponse:\n```json\n{"b": 2}\n```')).toBeUndefined();
     expect(data('Now {"status": "final"} (see {braces} in prose).')).toEqual({ status: 'final' });
@@ -145,6 +153,11 @@ describe('helpers', () => {
   });
 
   it('reads key: value lines, and not URLs or long labels', () => {
-    expect([keyValueOf('- **UV index**: 3'), keyValueOf('https://example.org'), keyValueOf(`${'x'.repeat(50)}: y`), keyValueOf('Time:12')]).toEqual([['UV index', '3'], undefined, undefined, undefined]);
+    expect([
+      keyValueOf('- **UV index**: 3'),
+      keyValueOf('https://example.org'),
+      keyValueOf(`${'x'.repeat(50)}: y`),
+      keyValueOf('Time:12'),
+    ]).toEqual([['UV index', '3'], undefined, undefined, undefined]);
   });
 });

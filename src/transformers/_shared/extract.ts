@@ -199,7 +199,8 @@ function written(entries: Entry[]): { data: Json; json?: string } {
     out[key] = value;
     if (json === undefined) continue;
     if (isDigit(key.charCodeAt(0))) json = undefined;
-    else json += `${json === '' ? '' : ','}"${key}":${typeof value === 'number' ? (Number.isFinite(value) ? String(value) : 'null') : JSON.stringify(value)}`;
+    else
+      json += `${json === '' ? '' : ','}"${key}":${typeof value === 'number' ? (Number.isFinite(value) ? String(value) : 'null') : JSON.stringify(value)}`;
   }
   return { data: out, json: json === undefined ? undefined : `{${json}}` };
 }
@@ -356,7 +357,12 @@ function isUnit(unit: string): boolean {
   if (unit[0] === '°') return unit.length === 2 && isAsciiLetter(unit.charCodeAt(1));
   const slash = unit.indexOf('/');
   const per = slash === -1 ? unit.length : slash;
-  return per >= 1 && per <= 5 && letters(unit, 0, per, true) && (slash === -1 || (unit.length - slash - 1 >= 1 && unit.length - slash - 1 <= 3 && letters(unit, slash + 1, unit.length, false)));
+  return (
+    per >= 1 &&
+    per <= 5 &&
+    letters(unit, 0, per, true) &&
+    (slash === -1 || (unit.length - slash - 1 >= 1 && unit.length - slash - 1 <= 3 && letters(unit, slash + 1, unit.length, false)))
+  );
 }
 
 function letters(text: string, from: number, to: number, micro: boolean): boolean {

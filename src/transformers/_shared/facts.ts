@@ -10,7 +10,25 @@ import type { Budget } from '../budget.js';
 import { isPlainObject } from './json.js';
 
 /** Inline formatting tags `plain-text` strips; their names are markup, not facts. */
-export const FORMATTING_TAGS = new Set(['b', 'i', 'em', 'strong', 'code', 'br', 'p', 'u', 's', 'del', 'ins', 'sup', 'sub', 'kbd', 'mark', 'small', 'span']);
+export const FORMATTING_TAGS = new Set([
+  'b',
+  'i',
+  'em',
+  'strong',
+  'code',
+  'br',
+  'p',
+  'u',
+  's',
+  'del',
+  'ins',
+  'sup',
+  'sub',
+  'kbd',
+  'mark',
+  'small',
+  'span',
+]);
 
 const URL_END = new Set([' ', '\t', '\n', '\r', '<', '>', '"', "'", '`', ')', ']', '|', '\\', '*']);
 const URL_TRAILER = new Set(['.', ',', ';', ':', '!', '?']);
@@ -33,7 +51,11 @@ const asText = (visit: Visit): FactSink => ({ text: visit, number: (n) => visit(
 /** The facts of `value` (a string, or any JSON value: keys, strings, numbers, booleans). */
 export function factsOf(value: unknown, budget?: Budget): Set<string> {
   const facts = new Set<string>();
-  eachFact(value, asText((f) => void facts.add(f)), budget);
+  eachFact(
+    value,
+    asText((f) => void facts.add(f)),
+    budget,
+  );
   return facts;
 }
 

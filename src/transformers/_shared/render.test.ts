@@ -3,24 +3,38 @@ import { labelOf, toMarkdown } from './render.js';
 
 describe('toMarkdown', () => {
   it('renders scalars, tables, lists and nested sections', () => {
-    const md = toMarkdown({ location: 'Bern', temperature_c: 8, forecast: [{ day: 'Mon', high: 9 }, { day: 'Tue', high: 'a|b' }], tags: ['x', 'y'], wind: { speed: 15 } }, 'Weather');
-    expect(md).toBe([
-      '## Weather',
-      '',
-      '- **Location**: Bern\n- **Temperature c**: 8',
-      '',
-      '### Forecast',
-      '',
-      '| Day | High |\n| --- | --- |\n| Mon | 9 |\n| Tue | a\\|b |',
-      '',
-      '### Tags',
-      '',
-      '- x\n- y',
-      '',
-      '### Wind',
-      '',
-      '- **Speed**: 15',
-    ].join('\n'));
+    const md = toMarkdown(
+      {
+        location: 'Bern',
+        temperature_c: 8,
+        forecast: [
+          { day: 'Mon', high: 9 },
+          { day: 'Tue', high: 'a|b' },
+        ],
+        tags: ['x', 'y'],
+        wind: { speed: 15 },
+      },
+      'Weather',
+    );
+    expect(md).toBe(
+      [
+        '## Weather',
+        '',
+        '- **Location**: Bern\n- **Temperature c**: 8',
+        '',
+        '### Forecast',
+        '',
+        '| Day | High |\n| --- | --- |\n| Mon | 9 |\n| Tue | a\\|b |',
+        '',
+        '### Tags',
+        '',
+        '- x\n- y',
+        '',
+        '### Wind',
+        '',
+        '- **Speed**: 15',
+      ].join('\n'),
+    );
   });
 
   it('renders a top-level array of objects as a table and scalars inline', () => {

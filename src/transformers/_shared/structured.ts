@@ -30,9 +30,21 @@ export function toolText(result: McpResult): ToolText | undefined {
  * (or `whole`: the text was the data), then the blocks that are not text. `written`: the
  * data's JSON text, when the caller has it.
  */
-export function withStructured(result: McpResult, from: ToolText, data: Record<string, unknown>, keepText: boolean, budget?: Budget, whole = false, written?: string): McpResult {
+export function withStructured(
+  result: McpResult,
+  from: ToolText,
+  data: Record<string, unknown>,
+  keepText: boolean,
+  budget?: Budget,
+  whole = false,
+  written?: string,
+): McpResult {
   const json = keepText || !whole ? writeJson(data as Json, written) : '';
   const partial = !whole && hasFactBeyond(from.text, data, json, budget);
   const copy = keepText ? [{ type: 'text', text: json }] : [];
-  return { ...result, content: [...copy, ...(partial ? from.texts : []), ...from.content.filter((b) => !isTextBlock(b))], structuredContent: data };
+  return {
+    ...result,
+    content: [...copy, ...(partial ? from.texts : []), ...from.content.filter((b) => !isTextBlock(b))],
+    structuredContent: data,
+  };
 }

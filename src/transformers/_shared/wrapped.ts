@@ -48,7 +48,13 @@ export function resultSchema(schema: Record<string, unknown> | null | undefined)
 export function isWrapperSchema(schema: unknown): schema is { properties: { result: Record<string, unknown> } } {
   if (!isPlainObject(schema) || schema.type !== 'object' || !isPlainObject(schema.properties)) return false;
   const result = schema.properties.result;
-  return Object.keys(schema.properties).length === 1 && isPlainObject(result) && result.type === 'string' && Array.isArray(schema.required) && schema.required.includes('result');
+  return (
+    Object.keys(schema.properties).length === 1 &&
+    isPlainObject(result) &&
+    result.type === 'string' &&
+    Array.isArray(schema.required) &&
+    schema.required.includes('result')
+  );
 }
 
 /** The wrapper's schema with `result` allowed to be the data read from the text (an object) as well as the text. */

@@ -2,13 +2,21 @@ import { describe, expect, it } from 'vitest';
 import { testContext } from '../_shared/test-context.js';
 import { jsonExtract } from './index.js';
 
-const prose = { content: [{ type: 'text', text: 'Temperature: 8\nHumidity: 72' }, { type: 'image', data: 'AA==', mimeType: 'image/png' }] };
+const prose = {
+  content: [
+    { type: 'text', text: 'Temperature: 8\nHumidity: 72' },
+    { type: 'image', data: 'AA==', mimeType: 'image/png' },
+  ],
+};
 
 describe('json-extract', () => {
   it('puts the data in structuredContent, keeps a JSON text copy and foreign blocks', async () => {
     const out = await jsonExtract.create({ keepText: true })(prose, testContext('tools/call'));
     expect(out).toEqual({
-      content: [{ type: 'text', text: '{"temperature":8,"humidity":72}' }, { type: 'image', data: 'AA==', mimeType: 'image/png' }],
+      content: [
+        { type: 'text', text: '{"temperature":8,"humidity":72}' },
+        { type: 'image', data: 'AA==', mimeType: 'image/png' },
+      ],
       structuredContent: { temperature: 8, humidity: 72 },
     });
   });
@@ -22,7 +30,10 @@ describe('json-extract', () => {
     const outputSchema = { type: 'object', required: ['temperature'], properties: { temperature: { type: 'string' } } };
     expect(await jsonExtract.create({ keepText: true })(prose, testContext('tools/call', [], { outputSchema }))).toBeUndefined();
     const fits = { type: 'object', properties: { temperature: { type: 'number' } } };
-    expect(await jsonExtract.create({ keepText: true })(prose, testContext('tools/call', [], { outputSchema: fits }))).toHaveProperty('structuredContent.temperature', 8);
+    expect(await jsonExtract.create({ keepText: true })(prose, testContext('tools/call', [], { outputSchema: fits }))).toHaveProperty(
+      'structuredContent.temperature',
+      8,
+    );
   });
 
   it('leaves errors, existing structuredContent and plain prose alone', async () => {
@@ -34,10 +45,22 @@ describe('json-extract', () => {
 
   it('labels JSON resources as application/json and never touches blobs or prose documents', async () => {
     const out = await jsonExtract.create({ keepText: true })(
-      { contents: [{ uri: 'a', mimeType: 'text/plain', text: ' {"a":1} ' }, { uri: 'b', blob: 'AA==' }, { uri: 'c', text: '# Guide\n\nSee {"x":1}.' }] },
+      {
+        contents: [
+          { uri: 'a', mimeType: 'text/plain', text: ' {"a":1} ' },
+          { uri: 'b', blob: 'AA==' },
+          { uri: 'c', text: '# Guide\n\nSee {"x":1}.' },
+        ],
+      },
       testContext('resources/read'),
     );
-    expect(out).toEqual({ contents: [{ uri: 'a', mimeType: 'application/json', text: '{"a":1}' }, { uri: 'b', blob: 'AA==' }, { uri: 'c', text: '# Guide\n\nSee {"x":1}.' }] });
+    expect(out).toEqual({
+      contents: [
+        { uri: 'a', mimeType: 'application/json', text: '{"a":1}' },
+        { uri: 'b', blob: 'AA==' },
+        { uri: 'c', text: '# Guide\n\nSee {"x":1}.' },
+      ],
+    });
   });
 });
 
@@ -46,7 +69,14 @@ describe('json-extract in tools/list', () => {
     const fastmcp = { type: 'object', properties: { result: { type: 'string' } }, required: ['result'], 'x-fastmcp-wrap-result': true };
     const sdk = { type: 'object', properties: { result: { title: 'Result', type: 'string' } }, required: ['result'], title: 'echoOutput' };
     const other = { type: 'object', properties: { result: { type: 'string' }, count: { type: 'number' } }, required: ['result'] };
-    const list = { tools: [{ name: 'a', inputSchema: { type: 'object' }, outputSchema: fastmcp }, { name: 'b', inputSchema: { type: 'object' }, outputSchema: sdk }, { name: 'c', inputSchema: { type: 'object' }, outputSchema: other }, { name: 'd', inputSchema: { type: 'object' } }] };
+    const list = {
+      tools: [
+        { name: 'a', inputSchema: { type: 'object' }, outputSchema: fastmcp },
+        { name: 'b', inputSchema: { type: 'object' }, outputSchema: sdk },
+        { name: 'c', inputSchema: { type: 'object' }, outputSchema: other },
+        { name: 'd', inputSchema: { type: 'object' } },
+      ],
+    };
     const out = (await jsonExtract.create({ keepText: true })(list, testContext('tools/list'))) as typeof list;
     expect(out.tools.map((t) => t.outputSchema)).toEqual([
       { ...fastmcp, properties: { result: { type: ['string', 'object'] } } },

@@ -27,7 +27,8 @@ const options = z
 
 export const jsonExtract: Transformer<z.infer<typeof options>> = {
   name: 'json-extract',
-  description: 'Parse JSON, fenced blocks, markdown tables and key: value lines (numbers typed, units in keys) out of text into structuredContent (tools) or application/json (resources); prose the data does not cover is kept.',
+  description:
+    'Parse JSON, fenced blocks, markdown tables and key: value lines (numbers typed, units in keys) out of text into structuredContent (tools) or application/json (resources); prose the data does not cover is kept.',
   options,
   create({ keepText }) {
     return function jsonExtractFn(result, ctx) {
@@ -42,7 +43,15 @@ export const jsonExtract: Transformer<z.infer<typeof options>> = {
         ctx.log.debug({ tool: ctx.name }, 'extracted data does not match the tool outputSchema; result left as it was');
         return undefined;
       }
-      return withStructured(result, from, structured, keepText, ctx.budget, found.whole, structured === found.data ? found.json : undefined);
+      return withStructured(
+        result,
+        from,
+        structured,
+        keepText,
+        ctx.budget,
+        found.whole,
+        structured === found.data ? found.json : undefined,
+      );
     };
   },
 };

@@ -26,11 +26,13 @@ type Render = (data: Json, parsed?: boolean) => string | undefined;
 
 export const markdown: Transformer<z.infer<typeof options>> = {
   name: 'markdown',
-  description: 'Render structured data (JSON text blocks, structuredContent, JSON resources) as markdown: tables, lists, sections or a fenced json block; prose is left alone.',
+  description:
+    'Render structured data (JSON text blocks, structuredContent, JSON resources) as markdown: tables, lists, sections or a fenced json block; prose is left alone.',
   options,
   create({ title, template }) {
     return function markdownFn(result, ctx) {
-      const render: Render = (data, parsed) => (template ? fill(template, data, ctx.name) : toMarkdown(data, title?.split('{{name}}').join(ctx.name ?? ''), ctx.budget, parsed));
+      const render: Render = (data, parsed) =>
+        template ? fill(template, data, ctx.name) : toMarkdown(data, title?.split('{{name}}').join(ctx.name ?? ''), ctx.budget, parsed);
       if (ctx.method === 'resources/read') return resourceToMarkdown(result, render);
       if (ctx.method !== 'tools/call' || result.isError === true) return undefined;
       return toolResultToMarkdown(result, render, ctx.outputSchema !== null);

@@ -5,7 +5,13 @@ import { patternExtract } from './index.js';
 import { matchTemplate, parseTemplate, type Template } from './template.js';
 
 const log = pino({ level: 'silent' });
-const ctx = (method: string, name?: string) => ({ method, name, features: parseFeatures(['format=json']).features, era: 'legacy' as const, log });
+const ctx = (method: string, name?: string) => ({
+  method,
+  name,
+  features: parseFeatures(['format=json']).features,
+  era: 'legacy' as const,
+  log,
+});
 
 const WEATHER = [
   '## Current Weather in Bern',
@@ -42,16 +48,29 @@ describe('pattern-extract', () => {
     expect(await fn({ content: [{ type: 'text', text: 'Humidity: 81%' }] }, ctx('tools/call', 'get_weather'))).toBeUndefined();
     expect(await fn({ content: [{ type: 'text', text: WEATHER }] }, ctx('tools/call', 'plan_journey'))).toBeUndefined();
     expect(await fn({ content: [{ type: 'text', text: WEATHER }], isError: true }, ctx('tools/call', 'get_weather'))).toBeUndefined();
-    expect(await fn({ content: [{ type: 'text', text: WEATHER }], structuredContent: { a: 1 } }, ctx('tools/call', 'get_weather'))).toBeUndefined();
+    expect(
+      await fn({ content: [{ type: 'text', text: WEATHER }], structuredContent: { a: 1 } }, ctx('tools/call', 'get_weather')),
+    ).toBeUndefined();
   });
 
-  it('publishes the fields as the tool\'s outputSchema in tools/list, unless the upstream declared one', async () => {
-    const list = { tools: [{ name: 'get_weather', inputSchema: { type: 'object' } }, { name: 'other', inputSchema: { type: 'object' } }] };
+  it("publishes the fields as the tool's outputSchema in tools/list, unless the upstream declared one", async () => {
+    const list = {
+      tools: [
+        { name: 'get_weather', inputSchema: { type: 'object' } },
+        { name: 'other', inputSchema: { type: 'object' } },
+      ],
+    };
     const out = (await fn(list, ctx('tools/list')))!;
     const tools = out.tools as Array<Record<string, any>>;
-    expect(tools[0].outputSchema).toMatchObject({ type: 'object', required: ['location', 'temperature_c'], properties: { temperature_c: { type: 'number', description: 'Unit: °C.' }, humidity_percent: { type: 'integer' } } });
+    expect(tools[0].outputSchema).toMatchObject({
+      type: 'object',
+      required: ['location', 'temperature_c'],
+      properties: { temperature_c: { type: 'number', description: 'Unit: °C.' }, humidity_percent: { type: 'integer' } },
+    });
     expect(tools[1].outputSchema).toBeUndefined();
-    expect(await fn({ tools: [{ name: 'get_weather', inputSchema: {}, outputSchema: { type: 'object' } }] }, ctx('tools/list'))).toBeUndefined();
+    expect(
+      await fn({ tools: [{ name: 'get_weather', inputSchema: {}, outputSchema: { type: 'object' } }] }, ctx('tools/list')),
+    ).toBeUndefined();
   });
 
   it('refuses templates it cannot match safely, at config load', () => {
@@ -70,7 +89,13 @@ describe('pattern-extract', () => {
 
   it('takes a regular expression with a named group "value" instead, matched by RE2 in linear time', async () => {
     const regex = patternExtract.create(
-      patternExtract.options.parse({ tool: 'get_weather', fields: { temperature_c: { regex: 'currently (?<value>-?\\d+(?:\\.\\d+)?)\\s*°C', type: 'number' }, chance_percent: { regex: '(?P<value>\\d+)% chance', type: 'integer' } } }),
+      patternExtract.options.parse({
+        tool: 'get_weather',
+        fields: {
+          temperature_c: { regex: 'currently (?<value>-?\\d+(?:\\.\\d+)?)\\s*°C', type: 'number' },
+          chance_percent: { regex: '(?P<value>\\d+)% chance', type: 'integer' },
+        },
+      }),
     );
     const out = (await regex({ content: [{ type: 'text', text: WEATHER }] }, ctx('tools/call', 'get_weather')))!;
     expect(out.structuredContent).toEqual({ temperature_c: 8, chance_percent: 70 });

@@ -17,8 +17,20 @@ import { matchTemplate, parseTemplate } from './template.js';
 
 const field = z
   .object({
-    pattern: z.string().min(1).optional().describe('Text around the value, with {value} where it is: "currently {value}°C in {city}"; other {names} match anything on the line.'),
-    regex: z.string().min(1).optional().describe('Instead of pattern: a regular expression (RE2 syntax, matched in linear time) with a named group "value": "(?<value>-?\\d+)°C".'),
+    pattern: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'Text around the value, with {value} where it is: "currently {value}°C in {city}"; other {names} match anything on the line.',
+      ),
+    regex: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'Instead of pattern: a regular expression (RE2 syntax, matched in linear time) with a named group "value": "(?<value>-?\\d+)°C".',
+      ),
     type: z.enum(['number', 'integer', 'string', 'boolean']).default('string'),
     unit: z.string().optional().describe('The unit the number is in (published in the schema).'),
     description: z.string().optional(),
@@ -30,7 +42,9 @@ const options = z
   .object({
     /** The tool whose results these are: its tools/list entry gets the outputSchema. */
     tool: z.string().min(1),
-    fields: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/), field).refine((f) => Object.keys(f).length > 0, 'at least one field'),
+    fields: z
+      .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/), field)
+      .refine((f) => Object.keys(f).length > 0, 'at least one field'),
     /** Fields that must be found; without them the result is left as it was. */
     required: z.array(z.string()).default([]),
     keepText: z.boolean().default(true),
@@ -39,16 +53,19 @@ const options = z
   .superRefine((o, ctx) => {
     for (const [name, f] of Object.entries(o.fields)) {
       const made = matcherOf(f);
-      if (typeof made === 'string') ctx.addIssue({ code: 'custom', path: ['fields', name, f.regex === undefined ? 'pattern' : 'regex'], message: made });
+      if (typeof made === 'string')
+        ctx.addIssue({ code: 'custom', path: ['fields', name, f.regex === undefined ? 'pattern' : 'regex'], message: made });
     }
-    for (const name of o.required) if (!(name in o.fields)) ctx.addIssue({ code: 'custom', path: ['required'], message: `"${name}" is not one of the fields` });
+    for (const name of o.required)
+      if (!(name in o.fields)) ctx.addIssue({ code: 'custom', path: ['required'], message: `"${name}" is not one of the fields` });
   });
 
 type Options = z.infer<typeof options>;
 
 export const patternExtract: Transformer<Options> = {
   name: 'pattern-extract',
-  description: 'Turn prose into structuredContent with sentence templates per field ("currently {value}°C"), typed; publishes the fields as the tool\'s outputSchema in tools/list.',
+  description:
+    'Turn prose into structuredContent with sentence templates per field ("currently {value}°C"), typed; publishes the fields as the tool\'s outputSchema in tools/list.',
   options,
   example: {
     tool: 'x',

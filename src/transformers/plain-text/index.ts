@@ -9,7 +9,18 @@
 import type { Budget } from '../budget.js';
 import { withoutOptions } from '../contract.js';
 import { isUnifiedDiff } from '../_shared/diff.js';
-import { closesFence, indentOf, isBlank, isSetextUnderline, isTableDelimiter, isTableRow, isThematicBreak, parseFence, parseHeading, splitRow } from '../_shared/markdown-lines.js';
+import {
+  closesFence,
+  indentOf,
+  isBlank,
+  isSetextUnderline,
+  isTableDelimiter,
+  isTableRow,
+  isThematicBreak,
+  parseFence,
+  parseHeading,
+  splitRow,
+} from '../_shared/markdown-lines.js';
 import { mapTexts } from '../_shared/texts.js';
 import { inlineToText } from './inline.js';
 
@@ -17,7 +28,10 @@ export const plainText = withoutOptions(
   'plain-text',
   'Strip markdown from text (tool results, markdown resources, prompt messages), keeping lists and tables readable.',
   function plainTextFn(result, ctx) {
-    return mapTexts(result, ctx.method, (text) => toPlainText(text, ctx.budget), { mimeTypes: ['text/markdown', ''], rename: { from: 'text/markdown', to: 'text/plain' } });
+    return mapTexts(result, ctx.method, (text) => toPlainText(text, ctx.budget), {
+      mimeTypes: ['text/markdown', ''],
+      rename: { from: 'text/markdown', to: 'text/plain' },
+    });
   },
 );
 
@@ -139,7 +153,12 @@ function table(header: string, rows: string[], budget?: Budget): string[] {
   const widths: number[] = [];
   for (const row of cells) row.forEach((c, j) => (widths[j] = Math.max(widths[j] ?? 0, c.length)));
   const aligned = widths.every((w) => w <= MAX_ALIGNED_WIDTH);
-  return cells.map((row) => row.map((c, j) => (aligned ? c.padEnd(widths[j]) : c)).join(' | ').trimEnd());
+  return cells.map((row) =>
+    row
+      .map((c, j) => (aligned ? c.padEnd(widths[j]) : c))
+      .join(' | ')
+      .trimEnd(),
+  );
 }
 
 function squeezeBlankLines(lines: string[]): string[] {

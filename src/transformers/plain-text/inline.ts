@@ -13,7 +13,8 @@ import type { Budget } from '../budget.js';
 import { FORMATTING_TAGS } from '../_shared/facts.js';
 import { clearOpeners, codeSpans, delimiterRun, DROP_RUN, grown, LINK_CLOSE, LINK_OPEN, marks, PUNCT } from './marks.js';
 
-const [BACKTICK, BACKSLASH, OPEN_BRACKET, CLOSE_BRACKET, OPEN_PAREN, CLOSE_PAREN, BANG, LESS, GREATER, STAR, UNDERSCORE, TILDE] = Array.from('`\\[]()!<>*_~', (c) => c.charCodeAt(0));
+const [BACKTICK, BACKSLASH, OPEN_BRACKET, CLOSE_BRACKET, OPEN_PAREN, CLOSE_PAREN, BANG, LESS, GREATER, STAR, UNDERSCORE, TILDE] =
+  Array.from('`\\[]()!<>*_~', (c) => c.charCodeAt(0));
 
 /** A line without any of these has no markup. */
 const ANY_SPECIAL = /[`[\]*_~<\\]/;

@@ -172,4 +172,3 @@ function kind(c: number): number {
   if (c !== c || c === 0x20 || c === 0x09 || c === 0x0a) return SPACE;
   return c < 128 && PUNCT[c] === 1 ? PUNCTUATION : WORD;
 }
-

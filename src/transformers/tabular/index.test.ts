@@ -10,7 +10,11 @@ const rows = [
   { city: 'Zurich', temperature_c: 9, dry: false },
   { city: 'Basel, BS', temperature_c: 10, dry: null },
 ];
-const call = (data: unknown, options = {}) => tabular.create(tabular.options.parse(options))({ content: [{ type: 'text', text: JSON.stringify(data, null, 2) }], structuredContent: { data } }, ctx) as any;
+const call = (data: unknown, options = {}) =>
+  tabular.create(tabular.options.parse(options))(
+    { content: [{ type: 'text', text: JSON.stringify(data, null, 2) }], structuredContent: { data } },
+    ctx,
+  ) as any;
 
 describe('tabular', () => {
   it('writes a document with a table in it as TOON that decodes to the same data, and keeps structuredContent as JSON', () => {
@@ -39,14 +43,30 @@ describe('tabular', () => {
 
   it('relabels a JSON resource it encodes, and no other resource', () => {
     const fn = tabular.create(tabular.options.parse({ encoding: 'csv' }));
-    const out = fn({ contents: [{ uri: 'x', mimeType: 'application/json', text: JSON.stringify(rows) }, { uri: 'y', mimeType: 'text/plain', text: JSON.stringify(rows) }] }, testContext('resources/read', ['verbosity=compact'])) as any;
+    const out = fn(
+      {
+        contents: [
+          { uri: 'x', mimeType: 'application/json', text: JSON.stringify(rows) },
+          { uri: 'y', mimeType: 'text/plain', text: JSON.stringify(rows) },
+        ],
+      },
+      testContext('resources/read', ['verbosity=compact']),
+    ) as any;
     expect(out.contents[0].mimeType).toBe('text/csv');
     expect(out.contents[1].text).toBe(JSON.stringify(rows));
   });
 
   it('round-trips any JSON document it encodes (fast-check)', () => {
-    const record = fc.record({ id: fc.integer(), name: fc.string(), score: fc.option(fc.double({ noNaN: true, noDefaultInfinity: true }), { nil: null }), ok: fc.boolean() });
-    const doc = fc.oneof(fc.array(record, { minLength: 3, maxLength: 20 }), fc.record({ title: fc.string(), rows: fc.array(record, { minLength: 3, maxLength: 20 }), extra: fc.jsonValue() }));
+    const record = fc.record({
+      id: fc.integer(),
+      name: fc.string(),
+      score: fc.option(fc.double({ noNaN: true, noDefaultInfinity: true }), { nil: null }),
+      ok: fc.boolean(),
+    });
+    const doc = fc.oneof(
+      fc.array(record, { minLength: 3, maxLength: 20 }),
+      fc.record({ title: fc.string(), rows: fc.array(record, { minLength: 3, maxLength: 20 }), extra: fc.jsonValue() }),
+    );
     fc.assert(
       fc.property(doc, (data) => {
         const normal = JSON.parse(JSON.stringify(data));

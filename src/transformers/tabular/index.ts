@@ -16,11 +16,18 @@ import { mapTexts } from '../_shared/texts.js';
 
 const options = z
   .object({
-    encoding: z.enum(['toon', 'csv', 'tsv']).default('toon').describe('toon: any document with a table in it; csv/tsv: only a document that is one table.'),
+    encoding: z
+      .enum(['toon', 'csv', 'tsv'])
+      .default('toon')
+      .describe('toon: any document with a table in it; csv/tsv: only a document that is one table.'),
     /** Arrays shorter than this are left as JSON: for a row or two, the keys cost little. */
     minRows: z.number().int().min(2).default(3),
     /** Longer JSON texts are left as they are: TOON's encoder costs ~50 JSON round trips. */
-    maxChars: z.number().int().positive().default(256 * 1024),
+    maxChars: z
+      .number()
+      .int()
+      .positive()
+      .default(256 * 1024),
   })
   .strict()
   .default({ encoding: 'toon', minRows: 3, maxChars: 256 * 1024 });
@@ -31,13 +38,17 @@ const MIME: Record<Options['encoding'], string> = { toon: 'text/toon', csv: 'tex
 
 export const tabular: Transformer<Options> = {
   name: 'tabular',
-  description: 'Compact encoding of JSON text with arrays of uniform records (TOON, or CSV/TSV for one table), used when shorter than minified JSON; structuredContent stays JSON.',
+  description:
+    'Compact encoding of JSON text with arrays of uniform records (TOON, or CSV/TSV for one table), used when shorter than minified JSON; structuredContent stays JSON.',
   options,
   create(o) {
     const encodeText = (budget?: Budget) => (text: string) => encodeTables(text, o, budget) ?? text;
     return function tabularFn(result, ctx) {
       if (ctx.method !== 'tools/call' && ctx.method !== 'resources/read') return undefined;
-      return mapTexts(result, ctx.method, encodeText(ctx.budget), { mimeTypes: ['application/json'], rename: { from: 'application/json', to: MIME[o.encoding] } });
+      return mapTexts(result, ctx.method, encodeText(ctx.budget), {
+        mimeTypes: ['application/json'],
+        rename: { from: 'application/json', to: MIME[o.encoding] },
+      });
     };
   },
 };

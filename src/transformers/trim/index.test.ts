@@ -16,18 +16,28 @@ describe('trim', () => {
 
   it('never drops the section a document opens with, nor everything', async () => {
     const notes = '# Notes\n\nMeeting with Ada on 4 March.\n\n## Tips\n\nBook early.';
-    expect(text(await trim.create({ ...defaults, dropSections: ['Notes', 'Tips'] })({ content: [{ type: 'text', text: notes }] }, testContext('tools/call')))).toBe(
-      '# Notes\n\nMeeting with Ada on 4 March.',
-    );
+    expect(
+      text(
+        await trim.create({ ...defaults, dropSections: ['Notes', 'Tips'] })(
+          { content: [{ type: 'text', text: notes }] },
+          testContext('tools/call'),
+        ),
+      ),
+    ).toBe('# Notes\n\nMeeting with Ada on 4 March.');
     expect(await fn({ content: [{ type: 'text', text: '## Tips\n\nBook early.' }] }, testContext('tools/call'))).toBeUndefined();
     const onlyTips = '## Overview\n\n## Tips\n\nBook early.';
     expect(await fn({ content: [{ type: 'text', text: onlyTips }] }, testContext('tools/call'))).toBeUndefined();
-    expect(text(await fn({ content: [{ type: 'text', text: 'Intro.\n\n## Tips\n\nBook early.' }] }, testContext('tools/call')))).toBe('Intro.');
+    expect(text(await fn({ content: [{ type: 'text', text: 'Intro.\n\n## Tips\n\nBook early.' }] }, testContext('tools/call')))).toBe(
+      'Intro.',
+    );
   });
 
   it('drops paragraphs that open with Example: or Tip:, up to the next blank line or a fact of their own', () => {
-    const guide = 'Getting started.\n\nRun `deploy` to deploy.\n\nExample: deploy --env staging\n\n**Tip:** pass --dry-run\nto see the changes.\n\nNote: production needs approval.';
-    expect(dropNamedSections(guide.split('\n'), new Set(['example', 'tip'])).join('\n')).toBe('Getting started.\n\nRun `deploy` to deploy.\n\n\n\nNote: production needs approval.');
+    const guide =
+      'Getting started.\n\nRun `deploy` to deploy.\n\nExample: deploy --env staging\n\n**Tip:** pass --dry-run\nto see the changes.\n\nNote: production needs approval.';
+    expect(dropNamedSections(guide.split('\n'), new Set(['example', 'tip'])).join('\n')).toBe(
+      'Getting started.\n\nRun `deploy` to deploy.\n\n\n\nNote: production needs approval.',
+    );
     const examples = 'Intro.\n\nExamples:\n```sh\ndeploy --env x\n```\n- deploy --tag v1\n  name: a\nOwner: Ada\n\nEnd.';
     expect(dropNamedSections(examples.split('\n'), new Set(['examples'])).join('\n')).toBe('Intro.\n\nOwner: Ada\n\nEnd.');
     const kept = 'Tip: the opening paragraph stays\n\nName: foo\nTip: a fact inside a paragraph stays'.split('\n');
@@ -41,19 +51,26 @@ describe('trim', () => {
 
   it('keeps fenced code whole, even when it holds a line that looks like a heading', async () => {
     const md = 'Run it:\n\n```sh\n# Examples\nnpm test\n```\n\n## Examples\n\nx';
-    expect(text(await fn({ content: [{ type: 'text', text: md }] }, testContext('tools/call')))).toBe('Run it:\n\n```sh\n# Examples\nnpm test\n```');
+    expect(text(await fn({ content: [{ type: 'text', text: md }] }, testContext('tools/call')))).toBe(
+      'Run it:\n\n```sh\n# Examples\nnpm test\n```',
+    );
   });
 
   it('removes trailing spaces and blank runs, and caps only when asked', async () => {
     expect(text(await fn({ content: [{ type: 'text', text: 'abc   \n\n\n\nxyz' }] }, testContext('tools/call')))).toBe('abc\n\nxyz');
-    const capped = await trim.create({ ...defaults, maxLength: 10 })({ content: [{ type: 'text', text: 'abc\n\n0123456789xyz' }] }, testContext('tools/call'));
+    const capped = await trim.create({ ...defaults, maxLength: 10 })(
+      { content: [{ type: 'text', text: 'abc\n\n0123456789xyz' }] },
+      testContext('tools/call'),
+    );
     expect(text(capped)).toBe('abc\n\n01234… [truncated 8 characters]');
   });
 
   it('minifies JSON text, and beside structuredContent changes text only losslessly', async () => {
     expect(text(await fn({ content: [{ type: 'text', text: '{\n  "a": 1\n}' }] }, testContext('tools/call')))).toBe('{"a":1}');
     const file = '# Notes\n\nAll of it.\n\n## Examples\n\nkept';
-    expect(await fn({ content: [{ type: 'text', text: file }], structuredContent: { content: file } }, testContext('tools/call'))).toBeUndefined();
+    expect(
+      await fn({ content: [{ type: 'text', text: file }], structuredContent: { content: file } }, testContext('tools/call')),
+    ).toBeUndefined();
   });
 
   it('leaves data resources whole: JSON minified, code and CSV untouched, markdown compacted', async () => {
@@ -83,7 +100,10 @@ describe('trim', () => {
       description: long,
       inputSchema: {
         type: 'object',
-        properties: { mode: { type: 'string', enum: ['a', 'b'], description: `Which mode. ${'More detail. '.repeat(20)}` }, n: { type: 'integer', minimum: 1, description: 'How many.' } },
+        properties: {
+          mode: { type: 'string', enum: ['a', 'b'], description: `Which mode. ${'More detail. '.repeat(20)}` },
+          n: { type: 'integer', minimum: 1, description: 'How many.' },
+        },
         required: ['mode'],
       },
     };
@@ -91,10 +111,19 @@ describe('trim', () => {
     const [t] = out.tools;
     expect(t.description.length).toBeLessThanOrEqual(defaults.descriptionLength + 2);
     expect(t.description).toMatch(/^Thinks step by step\. It revises.*\. …$/);
-    expect(t.inputSchema.properties.mode).toEqual({ type: 'string', enum: ['a', 'b'], description: expect.stringMatching(/^Which mode\. More detail\..* …$/) });
+    expect(t.inputSchema.properties.mode).toEqual({
+      type: 'string',
+      enum: ['a', 'b'],
+      description: expect.stringMatching(/^Which mode\. More detail\..* …$/),
+    });
     expect(t.inputSchema.properties.n).toEqual(tool.inputSchema.properties.n);
     expect(t.inputSchema.required).toEqual(['mode']);
-    expect(await fn({ tools: [{ name: 'x', description: 'Gets it. Then more words.', inputSchema: { type: 'object' } }] }, testContext('tools/list'))).toBeUndefined();
+    expect(
+      await fn(
+        { tools: [{ name: 'x', description: 'Gets it. Then more words.', inputSchema: { type: 'object' } }] },
+        testContext('tools/list'),
+      ),
+    ).toBeUndefined();
   });
 
   it('shortens at a sentence end when one is near, else at a word', () => {

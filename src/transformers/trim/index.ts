@@ -34,7 +34,8 @@ const options = z
 
 export const trim: Transformer<z.infer<typeof options>> = {
   name: 'trim',
-  description: 'Compact output: drop sections such as Examples and Tips, remove blank runs, minify JSON text; shorter descriptions in lists. Never drops data or empties a result.',
+  description:
+    'Compact output: drop sections such as Examples and Tips, remove blank runs, minify JSON text; shorter descriptions in lists. Never drops data or empties a result.',
   options,
   create({ maxLength, dropSections, lists, descriptionLength, parameterDescriptionLength }) {
     const drop = new Set(dropSections.map((s) => s.toLowerCase()));
@@ -62,7 +63,12 @@ function compactResource(result: McpResult, prose: (text: string) => string): Mc
     if (typeof c?.text !== 'string') return c;
     const mime = typeof c.mimeType === 'string' ? c.mimeType : '';
     const text = c.text;
-    const next = mime === 'application/json' || mime.endsWith('+json') ? minified(text) : mime === 'text/markdown' || mime === '' ? prose(text) : undefined;
+    const next =
+      mime === 'application/json' || mime.endsWith('+json')
+        ? minified(text)
+        : mime === 'text/markdown' || mime === ''
+          ? prose(text)
+          : undefined;
     if (next === undefined || next === text) return c;
     changed = true;
     return { ...c, text: next };

@@ -25,7 +25,11 @@ export function compactList(result: McpResult, limits: ListLimits): McpResult | 
       next.inputSchema = shortenSchema(item.inputSchema, limits.parameterDescriptionLength);
     }
     if (Array.isArray(item.arguments)) {
-      next.arguments = item.arguments.map((a) => (isPlainObject(a) && typeof a.description === 'string' ? { ...a, description: shorten(a.description, limits.parameterDescriptionLength) } : a));
+      next.arguments = item.arguments.map((a) =>
+        isPlainObject(a) && typeof a.description === 'string'
+          ? { ...a, description: shorten(a.description, limits.parameterDescriptionLength) }
+          : a,
+      );
     }
     if (JSON.stringify(next) !== JSON.stringify(item)) changed = true;
     return next;
@@ -60,8 +64,13 @@ function shortenSchema(schema: unknown, limit: number): unknown {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(schema)) {
     if (k === 'description' && typeof v === 'string') out[k] = shorten(v, limit);
-    else if (k === 'properties' && isPlainObject(v)) out[k] = Object.fromEntries(Object.entries(v).map(([name, prop]) => [name, shortenSchema(prop, limit)]));
-    else out[k] = typeof v === 'object' && v !== null && k !== 'enum' && k !== 'const' && k !== 'default' && k !== 'examples' ? shortenSchema(v, limit) : v;
+    else if (k === 'properties' && isPlainObject(v))
+      out[k] = Object.fromEntries(Object.entries(v).map(([name, prop]) => [name, shortenSchema(prop, limit)]));
+    else
+      out[k] =
+        typeof v === 'object' && v !== null && k !== 'enum' && k !== 'const' && k !== 'default' && k !== 'examples'
+          ? shortenSchema(v, limit)
+          : v;
   }
   return out;
 }

@@ -53,7 +53,8 @@ export function dropNamedSections(lines: string[], names: Set<string>, budget?: 
         skipParagraph = false;
       } else if (!skipLevel && !fence && !h) {
         if (isBlank(line) || (skipParagraph && startsFact(line))) skipParagraph = false;
-        else if (!skipParagraph && i !== first && (i === 0 || isBlank(lines[i - 1])) && names.has(paragraphName(line))) skipParagraph = true;
+        else if (!skipParagraph && i !== first && (i === 0 || isBlank(lines[i - 1])) && names.has(paragraphName(line)))
+          skipParagraph = true;
       }
     }
     if (!skipLevel && !skipParagraph) out.push(line);
