@@ -85,9 +85,11 @@ async function stdioDiscover(argv: string[]): Promise<any> {
   }
 }
 
-/** A discover result's capabilities without the proxy's own extension. */
+const TASKS = 'io.modelcontextprotocol/tasks';
+
+/** Discovered capabilities without the extensions the proxy adds: content negotiation, and its own tasks (these servers offer none). */
 function serversCapabilities(discovered: any): unknown {
-  const { [NEGOTIATION]: _proxys, ...extensions } = discovered.capabilities.extensions ?? {};
+  const { [NEGOTIATION]: _proxys, [TASKS]: _proxysTasks, ...extensions } = discovered.capabilities.extensions ?? {};
   return { ...discovered.capabilities, extensions };
 }
 
@@ -159,6 +161,8 @@ describe.each(SERVERS)('%s, a dual-era server, behind the proxy over HTTP', (ser
     // The server's own 2026-07-28 capabilities (which differ from its initialize's), with the proxy's extension added.
     expect(serversCapabilities(relayed)).toEqual(serversCapabilities(found));
     expect(relayed.capabilities.extensions).toHaveProperty([NEGOTIATION]);
+    expect(relayed.capabilities.extensions).toHaveProperty([TASKS]);
+    expect(found.capabilities.extensions ?? {}).not.toHaveProperty([TASKS]);
     expect(relayed._meta['io.modelcontextprotocol/serverInfo']).toEqual(found._meta['io.modelcontextprotocol/serverInfo']);
   }, 30_000);
 
