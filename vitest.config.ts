@@ -8,6 +8,8 @@ const SLOW = [
   'test/e2e/docker.test.ts',
   'test/e2e/kubernetes.test.ts',
 ];
+/** Bundles the TypeScript fixture servers, so tests start them without tsx. */
+const BUILD_FIXTURES = 'test/helpers/build-fixtures.ts';
 /** Unit files that start a child process: they run with the end-to-end tests. */
 const UNIT_WITH_PROCESSES = ['src/upstream/encode.test.ts'];
 
@@ -24,9 +26,17 @@ export default defineConfig({
       // The built CLI (dist/main.js) and real servers as child processes.
       {
         extends: true,
-        test: { name: 'e2e', include: ['test/e2e/**/*.test.ts', 'test/recordings/**/*.test.ts', ...UNIT_WITH_PROCESSES], exclude: SLOW },
+        test: {
+          name: 'e2e',
+          globalSetup: [BUILD_FIXTURES],
+          include: ['test/e2e/**/*.test.ts', 'test/recordings/**/*.test.ts', ...UNIT_WITH_PROCESSES],
+          exclude: SLOW,
+        },
       },
-      { extends: true, test: { name: 'slow', include: [...SLOW, 'test/fuzz/**/*.test.ts', 'test/safety/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: { name: 'slow', globalSetup: [BUILD_FIXTURES], include: [...SLOW, 'test/fuzz/**/*.test.ts', 'test/safety/**/*.test.ts'] },
+      },
     ],
   },
 });

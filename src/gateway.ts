@@ -32,7 +32,7 @@ import { Metrics } from './ops/metrics.js';
 import { Observers } from './ops/observers.js';
 import { logWhileWaiting, seconds } from './ops/progress.js';
 import { Readiness } from './ops/readiness.js';
-import { Tracing } from './ops/tracing.js';
+import type { Tracing } from './ops/tracing.js';
 import { PROXY_VERSION } from './ops/version.js';
 import type { CompiledRule } from './rules/compile.js';
 import { Sealer } from './sealing/sealer.js';
@@ -57,6 +57,8 @@ export interface GatewayDeps {
    * check with timeouts.initializeMs, log the outcome and serve meanwhile).
    */
   failFast?: { timeoutMs: number };
+  /** Spans for the configured OTLP endpoint (Tracing.create); none = tracing off. */
+  tracing?: Tracing;
 }
 
 /** A readiness answer is reused this long; a probe gets this long to initialize an upstream session. */
@@ -148,7 +150,7 @@ class ProxyGateway implements Gateway {
       upstreamProcesses: () => connector.children.size,
       held: () => HELD_KINDS.map((kind) => ({ kind, bytes: held.bytesOf(kind), dropped: held.dropped.get(kind)! })),
     });
-    this.tracing = Tracing.create(config.tracing, PROXY_VERSION);
+    this.tracing = deps.tracing;
     this.observers = new Observers(this.metrics, this.tracing);
     this.filters = this.buildFilters(deps.rules ?? [], config);
     const sharing = config.upstream.sessions === 'shared' && spec.kind === 'stdio';

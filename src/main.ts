@@ -6,7 +6,6 @@
 import { randomBytes } from 'node:crypto';
 import { PROXY_VERSION } from './ops/version.js';
 import pino from 'pino';
-import pretty from 'pino-pretty';
 import { HELP, parseCli } from './cli/args.js';
 import { loadConfig } from './config/load.js';
 import { configJsonSchema } from './config/schema.js';
@@ -17,6 +16,7 @@ import { hashToken } from './fronts/http/auth.js';
 import { watchConfigFile } from './config/reload.js';
 import { createGateway } from './gateway.js';
 import { logDestination } from './ops/log-destination.js';
+import { Tracing } from './ops/tracing.js';
 import { boundedFields, clip } from './ops/log-text.js';
 import { loadRules } from './config/rules.js';
 import { ConfigError, RuleError, UserError } from './jsonrpc/errors.js';
@@ -65,13 +65,18 @@ async function main(): Promise<number> {
         },
       },
     },
-    lines ?? pretty({ destination: 2, colorize: process.stderr.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,name' }),
+    lines ?? (await prettyLines()),
   );
   // A last line of defence: one request's failure that escaped its own handling must not end every session.
   process.on('unhandledRejection', (err) =>
     log.error({ err: (err as Error)?.stack ?? String(err) }, 'internal error: a failure nobody handled; the proxy goes on'),
   );
-  const gateway = createGateway(config, { log, rules, failFast: request.failFast ? { timeoutMs: request.failFastTimeoutMs } : undefined });
+  const gateway = createGateway(config, {
+    log,
+    rules,
+    failFast: request.failFast ? { timeoutMs: request.failFastTimeoutMs } : undefined,
+    tracing: await Tracing.create(config.tracing, PROXY_VERSION),
+  });
   process.on('exit', () => gateway.killChildrenNow());
   for (const warning of warnings) log.warn(warning);
 
@@ -160,3 +165,9 @@ main().then(
     process.exitCode = 1;
   },
 );
+
+/** Log lines for people (`logFormat: pretty`); pino-pretty is loaded only then. */
+async function prettyLines() {
+  const { default: pretty } = await import('pino-pretty');
+  return pretty({ destination: 2, colorize: process.stderr.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,name' });
+}

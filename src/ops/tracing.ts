@@ -8,9 +8,7 @@
  * `traceparent` strings (src/ops/trace-context.ts), so nothing below the front imports this.
  */
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Span, type Tracer } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import type { TraceContext } from './trace-context.js';
 
 export interface TracingConfig {
@@ -26,20 +24,31 @@ export interface RequestSpan {
 }
 
 export class Tracing {
-  private readonly provider: BasicTracerProvider;
   private readonly tracer: Tracer;
 
-  private constructor(config: Required<TracingConfig>, version: string) {
-    this.provider = new BasicTracerProvider({
+  private constructor(
+    private readonly provider: BasicTracerProvider,
+    version: string,
+  ) {
+    this.tracer = provider.getTracer('mcp-negotiate-proxy', version);
+  }
+
+  /**
+   * A tracer when an endpoint is configured; undefined (tracing off) otherwise. The OpenTelemetry
+   * SDK is loaded only then: it is a fifth of the proxy's start-up time.
+   */
+  static async create(config: TracingConfig, version: string): Promise<Tracing | undefined> {
+    if (!config.otlpEndpoint) return undefined;
+    const [{ OTLPTraceExporter }, { resourceFromAttributes }, { BasicTracerProvider, BatchSpanProcessor }] = await Promise.all([
+      import('@opentelemetry/exporter-trace-otlp-http'),
+      import('@opentelemetry/resources'),
+      import('@opentelemetry/sdk-trace-base'),
+    ]);
+    const provider = new BasicTracerProvider({
       resource: resourceFromAttributes({ 'service.name': config.serviceName, 'service.version': version }),
       spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: config.otlpEndpoint }), { scheduledDelayMillis: 1000 })],
     });
-    this.tracer = this.provider.getTracer('mcp-negotiate-proxy', version);
-  }
-
-  /** A tracer when an endpoint is configured; undefined (tracing off) otherwise. */
-  static create(config: TracingConfig, version: string): Tracing | undefined {
-    return config.otlpEndpoint ? new Tracing({ otlpEndpoint: config.otlpEndpoint, serviceName: config.serviceName }, version) : undefined;
+    return new Tracing(provider, version);
   }
 
   startRequest(parent: TraceContext | undefined): RequestSpan {

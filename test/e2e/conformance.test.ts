@@ -19,102 +19,104 @@ async function outcomes(url: string): Promise<Record<string, string>> {
   return Object.fromEntries([...detailed].map(([name, r]) => [name, r.outcome]));
 }
 
+/** The 2025-11-25 scenarios the legacy fixture passes served directly: run once, for the two tests that compare with it. */
+let legacyDirect: Promise<string[]> | undefined;
+function passedByLegacyFixture(): Promise<string[]> {
+  legacyDirect ??= startHttpFixture('conformance-server')
+    .then((fixture) => outcomes(fixture.url))
+    .then((direct) =>
+      Object.keys(direct)
+        .filter((s) => direct[s] === 'pass')
+        .sort(),
+    );
+  return legacyDirect;
+}
+
+/** A proxy in front of the fixture over stdio and one in front of it over HTTP: the two legs run at once. */
+async function bothUpstreams(fixture: string): Promise<string[]> {
+  const [viaStdio, viaHttp] = await Promise.all([
+    startProxy(['--upstream', commandLine(fixtureArgv(fixture))]),
+    startHttpFixture(fixture).then((f) => startProxy(['--upstream', f.url])),
+  ]);
+  return [viaStdio.url, viaHttp.url];
+}
+
 describe('conformance suite through the proxy', () => {
   afterAll(stopAll);
 
   it('passes every scenario that passes directly, for stdio and HTTP upstreams', async () => {
-    const fixture = await startHttpFixture('conformance-server');
-    const direct = await outcomes(fixture.url);
-    const passedDirectly = Object.keys(direct)
-      .filter((s) => direct[s] === 'pass')
-      .sort();
+    const passedDirectly = await passedByLegacyFixture();
     expect(passedDirectly.length).toBeGreaterThanOrEqual(30);
-
-    const viaStdio = await startProxy(['--upstream', commandLine(fixtureArgv('conformance-server'))]);
-    const viaHttp = await startProxy(['--upstream', (await startHttpFixture('conformance-server')).url]);
-    for (const proxy of [viaStdio, viaHttp]) {
-      const got = await outcomes(proxy.url);
+    const legs = await Promise.all((await bothUpstreams('conformance-server')).map(outcomes));
+    for (const got of legs)
       expect(Object.fromEntries(passedDirectly.map((s) => [s, got[s]]))).toEqual(
         Object.fromEntries(passedDirectly.map((s) => [s, 'pass'])),
       );
-    }
   }, 600_000);
 
   it('passes every scored 2026-07-28 scenario in front of the legacy-only fixture, for stdio and HTTP upstreams', async () => {
     const { scored } = await listServerScenarios('2026-07-28');
     expect(scored.length).toBeGreaterThanOrEqual(37);
-    const viaStdio = await startProxy(['--upstream', commandLine(fixtureArgv('conformance-server'))]);
-    const viaHttp = await startProxy(['--upstream', (await startHttpFixture('conformance-server')).url]);
-    for (const proxy of [viaStdio, viaHttp]) {
-      const detailed = await runConformanceDetailed(proxy.url, { specVersion: '2026-07-28', timeoutMs: 240_000 });
-      // The suite gives some probes a wall-clock bound (server-stateless: 600 ms for the first
-      // frame of a call, from a fresh connection), which a loaded 2-core machine can miss: a
-      // failed scenario is run once more on its own, and its second outcome counts.
-      for (const s of scored.filter((s) => detailed.get(s)?.outcome !== 'pass')) {
-        const again = await runConformanceDetailed(proxy.url, { scenarios: [s], specVersion: '2026-07-28', timeoutMs: 120_000 });
-        if (again.get(s)) detailed.set(s, again.get(s)!);
-      }
-      const failed = scored
-        .filter((s) => detailed.get(s)?.outcome !== 'pass')
-        .map((s) => `${s}: ${detailed.get(s)?.problems.join(' | ') ?? 'not run'}`);
-      expect(failed).toEqual([]);
-    }
+    for (const outcome of await Promise.all((await bothUpstreams('conformance-server')).map((url) => modernOutcomes(url, scored))))
+      expect(Object.entries(outcome).filter(([, o]) => o !== 'pass')).toEqual([]);
   }, 600_000);
 
   it('passes every tasks-* scenario in front of the legacy-only fixture, which fails them served directly, for stdio and HTTP upstreams', async () => {
     const fixture = await startHttpFixture('conformance-server');
     const direct = await runConformanceDetailed(fixture.url, { scenarios: ['tasks-lifecycle'], extension: true, timeoutMs: 120_000 });
     expect(direct.get('tasks-lifecycle')?.outcome).toBe('fail');
-
-    const viaStdio = await startProxy(['--upstream', commandLine(fixtureArgv('conformance-server'))]);
-    const viaHttp = await startProxy(['--upstream', (await startHttpFixture('conformance-server')).url]);
-    for (const proxy of [viaStdio, viaHttp]) {
-      const detailed = await runConformanceDetailed(proxy.url, { scenarios: TASK_SCENARIOS, extension: true, timeoutMs: 240_000 });
-      // A scenario the suite ships as a placeholder (it checks nothing: 'skip') is run by its stand-in;
-      // any other 'skip' fails, like a failure.
-      for (const s of TASK_SCENARIOS)
-        if (detailed.get(s)?.outcome === 'skip' && STAND_INS[s]) detailed.set(s, await STAND_INS[s](proxy.url));
-      const failed = TASK_SCENARIOS.filter((s) => detailed.get(s)?.outcome !== 'pass').map(
-        (s) => `${s}: ${detailed.get(s)?.problems.join(' | ') ?? 'not run'}`,
-      );
-      expect(failed).toEqual([]);
-    }
+    const legs = await Promise.all(
+      (await bothUpstreams('conformance-server')).map(async (url) => {
+        const detailed = await runConformanceDetailed(url, { scenarios: TASK_SCENARIOS, extension: true, timeoutMs: 240_000 });
+        // A scenario the suite ships as a placeholder (it checks nothing: 'skip') is run by its stand-in;
+        // any other 'skip' fails, like a failure.
+        for (const s of TASK_SCENARIOS) if (detailed.get(s)?.outcome === 'skip' && STAND_INS[s]) detailed.set(s, await STAND_INS[s](url));
+        return TASK_SCENARIOS.filter((s) => detailed.get(s)?.outcome !== 'pass').map(
+          (s) => `${s}: ${detailed.get(s)?.problems.join(' | ') ?? 'not run'}`,
+        );
+      }),
+    );
+    expect(legs).toEqual([[], []]);
   }, 600_000);
 
   it('in front of a 2026-07-28-only server: every scored 2026-07-28 scenario passes through the proxy as it passes directly, for stdio and HTTP upstreams', async () => {
     const { scored } = await listServerScenarios('2026-07-28');
-    const fixture = await startHttpFixture('modern-conformance-server');
-    const outcomesOf = async (url: string) => {
-      const detailed = await runConformanceDetailed(url, { specVersion: '2026-07-28', timeoutMs: 240_000 });
-      for (const s of scored.filter((s) => detailed.get(s)?.outcome !== 'pass')) {
-        const again = await runConformanceDetailed(url, { scenarios: [s], specVersion: '2026-07-28', timeoutMs: 120_000 }); // wall-clock probes, as above
-        if (again.get(s)) detailed.set(s, again.get(s)!);
-      }
-      return Object.fromEntries(scored.map((s) => [s, detailed.get(s)?.outcome ?? 'not run']));
-    };
-    const direct = await outcomesOf(fixture.url);
+    const [direct, ...legs] = await Promise.all(
+      [(await startHttpFixture('modern-conformance-server')).url, ...(await bothUpstreams('modern-conformance-server'))].map((url) =>
+        modernOutcomes(url, scored),
+      ),
+    );
     expect(Object.values(direct).filter((o) => o === 'pass').length).toBe(scored.length);
-    for (const upstream of [fixture.url, commandLine(fixtureArgv('modern-conformance-server'))]) {
-      const proxy = await startProxy(['--upstream', upstream]);
-      expect(await outcomesOf(proxy.url)).toEqual(direct);
-    }
+    for (const got of legs) expect(got).toEqual(direct);
   }, 600_000);
 
   it('in front of a 2026-07-28-only server: legacy clients (2025-11-25 scenarios) pass what they pass against the legacy fixture directly, for stdio and HTTP upstreams', async () => {
-    const legacy = await outcomes((await startHttpFixture('conformance-server')).url);
-    const passed = Object.keys(legacy)
-      .filter((s) => legacy[s] === 'pass')
-      .sort();
+    const passed = await passedByLegacyFixture();
     expect(passed.length).toBeGreaterThanOrEqual(30);
-    for (const upstream of [
-      (await startHttpFixture('modern-conformance-server')).url,
-      commandLine(fixtureArgv('modern-conformance-server')),
-    ]) {
-      const got = await outcomes((await startProxy(['--upstream', upstream])).url);
+    for (const got of await Promise.all((await bothUpstreams('modern-conformance-server')).map(outcomes)))
       expect(Object.fromEntries(passed.map((s) => [s, got[s]]))).toEqual(Object.fromEntries(passed.map((s) => [s, 'pass'])));
-    }
   }, 600_000);
 });
+
+/**
+ * Every scored 2026-07-28 scenario's outcome at `url`. The suite gives some probes a wall-clock
+ * bound (server-stateless: 600 ms for the first frame of a call, from a fresh connection), which
+ * a loaded 2-core machine can miss: a failed scenario is run once more on its own, and its second
+ * outcome counts.
+ */
+async function modernOutcomes(url: string, scored: string[]): Promise<Record<string, string>> {
+  const detailed = await runConformanceDetailed(url, { specVersion: '2026-07-28', timeoutMs: 240_000 });
+  for (const s of scored.filter((s) => detailed.get(s)?.outcome !== 'pass')) {
+    const again = await runConformanceDetailed(url, { scenarios: [s], specVersion: '2026-07-28', timeoutMs: 120_000 });
+    if (again.get(s)) detailed.set(s, again.get(s)!);
+  }
+  return Object.fromEntries(
+    scored.map((s) => {
+      const r = detailed.get(s);
+      return [s, r?.outcome === 'pass' ? 'pass' : `${r?.outcome ?? 'not run'}: ${r?.problems.join(' | ') ?? ''}`];
+    }),
+  );
+}
 
 /** The tasks extension's scenarios (io.modelcontextprotocol/tasks), @modelcontextprotocol/conformance 0.2.0-alpha.12. */
 const TASK_SCENARIOS = [

@@ -243,7 +243,8 @@ describe('server-git as it answers, text without structuredContent (test/fixture
       if (features.length === 1 && features[0] !== 'format=json')
         expect(onlyText(await c.call('git_status')), features.join()).toMatch(/^\tmodified: {3}status\.json$/m);
     }
-  });
+    // Six sessions, six Python servers each making a repository: seconds each on a loaded machine.
+  }, 120_000);
 
   it('format=json reads the log as an array of records beside the text', async () => {
     const agent = await sdkClient(proxy, ['format=json']);

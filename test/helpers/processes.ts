@@ -23,6 +23,8 @@ export function fixtureArgv(name: string, ...args: string[]): string[] {
       throw new Error(`${PYTHON} is missing: run sh test/python/setup.sh (npm test does) to install the Python test servers`);
     return [PYTHON, `${ROOT}test/fixtures/${name}`, ...args];
   }
+  // Bundled by the end-to-end projects' global setup (test/helpers/build-fixtures.ts); tsx when run otherwise.
+  if (process.env.TEST_FIXTURES_BUILT) return [process.execPath, `${ROOT}test/fixtures/.built/${name}.mjs`, ...args];
   return [process.execPath, ...TSX, `${ROOT}test/fixtures/${name}.ts`, ...args];
 }
 export const EVERYTHING_STDIO = [process.execPath, EVERYTHING_MAIN, 'stdio'];
