@@ -33,7 +33,6 @@ import { Observers } from './ops/observers.js';
 import { logWhileWaiting, seconds } from './ops/progress.js';
 import { Readiness } from './ops/readiness.js';
 import type { Tracing } from './ops/tracing.js';
-import { PROXY_VERSION } from './ops/version.js';
 import type { CompiledRule } from './rules/compile.js';
 import { Sealer } from './sealing/sealer.js';
 import { UpstreamConnector } from './upstream/connector.js';
