@@ -53,11 +53,15 @@ function normalize(value: unknown): unknown {
   return value;
 }
 
+/** Every error `settle` saw, with its message: compared by code only, told in full when a comparison fails. */
+const errorsSeen: string[] = [];
+
 async function settle<T>(p: Promise<T>): Promise<T | { error: unknown }> {
   try {
     return await p;
   } catch (err) {
-    const e = err as { code?: number };
+    const e = err as { code?: number; message?: string };
+    errorsSeen.push(`${e.code}: ${e.message}`);
     return { error: { code: e.code === -32002 ? -32602 : e.code } };
   }
 }
@@ -130,7 +134,7 @@ describe.each(COMBOS)('v2 client ($mode), $front front ← $upstream upstream (s
   it('negotiates 2026-07-28 and answers every feature as the server does directly, with input through input_required', async () => {
     expect(modern.client.getNegotiatedProtocolVersion()).toBe('2026-07-28');
     const [want, got] = await Promise.all([exercise(direct.client), exercise(modern.client)]);
-    expect(got).toEqual(want);
+    expect(got, `errors seen: ${errorsSeen.join(' | ')}`).toEqual(want);
     expect(Object.keys(modern.received)).toEqual(expect.arrayContaining(['elicitation/create', 'sampling/createMessage']));
     expect(JSON.stringify(got['tool:trigger-sampling-request'])).toMatch(/sampled: .*What is a proxy\?/);
   }, 90_000);
@@ -139,7 +143,7 @@ describe.each(COMBOS)('v2 client ($mode), $front front ← $upstream upstream (s
     'serves a legacy client on the same endpoint at the same time',
     async () => {
       const [viaLegacy, viaModern] = await Promise.all([exercise(legacy!.client), exercise(modern.client)]);
-      expect(viaModern).toEqual(viaLegacy);
+      expect(viaModern, `errors seen: ${errorsSeen.join(' | ')}`).toEqual(viaLegacy);
     },
     90_000,
   );
