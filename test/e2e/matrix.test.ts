@@ -173,13 +173,6 @@ const KNOWN_GAPS: Row[] = [
       why: 'the other replica answers -32001 "Session not found on this replica: it lives on replica … (its upstream runs there)"',
     })),
   ),
-  {
-    client: 'modern',
-    server: '2026-07-28/http',
-    front: '*',
-    scenario: 'list changes per variant',
-    why: 'the listen stream is passed through: one list_changed without the variant in _meta, none per variant',
-  },
 ];
 
 const KEY = 'io.modelcontextprotocol/server-variant';

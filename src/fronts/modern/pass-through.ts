@@ -83,9 +83,12 @@ export class PassThrough {
     const sent = this.serverTaskIds(this.unsealState(check?.request ?? req, ctx), ctx, named);
     const paramHeaders = this.o.upstream.mirrorsHeaders ? await this.o.toolHeaders.of(sent, ctx) : undefined;
     const onNotification = (n: Frame) => {
-      const note = this.clientTaskIds(n.msg as JsonRpcNotification, ctx, req.method === 'subscriptions/listen' ? named : undefined);
-      if (note?.method === 'notifications/tools/list_changed') this.o.toolHeaders.changed();
-      if (note) reply.notify(note);
+      const listen = req.method === 'subscriptions/listen';
+      const note = this.clientTaskIds(n.msg as JsonRpcNotification, ctx, listen ? named : undefined);
+      if (!note) return;
+      if (note.method === 'notifications/tools/list_changed') this.o.toolHeaders.changed();
+      // A list change on a listen stream goes through the filters, as in front of a legacy server: once per offered variant.
+      for (const m of (listen ? negotiation.onNotification(note) : undefined) ?? [note]) reply.notify(m);
     };
     let exchange: ModernExchange;
     if (offer && this.o.tasks && req.method === 'tools/call') {
