@@ -12,6 +12,9 @@ import { commandLine, EVERYTHING_STDIO, startProxy, stopAll } from '../helpers/p
 
 const SECRETS = { AWS_SECRET_ACCESS_KEY: 'proxy-only-aws-secret', MCP_PROXY_STATE_SECRET: 'proxy-only-state-secret-0123456789abcdef' };
 
+/** What the proxy's environment holds besides its secrets: a shell function in a variable the minimal set would keep. */
+const SHELL_FUNCTION = { TERM: '() { echo inherited; }' };
+
 async function upstreamEnv(inheritEnv: boolean): Promise<Record<string, string>> {
   const dir = mkdtempSync(join(tmpdir(), 'upstream-env-'));
   const config = join(dir, 'proxy.yaml');
@@ -19,7 +22,7 @@ async function upstreamEnv(inheritEnv: boolean): Promise<Record<string, string>>
     config,
     `upstream:\n  command: ${JSON.stringify(commandLine(EVERYTHING_STDIO))}\n  inheritEnv: ${inheritEnv}\n  env:\n    GREETING: from-the-config\n`,
   );
-  const proxy = await startProxy(['--config', config], SECRETS);
+  const proxy = await startProxy(['--config', config], { ...SECRETS, ...SHELL_FUNCTION });
   const headers = await rawSession(proxy.url);
   const reply = await rawPost(proxy.url, callTool(1, 'get-env'), headers);
   await proxy.stop();
@@ -34,6 +37,8 @@ describe('the environment of a stdio upstream', () => {
     expect(env.PATH).toBe(process.env.PATH);
     expect(env.GREETING).toBe('from-the-config');
     expect(JSON.stringify(env)).not.toContain('proxy-only');
+    // The variables sudo keeps, less the shell function; nothing else of the proxy's.
+    expect(Object.keys(env).filter((k) => !['HOME', 'LOGNAME', 'PATH', 'SHELL', 'USER', 'GREETING'].includes(k))).toEqual([]);
   });
 
   it('holds everything with inheritEnv: true', async () => {
