@@ -4,7 +4,6 @@
  * and is relayed as it came to legacy clients; for modern clients `modernUpstreamError` only
  * renames the codes the 2026-07-28 revision forbids.
  */
-import type { Era } from '../mcp/era.js';
 import {
   INTERNAL_ERROR,
   INVALID_PARAMS,
@@ -155,8 +154,11 @@ export function unusableAnswer(parsed: ParseOutcome & { ok: false }): ProxyError
   return new ProxyError('UPSTREAM_PROTOCOL', parsed.error.error?.message ?? "The upstream's answer could not be read");
 }
 
-/** The wire form of any error; `data.code` carries the stable string code for proxy errors. */
-export function toJsonRpcError(err: unknown, era: Era = 'legacy'): JsonRpcErrorObject {
+/**
+ * The wire form of any error; `data.code` carries the stable string code for proxy errors. `era` is
+ * mcp/era.ts's `Era`, spelled out here because the JSON-RPC layer imports nothing above it.
+ */
+export function toJsonRpcError(err: unknown, era: 'legacy' | 'modern' = 'legacy'): JsonRpcErrorObject {
   if (err instanceof ProxyError) {
     const wire = WIRE[err.code];
     if (wire.specified)
