@@ -277,7 +277,10 @@ function optionsOf(command: keyof typeof FLAGS_OF): string {
   return `${command === 'serve' ? 'Options' : `Options of ${command}`}: ${flags}\nRun with --help for what each one does.`;
 }
 
-/** `--features` / MCP_PROXY_FEATURES as the default profile's tags; a malformed tag is a usage error (it would be a config error without the flag's name). */
+/**
+ * `--features` / MCP_PROXY_FEATURES as the default profile's tags; a malformed tag is a usage error (it would
+ * be a config error without the flag's name).
+ */
 function defaultFeatures(value: string | undefined): Record<string, unknown> | undefined {
   if (value === undefined) return undefined;
   const { tags, ignored } = parseTagList(value);

@@ -9,7 +9,10 @@ import { ruleSchema } from '../rules/compile.js';
 import { DEFAULT_CLIENT_SESSIONS, listenSchema } from './schema-listen.js';
 import { profileProblems, profilesSchema } from './schema-profiles.js';
 
-/** Well above what real results nest (JSON Schemas, documents: a few dozen), well below what overflows the stack when written again (thousands). */
+/**
+ * Well above what real results nest (JSON Schemas, documents: a few dozen), well below what overflows the stack
+ * when written again (thousands).
+ */
 export const UPSTREAM_MAX_JSON_DEPTH = 256;
 
 const headerMap = z.record(z.string(), z.string()).describe('HTTP headers sent to an HTTP upstream; values may use ${ENV_VAR}.');
@@ -481,7 +484,10 @@ export function configJsonSchema(): Record<string, unknown> {
   };
 }
 
-/** Concurrent legacy sessions per client: configured, or what suits the upstream where clients are told apart (loopback without authentication: src/fronts/http/limit-defaults.ts). */
+/**
+ * Concurrent legacy sessions per client: configured, or what suits the upstream where clients are told apart
+ * (loopback without authentication: src/fronts/http/limit-defaults.ts).
+ */
 export function clientSessions(config: Config): number {
   const { upstream } = config;
   const configured = config.listen.perClient.sessions;

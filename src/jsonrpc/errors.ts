@@ -81,7 +81,10 @@ interface WireForm {
 /** The same wire form for several codes. */
 const each = <C extends ProxyErrorCode>(form: WireForm, ...codes: C[]) =>
   Object.fromEntries(codes.map((c) => [c, form])) as Record<C, WireForm>;
-/** No answer could be had (the upstream, the client, or the proxy itself): -32000 for legacy clients as the SDKs use it, -32603 for modern ones. */
+/**
+ * No answer could be had (the upstream, the client, or the proxy itself): -32000 for legacy clients as the SDKs
+ * use it, -32603 for modern ones.
+ */
 const noAnswer = (status = 200, retryAfter?: number): WireForm => ({
   legacy: CONNECTION_CLOSED,
   modern: INTERNAL_ERROR,
@@ -209,7 +212,10 @@ export class UsageError extends UserError {
   }
 }
 
-/** The config does not validate; `raw`: the config as read, when only its validation failed (so other checks can still run on parts of it). */
+/**
+ * The config does not validate; `raw`: the config as read, when only its validation failed (so other checks can
+ * still run on parts of it).
+ */
 export class ConfigError extends UserError {
   constructor(
     problems: string[],

@@ -25,7 +25,10 @@ export interface Authenticator {
   /** Whether requests must authenticate at all. */
   readonly enabled: boolean;
   authenticate(headers: Record<string, string | string[] | undefined>): Promise<AuthOutcome>;
-  /** The principal of a static credential (bearer token or API key) the request presents, if any (a hash and a comparison: no JWT is checked). */
+  /**
+   * The principal of a static credential (bearer token or API key) the request presents, if any (a hash and a
+   * comparison: no JWT is checked).
+   */
   staticCredential(headers: Record<string, string | string[] | undefined>): string | undefined;
 }
 

@@ -255,7 +255,8 @@ export class InputRounds {
    */
   private async trim(client: string, keep: number, spare?: BridgedCall): Promise<void> {
     const waiting: BridgedCall[] = [];
-    for (const call of this.parked.values()) if (call.clientKey === client && call.awaitingInput && call !== spare) waiting.push(call); // in the order they started
+    // In the order they started.
+    for (const call of this.parked.values()) if (call.clientKey === client && call.awaitingInput && call !== spare) waiting.push(call);
     const over = waiting.slice(0, Math.max(0, waiting.length - keep));
     for (const call of over) {
       this.o.log.info(

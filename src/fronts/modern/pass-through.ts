@@ -72,7 +72,10 @@ export class PassThrough {
     return !(isObject(capabilities) && isObject(capabilities.extensions) && capabilities.extensions[TASKS_EXTENSION] !== undefined);
   }
 
-  /** Serves one request (`offer`: a tools/call that may become a task); rejects with a ProxyError when no answer could be had from the upstream. */
+  /**
+   * Serves one request (`offer`: a tools/call that may become a task); rejects with a ProxyError when no answer
+   * could be had from the upstream.
+   */
   async handle(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply, offer?: TaskOffer): Promise<void> {
     const negotiation = this.o.filters().forRequest(ctx, await this.o.server());
     const own = req.method === 'server/discover' || req.method === 'subscriptions/listen';
@@ -188,7 +191,10 @@ export class PassThrough {
     }
   }
 
-  /** The request with the server's own requestState back in it; refuses a state that is not the proxy's or was given to another principal. */
+  /**
+   * The request with the server's own requestState back in it; refuses a state that is not the proxy's or was
+   * given to another principal.
+   */
   private unsealState(req: JsonRpcRequest, ctx: RequestContext): JsonRpcRequest {
     const state = req.params?.requestState;
     if (state === undefined) return req;

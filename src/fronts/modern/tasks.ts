@@ -3,14 +3,15 @@
  * none, whatever their era: a modern `tools/call` still running after `answerWithinMs` becomes a
  * task (over a TaskCall: a legacy call or a passed-through modern one) the client polls
  * (`tasks/get`), answers (`tasks/update`: the upstream's input requests during the call become
- * the task's `inputRequests`) and cancels (`tasks/cancel`: cancelled upstream). A task id is sealed: it names the task's random key, its principal and the
- * replica that holds it (a request for it elsewhere is forwarded there). A task runs at most
- * `maxRunMs` (then it is cancelled upstream and fails with TASK_TIMEOUT). A finished task keeps
- * only its shaped result (or error), counted against its client's share of listen.heldBytes,
- * until `ttlMs` from its creation; past the budget the oldest result goes first and its
- * `tasks/get` says so. One client keeps at most `perClient` tasks running, and tasks that hold an
- * upstream session alone (their client may be asked for input) at most a share of those sessions:
- * per client and in all, so that calls whose client waits for them always find one.
+ * the task's `inputRequests`) and cancels (`tasks/cancel`: cancelled upstream). A task id is
+ * sealed: it names the task's random key, its principal and the replica that holds it (a request
+ * for it elsewhere is forwarded there). A task runs at most `maxRunMs` (then it is cancelled
+ * upstream and fails with TASK_TIMEOUT). A finished task keeps only its shaped result (or error),
+ * counted against its client's share of listen.heldBytes, until `ttlMs` from its creation; past
+ * the budget the oldest result goes first and its `tasks/get` says so. One client keeps at most
+ * `perClient` tasks running, and tasks that hold an upstream session alone (their client may be
+ * asked for input) at most a share of those sessions: per client and in all, so that calls whose
+ * client waits for them always find one.
  */
 import type { Logger } from 'pino';
 import { randomUUID } from 'node:crypto';
