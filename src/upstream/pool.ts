@@ -253,7 +253,8 @@ export class UpstreamPool {
     if (this.count((e) => e.owner === client) >= perClient) {
       throw new ProxyError(
         'UPSTREAM_BUSY',
-        `This client holds ${perClient} upstream sessions already, the most one client may (modern.pool.perClient); try again when one of its calls ends`,
+        `This client holds ${perClient} upstream sessions already, the most one ` +
+          'client may (modern.pool.perClient); try again when one of its calls ends',
       );
     }
   }
@@ -271,7 +272,8 @@ export class UpstreamPool {
     if (this.count((e) => e.exclusive) < max) return;
     throw new ProxyError(
       'UPSTREAM_BUSY',
-      `Calls that may ask the client for input hold ${max} upstream sessions, the most they may (the rest of modern.pool.maxSessions is kept for other calls); try again shortly`,
+      `Calls that may ask the client for input hold ${max} upstream sessions, the most they ` +
+        'may (the rest of modern.pool.maxSessions is kept for other calls); try again shortly',
     );
   }
 

@@ -241,7 +241,9 @@ export class ModernHandler {
     if (support === 'required')
       throw new ProxyError(
         'TOO_MANY_TASKS',
-        `Tool "${String(req.params?.name)}" runs only as a task, and this client has as many tasks running as it may (modern.tasks.perClient; tasks that may ask for input also share modern.pool sessions); wait for one to finish or cancel one`,
+        `Tool "${String(req.params?.name)}" runs only as a task, and this client has ` +
+          'as many tasks running as it may (modern.tasks.perClient; tasks that may ask ' +
+          'for input also share modern.pool sessions); wait for one to finish or cancel one',
       );
     return undefined;
   }

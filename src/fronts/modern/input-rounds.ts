@@ -197,13 +197,15 @@ export class InputRounds {
     }
     if (state.replica !== this.o.replicaId) {
       throw invalidState(
-        `The call this requestState resumes waits on replica "${state.replica}", which this one cannot forward to (set replicas.url on every replica): send the request again without requestState`,
+        `The call this requestState resumes waits on replica "${state.replica}", which this one cannot ` +
+          'forward to (set replicas.url on every replica): send the request again without requestState',
       );
     }
     const call = this.parked.get(state.call);
     if (!call || call.principal !== state.principal || call.round !== state.round || !call.awaitingInput) {
       throw invalidState(
-        'No call is waiting for this requestState (it finished, timed out, or was answered already): send the request again without requestState',
+        'No call is waiting for this requestState (it finished, timed out, ' +
+          'or was answered already): send the request again without requestState',
       );
     }
     const responses = params.inputResponses;
@@ -221,7 +223,8 @@ export class InputRounds {
     const bound = binding(req);
     if (!state || state.method !== bound.method || state.digest !== bound.digest) {
       throw invalidState(
-        'requestState is not valid for this request: it was altered, belongs to another request, or was issued by a proxy with another secret',
+        'requestState is not valid for this request: it was altered, ' +
+          'belongs to another request, or was issued by a proxy with another secret',
       );
     }
     if (state.principal !== (ctx.principal ?? ''))

@@ -186,7 +186,9 @@ export class PassThrough {
       );
       throw new ProxyError(
         'UPSTREAM_PROTOCOL',
-        `The upstream server sent a requestState of ${err.bytes} bytes, more than the proxy can carry to the client and back (at most ${err.maxBytes}): this input round cannot be relayed. The server's operator can keep its requestState smaller.`,
+        `The upstream server sent a requestState of ${err.bytes} bytes, more than the ` +
+          `proxy can carry to the client and back (at most ${err.maxBytes}): ` +
+          "this input round cannot be relayed. The server's operator can keep its requestState smaller.",
       );
     }
   }

@@ -328,7 +328,9 @@ export class Tasks {
     if (task.terminal || task.cancelRequested || !task.run) return;
     task.overran = true;
     this.o.log.info({ task: task.key.slice(0, 8), maxRunMs: runMs }, 'a task ran longer than it may; cancelled upstream');
-    const message = `The task ran longer than ${runMs} ms (modern.tasks.maxRunMs) and was cancelled upstream; make the tool finish sooner, or raise the limit`;
+    const message =
+      `The task ran longer than ${runMs} ms (modern.tasks.maxRunMs) ` +
+      'and was cancelled upstream; make the tool finish sooner, or raise the limit';
     task.run.call.stop(
       'The task ran longer than the proxy lets it (modern.tasks.maxRunMs)',
       new ProxyError('TASK_TIMEOUT', message, { maxRunMs: runMs }),
@@ -409,7 +411,9 @@ export class Tasks {
       "a finished task's result was dropped: its client held more than listen.heldBytes allows",
     );
     const message =
-      'The task finished, but its result is no longer kept: its client held more than the proxy keeps for a client that is away (listen.heldBytes), and older results go first; fetch results sooner, or run the call again';
+      'The task finished, but its result is no longer kept: its client held ' +
+      'more than the proxy keeps for a client that is away (listen.heldBytes), ' +
+      'and older results go first; fetch results sooner, or run the call again';
     task.result = undefined;
     task.error = toJsonRpcError(new ProxyError('HELD_BYTES_EXCEEDED', message), 'modern');
     task.held = undefined;
@@ -441,7 +445,8 @@ export class Tasks {
     if (claims && claims.principal === (ctx.principal ?? '') && claims.replica !== this.o.replicaId) {
       throw new ProxyError(
         'TASK_NOT_FOUND',
-        `Failed to retrieve task: it is held by replica "${claims.replica}", which this one cannot reach (set replicas.url on every replica)`,
+        `Failed to retrieve task: it is held by replica "${claims.replica}", ` +
+          'which this one cannot reach (set replicas.url on every replica)',
       );
     }
     throw new ProxyError('TASK_NOT_FOUND', 'Failed to retrieve task: Task not found (unknown, expired, or issued to another client)');
