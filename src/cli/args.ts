@@ -284,10 +284,10 @@ function optionsOf(command: keyof typeof FLAGS_OF): string {
 function defaultFeatures(value: string | undefined): Record<string, unknown> | undefined {
   if (value === undefined) return undefined;
   const { tags, ignored } = parseTagList(value);
-  if (ignored.length)
-    throw new UsageError(
-      `--features (MCP_PROXY_FEATURES): ${ignored.map((i) => `"${i.tag}": ${i.reason}`).join('; ')}. Write tags separated by commas: agent,format=json,!interactive`,
-    );
+  if (ignored.length) {
+    const problems = ignored.map((i) => `"${i.tag}": ${i.reason}`).join('; ');
+    throw new UsageError(`--features (MCP_PROXY_FEATURES): ${problems}. Write tags separated by commas: agent,format=json,!interactive`);
+  }
   return { [DEFAULT_PROFILE]: { features: tags } };
 }
 
