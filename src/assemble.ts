@@ -74,7 +74,10 @@ export function createPool(config: Config, connector: UpstreamConnector, log: Lo
   });
 }
 
-/** The upstream's tools' Mcp-Param-* headers: listed as a modern client (an upstream that speaks 2026-07-28), or on a pooled session of a legacy upstream. */
+/**
+ * The upstream's tools' Mcp-Param-* headers: listed as a modern client (an upstream that speaks 2026-07-28), or
+ * on a pooled session of a legacy upstream.
+ */
 export function createToolHeaders(
   config: Config,
   connector: UpstreamConnector,

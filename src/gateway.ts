@@ -273,11 +273,11 @@ class ProxyGateway implements Gateway {
         if (!failFast) return;
         const slow = err instanceof ProxyError && err.code === 'REQUEST_TIMEOUT';
         const hint = slow
-          ? ` (--fail-fast-timeout ${limitMs}): raise it if the upstream needs longer to start (npx may download first), or check that it speaks MCP`
+          ? ` (--fail-fast-timeout ${limitMs}): raise it if the upstream needs ` +
+            'longer to start (npx may download first), or check that it speaks MCP'
           : '';
-        throw new ProxyStartError(
-          `The upstream ${target} is not usable (--fail-fast): ${slow ? `it did not answer initialize within ${seconds(limitMs)}` : err.message}${hint}`,
-        );
+        const why = slow ? `it did not answer initialize within ${seconds(limitMs)}` : err.message;
+        throw new ProxyStartError(`The upstream ${target} is not usable (--fail-fast): ${why}${hint}`);
       },
     );
   }

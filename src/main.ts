@@ -37,9 +37,8 @@ async function main(): Promise<number> {
   const { config, rules, warnings } = await checkConfig(request.configFile, request.overrides);
   if (request.command === 'validate') {
     for (const warning of warnings) process.stderr.write(`mcp-negotiate-proxy: warning: ${warning}\n`);
-    return print(
-      `${request.configFile ?? '(defaults)'}: OK (${rules.length} content-negotiation rules${warnings.length ? `, ${warnings.length} warning(s)` : ''})`,
-    );
+    const warned = warnings.length ? `, ${warnings.length} warning(s)` : '';
+    return print(`${request.configFile ?? '(defaults)'}: OK (${rules.length} content-negotiation rules${warned})`);
   }
 
   const lines = config.logFormat === 'pretty' ? undefined : logDestination(process.stderr);

@@ -277,14 +277,17 @@ function optionsOf(command: keyof typeof FLAGS_OF): string {
   return `${command === 'serve' ? 'Options' : `Options of ${command}`}: ${flags}\nRun with --help for what each one does.`;
 }
 
-/** `--features` / MCP_PROXY_FEATURES as the default profile's tags; a malformed tag is a usage error (it would be a config error without the flag's name). */
+/**
+ * `--features` / MCP_PROXY_FEATURES as the default profile's tags; a malformed tag is a usage error (it would
+ * be a config error without the flag's name).
+ */
 function defaultFeatures(value: string | undefined): Record<string, unknown> | undefined {
   if (value === undefined) return undefined;
   const { tags, ignored } = parseTagList(value);
-  if (ignored.length)
-    throw new UsageError(
-      `--features (MCP_PROXY_FEATURES): ${ignored.map((i) => `"${i.tag}": ${i.reason}`).join('; ')}. Write tags separated by commas: agent,format=json,!interactive`,
-    );
+  if (ignored.length) {
+    const problems = ignored.map((i) => `"${i.tag}": ${i.reason}`).join('; ');
+    throw new UsageError(`--features (MCP_PROXY_FEATURES): ${problems}. Write tags separated by commas: agent,format=json,!interactive`);
+  }
   return { [DEFAULT_PROFILE]: { features: tags } };
 }
 

@@ -98,9 +98,8 @@ export async function explain(rules: CompiledRule[], req: ExplainRequest, profil
   lines.push(`request: ${req.method}${req.name ? ` ${req.name}` : ''}`, '', 'rules, in order:');
   for (const rule of rules) {
     const hit = ruleMatches(rule, req.method, req.name, parsed.features);
-    lines.push(
-      `  ${hit ? '✔' : '·'} ${rule.label}: ${rule.verbatim ? 'verbatim (exact contents, never reshaped)' : rule.steps.map((s) => s.name).join(' → ')}`,
-    );
+    const steps = rule.verbatim ? 'verbatim (exact contents, never reshaped)' : rule.steps.map((s) => s.name).join(' → ');
+    lines.push(`  ${hit ? '✔' : '·'} ${rule.label}: ${steps}`);
   }
   const raw = req.input ? readInput(req.input) : sample(req.method);
   const input: unknown = raw && typeof raw === 'object' && 'result' in raw && 'jsonrpc' in raw ? raw.result : raw;
@@ -122,10 +121,10 @@ export async function explain(rules: CompiledRule[], req: ExplainRequest, profil
   lines.push(
     outcome.applied.length ? `applied: ${outcome.applied.join(', ')}` : 'applied: nothing (the client gets the upstream result unchanged)',
   );
-  if (outcome.verbatim)
-    lines.push(
-      `left alone: ${outcome.verbatim}, so its text reaches the client exactly${outcome.result ? ' (only structuredContent was added)' : ''}`,
-    );
+  if (outcome.verbatim) {
+    const added = outcome.result ? ' (only structuredContent was added)' : '';
+    lines.push(`left alone: ${outcome.verbatim}, so its text reaches the client exactly${added}`);
+  }
   lines.push('', 'output:', JSON.stringify(outcome.result ?? input, null, 2));
   const tokens = countTokensOf(await loadTokenizer(), req.method, input, outcome.result)!;
   const change =

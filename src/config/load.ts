@@ -52,7 +52,8 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     const missing: string[] = [];
     raw = interpolateEntries(dropNulls(value), env, [], (path, name) =>
       missing.push(
-        `${file}${lineOf(doc, lines, path)}: ${keyPath(path)}: environment variable ${name} is not set (use \${${name}:-default} for a fallback)`,
+        `${file}${lineOf(doc, lines, path)}: ${keyPath(path)}: ` +
+          `environment variable ${name} is not set (use \${${name}:-default} for a fallback)`,
       ),
     );
     if (missing.length) throw new ConfigError(missing);

@@ -7,7 +7,10 @@ import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import type { Config } from './schema.js';
 
-/** Sections a running proxy takes over: rules, variants, shaping limits, log level (modern.cache and profiles' paths are told apart in diffConfig). */
+/**
+ * Sections a running proxy takes over: rules, variants, shaping limits, log level (modern.cache and profiles'
+ * paths are told apart in diffConfig).
+ */
 const LIVE: Array<keyof Config> = ['contentNegotiation', 'serverVariants', 'logLevel'];
 
 /** The top-level sections (and modern.cache) that differ, split into applied and restart-only. */

@@ -22,7 +22,9 @@ export const clientLimitsSchema = z
       .positive()
       .optional()
       .describe(
-        `Concurrent legacy sessions one client may hold; initialize beyond it gets 429. Default: 32, and for a stdio upstream with isolated sessions half of upstream.maxProcesses, so that one client cannot take every process; ${OFF_ON_LOOPBACK}.`,
+        'Concurrent legacy sessions one client may hold; initialize beyond it gets 429. ' +
+          'Default: 32, and for a stdio upstream with isolated sessions half of upstream.maxProcesses, ' +
+          `so that one client cannot take every process; ${OFF_ON_LOOPBACK}.`,
       ),
     requestsPerSecond: z
       .number()
@@ -30,7 +32,8 @@ export const clientLimitsSchema = z
       .positive()
       .optional()
       .describe(
-        `Requests to the MCP endpoint one client may send per second; beyond it 429 with Retry-After. Default: ${CLIENT_LIMITS.requestsPerSecond}; ${OFF_ON_LOOPBACK}.`,
+        'Requests to the MCP endpoint one client may send per second; beyond it 429 with ' +
+          `Retry-After. Default: ${CLIENT_LIMITS.requestsPerSecond}; ${OFF_ON_LOOPBACK}.`,
       ),
     inFlight: z
       .number()
@@ -43,7 +46,11 @@ export const clientLimitsSchema = z
   })
   .strict()
   .describe(
-    'Limits per client: the authenticated principal, or the client address without authentication. Bound to loopback without authentication (and without listen.trustProxy), every local program is the same client, so a limit left unset is off there (it would only throttle the one local user); the global caps (listen.maxSessions, upstream.maxProcesses, listen.connections) still apply. A value set here always applies.',
+    'Limits per client: the authenticated principal, or the client address without authentication. ' +
+      'Bound to loopback without authentication (and without listen.trustProxy), ' +
+      'every local program is the same client, so a limit left unset is off there (it ' +
+      'would only throttle the one local user); the global caps (listen.maxSessions, ' +
+      'upstream.maxProcesses, listen.connections) still apply. A value set here always applies.',
   );
 
 /** Whether proxy-addr takes an entry of listen.trustProxy. */
@@ -79,13 +86,15 @@ export const listenSchema = z
       .array(z.string())
       .optional()
       .describe(
-        'Origin header values accepted (DNS-rebinding protection). Default: http(s) origins on localhost, 127.0.0.1 and [::1], any port. "*" allows all.',
+        'Origin header values accepted (DNS-rebinding protection). Default: http(s) ' +
+          'origins on localhost, 127.0.0.1 and [::1], any port. "*" allows all.',
       ),
     allowedHosts: z
       .array(z.string())
       .optional()
       .describe(
-        'Host header values accepted (name or name:port; DNS-rebinding protection). Default: localhost, 127.x.y.z and [::1], wherever the proxy is bound. "*" allows all.',
+        'Host header values accepted (name or name:port; DNS-rebinding protection). Default: ' +
+          'localhost, 127.x.y.z and [::1], wherever the proxy is bound. "*" allows all.',
       ),
     maxBodyBytes: z
       .number()
@@ -108,13 +117,15 @@ export const listenSchema = z
       .max(1000)
       .default(64)
       .describe(
-        'Deepest nesting of arrays and objects in a client message (HTTP body or stdio line, either era); deeper ones are refused with -32600 before they are parsed.',
+        'Deepest nesting of arrays and objects in a client message (HTTP body or stdio line, ' +
+          'either era); deeper ones are refused with -32600 before they are parsed.',
       ),
     responseMode: z
       .enum(['auto', 'sse', 'json'])
       .default('auto')
       .describe(
-        'How POSTs are answered: auto = plain JSON when the answer is immediate and alone, SSE when there is more to stream; sse = always SSE; json = always JSON (progress then goes to the GET stream).',
+        'How POSTs are answered: auto = plain JSON when the answer is immediate and alone, SSE when there ' +
+          'is more to stream; sse = always SSE; json = always JSON (progress then goes to the GET stream).',
       ),
     maxSessions: z
       .number()
@@ -122,7 +133,8 @@ export const listenSchema = z
       .positive()
       .default(1000)
       .describe(
-        'Most concurrent HTTP sessions. An initialize beyond it ends the least recently used idle session (nothing in flight, no open stream) to make room, and gets 503 only when every session is busy.',
+        'Most concurrent HTTP sessions. An initialize beyond it ends the least recently used idle session ' +
+          '(nothing in flight, no open stream) to make room, and gets 503 only when every session is busy.',
       ),
     slowReaders: z
       .object({
@@ -132,7 +144,8 @@ export const listenSchema = z
           .positive()
           .default(SLOW_READERS.maxUnreadBytes)
           .describe(
-            'Bytes of earlier messages a client may leave unread on one response stream (the latest message, of any size, does not count); past it the next message is not sent and the stream is closed.',
+            'Bytes of earlier messages a client may leave unread on one response stream (the latest message, ' +
+              'of any size, does not count); past it the next message is not sent and the stream is closed.',
           ),
         stallMs: z
           .number()
@@ -154,7 +167,9 @@ export const listenSchema = z
           .min(0)
           .default(RESUMABLE.windowMs)
           .describe(
-            'How long the requests of a POST stream whose client went away wait for it to resume the stream (GET with Last-Event-ID) before they are cancelled upstream; 0: not resumable, a closed stream cancels at once.',
+            'How long the requests of a POST stream whose client went away wait ' +
+              'for it to resume the stream (GET with Last-Event-ID) before they are ' +
+              'cancelled upstream; 0: not resumable, a closed stream cancels at once.',
           ),
         retryMs: z
           .number()
@@ -168,7 +183,8 @@ export const listenSchema = z
           .positive()
           .default(RESUMABLE.maxBytes)
           .describe(
-            'Most bytes of events kept for one stream (a single larger event is not kept); a resume from before the oldest kept event is refused (400).',
+            'Most bytes of events kept for one stream (a single larger event is not kept); ' +
+              'a resume from before the oldest kept event is refused (400).',
           ),
       })
       .strict()
@@ -182,7 +198,10 @@ export const listenSchema = z
           .positive()
           .default(HELD_BYTES.perClient)
           .describe(
-            'Most bytes held for one client (principal, or address without authentication) while it is away: finished task results not fetched yet, resumable streams waiting for their client, modern calls waiting for its input. Past it, its oldest held item is let go (a task result is dropped, a stream or call is given up and cancelled upstream).',
+            'Most bytes held for one client (principal, or address without authentication) ' +
+              'while it is away: finished task results not fetched yet, resumable streams waiting for ' +
+              'their client, modern calls waiting for its input. Past it, its oldest held item is ' +
+              'let go (a task result is dropped, a stream or call is given up and cancelled upstream).',
           ),
         total: z
           .number()
@@ -194,7 +213,8 @@ export const listenSchema = z
       .strict()
       .default(HELD_BYTES)
       .describe(
-        'The memory budget for what the proxy keeps for clients that are not there to take it; applies whatever the bind and authentication.',
+        'The memory budget for what the proxy keeps for clients that are ' +
+          'not there to take it; applies whatever the bind and authentication.',
       ),
     perClient: clientLimitsSchema.default({}),
     connections: z
@@ -211,7 +231,8 @@ export const listenSchema = z
           .positive()
           .default(CONNECTIONS.bodyTimeoutMs)
           .describe(
-            'The whole request body must arrive within this after the headers; otherwise 408 and the connection is closed. Answers may take as long as they take.',
+            'The whole request body must arrive within this after the headers; ' +
+              'otherwise 408 and the connection is closed. Answers may take as long as they take.',
           ),
         keepAliveTimeoutMs: z
           .number()
@@ -243,7 +264,8 @@ export const listenSchema = z
           .array(z.string().min(1))
           .min(1)
           .describe(
-            'Browser origins allowed to call the endpoint, e.g. "http://localhost:6274" (the MCP Inspector). They are accepted by the Origin check too.',
+            'Browser origins allowed to call the endpoint, e.g. ' +
+              '"http://localhost:6274" (the MCP Inspector). They are accepted by the Origin check too.',
           ),
         maxAgeSeconds: z.number().int().min(0).default(600).describe('How long browsers may cache a preflight answer.'),
       })
@@ -263,13 +285,17 @@ export const listenSchema = z
         {
           error: (issue) =>
             issue.input === true
-              ? 'true would let any client name its own address in X-Forwarded-For: list the balancer addresses or CIDRs instead, e.g. ["10.0.0.0/8"]'
+              ? 'true would let any client name its own address in X-Forwarded-For: ' +
+                'list the balancer addresses or CIDRs instead, e.g. ["10.0.0.0/8"]'
               : 'false, or a list of balancer addresses or CIDRs',
         },
       )
       .default(false)
       .describe(
-        'Behind a balancer: the addresses or CIDRs of the balancers (e.g. ["10.0.0.5"], "loopback", "uniquelocal"). A request from one of them is counted by the rightmost address in X-Forwarded-For that is not a listed balancer, so a client cannot name its own address; per-client limits, refusals and the access log use it.',
+        'Behind a balancer: the addresses or CIDRs of the balancers (e.g. ["10.0.0.5"], ' +
+          '"loopback", "uniquelocal"). A request from one of them is counted by the rightmost ' +
+          'address in X-Forwarded-For that is not a listed balancer, so a client cannot ' +
+          'name its own address; per-client limits, refusals and the access log use it.',
       ),
   })
   .strict();

@@ -35,24 +35,29 @@ export const profileSchema = z
       .max(MAX_TAGS, `at most ${MAX_TAGS} tags`)
       .default([])
       .describe(
-        "Feature tags its clients get, on the axes their own declaration leaves open (a client's own tag of an axis wins, and so does the MCP-Features header); same grammar as a client's: agent, !interactive, format=json.",
+        'Feature tags its clients get, on the axes their own declaration leaves ' +
+          "open (a client's own tag of an axis wins, and so does the MCP-Features header); " +
+          "same grammar as a client's: agent, !interactive, format=json.",
       ),
     variant: z
       .string()
       .optional()
       .describe(
-        'A serverVariants.variants id: the variant its clients are served in when a request names none (in _meta or MCP-Server-Variant); ranked first for clients that declare the server-variants extension.',
+        'A serverVariants.variants id: the variant its clients are served in when a request names none (in ' +
+          '_meta or MCP-Server-Variant); ranked first for clients that declare the server-variants extension.',
       ),
     principals: globs('Chosen for these principals (globs, * and ?): token:<auth.tokens name>, or jwt:<the principal claim>.'),
     clientNames: globs(
-      'Chosen for clients whose clientInfo.name matches one of these globs (e.g. "claude-ai", "Visual Studio Code*"); a hint the client sends, not an identity.',
+      'Chosen for clients whose clientInfo.name matches one of these globs (e.g. ' +
+        '"claude-ai", "Visual Studio Code*"); a hint the client sends, not an identity.',
     ),
     path: z
       .string()
       .regex(PATH, 'a path such as /mcp/agents: segments of letters, digits, ".", "_", "~" and "-", no ".." and no trailing "/"')
       .optional()
       .describe(
-        'An MCP endpoint of its own (e.g. /mcp/agents), beside listen.path: clients that connect there get this profile. HTTP only; a change takes a restart.',
+        'An MCP endpoint of its own (e.g. /mcp/agents), beside listen.path: ' +
+          'clients that connect there get this profile. HTTP only; a change takes a restart.',
       ),
   })
   .strict();
@@ -67,13 +72,17 @@ export const profilesSchema = z
         ctx.addIssue({
           code: 'custom',
           path: [name],
-          message: `"${name.slice(0, 80)}" is not a profile name: letters, digits, ".", "_" and "-", at most 64, starting with a letter or digit`,
+          message:
+            `"${name.slice(0, 80)}" is not a profile name: letters, digits, ` +
+            '".", "_" and "-", at most 64, starting with a letter or digit',
         });
     }
   })
   .default({})
   .describe(
-    `Named profiles: feature tags and a variant for clients that cannot declare them. One profile applies to a client: the one whose path it connected to, else the first whose principals match, else the first whose clientNames match, else "${DEFAULT_PROFILE}" (every other client; --features sets its tags).`,
+    'Named profiles: feature tags and a variant for clients that cannot declare them. One profile applies ' +
+      'to a client: the one whose path it connected to, else the first whose principals match, else the first ' +
+      `whose clientNames match, else "${DEFAULT_PROFILE}" (every other client; --features sets its tags).`,
   );
 
 /** What the rest of the config says about profiles: each problem with its key path. */
@@ -96,7 +105,8 @@ export function profileProblems(profiles: Record<string, ProfileConfig>, o: Prof
     if (name === DEFAULT_PROFILE && selectors > 0) {
       problems.push([
         at(),
-        `the "${DEFAULT_PROFILE}" profile applies to every client no other profile is chosen for: move principals, clientNames and path to a profile of another name`,
+        `the "${DEFAULT_PROFILE}" profile applies to every client no other profile is chosen for: ` +
+          'move principals, clientNames and path to a profile of another name',
       ]);
     } else if (name !== DEFAULT_PROFILE && selectors === 0) {
       problems.push([

@@ -9,7 +9,10 @@ import { ruleSchema } from '../rules/compile.js';
 import { DEFAULT_CLIENT_SESSIONS, listenSchema } from './schema-listen.js';
 import { profileProblems, profilesSchema } from './schema-profiles.js';
 
-/** Well above what real results nest (JSON Schemas, documents: a few dozen), well below what overflows the stack when written again (thousands). */
+/**
+ * Well above what real results nest (JSON Schemas, documents: a few dozen), well below what overflows the stack
+ * when written again (thousands).
+ */
 export const UPSTREAM_MAX_JSON_DEPTH = 256;
 
 const headerMap = z.record(z.string(), z.string()).describe('HTTP headers sent to an HTTP upstream; values may use ${ENV_VAR}.');
@@ -29,7 +32,8 @@ export const upstreamSchema = z
       .record(z.string(), z.string())
       .default({})
       .describe(
-        'Environment variables for a stdio upstream, beside the minimal set it always gets (PATH, HOME, USER, SHELL, TERM, LOGNAME); values may use ${ENV_VAR}.',
+        'Environment variables for a stdio upstream, beside the minimal set it always ' +
+          'gets (PATH, HOME, USER, SHELL, TERM, LOGNAME); values may use ${ENV_VAR}.',
       ),
     inheritEnv: z
       .boolean()
@@ -40,13 +44,17 @@ export const upstreamSchema = z
       .enum(['isolated', 'shared'])
       .default('isolated')
       .describe(
-        'Stdio upstream: isolated = one process per client session (the server keeps per-client state apart); shared = client sessions borrow processes from the pool (modern.pool), request by request. See README, "Shared upstream processes".',
+        'Stdio upstream: isolated = one process per client session (the server keeps ' +
+          'per-client state apart); shared = client sessions borrow processes from the ' +
+          'pool (modern.pool), request by request. See README, "Shared upstream processes".',
       ),
     stateless: z
       .boolean()
       .default(false)
       .describe(
-        'Declares that the server keeps nothing between requests that one client could see of another: pooled upstream sessions (modern requests, shared sessions) then serve every principal. Off: each principal gets sessions of its own.',
+        'Declares that the server keeps nothing between requests that one client could ' +
+          'see of another: pooled upstream sessions (modern requests, shared sessions) ' +
+          'then serve every principal. Off: each principal gets sessions of its own.',
       ),
     maxProcesses: z
       .number()
@@ -54,7 +62,10 @@ export const upstreamSchema = z
       .positive()
       .default(16)
       .describe(
-        'Most stdio upstream processes for legacy sessions (one each). An initialize beyond it ends the least recently used idle session (nothing in flight, no open stream; its client gets 404 and starts again) to make room, and gets 503 with Retry-After only when every session is busy. Modern requests use modern.pool.maxSessions more.',
+        'Most stdio upstream processes for legacy sessions (one each). An initialize beyond ' +
+          'it ends the least recently used idle session (nothing in flight, no open stream; ' +
+          'its client gets 404 and starts again) to make room, and gets 503 with Retry-After ' +
+          'only when every session is busy. Modern requests use modern.pool.maxSessions more.',
       ),
     headers: headerMap.default({}),
     maxJsonDepth: z
@@ -64,13 +75,21 @@ export const upstreamSchema = z
       .max(1000)
       .default(UPSTREAM_MAX_JSON_DEPTH)
       .describe(
-        "Deepest nesting of arrays and objects in a message from the server. A deeper one is not taken as a message: an answer becomes an error for the request it answers (the server's output cannot crash the proxy when it is written again); anything else is dropped and logged. Real results nest a few dozen levels at most.",
+        'Deepest nesting of arrays and objects in a message from the server. ' +
+          'A deeper one is not taken as a message: an answer becomes an error for the request ' +
+          "it answers (the server's output cannot crash the proxy when it is written again); " +
+          'anything else is dropped and logged. Real results nest a few dozen levels at most.',
       ),
     era: z
       .enum(['auto', 'legacy', 'modern', 'dual'])
       .default('auto')
       .describe(
-        'Protocol era of the upstream. auto: an HTTP upstream is asked server/discover first (2026-07-28 servers answer it; others are initialized as before), and one that answers it is asked to initialize once: a server that takes it is dual-era; a stdio upstream is legacy until it refuses initialize as a 2026-07-28 server does. legacy (legacy sessions relayed, modern clients served through pooled sessions), modern (modern clients passed through, legacy sessions bridged) or dual (each client in its own era): taken as said. See docs/eras.md.',
+        'Protocol era of the upstream. auto: an HTTP upstream is asked server/discover first ' +
+          '(2026-07-28 servers answer it; others are initialized as before), and one that answers it ' +
+          'is asked to initialize once: a server that takes it is dual-era; a stdio upstream is legacy ' +
+          'until it refuses initialize as a 2026-07-28 server does. legacy (legacy sessions relayed, ' +
+          'modern clients served through pooled sessions), modern (modern clients passed through, ' +
+          'legacy sessions bridged) or dual (each client in its own era): taken as said. See docs/eras.md.',
       ),
   })
   .strict()
@@ -92,7 +111,8 @@ export const timeoutsSchema = z
       .positive()
       .default(10 * 60_000)
       .describe(
-        'An HTTP session with no traffic, no pending request and no open GET stream is ended after this (one whose client never opened a GET stream: sessionIdleNoStreamMs).',
+        'An HTTP session with no traffic, no pending request and no open GET stream is ended ' +
+          'after this (one whose client never opened a GET stream: sessionIdleNoStreamMs).',
       ),
     sessionIdleNoStreamMs: z
       .number()
@@ -100,7 +120,10 @@ export const timeoutsSchema = z
       .positive()
       .default(60_000)
       .describe(
-        'An HTTP session whose client never opened a GET stream, with no traffic and no pending request, is ended after this (never later than sessionIdleMs). Such a client listens for nothing between requests; scripts that exit without DELETE leave these behind. A minute covers a client thinking between calls, and frees a left-behind upstream process in about a minute instead of ten.',
+        'An HTTP session whose client never opened a GET stream, with no traffic and no pending request, ' +
+          'is ended after this (never later than sessionIdleMs). Such a client listens for nothing between ' +
+          'requests; scripts that exit without DELETE leave these behind. A minute covers a client thinking ' +
+          'between calls, and frees a left-behind upstream process in about a minute instead of ten.',
       ),
     sessionMaxAgeMs: z
       .number()
@@ -108,7 +131,8 @@ export const timeoutsSchema = z
       .positive()
       .default(24 * 60 * 60_000)
       .describe(
-        'A session older than this is ended (404; the client starts a new one): bounds how long a session id, a credential, stays usable, and how long an upstream session lives when clients never DELETE.',
+        'A session older than this is ended (404; the client starts a new one): bounds how long a session id, ' +
+          'a credential, stays usable, and how long an upstream session lives when clients never DELETE.',
       ),
     shutdownGraceMs: z
       .number()
@@ -135,7 +159,8 @@ export const shapingLimitsSchema = z
       .positive()
       .default(SHAPING_LIMITS.timeBudgetMs)
       .describe(
-        'CPU time one result may spend in the transformers; past it the upstream result is relayed unchanged (counted in /metrics, logged once per tool).',
+        'CPU time one result may spend in the transformers; past it the upstream ' +
+          'result is relayed unchanged (counted in /metrics, logged once per tool).',
       ),
   })
   .strict()
@@ -149,7 +174,8 @@ export const tokenCountingSchema = z
       .boolean()
       .default(TOKEN_COUNTING.count)
       .describe(
-        'Count the tokens of negotiated results, in (from the upstream) and out (to the client), per method and tool in /metrics (o200k_base; loads ~70 MB and costs ~0.1 ms per KB, after the answer is sent).',
+        'Count the tokens of negotiated results, in (from the upstream) and out (to the client), per method ' +
+          'and tool in /metrics (o200k_base; loads ~70 MB and costs ~0.1 ms per KB, after the answer is sent).',
       ),
     maxChars: z
       .number()
@@ -173,7 +199,8 @@ export const negotiationSchema = z
       .boolean()
       .default(true)
       .describe(
-        "Append the built-in rules (the SEP's tag registry: format=json, format=markdown, format=text, verbosity=compact, agent/human audience) after your own.",
+        "Append the built-in rules (the SEP's tag registry: format=json, format=markdown, " +
+          'format=text, verbosity=compact, agent/human audience) after your own.',
       ),
     rules: z.array(ruleSchema).default([]).describe('Your rules, in execution order.'),
     plugins: z.array(z.string()).default([]).describe('ES modules (paths relative to the config file) exporting transformers.'),
@@ -221,7 +248,9 @@ export const modernSchema = z
       .positive()
       .default(MODERN_DEFAULTS.parkedPerClient)
       .describe(
-        'Most calls of one client (principal, or address without authentication) waiting for its input at once; when a new call may ask for input beyond it, the oldest waiting call is given up (cancelled upstream; its requestState resumes nothing).',
+        'Most calls of one client (principal, or address without authentication) ' +
+          'waiting for its input at once; when a new call may ask for input beyond it, ' +
+          'the oldest waiting call is given up (cancelled upstream; its requestState resumes nothing).',
       ),
     maxInputRequestBytes: z
       .number()
@@ -229,7 +258,10 @@ export const modernSchema = z
       .positive()
       .default(MODERN_DEFAULTS.maxInputRequestBytes)
       .describe(
-        "Most bytes of input requests (the upstream's elicitation, sampling and roots requests during a call) put to a modern client in one round; a task repeats them on every tasks/get until answered. A larger round is not put to the client: the upstream's requests are answered with an error saying so, and the call goes on.",
+        "Most bytes of input requests (the upstream's elicitation, sampling and roots " +
+          'requests during a call) put to a modern client in one round; a task repeats them ' +
+          'on every tasks/get until answered. A larger round is not put to the client: ' +
+          "the upstream's requests are answered with an error saying so, and the call goes on.",
       ),
     pool: z
       .object({
@@ -251,13 +283,15 @@ export const modernSchema = z
           .positive()
           .optional()
           .describe(
-            'Most pooled upstream sessions one client (principal, or address without authentication) holds at once. Default: a quarter of maxSessions.',
+            'Most pooled upstream sessions one client (principal, ' +
+              'or address without authentication) holds at once. Default: a quarter of maxSessions.',
           ),
         warmSpare: z
           .boolean()
           .default(MODERN_DEFAULTS.pool.warmSpare)
           .describe(
-            'Stdio upstream: keep one extra process started (from the first modern request on), so a new session waits for an initialize, not a process start.',
+            'Stdio upstream: keep one extra process started (from the first modern request on), ' +
+              'so a new session waits for an initialize, not a process start.',
           ),
       })
       .strict()
@@ -281,7 +315,9 @@ export const modernSchema = z
           .min(0)
           .default(MODERN_DEFAULTS.tasks.answerWithinMs)
           .describe(
-            'A tools/call from a client that declares tasks, still running after this long, is answered with a task; one that finishes or asks for input sooner is answered as usual. A tool whose execution.taskSupport is "required" is refused to a client that does not declare tasks.',
+            'A tools/call from a client that declares tasks, still running after this long, ' +
+              'is answered with a task; one that finishes or asks for input sooner is answered as usual. A tool ' +
+              'whose execution.taskSupport is "required" is refused to a client that does not declare tasks.',
           ),
         ttlMs: z
           .number()
@@ -295,7 +331,10 @@ export const modernSchema = z
           .positive()
           .default(MODERN_DEFAULTS.tasks.maxRunMs)
           .describe(
-            'Longest a task may run (progress does not extend it); past it the call is cancelled upstream and the task fails with TASK_TIMEOUT, its place and upstream session freed. Shorter than ttlMs, so that a task that ran its full time still has its result kept for a while; a task is never kept past ttlMs either way.',
+            'Longest a task may run (progress does not extend it); past it the call is ' +
+              'cancelled upstream and the task fails with TASK_TIMEOUT, its place and upstream ' +
+              'session freed. Shorter than ttlMs, so that a task that ran its full time still ' +
+              'has its result kept for a while; a task is never kept past ttlMs either way.',
           ),
         pollIntervalMs: z
           .number()
@@ -309,7 +348,8 @@ export const modernSchema = z
           .positive()
           .default(MODERN_DEFAULTS.tasks.perClient)
           .describe(
-            'Most tasks one client (principal, or address without authentication) has running at once; beyond it calls are answered without a task (a task-only tool is refused with Retry-After).',
+            'Most tasks one client (principal, or address without authentication) has running at once; ' +
+              'beyond it calls are answered without a task (a task-only tool is refused with Retry-After).',
           ),
       })
       .strict()
@@ -385,7 +425,8 @@ export const authSchema = z
       .positive()
       .default(20)
       .describe(
-        'Failed authentication attempts one client address may make per minute; beyond it 429 with Retry-After, before any token is checked.',
+        'Failed authentication attempts one client address may make per minute; ' +
+          'beyond it 429 with Retry-After, before any token is checked.',
       ),
   })
   .strict()
@@ -403,7 +444,9 @@ export const replicasSchema = z
       .min(32, 'at least 32 characters (e.g. openssl rand -base64 32)')
       .optional()
       .describe(
-        'Secret shared by every replica (e.g. ${MCP_PROXY_SECRET}): seals session ids and requestState, so any replica serves any client, and the client address of a request one replica forwards to another. Unset: a random key per process; tokens then die with it.',
+        'Secret shared by every replica (e.g. ${MCP_PROXY_SECRET}): seals session ids and requestState, ' +
+          'so any replica serves any client, and the client address of a request one replica ' +
+          'forwards to another. Unset: a random key per process; tokens then die with it.',
       ),
     previousSecrets: z
       .array(z.string().min(32))
@@ -415,7 +458,8 @@ export const replicasSchema = z
       .url({ protocol: /^https?$/ })
       .optional()
       .describe(
-        "This replica's own MCP URL as other replicas reach it (e.g. http://10.0.0.5:8080/mcp): a modern retry that lands elsewhere is forwarded here. Unset: such a retry gets a clear error.",
+        "This replica's own MCP URL as other replicas reach it (e.g. http://10.0.0.5:8080/mcp): " +
+          'a modern retry that lands elsewhere is forwarded here. Unset: such a retry gets a clear error.',
       ),
   })
   .strict()
@@ -481,7 +525,10 @@ export function configJsonSchema(): Record<string, unknown> {
   };
 }
 
-/** Concurrent legacy sessions per client: configured, or what suits the upstream where clients are told apart (loopback without authentication: src/fronts/http/limit-defaults.ts). */
+/**
+ * Concurrent legacy sessions per client: configured, or what suits the upstream where clients are told apart
+ * (loopback without authentication: src/fronts/http/limit-defaults.ts).
+ */
 export function clientSessions(config: Config): number {
   const { upstream } = config;
   const configured = config.listen.perClient.sessions;

@@ -35,7 +35,10 @@ export interface FiltersSnapshot {
 /** The chain's verdict on a request: an error to answer, or the request rewritten and the variant (`scope`) its result is viewed in. */
 export type ChainVerdict = { error: JsonRpcErrorObject } | { request?: JsonRpcRequest; scope?: string } | undefined;
 
-/** The built-in filters (server variants, then content negotiation) over the config's rules and variants, then `extra`; `profiles` assign tags and variants. */
+/**
+ * The built-in filters (server variants, then content negotiation) over the config's rules and variants, then
+ * `extra`; `profiles` assign tags and variants.
+ */
 export function builtinChain(
   o: ContentNegotiationSetup & { variants: VariantCatalog; profiles?: Profiles; extra?: Filter[] },
 ): FilterChain {
@@ -49,7 +52,10 @@ export class FilterChain {
     readonly profiles: Profiles = Profiles.NONE,
   ) {}
 
-  /** The chain for a legacy session: negotiated again when its initialize passes (see BoundFilters.onInitialize), with what `arrival` is assigned. */
+  /**
+   * The chain for a legacy session: negotiated again when its initialize passes (see
+   * BoundFilters.onInitialize), with what `arrival` is assigned.
+   */
   forSession(log: Logger, arrival?: Arrival): BoundFilters {
     return new BoundFilters(this, 'legacy', log, {}, NOTHING_ASSIGNED, arrival);
   }
@@ -59,7 +65,10 @@ export class FilterChain {
     return this.profiles.assign(arrival);
   }
 
-  /** The chain for one modern request: its capabilities, what it is assigned, and what the upstream said at the pooled session's initialize. */
+  /**
+   * The chain for one modern request: its capabilities, what it is assigned, and what the upstream said at the
+   * pooled session's initialize.
+   */
   forRequest(ctx: Pick<RequestContext, 'era' | 'capabilities' | 'assigned' | 'log'>, upstream: McpResult): BoundFilters {
     const bound = new BoundFilters(this, ctx.era, ctx.log, ctx.capabilities, ctx.assigned);
     bound.learnUpstream(upstream);
@@ -249,7 +258,10 @@ export class BoundFilters {
     this.states = this.chain.filters.map((f) => f.negotiate(capabilities, this.era, this.log, assigned));
   }
 
-  /** A legacy client's initialize result: what the filters learn from it, then the result for the client (undefined when none changed it). */
+  /**
+   * A legacy client's initialize result: what the filters learn from it, then the result for the client
+   * (undefined when none changed it).
+   */
   private initializeResult(result: McpResult): McpResult | undefined {
     this.learnUpstream(result);
     let current: McpResult | undefined;

@@ -107,7 +107,10 @@ export class LegacyRelays {
     );
   }
 
-  /** The bridge to a modern upstream, or a session of a legacy or dual-era one that moves to the bridge if the upstream refuses its initialize as only a 2026-07-28 server does. */
+  /**
+   * The bridge to a modern upstream, or a session of a legacy or dual-era one that moves to the bridge if the
+   * upstream refuses its initialize as only a 2026-07-28 server does.
+   */
   private connectIn(era: ServerEra, events: UpstreamEvents, log: Logger, who: Requester, resume?: ResumedSession): UpstreamConnection {
     const { connector, requestTimeoutMs, inputTimeoutMs, toolHeaders } = this.o;
     const bridge = (ev: UpstreamEvents) =>

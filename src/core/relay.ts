@@ -187,7 +187,10 @@ export class RelaySession {
     if (!this.ended) this.upstream.send(frame);
   }
 
-  /** A request of the proxy's own on this session: never shown to the client, answered here (rejects on an error, a timeout or the session's end). */
+  /**
+   * A request of the proxy's own on this session: never shown to the client, answered here (rejects on an
+   * error, a timeout or the session's end).
+   */
   ask(method: string, params: Record<string, unknown>): Promise<Record<string, unknown>> {
     if (this.ended) return Promise.reject(new ProxyError('UPSTREAM_CLOSED', 'The upstream session has ended'));
     const id = `mcp-negotiate-proxy-${randomUUID()}`;

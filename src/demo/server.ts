@@ -107,7 +107,8 @@ function weatherProse(w: DemoWeather): string {
     `## Current Weather in ${w.location}`,
     '',
     `It is currently ${w.temperature_c}°C in ${w.location} (${w.conditions}), feeling like ${w.feels_like_c}°C with the wind. ` +
-      `There is a ${Math.round(w.precipitation_probability * 100)}% chance of precipitation in the next few hours, and the forecast shows ${trend} over the coming days.`,
+      `There is a ${Math.round(w.precipitation_probability * 100)}% chance of precipitation ` +
+      `in the next few hours, and the forecast shows ${trend} over the coming days.`,
     '',
     `Temperature: ${w.temperature_c}°C`,
     `Conditions: ${w.conditions}`,

@@ -45,7 +45,10 @@ export interface Filter<S = unknown> {
    * declaration wins wherever both speak).
    */
   negotiate(capabilities: Record<string, unknown>, era: Era, log: Logger, assigned: Assigned): S;
-  /** What the filter learns from the upstream's initialize result (it implements the extension itself): for every session and modern request. */
+  /**
+   * What the filter learns from the upstream's initialize result (it implements the extension itself): for
+   * every session and modern request.
+   */
   learnUpstream?(result: McpResult, state: S): void;
   /** A legacy client's initialize result as the filter has it (the extension advertised), or undefined for unchanged. */
   onInitializeResult?(result: McpResult, state: S, log: Logger): McpResult | undefined;

@@ -24,7 +24,10 @@ import {
 
 const JSONRPC_2 = Buffer.from('"2.0"');
 
-/** What reading an answer's envelope gave: the answer as a lazy frame, or the request it answered unusably (not JSON, or nested deeper than allowed). */
+/**
+ * What reading an answer's envelope gave: the answer as a lazy frame, or the request it answered unusably (not
+ * JSON, or nested deeper than allowed).
+ */
 export type Answer = { frame: Frame } | { unusable: JsonRpcId; why: string };
 
 /**
@@ -186,7 +189,10 @@ function numberEnd(b: Buffer, i: number): number {
   return i;
 }
 
-/** The index after the string that opens at `start`, or -1 when it does not close (its contents are not checked: the envelope's keys and id are compared or decoded after). */
+/**
+ * The index after the string that opens at `start`, or -1 when it does not close (its contents are not checked:
+ * the envelope's keys and id are compared or decoded after).
+ */
 function stringEnd(b: Buffer, start: number): number {
   let from = start + 1;
   for (;;) {

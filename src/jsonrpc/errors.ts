@@ -4,7 +4,6 @@
  * and is relayed as it came to legacy clients; for modern clients `modernUpstreamError` only
  * renames the codes the 2026-07-28 revision forbids.
  */
-import type { Era } from '../mcp/era.js';
 import {
   INTERNAL_ERROR,
   INVALID_PARAMS,
@@ -82,7 +81,10 @@ interface WireForm {
 /** The same wire form for several codes. */
 const each = <C extends ProxyErrorCode>(form: WireForm, ...codes: C[]) =>
   Object.fromEntries(codes.map((c) => [c, form])) as Record<C, WireForm>;
-/** No answer could be had (the upstream, the client, or the proxy itself): -32000 for legacy clients as the SDKs use it, -32603 for modern ones. */
+/**
+ * No answer could be had (the upstream, the client, or the proxy itself): -32000 for legacy clients as the SDKs
+ * use it, -32603 for modern ones.
+ */
 const noAnswer = (status = 200, retryAfter?: number): WireForm => ({
   legacy: CONNECTION_CLOSED,
   modern: INTERNAL_ERROR,
@@ -155,8 +157,11 @@ export function unusableAnswer(parsed: ParseOutcome & { ok: false }): ProxyError
   return new ProxyError('UPSTREAM_PROTOCOL', parsed.error.error?.message ?? "The upstream's answer could not be read");
 }
 
-/** The wire form of any error; `data.code` carries the stable string code for proxy errors. */
-export function toJsonRpcError(err: unknown, era: Era = 'legacy'): JsonRpcErrorObject {
+/**
+ * The wire form of any error; `data.code` carries the stable string code for proxy errors. `era` is
+ * mcp/era.ts's `Era`, spelled out here because the JSON-RPC layer imports nothing above it.
+ */
+export function toJsonRpcError(err: unknown, era: 'legacy' | 'modern' = 'legacy'): JsonRpcErrorObject {
   if (err instanceof ProxyError) {
     const wire = WIRE[err.code];
     if (wire.specified)
@@ -207,7 +212,10 @@ export class UsageError extends UserError {
   }
 }
 
-/** The config does not validate; `raw`: the config as read, when only its validation failed (so other checks can still run on parts of it). */
+/**
+ * The config does not validate; `raw`: the config as read, when only its validation failed (so other checks can
+ * still run on parts of it).
+ */
 export class ConfigError extends UserError {
   constructor(
     problems: string[],

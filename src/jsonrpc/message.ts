@@ -111,7 +111,8 @@ export function parsePayload(text: string, client?: ClientPayloadLimits): ParseO
     if (client && value.length > client.maxBatch)
       return invalid(
         null,
-        `a batch of ${value.length} messages is more than the ${client.maxBatch} this proxy takes at once (listen.maxBatchSize); send them in smaller batches`,
+        `a batch of ${value.length} messages is more than the ${client.maxBatch} ` +
+          'this proxy takes at once (listen.maxBatchSize); send them in smaller batches',
       );
     const frames: Frame[] = [];
     for (const item of value) {

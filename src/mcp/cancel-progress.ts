@@ -46,7 +46,10 @@ export function isProgressToken(v: unknown): v is ProgressToken {
 export function invalidProgressToken(params: Record<string, unknown> | undefined): string | undefined {
   const token = (params?._meta as { progressToken?: unknown } | undefined)?.progressToken;
   if (token === undefined || isProgressToken(token)) return undefined;
-  return `Invalid params: _meta.progressToken must be a string or an integer, not ${JSON.stringify(token)?.slice(0, 40) ?? typeof token}; send one of those, or none`;
+  return (
+    'Invalid params: _meta.progressToken must be a string or an integer, ' +
+    `not ${JSON.stringify(token)?.slice(0, 40) ?? typeof token}; send one of those, or none`
+  );
 }
 
 /** The token a request asks progress under, as it came (legacy relays keep a client's token as it is). */

@@ -1,6 +1,6 @@
 /**
- * The era words, one home for every layer (it imports nothing, so the JSON-RPC layer's error
- * forms may name it too). A client's request is of one era; an upstream may speak both.
+ * The era words, one home for every layer above the JSON-RPC one (whose error forms spell the
+ * two words out). A client's request is of one era; an upstream may speak both.
  */
 
 /** The era a client speaks, and so an exchange's: legacy (the initialize handshake, up to 2025-11-25) or modern (2026-07-28, stateless). */

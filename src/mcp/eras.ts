@@ -57,7 +57,10 @@ export const CACHEABLE_METHODS = new Set([
 
 export const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
 
-/** Whether a notification reaches a client that set `level` (an index into LOG_LEVELS; undefined: no log messages): anything but a log message does. */
+/**
+ * Whether a notification reaches a client that set `level` (an index into LOG_LEVELS; undefined: no log
+ * messages): anything but a log message does.
+ */
 export function passesLogLevel(n: { method: string; params?: Record<string, unknown> }, level: number | undefined): boolean {
   return n.method !== 'notifications/message' || (level !== undefined && LOG_LEVELS.indexOf(String(n.params?.level)) >= level);
 }

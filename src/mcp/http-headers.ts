@@ -42,7 +42,10 @@ export function headerText(value: unknown): string | undefined {
   return undefined;
 }
 
-/** A tool's Mcp-Param-* headers: header name (lower case) → the path of the argument it mirrors (top-level, or nested through `properties`). */
+/**
+ * A tool's Mcp-Param-* headers: header name (lower case) → the path of the argument it mirrors (top-level, or
+ * nested through `properties`).
+ */
 export type ParamHeaders = Map<string, string[]>;
 
 /** The argument at `path` in a call's arguments; undefined when any step is missing. */

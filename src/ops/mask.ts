@@ -12,8 +12,21 @@ const SECRET_NAME = /token|secret|passw(?:or)?d|(?:^|[_.-])pass$|api[_-]?key|aut
 const SCHEMES = new Set(['bearer', 'basic', 'token']);
 const MASK = '***';
 /** Credentials recognisable by their shape alone (anchored, one piece of a word at a time). */
-const SECRET_SHAPE =
-  /^(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{16,}|xox[abprs]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9_-]{16,}|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|A[KS]IA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35}|npm_[A-Za-z0-9]{30,}|hf_[A-Za-z0-9]{30,}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})$/;
+const SECRET_SHAPE = new RegExp(
+  `^(?:${[
+    'gh[pousr]_[A-Za-z0-9]{20,}', // GitHub
+    'github_pat_[A-Za-z0-9_]{20,}',
+    'glpat-[A-Za-z0-9_-]{16,}', // GitLab
+    'xox[abprs]-[A-Za-z0-9-]{10,}', // Slack
+    'sk-[A-Za-z0-9_-]{16,}', // OpenAI, Anthropic
+    '[sr]k_(?:live|test)_[A-Za-z0-9]{16,}', // Stripe
+    'A[KS]IA[0-9A-Z]{16}', // AWS access key ids
+    'AIza[0-9A-Za-z_-]{35}', // Google API keys
+    'npm_[A-Za-z0-9]{30,}',
+    'hf_[A-Za-z0-9]{30,}', // Hugging Face
+    String.raw`eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`, // JWT
+  ].join('|')})$`,
+);
 /** Separates the pieces of a word that a credential cannot contain. */
 const PIECE_SEPARATOR = /([^A-Za-z0-9_.-]+)/;
 

@@ -127,7 +127,11 @@ export class Metrics {
     });
     new Counter({
       name: 'mcp_proxy_refusals_total',
-      help: 'Connections and requests refused by a limit before they were served: connections (listen.connections.max), per_address (listen.connections.perAddress), auth_failures (auth.failuresPerAddress), rate (listen.perClient.requestsPerSecond), in_flight (listen.perClient.inFlight).',
+      help:
+        'Connections and requests refused by a limit before they were served: ' +
+        'connections (listen.connections.max), per_address (listen.connections.perAddress), ' +
+        'auth_failures (auth.failuresPerAddress), ' +
+        'rate (listen.perClient.requestsPerSecond), in_flight (listen.perClient.inFlight).',
       labelNames: ['reason'],
       registers,
       collect() {
@@ -164,7 +168,10 @@ export class Metrics {
     if (held) {
       new Gauge({
         name: 'mcp_proxy_held_bytes',
-        help: "Bytes held for clients that are away (listen.heldBytes), by kind: task_result (finished tasks not fetched), stream (resumable streams waiting for their client), input_round (calls waiting for the client's input).",
+        help:
+          'Bytes held for clients that are away (listen.heldBytes), by kind: ' +
+          'task_result (finished tasks not fetched), stream (resumable streams waiting ' +
+          "for their client), input_round (calls waiting for the client's input).",
         labelNames: ['kind'],
         registers,
         collect() {
@@ -184,7 +191,8 @@ export class Metrics {
     }
     this.requestSeconds = new FastHistogram(
       'mcp_proxy_request_duration_seconds',
-      'Time to answer a request to the MCP endpoint (a streamed answer: until its stream ended), by JSON-RPC method, protocol era and HTTP status class.',
+      'Time to answer a request to the MCP endpoint (a streamed answer: ' +
+        'until its stream ended), by JSON-RPC method, protocol era and HTTP status class.',
       ['method', 'era', 'outcome'],
       LATENCY_BUCKETS,
       registers,
@@ -205,7 +213,9 @@ export class Metrics {
     );
     this.tokens = new Counter({
       name: 'mcp_proxy_result_tokens_total',
-      help: 'Tokens (o200k_base) of negotiated results: direction "in" as the upstream sent them, "out" as the client got them; by method and tool (contentNegotiation.tokens.count).',
+      help:
+        'Tokens (o200k_base) of negotiated results: direction "in" as the upstream sent them, ' +
+        '"out" as the client got them; by method and tool (contentNegotiation.tokens.count).',
       labelNames: ['direction', 'method', 'tool'],
       registers,
     });

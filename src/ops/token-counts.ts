@@ -43,7 +43,10 @@ export function readableText(method: string, result: McpResult): string {
   return parts.join('\n');
 }
 
-/** Tokens of a result as the upstream sent it and as the client got it (`after` undefined: unchanged); undefined when either text is over `maxChars`. */
+/**
+ * Tokens of a result as the upstream sent it and as the client got it (`after` undefined: unchanged); undefined
+ * when either text is over `maxChars`.
+ */
 export function countTokensOf(
   count: CountTokens,
   method: string,

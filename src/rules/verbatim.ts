@@ -55,7 +55,10 @@ export function keepExact(upstream: McpResult, shaped: McpResult): McpResult | u
   return { ...upstream, structuredContent: data };
 }
 
-/** Whether shaping could change anything of this exact result (only a tool result without structuredContent of its own can gain some; give it unwrapped). */
+/**
+ * Whether shaping could change anything of this exact result (only a tool result without structuredContent of
+ * its own can gain some; give it unwrapped).
+ */
 export function mayGainStructure(method: string, result: McpResult): boolean {
   return method === 'tools/call' && result.structuredContent === undefined && result.isError !== true;
 }

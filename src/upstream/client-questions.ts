@@ -21,7 +21,10 @@ interface Asked {
   reject(err: unknown): void;
 }
 
-/** The client answered a question with an error: the call it belongs to fails with it (as an internal error: the client's code means nothing for the call). */
+/**
+ * The client answered a question with an error: the call it belongs to fails with it (as an internal error: the
+ * client's code means nothing for the call).
+ */
 export class ClientRefused extends Error {
   readonly error: JsonRpcErrorObject;
   constructor(method: string, refusal: JsonRpcErrorObject) {

@@ -49,7 +49,10 @@ export interface CallHooks {
   onServerRequest?(r: JsonRpcRequest): void;
 }
 
-/** The upstream's response (`frame`: as it came, with its bytes), or the proxy's own reason there is none (closed, timed out, cancelled). */
+/**
+ * The upstream's response (`frame`: as it came, with its bytes), or the proxy's own reason there is none
+ * (closed, timed out, cancelled).
+ */
 export type CallOutcome = { response: JsonRpcResponse; frame?: Frame } | { failure: ProxyError };
 
 interface PendingCall {

@@ -177,7 +177,10 @@ export class UpstreamConnector {
     }
   }
 
-  /** Whether the upstream takes an initialize of the proxy's own (the session is ended at once); rejects when it said nothing (see refusedHandshake). */
+  /**
+   * Whether the upstream takes an initialize of the proxy's own (the session is ended at once); rejects when it
+   * said nothing (see refusedHandshake).
+   */
   private async takesInitialize(timeoutMs: number, log: Logger): Promise<boolean> {
     const client = new UpstreamClient((events) => this.connect(events, log), {
       capabilities: {},

@@ -125,7 +125,10 @@ export class UpstreamEra {
     return this.known?.era ?? (this.o.askFirst ? undefined : 'legacy');
   }
 
-  /** The upstream's era, asking it when not known; an upstream that cannot be asked counts as legacy this once (its own errors then tell). */
+  /**
+   * The upstream's era, asking it when not known; an upstream that cannot be asked counts as legacy this once
+   * (its own errors then tell).
+   */
   async resolve(): Promise<ServerEra> {
     const now = this.now;
     if (now) return now;

@@ -69,7 +69,10 @@ export async function resumeStream(o: StreamLoop & { state: StreamState; done():
   }
 }
 
-/** Holds a stream until `signal` aborts or the server has none: reconnects when it drops, backing off while it fails (retry, 2×, 4×… up to 30 s). */
+/**
+ * Holds a stream until `signal` aborts or the server has none: reconnects when it drops, backing off while it
+ * fails (retry, 2×, 4×… up to 30 s).
+ */
 export async function holdStream(o: StreamLoop & { closed(): boolean }): Promise<void> {
   const state: StreamState = {};
   let failures = -1; // -1: the first attempt goes without delay

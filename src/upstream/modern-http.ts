@@ -39,7 +39,10 @@ export interface ModernSendOptions {
 
 /** Where modern requests go: a Streamable HTTP endpoint, or a stdio process (modern-stdio.ts). */
 export interface ModernUpstream {
-  /** Sends one request and resolves with its answer; rejects with a ProxyError when none can be had (or with the abort when `signal` ends it). */
+  /**
+   * Sends one request and resolves with its answer; rejects with a ProxyError when none can be had (or with the
+   * abort when `signal` ends it).
+   */
   send(req: JsonRpcRequest, o: ModernSendOptions): Promise<ModernExchange>;
   /** Lets go of what it holds (a process). */
   close?(): Promise<void>;
@@ -110,7 +113,10 @@ export class ModernHttpUpstream implements ModernUpstream {
     }
   }
 
-  /** Reads the request's stream until its answer (then lets go of the stream); notifications go to `onNotification` meanwhile, and progress restarts the time limit. */
+  /**
+   * Reads the request's stream until its answer (then lets go of the stream); notifications go to
+   * `onNotification` meanwhile, and progress restarts the time limit.
+   */
   private async readStream(
     body: AsyncIterable<Buffer>,
     req: JsonRpcRequest,
@@ -141,7 +147,8 @@ export class ModernHttpUpstream implements ModernUpstream {
         try {
           o.onNotification?.(parsed.frames[0]);
         } catch (err) {
-          this.log.error({ err: (err as Error)?.message, method: msg.method }, 'an upstream notification could not be handled; dropped'); // it costs itself, not the request
+          // It costs itself, not the request.
+          this.log.error({ err: (err as Error)?.message, method: msg.method }, 'an upstream notification could not be handled; dropped');
         }
       });
     } catch (err) {

@@ -106,7 +106,10 @@ export class UpstreamListen {
     this.deliver({ ...n, params: Object.keys(rest).length ? { ...params, _meta: rest } : params });
   }
 
-  /** A stream that ended while still wanted is opened again after a pause (1 s, doubling up to 30 s; back to 1 s after a stream that lasted). */
+  /**
+   * A stream that ended while still wanted is opened again after a pause (1 s, doubling up to 30 s; back to 1 s
+   * after a stream that lasted).
+   */
   private ended(stream: AbortController, why: string): void {
     if (this.stream !== stream || stream.signal.aborted) return;
     this.stream = undefined;

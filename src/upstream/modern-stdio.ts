@@ -45,7 +45,10 @@ export class ModernStdioUpstream implements ModernUpstream {
   readonly mirrorsHeaders = false;
   private connection: UpstreamConnection | undefined;
   private closed = false;
-  /** Calls under way, and listen streams apart (a log message goes to the only call), by the proxy's id on the pipe (also their progress token there). */
+  /**
+   * Calls under way, and listen streams apart (a log message goes to the only call), by the proxy's id on the
+   * pipe (also their progress token there).
+   */
   private readonly calls = new PendingCalls<Waiter>((id, w, ms) => this.timedOut(String(id), w, ms));
   private readonly streams = new PendingCalls<Waiter>((id, w, ms) => this.timedOut(String(id), w, ms));
   private next = 0;
@@ -146,7 +149,10 @@ export class ModernStdioUpstream implements ModernUpstream {
     if (isNotification(msg)) this.route(msg);
   }
 
-  /** A notification to the request it belongs to: by progress token (which restarts its time limit), by listen stream, or a log message to the only call under way that asked for them. */
+  /**
+   * A notification to the request it belongs to: by progress token (which restarts its time limit), by listen
+   * stream, or a log message to the only call under way that asked for them.
+   */
   private route(n: JsonRpcNotification): void {
     const params = n.params ?? {};
     const meta = isObject(params._meta) ? params._meta : {};

@@ -24,7 +24,10 @@ export interface UpstreamLease {
 }
 
 /** Who a lease is for: the principal whose session it may use, the client it counts against, and the capabilities the session needs. */
-/** Who a lease is for: the sessions it may share are keyed by the principal and the capabilities; per-client limits count the client key. */
+/**
+ * Who a lease is for: the sessions it may share are keyed by the principal and the capabilities; per-client
+ * limits count the client key.
+ */
 export type PoolKey = Pick<RequestContext, 'principal' | 'clientKey' | 'capabilities'>;
 
 export interface UpstreamPoolOptions {
@@ -52,7 +55,10 @@ export interface UpstreamPoolOptions {
   observe?: UpstreamObserver;
 }
 
-/** Hears a pooled session's notifications that belong to no call (list_changed, resources/updated), with the principal it serves ('' when shared). */
+/**
+ * Hears a pooled session's notifications that belong to no call (list_changed, resources/updated), with the
+ * principal it serves ('' when shared).
+ */
 export type UnrelatedListener = (n: JsonRpcNotification, principal: string) => void;
 
 /** The capability flags a legacy server acts on, by capability; nothing else reaches the pool key. */
@@ -247,7 +253,8 @@ export class UpstreamPool {
     if (this.count((e) => e.owner === client) >= perClient) {
       throw new ProxyError(
         'UPSTREAM_BUSY',
-        `This client holds ${perClient} upstream sessions already, the most one client may (modern.pool.perClient); try again when one of its calls ends`,
+        `This client holds ${perClient} upstream sessions already, the most one ` +
+          'client may (modern.pool.perClient); try again when one of its calls ends',
       );
     }
   }
@@ -265,7 +272,8 @@ export class UpstreamPool {
     if (this.count((e) => e.exclusive) < max) return;
     throw new ProxyError(
       'UPSTREAM_BUSY',
-      `Calls that may ask the client for input hold ${max} upstream sessions, the most they may (the rest of modern.pool.maxSessions is kept for other calls); try again shortly`,
+      `Calls that may ask the client for input hold ${max} upstream sessions, the most they ` +
+        'may (the rest of modern.pool.maxSessions is kept for other calls); try again shortly',
     );
   }
 

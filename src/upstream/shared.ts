@@ -32,7 +32,10 @@ import type { UpstreamConnection, UpstreamEvents } from './types.js';
  */
 export class SharedUpstreamSessions {
   private readonly members = new Set<SharedConnection>();
-  /** Per principal: who subscribed to what, and the pooled session those subscriptions live on (held while any exists: an idle one would be reaped). */
+  /**
+   * Per principal: who subscribed to what, and the pooled session those subscriptions live on (held while any
+   * exists: an idle one would be reaped).
+   */
   private readonly principals = new Map<string, { subscribers: Subscriptions<SharedConnection>; lease?: Promise<UpstreamLease> }>();
 
   constructor(

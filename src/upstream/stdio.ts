@@ -192,7 +192,10 @@ function recordStderr(stream: Readable, log: Logger): StderrRecord {
   return record;
 }
 
-/** Why the session ended when the process did: a close (it had answered, or was being stopped), or a failed start that its stderr explains. */
+/**
+ * Why the session ended when the process did: a close (it had answered, or was being stopped), or a failed
+ * start that its stderr explains.
+ */
 function exitError(code: number | null, signal: NodeJS.Signals | null, answered: boolean, stderr: StderrRecord): ProxyError {
   const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
   if (answered) return new ProxyError('UPSTREAM_CLOSED', `Upstream process ${how}`, { exitCode: code, signal });

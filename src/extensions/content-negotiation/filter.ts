@@ -39,7 +39,10 @@ export interface ContentNegotiationSetup {
   observeStep?: (transformer: string, seconds: number, failed: boolean, traceparent?: string) => void;
   /** Token counts of negotiated results, for /metrics (before, and after when it changed). */
   observeTokens?: TokenObserver;
-  /** Output schemas learnt for modern requests (which have no session to keep them in): pass the same map to every chain so a reload keeps them. */
+  /**
+   * Output schemas learnt for modern requests (which have no session to keep them in): pass the same map to
+   * every chain so a reload keeps them.
+   */
   outputSchemas?: OutputSchemas;
 }
 
@@ -158,7 +161,10 @@ export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter
   };
 }
 
-/** The client's content-negotiation settings, when it declared the extension with an object of at most 4 KiB; `ignored` when it declared something else. */
+/**
+ * The client's content-negotiation settings, when it declared the extension with an object of at most 4 KiB;
+ * `ignored` when it declared something else.
+ */
 export function declaredSettings(capabilities: Record<string, unknown>): { settings?: Record<string, unknown>; ignored?: true } {
   const settings = isObject(capabilities.extensions) ? capabilities.extensions[CONTENT_NEGOTIATION] : undefined;
   if (settings === undefined) return {};

@@ -25,7 +25,10 @@ export interface Authenticator {
   /** Whether requests must authenticate at all. */
   readonly enabled: boolean;
   authenticate(headers: Record<string, string | string[] | undefined>): Promise<AuthOutcome>;
-  /** The principal of a static credential (bearer token or API key) the request presents, if any (a hash and a comparison: no JWT is checked). */
+  /**
+   * The principal of a static credential (bearer token or API key) the request presents, if any (a hash and a
+   * comparison: no JWT is checked).
+   */
   staticCredential(headers: Record<string, string | string[] | undefined>): string | undefined;
 }
 
@@ -131,7 +134,12 @@ export function exposureProblem(config: Config): string | undefined {
   const { transport, host } = config.listen;
   if (transport !== 'http' || authConfigured(config.auth) || config.auth.allowUnauthenticated) return undefined;
   if (isLoopbackBind(host)) return undefined;
-  return `${host} is reachable from other machines, and no authentication is configured: anyone who reaches the port would use the upstream. Configure auth.tokens or auth.jwt, pass --allow-unauthenticated (MCP_PROXY_ALLOW_UNAUTHENTICATED=1) if something in front of the proxy authenticates, or listen on loopback only (--host 127.0.0.1).`;
+  return (
+    `${host} is reachable from other machines, and no authentication is configured: ` +
+    'anyone who reaches the port would use the upstream. Configure auth.tokens or auth.jwt, ' +
+    'pass --allow-unauthenticated (MCP_PROXY_ALLOW_UNAUTHENTICATED=1) if something in ' +
+    'front of the proxy authenticates, or listen on loopback only (--host 127.0.0.1).'
+  );
 }
 
 function credentialOf(headers: Record<string, string | string[] | undefined>, apiKeyHeader: string): string | undefined {

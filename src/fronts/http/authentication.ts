@@ -95,7 +95,8 @@ export function registerAuthentication(app: FastifyInstance, o: AuthenticationOp
         reply,
         new ProxyError(
           'RATE_LIMITED',
-          `Too many failed authentication attempts from this address (auth.failuresPerAddress: ${config.failuresPerAddress} per minute); retry after ${outcome.blocked} s`,
+          'Too many failed authentication attempts from this address (auth.failuresPerAddress: ' +
+            `${config.failuresPerAddress} per minute); retry after ${outcome.blocked} s`,
         ),
       );
     }

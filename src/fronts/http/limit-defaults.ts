@@ -45,7 +45,8 @@ export function describeLimits(limits: PerClientLimits): { values: Record<string
     .map(([name, v]) => `${name} ${v}`)
     .join(', ');
   const why = limits.oneLocalUser
-    ? ' (loopback without authentication: every local program is the same client, so limits left unset are off; set listen.perClient to have them, or configure auth to count per principal)'
+    ? ' (loopback without authentication: every local program is the same client, so limits left ' +
+      'unset are off; set listen.perClient to have them, or configure auth to count per principal)'
     : '';
   return { values, message: `per-client limits: ${listed}${why}` };
 }

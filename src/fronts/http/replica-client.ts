@@ -59,7 +59,8 @@ export function registerReplicaClient(app: FastifyInstance, o: { sealer: Sealer;
       lastLog = Date.now();
       o.log.warn(
         { address: req.ip },
-        `a request carried a ${CLIENT_HEADER} header that does not open (not from a replica with this secret, for another replica, or older than a minute): counted as its connection's address`,
+        `a request carried a ${CLIENT_HEADER} header that does not open (not from a replica with this secret, ` +
+          "for another replica, or older than a minute): counted as its connection's address",
       );
     }
     done();

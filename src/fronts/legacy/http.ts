@@ -115,7 +115,9 @@ export class LegacySessions implements LegacyEndpoint {
         reply,
         new ProxyError(
           'BAD_REQUEST',
-          'Bad Request: this stream cannot be resumed from that Last-Event-ID: it ended, its requests were given up (listen.resumableStreams.windowMs), or the events after it are no longer kept; send the requests again',
+          'Bad Request: this stream cannot be resumed from that Last-Event-ID: ' +
+            'it ended, its requests were given up (listen.resumableStreams.windowMs), ' +
+            'or the events after it are no longer kept; send the requests again',
         ),
       );
     }
@@ -157,7 +159,8 @@ export class LegacySessions implements LegacyEndpoint {
       return refused(
         new ProxyError(
           'RATE_LIMITED',
-          `Too many sessions for this client (limit ${this.o.limits.config.sessions}, listen.perClient.sessions); end one (DELETE) or wait for it to go idle`,
+          `Too many sessions for this client (limit ${this.o.limits.config.sessions}, ` +
+            'listen.perClient.sessions); end one (DELETE) or wait for it to go idle',
         ),
       );
     }
@@ -227,7 +230,8 @@ export class LegacySessions implements LegacyEndpoint {
       if (claims.replica === this.o.tokens.replica) return new ProxyError('SESSION_NOT_FOUND', NOT_FOUND);
       return new ProxyError(
         'SESSION_NOT_FOUND',
-        `Session not found on this replica: it lives on replica "${claims.replica}" (its upstream runs there); route requests by the Mcp-Session-Id header (sticky sessions), or send initialize to start a new one`,
+        `Session not found on this replica: it lives on replica "${claims.replica}" (its upstream runs there); ` +
+          'route requests by the Mcp-Session-Id header (sticky sessions), or send initialize to start a new one',
         { replica: claims.replica },
       );
     }
@@ -295,7 +299,8 @@ export class LegacySessions implements LegacyEndpoint {
   private sessionExpired(): ProxyError {
     return new ProxyError(
       'SESSION_EXPIRED',
-      `Session expired: sessions last at most ${Math.round(this.o.sessionMaxAgeMs / 60_000)} minutes (timeouts.sessionMaxAgeMs); send initialize to start a new one`,
+      `Session expired: sessions last at most ${Math.round(this.o.sessionMaxAgeMs / 60_000)} ` +
+        'minutes (timeouts.sessionMaxAgeMs); send initialize to start a new one',
     );
   }
 
@@ -316,7 +321,8 @@ export class LegacySessions implements LegacyEndpoint {
     if (!idle)
       return new ProxyError(
         refused.code,
-        `${refused.message}, and every session is busy (a request in flight or an open stream), so none was ended to make room; try again when one ends`,
+        `${refused.message}, and every session is busy (a request in flight or ` +
+          'an open stream), so none was ended to make room; try again when one ends',
       );
     this.evict(idle);
     return full();

@@ -50,7 +50,8 @@ export class Completion {
     const keys = result && upstream.result!.members;
     if (!keys || keys.some((key) => ADDED.has(key))) return undefined;
     const hint = this.hint(method, afterInput);
-    const added = `${keys.length === 0 ? '' : ','}"resultType":"complete","_meta":{${this.serverInfo(server)}}${hint ? `,"ttlMs":${hint.ttlMs},"cacheScope":"${hint.cacheScope}"` : ''}`;
+    const cache = hint ? `,"ttlMs":${hint.ttlMs},"cacheScope":"${hint.cacheScope}"` : '';
+    const added = `${keys.length === 0 ? '' : ','}"resultType":"complete","_meta":{${this.serverInfo(server)}}${cache}`;
     const bytes = Buffer.concat([
       Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`),
       result.subarray(0, result.length - 1),

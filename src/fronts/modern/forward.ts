@@ -88,7 +88,8 @@ export async function forwardToOwner(
       target.holds === 'task'
         ? new ProxyError(
             'TASK_NOT_FOUND',
-            `Failed to retrieve task: the replica holding it ("${target.replica}") cannot be reached, and the task is lost with it: start the call again`,
+            `Failed to retrieve task: the replica holding it ("${target.replica}") ` +
+              'cannot be reached, and the task is lost with it: start the call again',
           )
         : new ProxyError(
             'INVALID_REQUEST_STATE',

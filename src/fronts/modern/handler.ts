@@ -115,7 +115,8 @@ export class ModernHandler {
     try {
       return await this.opts.toolHeaders.of(req, ctx);
     } catch (err) {
-      // The listing's pooled session was refused as only a 2026-07-28 server does (a stdio upstream before its era is found): list again in that era.
+      // The listing's pooled session was refused as only a 2026-07-28 server does (a stdio upstream before its
+      // era is found): list again in that era.
       if (!this.opts.era.tookRefusal(err)) throw err;
       return this.opts.toolHeaders.of(req, ctx);
     }
@@ -130,7 +131,10 @@ export class ModernHandler {
     return this.rounds.ownerElsewhere(req, ctx);
   }
 
-  /** The context of a modern request from `who`; throws the modern rejection (unknown method: 404 on HTTP; bad `_meta`) when it has none. */
+  /**
+   * The context of a modern request from `who`; throws the modern rejection (unknown method: 404 on HTTP; bad
+   * `_meta`) when it has none.
+   */
   requestContext(req: JsonRpcRequest, who: Requester): RequestContext {
     // A 2026-07-28 upstream answers for the methods it knows (an extension's own ones too).
     if (!MODERN_METHODS.has(req.method) && !speaksModern(this.opts.era.now))
@@ -237,7 +241,9 @@ export class ModernHandler {
     if (support === 'required')
       throw new ProxyError(
         'TOO_MANY_TASKS',
-        `Tool "${String(req.params?.name)}" runs only as a task, and this client has as many tasks running as it may (modern.tasks.perClient; tasks that may ask for input also share modern.pool sessions); wait for one to finish or cancel one`,
+        `Tool "${String(req.params?.name)}" runs only as a task, and this client has ` +
+          'as many tasks running as it may (modern.tasks.perClient; tasks that may ask ' +
+          'for input also share modern.pool sessions); wait for one to finish or cancel one',
       );
     return undefined;
   }

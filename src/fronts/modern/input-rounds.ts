@@ -197,13 +197,15 @@ export class InputRounds {
     }
     if (state.replica !== this.o.replicaId) {
       throw invalidState(
-        `The call this requestState resumes waits on replica "${state.replica}", which this one cannot forward to (set replicas.url on every replica): send the request again without requestState`,
+        `The call this requestState resumes waits on replica "${state.replica}", which this one cannot ` +
+          'forward to (set replicas.url on every replica): send the request again without requestState',
       );
     }
     const call = this.parked.get(state.call);
     if (!call || call.principal !== state.principal || call.round !== state.round || !call.awaitingInput) {
       throw invalidState(
-        'No call is waiting for this requestState (it finished, timed out, or was answered already): send the request again without requestState',
+        'No call is waiting for this requestState (it finished, timed out, ' +
+          'or was answered already): send the request again without requestState',
       );
     }
     const responses = params.inputResponses;
@@ -221,7 +223,8 @@ export class InputRounds {
     const bound = binding(req);
     if (!state || state.method !== bound.method || state.digest !== bound.digest) {
       throw invalidState(
-        'requestState is not valid for this request: it was altered, belongs to another request, or was issued by a proxy with another secret',
+        'requestState is not valid for this request: it was altered, ' +
+          'belongs to another request, or was issued by a proxy with another secret',
       );
     }
     if (state.principal !== (ctx.principal ?? ''))
@@ -255,7 +258,8 @@ export class InputRounds {
    */
   private async trim(client: string, keep: number, spare?: BridgedCall): Promise<void> {
     const waiting: BridgedCall[] = [];
-    for (const call of this.parked.values()) if (call.clientKey === client && call.awaitingInput && call !== spare) waiting.push(call); // in the order they started
+    // In the order they started.
+    for (const call of this.parked.values()) if (call.clientKey === client && call.awaitingInput && call !== spare) waiting.push(call);
     const over = waiting.slice(0, Math.max(0, waiting.length - keep));
     for (const call of over) {
       this.o.log.info(

@@ -69,7 +69,8 @@ export class ListenHub {
     if (!isObject(wanted)) {
       throw new ProxyError(
         'INVALID_META',
-        'Invalid params: subscriptions/listen needs params.notifications (toolsListChanged, promptsListChanged, resourcesListChanged, resourceSubscriptions, taskIds)',
+        'Invalid params: subscriptions/listen needs params.notifications (toolsListChanged, ' +
+          'promptsListChanged, resourcesListChanged, resourceSubscriptions, taskIds)',
       );
     }
     const w = wanted;
@@ -80,7 +81,8 @@ export class ListenHub {
     if (taskIds && !Tasks.declared(ctx)) {
       throw new ProxyError(
         'MISSING_CLIENT_CAPABILITY',
-        `Task status notifications (notifications.taskIds) are part of the ${TASKS_EXTENSION} extension, which this request does not declare`,
+        'Task status notifications (notifications.taskIds) are part of the ' +
+          `${TASKS_EXTENSION} extension, which this request does not declare`,
         { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
       );
     }

@@ -245,7 +245,9 @@ export class BridgedCall {
       { method: this.opts.method, bytes, maxInputRequestBytes: max },
       'the upstream asked the client for more input than one round may carry; its requests were answered with an error',
     );
-    const message = `The proxy puts at most ${max} bytes of input requests to a modern client in one round (modern.maxInputRequestBytes); these took ${bytes}`;
+    const message =
+      `The proxy puts at most ${max} bytes of input requests to a modern ` +
+      `client in one round (modern.maxInputRequestBytes); these took ${bytes}`;
     for (const req of this.inputs.values()) this.client.respond(req.id, { error: { code: INTERNAL_ERROR, message } });
     this.inputs.clear();
   }
@@ -257,7 +259,8 @@ export class BridgedCall {
       "a call waiting for its client's input was given up: the client held more than listen.heldBytes allows",
     );
     const message =
-      "The call waited for the client's input while the client held more than the proxy keeps for it (listen.heldBytes), and was given up; send the request again";
+      "The call waited for the client's input while the client held more than the " +
+      'proxy keeps for it (listen.heldBytes), and was given up; send the request again';
     this.stop('The client did not come back for the input the call needs', new ProxyError('HELD_BYTES_EXCEEDED', message));
   }
 

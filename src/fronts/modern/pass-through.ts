@@ -72,7 +72,10 @@ export class PassThrough {
     return !(isObject(capabilities) && isObject(capabilities.extensions) && capabilities.extensions[TASKS_EXTENSION] !== undefined);
   }
 
-  /** Serves one request (`offer`: a tools/call that may become a task); rejects with a ProxyError when no answer could be had from the upstream. */
+  /**
+   * Serves one request (`offer`: a tools/call that may become a task); rejects with a ProxyError when no answer
+   * could be had from the upstream.
+   */
   async handle(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply, offer?: TaskOffer): Promise<void> {
     const negotiation = this.o.filters().forRequest(ctx, await this.o.server());
     const own = req.method === 'server/discover' || req.method === 'subscriptions/listen';
@@ -186,12 +189,17 @@ export class PassThrough {
       );
       throw new ProxyError(
         'UPSTREAM_PROTOCOL',
-        `The upstream server sent a requestState of ${err.bytes} bytes, more than the proxy can carry to the client and back (at most ${err.maxBytes}): this input round cannot be relayed. The server's operator can keep its requestState smaller.`,
+        `The upstream server sent a requestState of ${err.bytes} bytes, more than the ` +
+          `proxy can carry to the client and back (at most ${err.maxBytes}): ` +
+          "this input round cannot be relayed. The server's operator can keep its requestState smaller.",
       );
     }
   }
 
-  /** The request with the server's own requestState back in it; refuses a state that is not the proxy's or was given to another principal. */
+  /**
+   * The request with the server's own requestState back in it; refuses a state that is not the proxy's or was
+   * given to another principal.
+   */
   private unsealState(req: JsonRpcRequest, ctx: RequestContext): JsonRpcRequest {
     const state = req.params?.requestState;
     if (state === undefined) return req;

@@ -170,7 +170,8 @@ export class PassedCall implements TaskCall {
       return this.end(
         new ProxyError(
           'UPSTREAM_PROTOCOL',
-          `The upstream asked for ${bytes} bytes of input in one round; the proxy puts at most ${this.o.maxInputBytes} to a modern client (modern.maxInputRequestBytes)`,
+          `The upstream asked for ${bytes} bytes of input in one round; the proxy puts at ` +
+            `most ${this.o.maxInputBytes} to a modern client (modern.maxInputRequestBytes)`,
         ),
       );
     }
@@ -211,6 +212,7 @@ export class PassedCall implements TaskCall {
 function heldBytesExceeded(): ProxyError {
   return new ProxyError(
     'HELD_BYTES_EXCEEDED',
-    "The call waited for the client's input while the client held more than the proxy keeps for it (listen.heldBytes), and was given up; send the request again",
+    "The call waited for the client's input while the client held more than the " +
+      'proxy keeps for it (listen.heldBytes), and was given up; send the request again',
   );
 }

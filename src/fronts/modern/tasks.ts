@@ -3,14 +3,15 @@
  * none, whatever their era: a modern `tools/call` still running after `answerWithinMs` becomes a
  * task (over a TaskCall: a legacy call or a passed-through modern one) the client polls
  * (`tasks/get`), answers (`tasks/update`: the upstream's input requests during the call become
- * the task's `inputRequests`) and cancels (`tasks/cancel`: cancelled upstream). A task id is sealed: it names the task's random key, its principal and the
- * replica that holds it (a request for it elsewhere is forwarded there). A task runs at most
- * `maxRunMs` (then it is cancelled upstream and fails with TASK_TIMEOUT). A finished task keeps
- * only its shaped result (or error), counted against its client's share of listen.heldBytes,
- * until `ttlMs` from its creation; past the budget the oldest result goes first and its
- * `tasks/get` says so. One client keeps at most `perClient` tasks running, and tasks that hold an
- * upstream session alone (their client may be asked for input) at most a share of those sessions:
- * per client and in all, so that calls whose client waits for them always find one.
+ * the task's `inputRequests`) and cancels (`tasks/cancel`: cancelled upstream). A task id is
+ * sealed: it names the task's random key, its principal and the replica that holds it (a request
+ * for it elsewhere is forwarded there). A task runs at most `maxRunMs` (then it is cancelled
+ * upstream and fails with TASK_TIMEOUT). A finished task keeps only its shaped result (or error),
+ * counted against its client's share of listen.heldBytes, until `ttlMs` from its creation; past
+ * the budget the oldest result goes first and its `tasks/get` says so. One client keeps at most
+ * `perClient` tasks running, and tasks that hold an upstream session alone (their client may be
+ * asked for input) at most a share of those sessions: per client and in all, so that calls whose
+ * client waits for them always find one.
  */
 import type { Logger } from 'pino';
 import { randomUUID } from 'node:crypto';
@@ -327,7 +328,9 @@ export class Tasks {
     if (task.terminal || task.cancelRequested || !task.run) return;
     task.overran = true;
     this.o.log.info({ task: task.key.slice(0, 8), maxRunMs: runMs }, 'a task ran longer than it may; cancelled upstream');
-    const message = `The task ran longer than ${runMs} ms (modern.tasks.maxRunMs) and was cancelled upstream; make the tool finish sooner, or raise the limit`;
+    const message =
+      `The task ran longer than ${runMs} ms (modern.tasks.maxRunMs) ` +
+      'and was cancelled upstream; make the tool finish sooner, or raise the limit';
     task.run.call.stop(
       'The task ran longer than the proxy lets it (modern.tasks.maxRunMs)',
       new ProxyError('TASK_TIMEOUT', message, { maxRunMs: runMs }),
@@ -408,7 +411,9 @@ export class Tasks {
       "a finished task's result was dropped: its client held more than listen.heldBytes allows",
     );
     const message =
-      'The task finished, but its result is no longer kept: its client held more than the proxy keeps for a client that is away (listen.heldBytes), and older results go first; fetch results sooner, or run the call again';
+      'The task finished, but its result is no longer kept: its client held ' +
+      'more than the proxy keeps for a client that is away (listen.heldBytes), ' +
+      'and older results go first; fetch results sooner, or run the call again';
     task.result = undefined;
     task.error = toJsonRpcError(new ProxyError('HELD_BYTES_EXCEEDED', message), 'modern');
     task.held = undefined;
@@ -440,7 +445,8 @@ export class Tasks {
     if (claims && claims.principal === (ctx.principal ?? '') && claims.replica !== this.o.replicaId) {
       throw new ProxyError(
         'TASK_NOT_FOUND',
-        `Failed to retrieve task: it is held by replica "${claims.replica}", which this one cannot reach (set replicas.url on every replica)`,
+        `Failed to retrieve task: it is held by replica "${claims.replica}", ` +
+          'which this one cannot reach (set replicas.url on every replica)',
       );
     }
     throw new ProxyError('TASK_NOT_FOUND', 'Failed to retrieve task: Task not found (unknown, expired, or issued to another client)');

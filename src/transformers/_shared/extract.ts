@@ -199,8 +199,10 @@ function written(entries: Entry[]): { data: Json; json?: string } {
     out[key] = value;
     if (json === undefined) continue;
     if (isDigit(key.charCodeAt(0))) json = undefined;
-    else
-      json += `${json === '' ? '' : ','}"${key}":${typeof value === 'number' ? (Number.isFinite(value) ? String(value) : 'null') : JSON.stringify(value)}`;
+    else {
+      const encoded = typeof value === 'number' ? (Number.isFinite(value) ? String(value) : 'null') : JSON.stringify(value);
+      json += `${json === '' ? '' : ','}"${key}":${encoded}`;
+    }
   }
   return { data: out, json: json === undefined ? undefined : `{${json}}` };
 }

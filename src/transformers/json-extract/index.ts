@@ -28,7 +28,8 @@ const options = z
 export const jsonExtract: Transformer<z.infer<typeof options>> = {
   name: 'json-extract',
   description:
-    'Parse JSON, fenced blocks, markdown tables and key: value lines (numbers typed, units in keys) out of text into structuredContent (tools) or application/json (resources); prose the data does not cover is kept.',
+    'Parse JSON, fenced blocks, markdown tables and key: value lines (numbers typed, units in keys) out of text ' +
+    'into structuredContent (tools) or application/json (resources); prose the data does not cover is kept.',
   options,
   create({ keepText }) {
     return function jsonExtractFn(result, ctx) {

@@ -27,7 +27,8 @@ type Render = (data: Json, parsed?: boolean) => string | undefined;
 export const markdown: Transformer<z.infer<typeof options>> = {
   name: 'markdown',
   description:
-    'Render structured data (JSON text blocks, structuredContent, JSON resources) as markdown: tables, lists, sections or a fenced json block; prose is left alone.',
+    'Render structured data (JSON text blocks, structuredContent, JSON resources) ' +
+    'as markdown: tables, lists, sections or a fenced json block; prose is left alone.',
   options,
   create({ title, template }) {
     return function markdownFn(result, ctx) {

@@ -65,7 +65,8 @@ type Options = z.infer<typeof options>;
 export const patternExtract: Transformer<Options> = {
   name: 'pattern-extract',
   description:
-    'Turn prose into structuredContent with sentence templates per field ("currently {value}°C"), typed; publishes the fields as the tool\'s outputSchema in tools/list.',
+    'Turn prose into structuredContent with sentence templates per field ("currently {value}°C"), ' +
+    "typed; publishes the fields as the tool's outputSchema in tools/list.",
   options,
   example: {
     tool: 'x',

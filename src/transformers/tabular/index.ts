@@ -39,7 +39,8 @@ const MIME: Record<Options['encoding'], string> = { toon: 'text/toon', csv: 'tex
 export const tabular: Transformer<Options> = {
   name: 'tabular',
   description:
-    'Compact encoding of JSON text with arrays of uniform records (TOON, or CSV/TSV for one table), used when shorter than minified JSON; structuredContent stays JSON.',
+    'Compact encoding of JSON text with arrays of uniform records (TOON, ' +
+    'or CSV/TSV for one table), used when shorter than minified JSON; structuredContent stays JSON.',
   options,
   create(o) {
     const encodeText = (budget?: Budget) => (text: string) => encodeTables(text, o, budget) ?? text;

@@ -35,7 +35,8 @@ const options = z
 export const trim: Transformer<z.infer<typeof options>> = {
   name: 'trim',
   description:
-    'Compact output: drop sections such as Examples and Tips, remove blank runs, minify JSON text; shorter descriptions in lists. Never drops data or empties a result.',
+    'Compact output: drop sections such as Examples and Tips, remove blank runs, ' +
+    'minify JSON text; shorter descriptions in lists. Never drops data or empties a result.',
   options,
   create({ maxLength, dropSections, lists, descriptionLength, parameterDescriptionLength }) {
     const drop = new Set(dropSections.map((s) => s.toLowerCase()));
