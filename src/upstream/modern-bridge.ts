@@ -16,7 +16,6 @@ import {
   isObject,
   isResponse,
   type Frame,
-  type JsonRpcErrorObject,
   type JsonRpcId,
   type JsonRpcRequest,
   type JsonRpcResponse,
@@ -24,6 +23,7 @@ import {
 import { cancelledOf } from '../mcp/cancel-progress.js';
 import { INPUT_METHODS, LEGACY_VERSIONS, META, modernEnvelope } from '../mcp/eras.js';
 import { ClientQuestions, ClientRefused } from './client-questions.js';
+import { EmulatedSession } from './emulated-session.js';
 import type { ParamHeaders } from '../mcp/http-headers.js';
 import type { McpResult } from '../transformers/contract.js';
 import type { UpstreamServer } from './era.js';
@@ -54,18 +54,19 @@ const STATE_ONLY_PAUSE_MS = 50;
 const MODERN_ONLY = ['resultType', 'ttlMs', 'cacheScope'];
 
 export class ModernBridge implements UpstreamConnection {
-  /** The client's capabilities, info and log level from its initialize: the `_meta` of every upstream request. */
-  private client: { capabilities: Record<string, unknown>; info?: unknown; logLevel?: string } = { capabilities: {} };
+  /** The client's capabilities and info from its initialize: with the level it set, the `_meta` of every upstream request. */
+  private client: { capabilities: Record<string, unknown>; info?: unknown } = { capabilities: {} };
+  private readonly emulated: EmulatedSession;
   /** The client's requests under way upstream, by its ids. */
   private readonly calls = new Map<JsonRpcId, AbortController>();
   private readonly questions: ClientQuestions;
   private readonly listening: UpstreamListen;
-  private closed = false;
 
   constructor(
     private readonly events: UpstreamEvents,
     private readonly o: ModernBridgeOptions,
   ) {
+    this.emulated = new EmulatedSession(events);
     this.questions = new ClientQuestions((frame, relatedId) => events.onMessage(frame, relatedId), o.inputTimeoutMs);
     this.listening = new UpstreamListen(
       o.upstream,
@@ -79,7 +80,7 @@ export class ModernBridge implements UpstreamConnection {
   }
 
   send(frame: Frame): void {
-    if (this.closed) return;
+    if (this.emulated.closed) return;
     const msg = frame.msg;
     if (isResponse(msg)) {
       if (!this.questions.answered(msg)) this.o.log.debug({ id: msg.id }, 'dropped a client response nobody waits for');
@@ -96,17 +97,13 @@ export class ModernBridge implements UpstreamConnection {
     }
     const req = msg as JsonRpcRequest;
     if (req.method === 'initialize') return void this.initialize(req);
-    if (req.method === 'ping') return this.reply(req.id, {});
-    if (req.method === 'logging/setLevel') {
-      this.client.logLevel = typeof req.params?.level === 'string' ? req.params.level : undefined;
-      return this.reply(req.id, {});
-    }
+    if (this.emulated.answer(req)) return; // the level goes upstream in every request's `_meta`: the server filters
     if (req.method === 'resources/subscribe' || req.method === 'resources/unsubscribe') return this.subscription(req);
     void this.call(req);
   }
 
   async close(): Promise<void> {
-    this.closed = true;
+    this.emulated.end();
     this.listening.close();
     const gone = new ProxyError('UPSTREAM_CLOSED', 'The session has ended');
     for (const call of this.calls.values()) call.abort(gone);
@@ -123,8 +120,8 @@ export class ModernBridge implements UpstreamConnection {
    * legacy server sends log messages until the client sets a level, so a modern one is asked for all of them until then.
    */
   private envelope(meta: unknown): Record<string, unknown> {
-    const { capabilities, info, logLevel } = this.client;
-    return { ...(isObject(meta) ? meta : {}), ...modernEnvelope(capabilities, info, logLevel ?? 'debug') };
+    const { capabilities, info } = this.client;
+    return { ...(isObject(meta) ? meta : {}), ...modernEnvelope(capabilities, info, this.emulated.logLevel ?? 'debug') };
   }
 
   /** Answers initialize from the upstream's discover result, in the client's version when it is a legacy one the proxy knows. */
@@ -136,19 +133,19 @@ export class ModernBridge implements UpstreamConnection {
       const requested = params.protocolVersion;
       const protocolVersion =
         typeof requested === 'string' && LEGACY_VERSIONS.includes(requested) ? requested : LEGACY_VERSIONS[LEGACY_VERSIONS.length - 1];
-      this.reply(req.id, { ...server, protocolVersion });
+      this.emulated.reply(req.id, { ...server, protocolVersion });
     } catch (err) {
-      this.events.onFailure(req.id, asProxyError(err));
+      this.emulated.fail(req.id, asProxyError(err));
     }
   }
 
   private subscription(req: JsonRpcRequest): void {
     const uri = req.params?.uri;
     if (typeof uri !== 'string')
-      return this.error(req.id, { code: INVALID_PARAMS, message: `Invalid params: ${req.method} needs params.uri` });
+      return this.emulated.error(req.id, { code: INVALID_PARAMS, message: `Invalid params: ${req.method} needs params.uri` });
     const refused = this.listening.resource(uri, req.method === 'resources/subscribe');
-    if (refused) return this.error(req.id, { code: INVALID_PARAMS, message: refused });
-    this.reply(req.id, {});
+    if (refused) return this.emulated.error(req.id, { code: INVALID_PARAMS, message: refused });
+    this.emulated.reply(req.id, {});
   }
 
   /** One client request: sent upstream, its input rounds put to the client, its answer relayed. */
@@ -170,11 +167,11 @@ export class ModernBridge implements UpstreamConnection {
           onNotification: (n) => this.events.onMessage(n, req.id),
         });
         const msg = frame.msg as JsonRpcResponse;
-        if (msg.error) return this.error(req.id, msg.error);
+        if (msg.error) return this.emulated.error(req.id, msg.error);
         const result = msg.result ?? {};
         if (result.resultType === undefined || result.resultType === 'complete') {
           if (req.method === 'tools/list') this.o.toolsSeen(result);
-          return this.reply(req.id, legacyResult(result));
+          return this.emulated.reply(req.id, legacyResult(result));
         }
         if (result.resultType !== 'input_required' || !INPUT_METHODS.has(req.method))
           throw new ProxyError(
@@ -193,7 +190,7 @@ export class ModernBridge implements UpstreamConnection {
       }
     } catch (err) {
       if (abort.signal.aborted) return; // cancelled by the client, or the session ended: nothing waits for an answer
-      if (err instanceof ClientRefused) return this.error(req.id, err.error);
+      if (err instanceof ClientRefused) return this.emulated.error(req.id, err.error);
       const failure = asProxyError(err);
       // An answer no client may be given (a round too many, a URL that is no web URL): the operator hears of it.
       if (failure.code === 'UPSTREAM_PROTOCOL')
@@ -201,7 +198,7 @@ export class ModernBridge implements UpstreamConnection {
           { method: req.method, err: failure.message },
           "the upstream's answer could not be relayed to the client; the call failed",
         );
-      this.events.onFailure(req.id, failure);
+      this.emulated.fail(req.id, failure);
     } finally {
       if (this.calls.get(req.id) === abort) this.calls.delete(req.id); // a new request may reuse a cancelled one's id
     }
@@ -220,14 +217,6 @@ export class ModernBridge implements UpstreamConnection {
     } finally {
       this.events.onWaiting?.(relatedId, false);
     }
-  }
-
-  private reply(id: JsonRpcId, result: McpResult): void {
-    this.events.onMessage({ msg: { jsonrpc: '2.0', id, result } }, id);
-  }
-
-  private error(id: JsonRpcId, error: JsonRpcErrorObject): void {
-    this.events.onMessage({ msg: { jsonrpc: '2.0', id, error } }, id);
   }
 }
 

@@ -9,8 +9,8 @@
  */
 import type { Logger } from 'pino';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
+import type { McpResult } from '../transformers/contract.js';
 import {
-  errorResponse,
   isRequest,
   isResponse,
   type Frame,
@@ -21,6 +21,7 @@ import {
 } from '../jsonrpc/message.js';
 import { cancelledOf } from '../mcp/cancel-progress.js';
 import { INPUT_METHODS, LOG_LEVELS, passesLogLevel } from '../mcp/eras.js';
+import { EmulatedSession } from './emulated-session.js';
 import { upstreamCapabilities, type UpstreamLease, type UpstreamPool } from './pool.js';
 import { Subscriptions } from './subscriptions.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
@@ -114,8 +115,7 @@ export class SharedUpstreamSessions {
 
 class SharedConnection implements UpstreamConnection {
   private capabilities: Record<string, unknown> = {};
-  /** Index into LOG_LEVELS from which log messages reach this client; none until it sets a level. */
-  private logLevel: number | undefined;
+  private readonly emulated: EmulatedSession;
   private readonly calls = new Map<JsonRpcId, { lease: UpstreamLease; id: JsonRpcId }>();
   /** Server→client requests waiting for this client's answer: the proxy's id → where the answer goes. */
   private readonly asked = new Map<string, { lease: UpstreamLease; id: JsonRpcId; call: JsonRpcId }>();
@@ -123,7 +123,6 @@ class SharedConnection implements UpstreamConnection {
   private readonly acquiring = new Set<JsonRpcId>();
   private readonly cancelled = new Set<JsonRpcId>();
   private nextAsk = 1;
-  private closed = false;
 
   constructor(
     private readonly shared: SharedUpstreamSessions,
@@ -132,10 +131,12 @@ class SharedConnection implements UpstreamConnection {
     private readonly timeoutMs: number,
     readonly principal: string,
     readonly client: string,
-  ) {}
+  ) {
+    this.emulated = new EmulatedSession(events);
+  }
 
   send(frame: Frame): void {
-    if (this.closed) return;
+    if (this.emulated.closed) return;
     const msg = frame.msg;
     if (isRequest(msg)) void this.request(msg);
     else if (isResponse(msg) && msg.id !== null) this.answerAsked(msg.id, msg.error ? { error: msg.error } : { result: msg.result ?? {} });
@@ -155,8 +156,7 @@ class SharedConnection implements UpstreamConnection {
   }
 
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
+    if (!this.emulated.end()) return;
     for (const { lease, id } of this.calls.values())
       lease.client.cancel(id, 'The client session ended', new ProxyError('CLIENT_GONE', 'The client session ended'));
     this.asked.clear();
@@ -165,37 +165,37 @@ class SharedConnection implements UpstreamConnection {
 
   /** A notification that belongs to no call (see SharedUpstreamSessions.publish). */
   deliver(n: JsonRpcNotification): void {
-    if (this.closed || !passesLogLevel(n, this.logLevel)) return;
-    this.events.onMessage({ msg: n });
+    if (!this.emulated.closed && this.hears(n)) this.events.onMessage({ msg: n });
+  }
+
+  /** Log messages reach the client from the level it set on, and none before it sets one. */
+  private hears(n: JsonRpcNotification): boolean {
+    const level = this.emulated.logLevel;
+    return passesLogLevel(n, level === undefined ? undefined : LOG_LEVELS.indexOf(level));
   }
 
   private async request(req: JsonRpcRequest): Promise<void> {
     try {
-      const result = await this.serve(req);
-      this.reply({ jsonrpc: '2.0', id: req.id, ...result });
+      // The level filters here, so it must be one the proxy knows (a modern server judges its own).
+      if (req.method === 'logging/setLevel' && !LOG_LEVELS.includes(String(req.params?.level)))
+        throw new ProxyError('INVALID_PARAMS', `Invalid params: unknown log level "${String(req.params?.level)}"`);
+      if (this.emulated.answer(req)) return;
+      const answer = await this.serve(req);
+      if ('error' in answer) this.emulated.error(req.id, answer.error);
+      else this.emulated.reply(req.id, answer.result);
     } catch (err) {
-      if (!(err instanceof ProxyError)) this.reply(errorResponse(req.id, toJsonRpcError(err)));
-      else if (!this.closed) this.events.onFailure(req.id, err);
+      if (err instanceof ProxyError) this.emulated.fail(req.id, err);
+      else this.emulated.error(req.id, toJsonRpcError(err));
     }
   }
 
   /** What the proxy answers itself, and the rest through a pooled session. */
-  private async serve(
-    req: JsonRpcRequest,
-  ): Promise<{ result: Record<string, unknown> } | { error: NonNullable<ReturnType<typeof errorResponse>['error']> }> {
+  private async serve(req: JsonRpcRequest): Promise<{ result: McpResult } | { error: JsonRpcErrorObject }> {
     const params = req.params ?? {};
     switch (req.method) {
       case 'initialize': {
         this.capabilities = upstreamCapabilities((params.capabilities ?? {}) as Record<string, unknown>);
         return { result: { ...(await this.shared.pool.server()) } };
-      }
-      case 'ping':
-        return { result: {} };
-      case 'logging/setLevel': {
-        const level = LOG_LEVELS.indexOf(String(params.level));
-        if (level < 0) throw new ProxyError('INVALID_PARAMS', `Invalid params: unknown log level "${String(params.level)}"`);
-        this.logLevel = level;
-        return { result: {} };
       }
       case 'resources/subscribe':
       case 'resources/unsubscribe': {
@@ -219,7 +219,7 @@ class SharedConnection implements UpstreamConnection {
     const lease = await this.shared.pool
       .acquire({ principal: this.principal, clientKey: this.client, capabilities: this.capabilities }, exclusive)
       .finally(() => this.acquiring.delete(req.id));
-    if (this.closed || this.cancelled.delete(req.id)) {
+    if (this.emulated.closed || this.cancelled.delete(req.id)) {
       lease.release();
       throw new ProxyError('CLIENT_GONE', 'The client cancelled the request before it reached the upstream');
     }
@@ -228,7 +228,7 @@ class SharedConnection implements UpstreamConnection {
         req.method,
         params,
         {
-          onNotification: (n) => passesLogLevel(n, this.logLevel) && this.events.onMessage({ msg: n }, req.id),
+          onNotification: (n) => this.hears(n) && this.events.onMessage({ msg: n }, req.id),
           onServerRequest: (r) => this.ask(lease, r, req.id),
         },
         this.timeoutMs,
@@ -257,9 +257,5 @@ class SharedConnection implements UpstreamConnection {
     if (!asked) return this.log.debug({ id }, 'dropped a client response nobody asked for');
     this.asked.delete(String(id));
     asked.lease.client.respond(asked.id, outcome);
-  }
-
-  private reply(msg: Parameters<UpstreamEvents['onMessage']>[0]['msg']): void {
-    if (!this.closed) this.events.onMessage({ msg }, (msg as { id?: JsonRpcId }).id);
   }
 }
