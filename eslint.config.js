@@ -13,7 +13,7 @@ const MEDIA_TYPE_SUBSTRING = {
 };
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.venv/', '.bench/', 'coverage/'] },
+  { ignores: ['dist/', 'node_modules/', '.venv/', '.bench/', 'coverage/', 'test/fixtures/.built/'] },
   js.configs.recommended,
   tseslint.configs.recommendedTypeChecked,
   {
