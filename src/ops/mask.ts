@@ -11,8 +11,8 @@
 const SECRET_NAME = /token|secret|passw(?:or)?d|(?:^|[_.-])pass$|api[_-]?key|auth|credential|signature|private[_-]?key|^key$|^sig$|^pwd$/i;
 const SCHEMES = new Set(['bearer', 'basic', 'token']);
 const MASK = '***';
-/** Credentials recognisable by their shape alone (anchored, one piece of a word at a time). */
-const SECRET_SHAPE = new RegExp(
+/** Credentials recognisable by their shape alone (anchored, one piece of a word at a time; exported for the ReDoS audit). */
+export const SECRET_SHAPE = new RegExp(
   `^(?:${[
     'gh[pousr]_[A-Za-z0-9]{20,}', // GitHub
     'github_pat_[A-Za-z0-9_]{20,}',
