@@ -204,6 +204,18 @@ for (const kind of ['http', 'stdio'] as const)
       });
     }
 
+    it('a v1 client setting a log level the proxy does not know is refused with -32602, and keeps the one it set', async () => {
+      const { client, close } = await legacyClient('http', target);
+      try {
+        await client.setLoggingLevel('error');
+        await expect(client.setLoggingLevel('loudest' as 'error')).rejects.toThrow(/-32602.*unknown log level "loudest"/);
+        // Its requests go on, with the level it set in their `_meta`.
+        expect(textOf(await client.callTool({ name: 'echo', arguments: { text: 'still here' } }))).toBe('still here');
+      } finally {
+        await close();
+      }
+    });
+
     describe('a modern client', () => {
       it('(v2 SDK, pinned to 2026-07-28) lists and calls tools, and answers input_required rounds the server asks', async () => {
         const { client, received, close } = await connectModern('http', { url: proxy.url }, { mode: 'pin' });
