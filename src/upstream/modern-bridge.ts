@@ -11,7 +11,6 @@
 import type { Logger } from 'pino';
 import { ProxyError } from '../jsonrpc/errors.js';
 import {
-  INVALID_PARAMS,
   isNotification,
   isObject,
   isResponse,
@@ -140,11 +139,9 @@ export class ModernBridge implements UpstreamConnection {
   }
 
   private subscription(req: JsonRpcRequest): void {
-    const uri = req.params?.uri;
-    if (typeof uri !== 'string')
-      return this.emulated.error(req.id, { code: INVALID_PARAMS, message: `Invalid params: ${req.method} needs params.uri` });
-    const refused = this.listening.resource(uri, req.method === 'resources/subscribe');
-    if (refused) return this.emulated.error(req.id, { code: INVALID_PARAMS, message: refused });
+    const change = this.emulated.subscription(req);
+    if (!change) return;
+    this.listening.resource(change.uri, change.on);
     this.emulated.reply(req.id, {});
   }
 

@@ -13,8 +13,6 @@ import { NO_TIMEOUT_MS, type ModernUpstream } from './modern-http.js';
 
 const RETRY_MS = 1_000;
 const MAX_RETRY_MS = 30_000;
-/** Resources one session may subscribe to (each change opens the stream again with the whole list). */
-export const MAX_SUBSCRIPTIONS = 100;
 
 export class UpstreamListen {
   private readonly uris = new Set<string>();
@@ -43,15 +41,12 @@ export class UpstreamListen {
     this.reopen();
   }
 
-  /** Subscribe to `uri` (true) or unsubscribe; why not, when the session has as many subscriptions as it may. */
-  resource(uri: string, on: boolean): string | undefined {
-    if (on === this.uris.has(uri)) return undefined;
-    if (on && this.uris.size >= MAX_SUBSCRIPTIONS)
-      return `A session may subscribe to at most ${MAX_SUBSCRIPTIONS} resources; unsubscribe from some first`;
+  /** Subscribe to `uri` (true) or unsubscribe (the session has kept to its limit, MAX_SUBSCRIPTIONS in emulated-session.ts). */
+  resource(uri: string, on: boolean): void {
+    if (on === this.uris.has(uri)) return;
     if (on) this.uris.add(uri);
     else this.uris.delete(uri);
     this.reopen();
-    return undefined;
   }
 
   /** Opens the stream again once the changes made in this turn are all in. */

@@ -20,7 +20,7 @@ import {
   type JsonRpcRequest,
 } from '../jsonrpc/message.js';
 import { cancelledOf } from '../mcp/cancel-progress.js';
-import { INPUT_METHODS, LOG_LEVELS, passesLogLevel } from '../mcp/eras.js';
+import { INPUT_METHODS } from '../mcp/eras.js';
 import { EmulatedSession } from './emulated-session.js';
 import { upstreamCapabilities, type UpstreamLease, type UpstreamPool } from './pool.js';
 import { Subscriptions } from './subscriptions.js';
@@ -165,22 +165,15 @@ class SharedConnection implements UpstreamConnection {
 
   /** A notification that belongs to no call (see SharedUpstreamSessions.publish). */
   deliver(n: JsonRpcNotification): void {
-    if (!this.emulated.closed && this.hears(n)) this.events.onMessage({ msg: n });
-  }
-
-  /** Log messages reach the client from the level it set on, and none before it sets one. */
-  private hears(n: JsonRpcNotification): boolean {
-    const level = this.emulated.logLevel;
-    return passesLogLevel(n, level === undefined ? undefined : LOG_LEVELS.indexOf(level));
+    if (!this.emulated.closed && this.emulated.hears(n)) this.events.onMessage({ msg: n });
   }
 
   private async request(req: JsonRpcRequest): Promise<void> {
     try {
-      // The level filters here, so it must be one the proxy knows (a modern server judges its own).
-      if (req.method === 'logging/setLevel' && !LOG_LEVELS.includes(String(req.params?.level)))
-        throw new ProxyError('INVALID_PARAMS', `Invalid params: unknown log level "${String(req.params?.level)}"`);
       if (this.emulated.answer(req)) return;
-      const answer = await this.serve(req);
+      const subscribing = req.method === 'resources/subscribe' || req.method === 'resources/unsubscribe';
+      const answer = subscribing ? await this.subscription(req) : await this.serve(req);
+      if (!answer) return; // refused by the session, which answered
       if ('error' in answer) this.emulated.error(req.id, answer.error);
       else this.emulated.reply(req.id, answer.result);
     } catch (err) {
@@ -189,30 +182,12 @@ class SharedConnection implements UpstreamConnection {
     }
   }
 
-  /** What the proxy answers itself, and the rest through a pooled session. */
+  /** `initialize`, answered from a pooled session, and the rest through one. */
   private async serve(req: JsonRpcRequest): Promise<{ result: McpResult } | { error: JsonRpcErrorObject }> {
     const params = req.params ?? {};
-    switch (req.method) {
-      case 'initialize': {
-        this.capabilities = upstreamCapabilities((params.capabilities ?? {}) as Record<string, unknown>);
-        return { result: { ...(await this.shared.pool.server()) } };
-      }
-      case 'resources/subscribe':
-      case 'resources/unsubscribe': {
-        const uri = String(params.uri ?? '');
-        const on = req.method === 'resources/subscribe';
-        if (this.shared.subscription(this, uri, on)) {
-          const refused = await this.shared.tellUpstream(this, req.method, uri).catch((err: unknown) => {
-            this.shared.subscription(this, uri, !on);
-            throw err;
-          });
-          if (refused) {
-            this.shared.subscription(this, uri, !on); // as it was: the upstream did not change
-            return { error: refused };
-          }
-        }
-        return { result: {} };
-      }
+    if (req.method === 'initialize') {
+      this.capabilities = upstreamCapabilities((params.capabilities ?? {}) as Record<string, unknown>);
+      return { result: { ...(await this.shared.pool.server()) } };
     }
     const exclusive = INPUT_METHODS.has(req.method) && Object.keys(this.capabilities).length > 0;
     this.acquiring.add(req.id);
@@ -228,7 +203,7 @@ class SharedConnection implements UpstreamConnection {
         req.method,
         params,
         {
-          onNotification: (n) => this.hears(n) && this.events.onMessage({ msg: n }, req.id),
+          onNotification: (n) => this.emulated.hears(n) && this.events.onMessage({ msg: n }, req.id),
           onServerRequest: (r) => this.ask(lease, r, req.id),
         },
         this.timeoutMs,
@@ -243,6 +218,33 @@ class SharedConnection implements UpstreamConnection {
       for (const [id, asked] of this.asked) if (asked.call === req.id) this.asked.delete(id);
       lease.release();
     }
+  }
+
+  /**
+   * Counts the change in the session, and tells the upstream when the session is its first subscriber or its last;
+   * undefined when the session refused it (and answered).
+   */
+  private async subscription(req: JsonRpcRequest): Promise<{ result: McpResult } | { error: JsonRpcErrorObject } | undefined> {
+    const change = this.emulated.subscription(req);
+    if (!change) return undefined;
+    const { uri, on } = change;
+    const undo = () => {
+      this.shared.subscription(this, uri, !on); // as it was: the upstream did not change
+      this.emulated.undoSubscription(uri, on);
+    };
+    if (this.shared.subscription(this, uri, on)) {
+      const refused = await this.shared
+        .tellUpstream(this, req.method as 'resources/subscribe' | 'resources/unsubscribe', uri)
+        .catch((err: unknown) => {
+          undo();
+          throw err;
+        });
+      if (refused) {
+        undo();
+        return { error: refused };
+      }
+    }
+    return { result: {} };
   }
 
   /** Relays a server→client request made during one of this client's calls, under an id of this session's own. */

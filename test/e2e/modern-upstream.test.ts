@@ -13,6 +13,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import {
   ElicitRequestSchema,
+  EmptyResultSchema,
   ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -203,6 +204,34 @@ for (const kind of ['http', 'stdio'] as const)
         }, 30_000);
       });
     }
+
+    it('a v1 client setting a log level the proxy does not know is refused with -32602, and keeps the one it set', async () => {
+      const { client, close } = await legacyClient('http', target);
+      try {
+        await client.setLoggingLevel('error');
+        await expect(client.setLoggingLevel('loudest' as 'error')).rejects.toThrow(/-32602.*unknown log level "loudest"/);
+        // Its requests go on, with the level it set in their `_meta`.
+        expect(textOf(await client.callTool({ name: 'echo', arguments: { text: 'still here' } }))).toBe('still here');
+      } finally {
+        await close();
+      }
+    });
+
+    it('a v1 client is refused, as in shared sessions, a subscription without a string uri and more than 100, with -32602', async () => {
+      const { client, close } = await legacyClient('http', target);
+      try {
+        for (const method of ['resources/subscribe', 'resources/unsubscribe'])
+          await expect(client.request({ method, params: { uri: 7 } }, EmptyResultSchema)).rejects.toThrow(
+            new RegExp(`-32602.*${method} needs params.uri`),
+          );
+        for (let i = 0; i < 100; i++) await client.subscribeResource({ uri: `test://many/${i}` });
+        await expect(client.subscribeResource({ uri: 'test://many/100' })).rejects.toThrow(/-32602.*at most 100 resources/);
+        await client.unsubscribeResource({ uri: 'test://many/0' });
+        await client.subscribeResource({ uri: 'test://many/100' });
+      } finally {
+        await close();
+      }
+    });
 
     describe('a modern client', () => {
       it('(v2 SDK, pinned to 2026-07-28) lists and calls tools, and answers input_required rounds the server asks', async () => {

@@ -9,6 +9,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   ElicitRequestSchema,
+  EmptyResultSchema,
   LoggingMessageNotificationSchema,
   ResourceUpdatedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -68,15 +69,21 @@ describe('upstream.sessions: shared', () => {
     expect(text(result)).toBe('done 3');
     expect(progressOf(messages)).toEqual(['1/3 step 1/3', '2/3 step 2/3', '3/3 step 3/3']);
 
-    const [loud, quiet] = [await connect(), await connect()];
-    const heard = { loud: [] as string[], quiet: [] as string[] };
-    loud.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void heard.loud.push(String(n.params.data)));
-    quiet.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void heard.quiet.push(String(n.params.data)));
+    // loud set info, quiet set error (and then a level that does not exist, refused), unset set none: it hears
+    // what the server sends, as a client with a session of its own does.
+    const [loud, quiet, unset] = [await connect(), await connect(), await connect()];
+    const heard = { loud: [] as string[], quiet: [] as string[], unset: [] as string[] };
+    for (const [name, client] of Object.entries({ loud, quiet, unset }))
+      client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void heard[name as 'loud'].push(String(n.params.data)));
     await loud.setLoggingLevel('info');
-    await loud.callTool({ name: 'log', arguments: { level: 'warning', message: 'for loud' } });
+    await quiet.setLoggingLevel('error');
+    await expect(quiet.setLoggingLevel('loudest' as 'info')).rejects.toThrow(/-32602.*unknown log level "loudest"/);
+    // Each message comes on its call's stream, before the call's result.
     await quiet.callTool({ name: 'log', arguments: { level: 'warning', message: 'for nobody' } });
-    await eventually(() => heard.loud.length === 1, 5000, 'log message');
-    expect(heard).toEqual({ loud: ['for loud'], quiet: [] });
+    await unset.callTool({ name: 'log', arguments: { level: 'debug', message: 'for unset' } });
+    await loud.callTool({ name: 'log', arguments: { level: 'warning', message: 'for loud' } });
+    await eventually(() => heard.loud.length === 1 && heard.unset.length === 1, 5000, 'log messages');
+    expect(heard).toEqual({ loud: ['for loud'], quiet: [], unset: ['for unset'] });
   });
 
   it('reference-counts resource subscriptions across the sessions sharing the upstream', async () => {
@@ -92,5 +99,24 @@ describe('upstream.sessions: shared', () => {
     // A refused subscription is not counted: the next one asks the upstream again (and is refused again).
     for (const client of [a, b])
       await expect(client.subscribeResource({ uri: 'elsewhere://x' })).rejects.toThrow(/-32602.*No such resource: elsewhere:\/\/x/);
+  });
+
+  it('refuses a subscription without a string uri with -32602', async () => {
+    const client = await connect();
+    for (const method of ['resources/subscribe', 'resources/unsubscribe'])
+      await expect(client.request({ method, params: { uri: 7 } }, EmptyResultSchema)).rejects.toThrow(
+        new RegExp(`-32602.*${method} needs params.uri`),
+      );
+  });
+
+  it('refuses more than 100 subscriptions per session with -32602', async () => {
+    const client = await connect();
+    for (let i = 0; i < 100; i++) await client.subscribeResource({ uri: `faulty://many/${i}` });
+    await expect(client.subscribeResource({ uri: 'faulty://many/100' })).rejects.toThrow(/-32602.*at most 100 resources/);
+    await client.subscribeResource({ uri: 'faulty://many/0' }); // one it has: nothing changes
+    await client.unsubscribeResource({ uri: 'faulty://many/0' });
+    await client.subscribeResource({ uri: 'faulty://many/100' });
+    // Another session of the same principal has a limit of its own.
+    await (await connect()).subscribeResource({ uri: 'faulty://many/101' });
   });
 });
