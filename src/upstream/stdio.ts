@@ -6,6 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable } from 'node:stream';
+import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Logger } from 'pino';
 import { maskSecrets } from '../ops/mask.js';
 import { ProxyError, unusableAnswer } from '../jsonrpc/errors.js';
@@ -14,38 +15,6 @@ import { encodeForUpstream } from './encode.js';
 import { byteLineSplitter, lineSplitter } from '../jsonrpc/lines.js';
 import { StderrRecord } from './stderr.js';
 import type { StdioUpstreamSpec, UpstreamConnection, UpstreamEvents } from './types.js';
-
-/**
- * What an upstream process inherits unless `inheritEnv` is set: the variables sudo keeps (the
- * list the MCP SDK's stdio client uses), never a shell function. The SDK's module would cost
- * the proxy's start-up its schemas.
- */
-const INHERITED =
-  process.platform === 'win32'
-    ? [
-        'APPDATA',
-        'HOMEDRIVE',
-        'HOMEPATH',
-        'LOCALAPPDATA',
-        'PATH',
-        'PROCESSOR_ARCHITECTURE',
-        'SYSTEMDRIVE',
-        'SYSTEMROOT',
-        'TEMP',
-        'USERNAME',
-        'USERPROFILE',
-        'PROGRAMFILES',
-      ]
-    : ['HOME', 'LOGNAME', 'PATH', 'SHELL', 'TERM', 'USER'];
-
-function defaultEnvironment(): Record<string, string> {
-  return Object.fromEntries(
-    INHERITED.flatMap((key) => {
-      const value = process.env[key];
-      return value === undefined || value.startsWith('()') ? [] : [[key, value]];
-    }),
-  );
-}
 
 export interface StdioUpstreamOptions {
   /** Time to wait after closing stdin, then after SIGTERM, before the next step. */
@@ -63,7 +32,7 @@ export function createStdioUpstream(
   const child = spawn(spec.command, spec.args, {
     cwd: spec.cwd,
     // The proxy's own secrets (cloud keys, tokens, the state secret) stay with the proxy.
-    env: { ...(spec.inheritEnv ? process.env : defaultEnvironment()), ...spec.env },
+    env: { ...(spec.inheritEnv ? process.env : getDefaultEnvironment()), ...spec.env },
     stdio: ['pipe', 'pipe', 'pipe'],
     detached: true,
   });
