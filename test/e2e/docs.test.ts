@@ -172,6 +172,8 @@ function run(
     let stderr = '';
     proc.stdout.on('data', (d) => (stdout += d));
     proc.stderr.on('data', (d) => (stderr += d));
+    // A command that exits without reading its input closes the pipe (EPIPE): its exit code says how it went.
+    proc.stdin.on('error', () => undefined);
     proc.stdin.end(o.input ?? '');
     const timer = setTimeout(() => {
       try {
