@@ -13,7 +13,6 @@ import {
   isRequest,
   isResponse,
   type Frame,
-  type JsonRpcErrorObject,
   type JsonRpcId,
   type JsonRpcNotification,
   type JsonRpcRequest,
@@ -27,14 +26,13 @@ import {
   progressTokenOf,
   requestProgressToken,
 } from '../mcp/cancel-progress.js';
-import { targetOf } from '../mcp/requests.js';
-import { refusedElicitation, refusedUrlElicitations, refusedUrlError } from '../mcp/url-elicitation.js';
+import { refusedElicitation } from '../mcp/url-elicitation.js';
 import type { TagsNote } from '../ops/access-log.js';
 import type { Metrics } from '../ops/metrics.js';
 import { traceContextOf } from '../ops/trace-context.js';
 import { failureOutcome, type UpstreamObserver } from '../upstream/client.js';
 import { PendingCalls } from '../upstream/pending.js';
-import type { ChainVerdict } from './filters.js';
+import { Exchange, type Negotiation } from './exchange.js';
 import type { UpstreamConnection, UpstreamEvents } from '../upstream/types.js';
 
 export interface ClientSink {
@@ -60,25 +58,11 @@ export interface RelayOptions {
   log: Logger;
 }
 
-/** What the relay asks of the filter chain bound to its session: see src/core/filters.ts. */
-export interface ResultShaper {
+/** What the relay asks of the filter chain bound to its session (see src/core/filters.ts), beside each exchange's part. */
+export interface ResultShaper extends Negotiation {
   onInitialize(params: Record<string, unknown> | undefined): void;
-  /** Checks a client request before it goes upstream: an error to answer, or a rewritten request and a scope for its result. */
-  onRequest(req: JsonRpcRequest): ChainVerdict;
-  /** A replacement for an upstream error to a request with this scope, or undefined to relay it as is. */
-  annotateError?(error: JsonRpcErrorObject, scope: string | undefined): JsonRpcErrorObject | undefined;
   /** Notifications to send instead of an upstream notification (never progress), or undefined to relay it as is. */
   onNotification?(msg: JsonRpcNotification): JsonRpcNotification[] | undefined;
-  /** Whether shape would look at this result: when not, it is relayed without being decoded. */
-  wantsResult(method: string, name: string | undefined, scope?: string): boolean;
-  /** A replacement result, or undefined to relay the upstream's bytes. */
-  shape(
-    method: string,
-    name: string | undefined,
-    result: Record<string, unknown>,
-    scope?: string,
-    traceparent?: string,
-  ): Record<string, unknown> | undefined | Promise<Record<string, unknown> | undefined>;
   /** The negotiated context in a form another replica rebuilds it from. */
   snapshot?(): object;
   /** The feature tags in effect and the profile that gave some, for the access log. */
@@ -87,10 +71,8 @@ export interface ResultShaper {
 
 interface Pending {
   method: string;
-  /** Tool or prompt name, or resource URI. */
-  name?: string;
-  /** What the shaper said about the request (the server variant it was made in). */
-  scope?: string;
+  /** The request's passage through the filters (its variant, what shapes its result). */
+  exchange: Exchange;
   /** performance.now() when it went upstream. */
   started: number;
   /** The request's W3C traceparent, when it is traced. */
@@ -164,18 +146,16 @@ export class RelaySession {
       if (this.pending.has(msg.id)) return this.answer(msg.id, duplicateId(msg.id));
       const badToken = invalidProgressToken(msg.params);
       if (badToken) return this.sink.deliver({ msg: errorResponse(msg.id, { code: INVALID_PARAMS, message: badToken }) }, msg.id);
-      const check = this.opts.shaper?.onRequest(msg);
-      if (check && 'error' in check) return this.sink.deliver({ msg: errorResponse(msg.id, check.error) }, msg.id);
-      if (check?.request) frame = { msg: check.request };
       const params = msg.params;
-      const progressToken = requestProgressToken(params);
-      const name = targetOf(params);
       const traceparent = this.opts.observe ? traceContextOf(params?._meta as Record<string, unknown> | undefined)?.traceparent : undefined;
+      const exchange = Exchange.open(msg, this.opts.shaper, traceparent);
+      if ('refused' in exchange) return this.sink.deliver({ msg: errorResponse(msg.id, exchange.refused) }, msg.id);
+      if (exchange.request !== msg) frame = { msg: exchange.request };
       this.pending.add(
         msg.id,
-        { method: msg.method, name, scope: check?.scope, started: performance.now(), traceparent },
+        { method: msg.method, exchange, started: performance.now(), traceparent },
         this.limitFor(msg.method),
-        progressToken,
+        requestProgressToken(params),
       );
       if (msg.method === 'initialize') this.opts.shaper?.onInitialize(params);
       if (this.opts.counters) this.opts.counters.requestsRelayed++;
@@ -280,23 +260,10 @@ export class RelaySession {
 
   /** The upstream's response as the filters have it (the upstream's bytes when none changed it). */
   private respond(frame: Frame, msg: JsonRpcResponse, id: JsonRpcId, p: Pending): void {
-    const unsafe = refusedUrlElicitations(msg.error);
-    if (unsafe) {
-      this.opts.log.warn({ method: p.method, reason: unsafe }, "refused an upstream's -32042 answer");
-      throw refusedUrlError(unsafe);
-    }
-    const error = msg.error && this.opts.shaper?.annotateError?.(msg.error, p.scope);
-    if (error) return this.sink.deliver({ msg: { ...msg, error } }, id);
-    const shaper = this.opts.shaper;
-    // `msg.result` decodes an upstream's bytes: only when a filter will look at it.
-    const shaped =
-      shaper?.wantsResult(p.method, p.name, p.scope) && msg.result
-        ? shaper.shape(p.method, p.name, msg.result, p.scope, p.traceparent)
-        : undefined;
-    if (shaped === undefined) return this.sink.deliver(frame, id);
-    if (!(shaped instanceof Promise)) return this.sink.deliver({ msg: { ...msg, result: shaped } }, id);
-    shaped.then(
-      (result) => this.sink.deliver(result ? { msg: { ...msg, result } } : frame, id),
+    const settled = p.exchange.settle(msg, this.opts.log);
+    if (!(settled instanceof Promise)) return this.sink.deliver(settled ? { msg: { ...msg, ...settled } } : frame, id);
+    settled.then(
+      (out) => this.sink.deliver(out ? { msg: { ...msg, ...out } } : frame, id),
       (err) => this.answer(id, err),
     );
   }

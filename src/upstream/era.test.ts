@@ -2,9 +2,9 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { ProxyError } from '../jsonrpc/errors.js';
 import { classifyDiscover, refusedHandshake, UpstreamEra, type EraSetting } from './era.js';
-import type { ModernExchange } from './modern-http.js';
+import type { UpstreamAnswer } from './modern-http.js';
 
-const answer = (status: number, msg: Record<string, unknown>): ModernExchange => ({
+const answer = (status: number, msg: Record<string, unknown>): UpstreamAnswer => ({
   status,
   frame: { msg: { jsonrpc: '2.0', id: 1, ...msg } as never },
 });
@@ -22,7 +22,7 @@ const log = pino({ level: 'silent' });
 /** An era found by asking `discover`; the upstream refuses initialize unless `takesInitialize` says otherwise. */
 function eraOf(
   setting: EraSetting,
-  discover: () => Promise<ModernExchange>,
+  discover: () => Promise<UpstreamAnswer>,
   askFirst: boolean,
   takesInitialize: () => Promise<boolean> = async () => false,
 ): UpstreamEra {
@@ -46,7 +46,7 @@ describe('the upstream era', () => {
 
   it('asks once, is kept, asks again once forgotten; an unreachable upstream decides nothing and a silent one is legacy', async () => {
     let asked = 0;
-    let reply: () => Promise<ModernExchange> = async () => answer(200, DISCOVERED);
+    let reply: () => Promise<UpstreamAnswer> = async () => answer(200, DISCOVERED);
     const era = eraOf('auto', () => (asked++, reply()), true);
     expect(era.now).toBeUndefined();
     expect(await Promise.all([era.resolve(), era.resolve()])).toEqual(['modern', 'modern']);
@@ -67,7 +67,7 @@ describe('the upstream era', () => {
   });
 
   it('keeps a known modern upstream modern when a later question times out or gets an error status', async () => {
-    let reply: () => Promise<ModernExchange> = async () => answer(200, DISCOVERED);
+    let reply: () => Promise<UpstreamAnswer> = async () => answer(200, DISCOVERED);
     const era = eraOf('auto', () => reply(), true);
     expect(await era.resolve()).toBe('modern');
     reply = () => Promise.reject(new ProxyError('REQUEST_TIMEOUT', 'slow'));

@@ -17,7 +17,7 @@ import { isObject } from '../jsonrpc/message.js';
 import type { ServerEra } from '../mcp/era.js';
 import { META, MODERN_VERSIONS } from '../mcp/eras.js';
 import type { McpResult } from '../transformers/contract.js';
-import type { ModernExchange } from './modern-http.js';
+import type { UpstreamAnswer } from './modern-http.js';
 
 /** `auto`: ask the upstream; otherwise taken as configured. */
 export type EraSetting = ServerEra | 'auto';
@@ -59,7 +59,7 @@ export function refusedHandshake(err: unknown): boolean {
 }
 
 /** What a discover exchange shows: modern (with the server), legacy, or nothing (an error status of the server itself). */
-export function classifyDiscover(answer: ModernExchange): { era: 'modern'; server: UpstreamServer } | { era: 'legacy' } | undefined {
+export function classifyDiscover(answer: UpstreamAnswer): { era: 'modern'; server: UpstreamServer } | { era: 'legacy' } | undefined {
   const { status } = answer;
   // Refused credentials, a timeout or rate limit, a failing server: nothing said about the era.
   if (status === 401 || status === 403 || status === 408 || status === 429 || status >= 500) return undefined;
@@ -95,7 +95,7 @@ interface Known {
 export interface UpstreamEraOptions {
   setting: EraSetting;
   /** One server/discover exchange (rejects when the upstream cannot be reached). */
-  discover(): Promise<ModernExchange>;
+  discover(): Promise<UpstreamAnswer>;
   /**
    * One initialize of the proxy's own, its session ended at once: true when the upstream took
    * it, false when it refused it (see refusedHandshake); rejects when it said nothing.
@@ -177,7 +177,7 @@ export class UpstreamEra {
   }
 
   private async askOnce(): Promise<Known> {
-    let answer: ModernExchange | undefined;
+    let answer: UpstreamAnswer | undefined;
     try {
       answer = await this.o.discover();
     } catch (err) {

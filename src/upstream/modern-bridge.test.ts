@@ -4,7 +4,7 @@ import type { ProxyError } from '../jsonrpc/errors.js';
 import type { Frame, JsonRpcId, JsonRpcRequest } from '../jsonrpc/message.js';
 import { MAX_INPUT_REQUESTS } from './client-questions.js';
 import { MAX_INPUT_ROUNDS, ModernBridge } from './modern-bridge.js';
-import type { ModernExchange, ModernSendOptions } from './modern-http.js';
+import type { UpstreamAnswer, ModernSendOptions } from './modern-http.js';
 
 interface Sent {
   req: JsonRpcRequest;
@@ -22,7 +22,7 @@ function bridged(capabilities: Record<string, unknown> = { elicitation: {} }) {
   const upstream = {
     mirrorsHeaders: true,
     send: (req: JsonRpcRequest, o: ModernSendOptions) =>
-      new Promise<ModernExchange>((resolve, reject) => {
+      new Promise<UpstreamAnswer>((resolve, reject) => {
         o.signal?.addEventListener('abort', () => reject(o.signal!.reason), { once: true });
         sent.push({ req, o, answer: (result) => resolve({ status: 200, frame: { msg: { jsonrpc: '2.0', id: req.id, result } } }) });
         arrived.splice(0).forEach((f) => f());

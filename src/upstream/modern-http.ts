@@ -19,7 +19,7 @@ const ACCEPT = 'application/json, text/event-stream';
 /** The time limit of a request that lasts as long as it is wanted (a listen stream): the longest timer Node keeps. */
 export const NO_TIMEOUT_MS = 2 ** 31 - 1;
 
-export interface ModernExchange {
+export interface UpstreamAnswer {
   /** The response, with the upstream's bytes. */
   frame: Frame;
   /** Its HTTP status (a rejection comes with a 4xx and a JSON-RPC error body). */
@@ -43,7 +43,7 @@ export interface ModernUpstream {
    * Sends one request and resolves with its answer; rejects with a ProxyError when none can be had (or with the
    * abort when `signal` ends it).
    */
-  send(req: JsonRpcRequest, o: ModernSendOptions): Promise<ModernExchange>;
+  send(req: JsonRpcRequest, o: ModernSendOptions): Promise<UpstreamAnswer>;
   /** Lets go of what it holds (a process). */
   close?(): Promise<void>;
   /** Whether requests carry headers that mirror their body (Streamable HTTP), which need the tools' Mcp-Param-* names. */
@@ -58,7 +58,7 @@ export class ModernHttpUpstream implements ModernUpstream {
     private readonly log: Logger,
   ) {}
 
-  async send(req: JsonRpcRequest, o: ModernSendOptions): Promise<ModernExchange> {
+  async send(req: JsonRpcRequest, o: ModernSendOptions): Promise<UpstreamAnswer> {
     let body: string;
     try {
       body = JSON.stringify(req);

@@ -27,7 +27,7 @@ import {
   withRequestProgressToken,
 } from '../mcp/cancel-progress.js';
 import { META } from '../mcp/eras.js';
-import type { ModernExchange, ModernSendOptions, ModernUpstream } from './modern-http.js';
+import type { UpstreamAnswer, ModernSendOptions, ModernUpstream } from './modern-http.js';
 import { PendingCalls } from './pending.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
 
@@ -35,7 +35,7 @@ interface Waiter {
   /** The request as the caller sent it (its id and progress token are given back). */
   req: JsonRpcRequest;
   o: ModernSendOptions;
-  resolve(answer: ModernExchange): void;
+  resolve(answer: UpstreamAnswer): void;
   reject(err: unknown): void;
   /** Stops listening to the caller's signal. */
   done(): void;
@@ -58,7 +58,7 @@ export class ModernStdioUpstream implements ModernUpstream {
     private readonly log: Logger,
   ) {}
 
-  send(req: JsonRpcRequest, o: ModernSendOptions): Promise<ModernExchange> {
+  send(req: JsonRpcRequest, o: ModernSendOptions): Promise<UpstreamAnswer> {
     const id = `mcp-negotiate-proxy-${++this.next}`;
     const token = requestProgressToken(req.params) !== undefined ? id : undefined;
     const params = token ? withRequestProgressToken(req.params, token) : req.params;

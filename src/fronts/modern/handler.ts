@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import type { Requester } from '../../core/context.js';
 import type { HeldBytes } from '../../core/held-bytes.js';
 import { httpStatusOf } from '../../mcp/http-status.js';
-import { targetOf } from '../../mcp/requests.js';
+import { Exchange } from '../../core/exchange.js';
 import type { FilterChain } from '../../core/filters.js';
 import { modernUpstreamError, ProxyError, toJsonRpcError, URL_ELICITATION_REQUIRED } from '../../jsonrpc/errors.js';
 import { errorResponse, isObject, type Frame, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
@@ -21,7 +21,6 @@ import { INPUT_METHODS, META, MODERN_METHODS, MODERN_VERSIONS, readModernMeta, S
 import type { RequestContext } from '../../mcp/request-context.js';
 import { clientNameOf } from '../../core/profiles.js';
 import { traceContextOf } from '../../ops/trace-context.js';
-import { refusedUrlElicitations, refusedUrlError } from '../../mcp/url-elicitation.js';
 import type { Sealer } from '../../sealing/sealer.js';
 import type { McpResult } from '../../transformers/contract.js';
 import type { UpstreamPool } from '../../upstream/pool.js';
@@ -272,10 +271,9 @@ export class ModernHandler {
   ): Promise<{ result: McpResult } | { error: unknown } | { frame: Frame }> {
     const server = await this.opts.pool.server();
     const negotiation = this.opts.filters().forRequest(ctx, server);
-    const check = negotiation.onRequest(req);
-    if (check && 'error' in check) return { error: check.error };
-    const params = (check?.request ?? req).params ?? {};
-    const name = targetOf(params);
+    const exchange = Exchange.open(req, negotiation, traceContextOf(ctx.passMeta)?.traceparent);
+    if ('refused' in exchange) return { error: exchange.refused };
+    const params = exchange.request.params ?? {};
     const room = await this.taskRoom(req, ctx);
     const within = room?.ms;
     try {
@@ -300,36 +298,28 @@ export class ModernHandler {
         ({ call, step } = await this.rounds.start(req.method, upstreamParams(params, ctx), ctx, reply, within));
       }
       if (step.kind === 'input') return { result: this.rounds.park(req, ctx, call, step) };
-      const traceparent = traceContextOf(ctx.passMeta)?.traceparent;
       if (step.kind === 'running') {
         this.rounds.release(call);
-        const shape = async (result: McpResult) => (await negotiation.shape(req.method, name, result, check?.scope, traceparent)) ?? result;
-        return { result: this.tasks!.start(call, step.next, ctx, shape, room!) };
+        return { result: this.tasks!.start(call, step.next, ctx, exchange.shapeLater, room!) };
       }
       const { outcome } = step;
       if ('failure' in outcome) throw outcome.failure;
       const res = outcome.response;
-      const unsafe = refusedUrlElicitations(res.error);
-      if (unsafe) {
-        this.opts.log.warn({ method: req.method, reason: unsafe }, "refused an upstream's -32042 answer");
-        throw refusedUrlError(unsafe);
-      }
+      exchange.screen(res, this.opts.log);
       if (res.error?.code === URL_ELICITATION_REQUIRED && INPUT_METHODS.has(req.method)) {
         const round = this.rounds.urlRound(req, ctx, res.error.data);
         if (round) return { result: round };
       }
-      if (res.error) {
-        const annotated = negotiation.annotateError(res.error, check?.scope) ?? res.error;
-        return { error: modernUpstreamError(annotated) };
-      }
       const afterInput = call.round > 0;
-      if (req.method === 'tools/list') this.opts.toolHeaders.learn(res.result);
-      else if (!negotiation.wantsResult(req.method, name, check?.scope)) {
+      if (req.method === 'tools/list' && !res.error) this.opts.toolHeaders.learn(res.result);
+      else if (!res.error && !exchange.wantsResult()) {
         // Nothing looks at the result: it is completed on its bytes when it can be.
         const frame = outcome.frame && this.completion.answer(req.id, req.method, outcome.frame, server, afterInput);
         if (frame) return { frame };
       }
-      const shaped = (await negotiation.shape(req.method, name, res.result ?? {}, check?.scope, traceparent)) ?? res.result ?? {};
+      const settled = await exchange.settle(res, this.opts.log);
+      if (res.error) return { error: modernUpstreamError(settled && 'error' in settled ? settled.error : res.error) };
+      const shaped = settled && 'result' in settled ? settled.result : (res.result ?? {});
       return { result: this.completion.result(req.method, shaped, server, afterInput) };
     } finally {
       room?.release(); // a call answered at once gives its place back (a task took it over)

@@ -13,6 +13,7 @@
  */
 import type { Logger } from 'pino';
 import type { HeldBytes } from '../../core/held-bytes.js';
+import { Exchange } from '../../core/exchange.js';
 import type { FilterChain } from '../../core/filters.js';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import {
@@ -27,12 +28,11 @@ import { TokenTooLarge, type Sealer } from '../../sealing/sealer.js';
 import { CACHEABLE_METHODS, META, SUPPORTED_VERSIONS } from '../../mcp/eras.js';
 import type { RequestContext } from '../../mcp/request-context.js';
 import { httpStatusOf } from '../../mcp/http-status.js';
-import { targetOf } from '../../mcp/requests.js';
 import { refusedInputRequests, refusedUrlElicitations, refusedUrlError } from '../../mcp/url-elicitation.js';
 import { traceContextOf } from '../../ops/trace-context.js';
 import type { McpResult } from '../../transformers/contract.js';
 import type { UpstreamServer } from '../../upstream/era.js';
-import { NO_TIMEOUT_MS, type ModernExchange, type ModernUpstream } from '../../upstream/modern-http.js';
+import { NO_TIMEOUT_MS, type UpstreamAnswer, type ModernUpstream } from '../../upstream/modern-http.js';
 import type { CacheHint, CacheHints } from './complete.js';
 import type { CallStep } from './mrtr.js';
 import { PassedCall } from './passed-call.js';
@@ -79,11 +79,12 @@ export class PassThrough {
   async handle(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply, offer?: TaskOffer): Promise<void> {
     const negotiation = this.o.filters().forRequest(ctx, await this.o.server());
     const own = req.method === 'server/discover' || req.method === 'subscriptions/listen';
-    const check = own ? undefined : negotiation.onRequest(req);
-    if (check && 'error' in check) return reply.answer({ msg: errorResponse(req.id, check.error) });
+    // The proxy's own methods here pass no filter: discover gains the filters' extensions, listen's notifications go through them.
+    const exchange = Exchange.open(req, own ? undefined : negotiation, traceContextOf(ctx.passMeta)?.traceparent);
+    if ('refused' in exchange) return reply.answer({ msg: errorResponse(req.id, exchange.refused) });
     // The server's ids of the tasks this request names, and the client's for each.
     const named = new Map<string, string>();
-    const sent = this.serverTaskIds(this.unsealState(check?.request ?? req, ctx), ctx, named);
+    const sent = this.serverTaskIds(this.unsealState(exchange.request, ctx), ctx, named);
     const paramHeaders = this.o.upstream.mirrorsHeaders ? await this.o.toolHeaders.of(sent, ctx) : undefined;
     const onNotification = (n: Frame) => {
       const listen = req.method === 'subscriptions/listen';
@@ -93,7 +94,7 @@ export class PassThrough {
       // A list change on a listen stream goes through the filters, as in front of a legacy server: once per offered variant.
       for (const m of (listen ? negotiation.onNotification(note) : undefined) ?? [note]) reply.notify(m);
     };
-    let exchange: ModernExchange;
+    let answer: UpstreamAnswer;
     if (offer && this.o.tasks && req.method === 'tools/call') {
       const call = new PassedCall({
         req: sent,
@@ -105,20 +106,17 @@ export class PassThrough {
         ...this.o.tasks,
       });
       if (!(await answeredWithin(call.answered, offer.ms))) {
-        const name = targetOf(req.params);
-        const traceparent = traceContextOf(ctx.passMeta)?.traceparent;
-        const shape = async ({ resultType: _t, ...result }: McpResult) =>
-          (await negotiation.shape(req.method, name, result, check?.scope, traceparent)) ?? result;
+        const shape = ({ resultType: _t, ...result }: McpResult) => exchange.shapeLater(result);
         return reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: offer.start(call, call.next(), shape) } });
       }
-      exchange = await call.answered;
+      answer = await call.answered;
     } else {
       const abort = new AbortController();
       reply.cancellation.onCancel(() => abort.abort(new ProxyError('CLIENT_GONE', 'The client closed the request')));
       const timeoutMs = req.method === 'subscriptions/listen' ? NO_TIMEOUT_MS : this.o.requestTimeoutMs;
-      exchange = await this.o.upstream.send(sent, { signal: abort.signal, timeoutMs, paramHeaders, onNotification });
+      answer = await this.o.upstream.send(sent, { signal: abort.signal, timeoutMs, paramHeaders, onNotification });
     }
-    const { frame, status } = exchange;
+    const { frame, status } = answer;
     // The upstream refused the proxy's own credentials (upstream.headers): nothing the client can fix.
     if (status === 401 || status === 403)
       throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream refused the proxy's credentials (HTTP ${status}); check upstream.headers`);
@@ -130,7 +128,7 @@ export class PassThrough {
       throw refusedUrlError(unsafe);
     }
     if (msg.error) {
-      const annotated = negotiation.annotateError(msg.error, check?.scope);
+      const annotated = exchange.annotate(msg.error);
       return reply.answer(annotated ? { msg: errorResponse(req.id, annotated) } : frame, {
         httpStatus: httpStatusOf({ error: msg.error, upstreamStatus: status }),
       });
@@ -147,8 +145,7 @@ export class PassThrough {
     // input_required, a task, the end of a listen stream: the server's own, passed as they are.
     if (result.resultType !== undefined && result.resultType !== 'complete') return reply.answer(frame);
     if (req.method === 'tools/list') this.o.toolHeaders.learn(result);
-    const name = targetOf(req.params);
-    const wants = !own && negotiation.wantsResult(req.method, name, check?.scope);
+    const wants = exchange.wantsResult();
     const hint = this.hint(req.method, result, wants);
     if (!wants && !hint && !own && result.resultType !== undefined) return reply.answer(frame);
     let shaped = result;
@@ -157,8 +154,7 @@ export class PassThrough {
         ...negotiation.discoverExtensions(),
         ...((await this.servesTasks()) ? { [TASKS_EXTENSION]: {} } : {}),
       });
-    else if (wants)
-      shaped = (await negotiation.shape(req.method, name, result, check?.scope, traceContextOf(ctx.passMeta)?.traceparent)) ?? result;
+    else if (wants) shaped = (await exchange.shape(result)) ?? result;
     reply.answer({
       msg: {
         jsonrpc: '2.0',

@@ -13,7 +13,7 @@ import type { Held, HeldBytes } from '../../core/held-bytes.js';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../../jsonrpc/message.js';
 import { refusedInputRequests, refusedUrlError } from '../../mcp/url-elicitation.js';
-import { NO_TIMEOUT_MS, type ModernExchange, type ModernSendOptions } from '../../upstream/modern-http.js';
+import { NO_TIMEOUT_MS, type UpstreamAnswer, type ModernSendOptions } from '../../upstream/modern-http.js';
 import type { CallStep, InputRequests } from './mrtr.js';
 import type { Cancellation } from './reply.js';
 import type { TaskCall } from './tasks.js';
@@ -21,7 +21,7 @@ import type { TaskCall } from './tasks.js';
 export interface PassedCallOptions {
   /** The request as the upstream gets it. */
   req: JsonRpcRequest;
-  send(req: JsonRpcRequest, o: ModernSendOptions): Promise<ModernExchange>;
+  send(req: JsonRpcRequest, o: ModernSendOptions): Promise<UpstreamAnswer>;
   timeoutMs: number;
   inputTimeoutMs: number;
   cancellation: Cancellation;
@@ -36,7 +36,7 @@ export interface PassedCallOptions {
 export class PassedCall implements TaskCall {
   readonly done: Promise<void>;
   /** The upstream's answer to the request under way (rejects like ModernUpstream.send). */
-  answered: Promise<ModernExchange>;
+  answered: Promise<UpstreamAnswer>;
   private settled!: () => void;
   private step: Promise<CallStep> | undefined;
   private over = false;
@@ -111,7 +111,7 @@ export class PassedCall implements TaskCall {
     this.step = Promise.resolve(this.end(err));
   }
 
-  private send(req: JsonRpcRequest): Promise<ModernExchange> {
+  private send(req: JsonRpcRequest): Promise<UpstreamAnswer> {
     this.abort = new AbortController();
     this.restartTimer();
     const onNotification = ({ msg }: { msg: unknown }) => {
@@ -147,7 +147,7 @@ export class PassedCall implements TaskCall {
     });
   }
 
-  private stepOf({ frame, status }: ModernExchange): CallStep {
+  private stepOf({ frame, status }: UpstreamAnswer): CallStep {
     if (status === 401 || status === 403)
       return this.end(
         new ProxyError('UPSTREAM_PROTOCOL', `The upstream refused the proxy's credentials (HTTP ${status}); check upstream.headers`),
@@ -201,7 +201,7 @@ export class PassedCall implements TaskCall {
   }
 
   /** The call is over: with its failure, or the upstream's answer. */
-  private end(failure: ProxyError | undefined, answer?: { response: JsonRpcResponse; frame: ModernExchange['frame'] }): CallStep {
+  private end(failure: ProxyError | undefined, answer?: { response: JsonRpcResponse; frame: UpstreamAnswer['frame'] }): CallStep {
     this.unpark();
     this.over = true;
     this.settled();

@@ -1,0 +1,108 @@
+/**
+ * One exchange (a client request and its answer) as the engine runs it, in every cell of the era
+ * matrix: the request filters first (a refusal answered at once, or the request as they rewrote it
+ * and the variant its result is viewed in), then, once the upstream answered, the refusal of
+ * answers no client may be given, and error annotation or result shaping. What differs per cell
+ * is only how the upstream is called and how the era completes the answer; those stay with the
+ * caller. A result no filter looks at is never decoded: its bytes go on as the upstream sent them.
+ */
+import type { Logger } from 'pino';
+import type { JsonRpcErrorObject, JsonRpcRequest, JsonRpcResponse } from '../jsonrpc/message.js';
+import { targetOf } from '../mcp/requests.js';
+import { refusedUrlElicitations, refusedUrlError } from '../mcp/url-elicitation.js';
+import type { McpResult } from '../transformers/contract.js';
+import type { ChainVerdict } from './filters.js';
+
+/** What an exchange asks of the filters bound to its session or request (BoundFilters, src/core/filters.ts). */
+export interface Negotiation {
+  /** Checks a request before it goes upstream: an error to answer, or the request rewritten and the variant (`scope`) of its result. */
+  onRequest(req: JsonRpcRequest): ChainVerdict;
+  /** A replacement for an upstream error to a request made in this variant, or undefined to relay it as is. */
+  annotateError?(error: JsonRpcErrorObject, scope: string | undefined): JsonRpcErrorObject | undefined;
+  /** Whether shape would look at this result: when not, it is relayed without being decoded. */
+  wantsResult(method: string, name: string | undefined, scope?: string): boolean;
+  /** A replacement result, or undefined to relay the upstream's bytes. */
+  shape(
+    method: string,
+    name: string | undefined,
+    result: McpResult,
+    scope?: string,
+    traceparent?: string,
+  ): McpResult | undefined | Promise<McpResult | undefined>;
+}
+
+/** The upstream's answer as the client gets it: undefined when no filter changed it (its bytes go on). */
+export type Settled = { error: JsonRpcErrorObject } | { result: McpResult } | undefined;
+
+export class Exchange {
+  private wants?: boolean;
+
+  private constructor(
+    /** The request as the filters rewrote it: what goes upstream. */
+    readonly request: JsonRpcRequest,
+    /** The variant its result is viewed in. */
+    readonly variant: string | undefined,
+    private readonly negotiation: Negotiation | undefined,
+    /** The request's W3C traceparent, for the transformers' spans. */
+    private readonly traceparent: string | undefined,
+  ) {}
+
+  /** The exchange of `req`, or the filters' refusal to answer at once (`negotiation` absent: nothing negotiated, a pure relay). */
+  static open(req: JsonRpcRequest, negotiation: Negotiation | undefined, traceparent?: string): Exchange | { refused: JsonRpcErrorObject } {
+    const verdict = negotiation?.onRequest(req);
+    if (verdict && 'error' in verdict) return { refused: verdict.error };
+    return new Exchange(verdict?.request ?? req, verdict?.scope, negotiation, traceparent);
+  }
+
+  get method(): string {
+    return this.request.method;
+  }
+
+  /** The tool or prompt name, or the resource URI, the request names. */
+  get target(): string | undefined {
+    return targetOf(this.request.params);
+  }
+
+  /** Whether a filter looks at the result: when none does, it is relayed (or completed) on its bytes, undecoded. */
+  wantsResult(): boolean {
+    this.wants ??= this.negotiation?.wantsResult(this.method, this.target, this.variant) ?? false;
+    return this.wants;
+  }
+
+  /** Throws the proxy's refusal of an answer that would have the client open a URL no client may be sent to. */
+  screen(res: JsonRpcResponse, log: Logger): void {
+    const unsafe = refusedUrlElicitations(res.error);
+    if (!unsafe) return;
+    log.warn({ method: this.method, reason: unsafe }, "refused an upstream's -32042 answer");
+    throw refusedUrlError(unsafe);
+  }
+
+  /** The upstream's error as the filters annotate it for the request's variant (undefined: unchanged). */
+  annotate(error: JsonRpcErrorObject): JsonRpcErrorObject | undefined {
+    return this.negotiation?.annotateError?.(error, this.variant);
+  }
+
+  /** The result as the filters shape it (undefined: unchanged); only called when `wantsResult`, or for a result that came later. */
+  shape(result: McpResult): McpResult | undefined | Promise<McpResult | undefined> {
+    return this.negotiation?.shape(this.method, this.target, result, this.variant, this.traceparent);
+  }
+
+  /** A result that arrives after the exchange answered (a task's): shaped, or as it is. */
+  readonly shapeLater = async (result: McpResult): Promise<McpResult> => (await this.shape(result)) ?? result;
+
+  /**
+   * The upstream's answer as the client gets it: screened, then its error annotated or its result shaped; a
+   * result is read (decoded) only when a filter looks at it.
+   */
+  settle(res: JsonRpcResponse, log: Logger): Settled | Promise<Settled> {
+    this.screen(res, log);
+    if (res.error) {
+      const error = this.annotate(res.error);
+      return error && { error };
+    }
+    if (!this.wantsResult() || !res.result) return undefined;
+    const shaped = this.shape(res.result);
+    if (!(shaped instanceof Promise)) return shaped && { result: shaped };
+    return shaped.then((result) => result && { result });
+  }
+}
