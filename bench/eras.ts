@@ -6,19 +6,22 @@
  * round (a call that needs input, input_required, the retry, the result) against a plain call
  * on the same proxy in front of the conformance fixture. Last, in front of a 2026-07-28-only
  * server (test/fixtures/modern-server.ts, HTTP): a modern call sent to it directly, passed
- * through the proxy, and a legacy session's call bridged by the proxy, with each process's CPU.
+ * through the proxy and through a bare node:http reverse proxy (the floor), and a legacy session's call
+ * bridged by the proxy, with each process's CPU.
  *
  * Knobs (env): BENCH_ERA_CALLS (per era, default 4000), BENCH_ERA_ROUNDS (default 8),
- * BENCH_MRTR_CALLS (default 300), BENCH_PROFILE_DIR (profile the era comparison's proxy there).
+ * BENCH_MRTR_CALLS (default 300), BENCH_PROFILE_DIR (profile the era comparison's proxy there),
+ * BENCH_BEFORE (another build's dist/main.js: the 2026-07-28 server rows again through it, same batches).
  */
 import { Agent, request } from 'undici';
-import { CLK_TCK, commandLine, cpuTimes, LEAN_MAIN, ROOT, startModernHttp, startProxy, stopAll } from './lib/procs.js';
+import { CLK_TCK, commandLine, cpuTimes, LEAN_MAIN, ROOT, startBareHttpProxy, startModernHttp, startProxy, stopAll } from './lib/procs.js';
 import { smoke } from './lib/settings.js';
 
 const CALLS = Number(process.env.BENCH_ERA_CALLS ?? smoke(4000, 20));
 const ROUNDS = Number(process.env.BENCH_ERA_ROUNDS ?? smoke(8, 1));
 const MRTR_CALLS = Number(process.env.BENCH_MRTR_CALLS ?? smoke(300, 5));
 const IN_FLIGHT = 4;
+const BEFORE = process.env.BENCH_BEFORE;
 const V = '2026-07-28';
 const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: IN_FLIGHT * 2 });
 
@@ -199,7 +202,9 @@ async function costs(
 async function modernUpstream(): Promise<string[]> {
   const upstream = await startModernHttp();
   const proxy = await startProxy(upstream.url);
-  const legacyHeaders = await legacySession(proxy.url);
+  const bare = await startBareHttpProxy(upstream.url);
+  // Another build of the proxy (BENCH_BEFORE: its dist/main.js), measured in the same batches: before and after a change.
+  const before = BEFORE ? await startProxy(upstream.url, undefined, {}, BEFORE) : undefined;
   const call = (id: number) => ({ name: 'echo', arguments: { text: `hello ${id}` } });
   const modern =
     (url: string): Send =>
@@ -209,24 +214,43 @@ async function modernUpstream(): Promise<string[]> {
         { jsonrpc: '2.0', id, method: 'tools/call', params: { ...call(id), _meta: modernMeta() } },
         modernHeaders('tools/call', 'echo'),
       );
+  const bridged = async (url: string): Promise<Send> => {
+    const headers = await legacySession(url);
+    return (id) => post(url, { jsonrpc: '2.0', id, method: 'tools/call', params: call(id) }, headers);
+  };
   const kinds: Record<string, Send> = {
     direct: modern(upstream.url),
+    bare: modern(bare.url),
     passed: modern(proxy.url),
-    bridged: (id) => post(proxy.url, { jsonrpc: '2.0', id, method: 'tools/call', params: call(id) }, legacyHeaders),
+    bridged: await bridged(proxy.url),
+    ...(before ? { 'passed-before': modern(before.url), 'bridged-before': await bridged(before.url) } : {}),
   };
-  const pids = { proxy: proxy.proc.pid!, upstream: upstream.proc.pid! };
+  const pids = {
+    proxy: proxy.proc.pid!,
+    upstream: upstream.proc.pid!,
+    bare: bare.proc.pid!,
+    ...(before ? { before: before.proc.pid! } : {}),
+  };
   await costs(pids, kinds, smoke(600, 6), 1); // warm-up
   const c = await costs(pids, kinds, smoke(CALLS / 2, 20), ROUNDS);
-  await proxy.stop();
+  await Promise.all([proxy.stop(), bare.stop(), before?.stop()]);
   await upstream.stop();
+  const own = (k: string) => (k === 'bare' ? c[k].cpu.bare : k.endsWith('-before') ? c[k].cpu.before : c[k].cpu.proxy);
   const row = (label: string, k: string) =>
-    `| ${label} | ${c[k].wall.toFixed(3)} ms | ${(c[k].wall / c.direct.wall).toFixed(2)}× | ${k === 'direct' ? '—' : `${c[k].cpu.proxy.toFixed(3)} ms`} | ${c[k].cpu.upstream.toFixed(3)} ms |`;
+    `| ${label} | ${c[k].wall.toFixed(3)} ms | ${(c[k].wall / c.direct.wall).toFixed(2)}× | ${k === 'direct' ? '—' : `${own(k).toFixed(3)} ms`} | ${k === 'direct' ? '—' : `${(own(k) / c.bare.cpu.bare).toFixed(2)}×`} | ${c[k].cpu.upstream.toFixed(3)} ms |`;
   return [
-    `| tools/call in front of a 2026-07-28-only server (v2 SDK, HTTP), ${IN_FLIGHT} in flight | wall per call | × direct | proxy CPU per call | server CPU per call |`,
-    `|---|---:|---:|---:|---:|`,
+    `| tools/call in front of a 2026-07-28-only server (v2 SDK, HTTP), ${IN_FLIGHT} in flight | wall per call | × direct | gateway CPU per call | × bare proxy CPU | server CPU per call |`,
+    `|---|---:|---:|---:|---:|---:|`,
     row('modern client, directly', 'direct'),
-    row('modern client, passed through the proxy', 'passed'),
-    row('legacy session, bridged by the proxy', 'bridged'),
+    row('modern client, through a bare node:http reverse proxy', 'bare'),
+    row('modern client, passed through the proxy (target ≤ 1.3× bare)', 'passed'),
+    row('legacy session, bridged by the proxy (target ≤ 1.5× bare)', 'bridged'),
+    ...(before
+      ? [
+          row('modern client, passed through the build before', 'passed-before'),
+          row('legacy session, bridged by the build before', 'bridged-before'),
+        ]
+      : []),
   ];
 }
 

@@ -107,10 +107,10 @@ function profFlags(dir: string | undefined): string[] {
   return dir ? ['--cpu-prof', '--cpu-prof-interval', '200', '--cpu-prof-dir', dir] : [];
 }
 
-/** The proxy CLI with an HTTP front; resolves once it logs its URL. */
-export function startProxy(upstreamArg: string, profileDir?: string, env: NodeJS.ProcessEnv = {}): Promise<Running> {
+/** The proxy CLI with an HTTP front (`main`: another build of it); resolves once it logs its URL. */
+export function startProxy(upstreamArg: string, profileDir?: string, env: NodeJS.ProcessEnv = {}, main = PROXY_MAIN): Promise<Running> {
   return startAndWait(
-    [process.execPath, ...profFlags(profileDir), PROXY_MAIN, '--port', '0', '--config', BENCH_CONFIG, '--upstream', upstreamArg],
+    [process.execPath, ...profFlags(profileDir), main, '--port', '0', '--config', BENCH_CONFIG, '--upstream', upstreamArg],
     env,
     'stderr',
     /"url":"(http:[^"]+)"/,
@@ -241,6 +241,11 @@ export function startModernHttp(): Promise<Running> {
     /LISTENING (http:\S+)/,
     'modern-server',
   );
+}
+
+/** bench/bare-http-proxy.mjs in front of `url`: the floor for a proxy in front of an HTTP server. */
+export function startBareHttpProxy(url: string): Promise<Running> {
+  return startAndWait([process.execPath, `${ROOT}bench/bare-http-proxy.mjs`, url], {}, 'stdout', /LISTENING (http:\S+)/, 'bare-http-proxy');
 }
 
 /** server-everything's Streamable HTTP transport (it logs every request on stdout: drained). */
