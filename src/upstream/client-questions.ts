@@ -7,17 +7,29 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ProxyError } from '../jsonrpc/errors.js';
-import { INTERNAL_ERROR, isObject, type Frame, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcResponse } from '../jsonrpc/message.js';
+import {
+  INTERNAL_ERROR,
+  isObject,
+  type Frame,
+  type JsonRpcErrorObject,
+  type JsonRpcId,
+  type JsonRpcRequest,
+  type JsonRpcResponse,
+} from '../jsonrpc/message.js';
 import { cancelledNotification } from '../mcp/cancel-progress.js';
 import { capabilityFor, declares } from '../mcp/eras.js';
 import { refusedElicitation, refusedUrlError } from '../mcp/url-elicitation.js';
+import type { McpResult } from '../transformers/contract.js';
 
 /** Input requests one round may put to the client at once. */
 export const MAX_INPUT_REQUESTS = 16;
 const INPUT_REQUESTS = new Set(['elicitation/create', 'sampling/createMessage', 'roots/list']);
 
 interface Asked {
-  resolve(result: Record<string, unknown>): void;
+  method: string;
+  /** The client request the question was asked during. */
+  relatedId: JsonRpcId;
+  answer(msg: JsonRpcResponse): void;
   reject(err: unknown): void;
 }
 
@@ -39,7 +51,7 @@ export class ClientRefused extends Error {
 
 export class ClientQuestions {
   /** Questions put to the client and not yet answered, by the ids the proxy gave them. */
-  private readonly asked = new Map<string, Asked & { method: string }>();
+  private readonly asked = new Map<string, Asked>();
 
   /** `deliver`: a message to the client, on the stream of request `relatedId`. */
   constructor(
@@ -84,13 +96,46 @@ export class ClientQuestions {
     }
   }
 
+  /**
+   * Relays a legacy server's own request to the client, as it is but for its id (no time limit of its own: the
+   * call's holds); resolves with the client's answer, whatever it is. `signal` withdraws it.
+   */
+  relay(req: JsonRpcRequest, relatedId: JsonRpcId, signal: AbortSignal): Promise<{ result: McpResult } | { error: JsonRpcErrorObject }> {
+    const id = `mcp-negotiate-proxy-relayed-${randomUUID()}`;
+    return new Promise((resolve, reject) => {
+      if (signal.aborted) return reject(signal.reason);
+      const onAbort = () => fail(signal.reason);
+      const fail = (err: unknown) => {
+        this.asked.delete(id);
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.asked.set(id, {
+        method: req.method,
+        relatedId,
+        answer: (msg) => {
+          this.asked.delete(id);
+          signal.removeEventListener('abort', onAbort);
+          resolve(msg.error ? { error: msg.error } : { result: msg.result ?? {} });
+        },
+        reject: fail,
+      });
+      this.deliver({ msg: { ...req, id } }, relatedId);
+    });
+  }
+
   /** The client's answer to one of the questions. */
   answered(msg: JsonRpcResponse): boolean {
     const asked = typeof msg.id === 'string' ? this.asked.get(msg.id) : undefined;
     if (!asked) return false;
-    if (msg.error) asked.reject(new ClientRefused(asked.method, msg.error));
-    else asked.resolve(msg.result ?? {});
+    asked.answer(msg);
     return true;
+  }
+
+  /** The call `relatedId` is over: its questions still open are dropped (an answer to one is then ignored). */
+  forget(relatedId: JsonRpcId, err: ProxyError): void {
+    for (const asked of [...this.asked.values()]) if (asked.relatedId === relatedId) asked.reject(err);
   }
 
   /** The session ended: every question fails with `err` (its call is gone too). */
@@ -127,7 +172,16 @@ export class ClientQuestions {
         reject(err);
       };
       signal.addEventListener('abort', onAbort, { once: true });
-      this.asked.set(id, { method, resolve: (result) => (done(), resolve(result)), reject: (err) => fail(err) });
+      this.asked.set(id, {
+        method,
+        relatedId,
+        answer: (msg) => {
+          done();
+          if (msg.error) reject(new ClientRefused(method, msg.error));
+          else resolve(msg.result ?? {});
+        },
+        reject: (err) => fail(err),
+      });
       this.deliver({ msg: { jsonrpc: '2.0', id, method, params } }, relatedId);
     });
   }

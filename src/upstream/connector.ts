@@ -12,7 +12,7 @@ import { maskSecrets } from '../ops/mask.js';
 import { UpstreamClient } from './client.js';
 import { refusedHandshake, speaksModern, UpstreamEra, type EraSetting } from './era.js';
 import { HttpUpstream } from './http.js';
-import { ModernBridge, type ModernBridgeOptions } from './modern-bridge.js';
+import { bridgedSession, type ModernBridgeOptions } from './modern-bridge.js';
 import { ModernHttpUpstream, type ModernUpstream } from './modern-http.js';
 import { ModernStdioUpstream } from './modern-stdio.js';
 import { createStdioUpstream, killGroup } from './stdio.js';
@@ -145,9 +145,9 @@ export class UpstreamConnector {
     };
   }
 
-  /** A legacy client session served by the modern upstream (see ModernBridge). */
+  /** A legacy client session served by the modern upstream (see modern-bridge.ts). */
   bridge(events: UpstreamEvents, o: Omit<ModernBridgeOptions, 'upstream' | 'server'>): UpstreamConnection {
-    return new ModernBridge(events, { ...o, upstream: this.modern, server: () => this.era.server() });
+    return bridgedSession(events, { ...o, upstream: this.modern, server: () => this.era.server() });
   }
 
   /**

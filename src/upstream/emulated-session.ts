@@ -1,33 +1,146 @@
 /**
  * A session the proxy holds for a legacy client in front of an upstream that holds none for it
- * (pooled upstream sessions, a 2026-07-28 server): what it answers itself, the level the client
- * set, the resources it subscribed to, and how its local replies and its end reach the client,
- * the same whatever the upstream. How `initialize` is answered, where subscriptions go and how
- * calls travel stay with each upstream kind.
+ * (pooled upstream sessions, a 2026-07-28 server). To the relay it is an ordinary upstream
+ * connection. It answers `ping` and `logging/setLevel` itself, filters log messages by the level
+ * the client set, keeps the client's subscriptions (within a limit), routes the client's answers
+ * to the server's questions and its cancellations to the calls they name, and answers every
+ * request once, the same whatever the upstream. How `initialize` is answered, where
+ * subscriptions go and how one call travels are the upstream kind's: a SessionBackend.
  */
-import type { ProxyError } from '../jsonrpc/errors.js';
-import { INVALID_PARAMS, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcRequest } from '../jsonrpc/message.js';
+import type { Logger } from 'pino';
+import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
+import {
+  INVALID_PARAMS,
+  isNotification,
+  isObject,
+  isResponse,
+  type Frame,
+  type JsonRpcErrorObject,
+  type JsonRpcId,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+} from '../jsonrpc/message.js';
+import { cancelledOf } from '../mcp/cancel-progress.js';
 import { LOG_LEVELS, passesLogLevel } from '../mcp/eras.js';
 import type { McpResult } from '../transformers/contract.js';
-import type { UpstreamEvents } from './types.js';
+import { ClientQuestions, ClientRefused } from './client-questions.js';
+import type { UpstreamConnection, UpstreamEvents } from './types.js';
 
 /** Resources one session may subscribe to (a bridged session opens its listen stream again with the whole list on each change). */
 export const MAX_SUBSCRIPTIONS = 100;
+const CALL_OVER = new ProxyError('CLIENT_GONE', 'The call this question belonged to is over');
 
-export class EmulatedSession {
-  /** The level the client set with logging/setLevel (one of LOG_LEVELS); none until it sets one. */
-  logLevel: string | undefined;
+/** What the session knows of its client: what its initialize declared, and the log level it set. */
+export interface SessionClient {
+  capabilities: Record<string, unknown>;
+  info?: unknown;
+  /** One of LOG_LEVELS; none until the client sets one. */
+  logLevel?: string;
+}
+
+/** What one call may do while it runs. */
+export interface CallHooks {
+  /** Aborted when the client cancels the call or the session ends: nothing waits for its answer any more. */
+  signal: AbortSignal;
+  /** Runs `fn` when the signal aborts (cheaper than a listener on the signal, which costs tens of µs in Node 20). */
+  onCancel(fn: (reason: ProxyError) => void): void;
+  /** A notification about the call (progress, a log message), for the client. */
+  notify(n: JsonRpcNotification): void;
+  /** Relays a server→client request made during the call; resolves with the client's answer. */
+  ask(req: JsonRpcRequest): Promise<{ result: McpResult } | { error: JsonRpcErrorObject }>;
+  /** Puts a 2026-07-28 input round to the client; resolves with its answers by key (see ClientQuestions). */
+  round(requests: Record<string, unknown>): Promise<Record<string, unknown>>;
+}
+
+/** The upstream side of an emulated session. */
+export interface SessionBackend {
+  /** The initialize result for the client (`params`: its initialize request's; what it declared is `client` from now on). */
+  initialize(client: SessionClient, params: Record<string, unknown>): Promise<McpResult>;
+  /** The client said `notifications/initialized`. */
+  initialized?(): void;
+  /** Tells the upstream of a subscription change; its refusal, relayed as is (the session then forgets the change). */
+  subscription(uri: string, on: boolean): Promise<JsonRpcErrorObject | undefined>;
+  /** One client request; rejects with a ProxyError (or the client's refusal of a question) when no answer came. */
+  call(req: JsonRpcRequest, hooks: CallHooks): Promise<{ result: McpResult } | { error: JsonRpcErrorObject }>;
+  /** The session ended (its calls are aborted already). */
+  close(): void;
+}
+
+export class EmulatedSession implements UpstreamConnection {
+  readonly client: SessionClient = { capabilities: {} };
   private readonly subscribed = new Set<string>();
+  /** The client's requests under way, by its ids: how each is cancelled. */
+  private readonly calls = new Map<JsonRpcId, Call>();
+  private readonly questions: ClientQuestions;
   private ended = false;
 
-  constructor(private readonly events: UpstreamEvents) {}
+  constructor(
+    private readonly events: UpstreamEvents,
+    private readonly backend: SessionBackend,
+    private readonly log: Logger,
+    /** How long the client gets to answer one question of an input round. */
+    inputTimeoutMs: number,
+  ) {
+    this.questions = new ClientQuestions((frame, relatedId) => events.onMessage(frame, relatedId), inputTimeoutMs);
+  }
 
   get closed(): boolean {
     return this.ended;
   }
 
-  /** Answers ping and logging/setLevel; false for any other request, which is the caller's to serve. */
-  answer(req: JsonRpcRequest): boolean {
+  send(frame: Frame): void {
+    if (this.ended) return;
+    const msg = frame.msg;
+    if (isResponse(msg)) {
+      if (!this.questions.answered(msg)) this.log.debug({ id: msg.id }, 'dropped a client response nobody waits for');
+      return;
+    }
+    if (isNotification(msg)) {
+      const cancelled = cancelledOf(msg);
+      if (cancelled?.requestId !== undefined)
+        this.calls.get(cancelled.requestId)?.cancel(new ProxyError('CLIENT_GONE', cancelled.reason ?? 'The client cancelled the request'));
+      else if (cancelled) this.log.debug({ reason: cancelled.reason }, 'ignored a cancellation that names no request');
+      else if (msg.method === 'notifications/initialized') this.backend.initialized?.();
+      return; // roots/list_changed concerns the client's own session: there is none upstream to tell
+    }
+    const req = msg as JsonRpcRequest;
+    if (this.answer(req)) return;
+    if (req.method === 'initialize') return void this.initialize(req);
+    if (req.method === 'resources/subscribe' || req.method === 'resources/unsubscribe') return void this.subscription(req);
+    void this.call(req);
+  }
+
+  async close(): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    const gone = new ProxyError('CLIENT_GONE', 'The client session ended');
+    for (const call of this.calls.values()) call.cancel(gone);
+    this.calls.clear();
+    this.questions.close(gone);
+    this.backend.close();
+    await Promise.resolve();
+  }
+
+  session(): { id?: string; protocolVersion?: string } {
+    return {};
+  }
+
+  /** A notification that belongs to no call (a list change, a resource update), when the client hears it. */
+  deliver(n: JsonRpcNotification): void {
+    if (!this.ended && this.hears(n)) this.events.onMessage({ msg: n });
+  }
+
+  /**
+   * Whether a notification reaches the client: log messages from the level it set on, and all of them until it
+   * sets one (the server decides, as with a session of its own).
+   */
+  private hears(n: JsonRpcNotification): boolean {
+    const level = this.client.logLevel;
+    return level === undefined || passesLogLevel(n, LOG_LEVELS.indexOf(level));
+  }
+
+  /** Answers ping and logging/setLevel; false for any other request. */
+  private answer(req: JsonRpcRequest): boolean {
     if (req.method === 'logging/setLevel') {
       const level = req.params?.level;
       // Filtered here or sent upstream in `_meta`, the level must be one the proxy knows; a refused one leaves the set one.
@@ -36,64 +149,125 @@ export class EmulatedSession {
         this.error(req.id, { code: INVALID_PARAMS, message });
         return true;
       }
-      this.logLevel = level;
+      this.client.logLevel = level;
     } else if (req.method !== 'ping') return false;
     this.reply(req.id, {});
     return true;
   }
 
-  /**
-   * Whether a notification reaches the client: log messages from the level it set on, and all of them until it
-   * sets one (the server decides, as with a session of its own).
-   */
-  hears(n: { method: string; params?: Record<string, unknown> }): boolean {
-    return this.logLevel === undefined || passesLogLevel(n, LOG_LEVELS.indexOf(this.logLevel));
+  private async initialize(req: JsonRpcRequest): Promise<void> {
+    const params = req.params ?? {};
+    this.client.capabilities = isObject(params.capabilities) ? params.capabilities : {};
+    this.client.info = params.clientInfo;
+    await this.settle(req.id, async () => ({ result: await this.backend.initialize(this.client, params) }));
   }
 
   /**
    * Takes a resources/subscribe or unsubscribe into the session's subscriptions before the upstream hears of it
-   * (so those under way count against the limit): its URI and direction, or undefined when refused, answered here.
-   * A change the upstream then refuses is put back with `undoSubscription`.
+   * (so those under way count against the limit); a change the upstream refuses is put back.
    */
-  subscription(req: JsonRpcRequest): { uri: string; on: boolean } | undefined {
+  private async subscription(req: JsonRpcRequest): Promise<void> {
     const uri = req.params?.uri;
-    if (typeof uri !== 'string') {
-      this.error(req.id, { code: INVALID_PARAMS, message: `Invalid params: ${req.method} needs params.uri, a string` });
-      return undefined;
-    }
+    if (typeof uri !== 'string')
+      return this.error(req.id, { code: INVALID_PARAMS, message: `Invalid params: ${req.method} needs params.uri, a string` });
     const on = req.method === 'resources/subscribe';
     if (on && !this.subscribed.has(uri) && this.subscribed.size >= MAX_SUBSCRIPTIONS) {
       const message = `Invalid params: a session may subscribe to at most ${MAX_SUBSCRIPTIONS} resources; unsubscribe from some first`;
-      this.error(req.id, { code: INVALID_PARAMS, message });
-      return undefined;
+      return this.error(req.id, { code: INVALID_PARAMS, message });
     }
+    const had = this.subscribed.has(uri);
     if (on) this.subscribed.add(uri);
     else this.subscribed.delete(uri);
-    return { uri, on };
+    const undo = () => (had ? this.subscribed.add(uri) : this.subscribed.delete(uri));
+    await this.settle(req.id, async () => {
+      const refused = await this.backend.subscription(uri, on).catch((err: unknown) => {
+        undo();
+        throw err;
+      });
+      if (refused) undo();
+      return refused ? { error: refused } : { result: {} };
+    });
   }
 
-  undoSubscription(uri: string, on: boolean): void {
-    if (on) this.subscribed.delete(uri);
-    else this.subscribed.add(uri);
+  /** One client request through the backend, cancellable by the client until it is answered. */
+  private async call(req: JsonRpcRequest): Promise<void> {
+    const call = new Call();
+    this.calls.set(req.id, call);
+    const signal = call.signal;
+    try {
+      await this.settle(
+        req.id,
+        () =>
+          this.backend.call(req, {
+            signal,
+            onCancel: (fn) => (call.onCancel = fn),
+            notify: (n) => this.hears(n) && this.events.onMessage({ msg: n }, req.id),
+            ask: (r) => this.questions.relay(r, req.id, signal),
+            round: (requests) => this.round(requests, req.id, signal),
+          }),
+        signal,
+      );
+    } finally {
+      if (this.calls.get(req.id) === call) {
+        this.calls.delete(req.id); // a new request may reuse a cancelled one's id
+        this.questions.forget(req.id, CALL_OVER);
+      }
+    }
   }
 
-  reply(id: JsonRpcId, result: McpResult): void {
+  /** A round's answers; the call's time limit stops while the client answers. */
+  private async round(requests: Record<string, unknown>, relatedId: JsonRpcId, signal: AbortSignal): Promise<Record<string, unknown>> {
+    this.events.onWaiting?.(relatedId, true);
+    try {
+      return await this.questions.round(requests, this.client.capabilities, relatedId, signal);
+    } finally {
+      this.events.onWaiting?.(relatedId, false);
+    }
+  }
+
+  /** Answers request `id` with what `serve` gives, or with its failure; nothing once the call was cancelled or the session ended. */
+  private async settle(
+    id: JsonRpcId,
+    serve: () => Promise<{ result: McpResult } | { error: JsonRpcErrorObject }>,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    try {
+      const answer = await serve();
+      if (signal?.aborted) return;
+      if ('error' in answer) this.error(id, answer.error);
+      else this.reply(id, answer.result);
+    } catch (err) {
+      if (signal?.aborted) return; // cancelled by the client, or the session ended: nothing waits for an answer
+      if (err instanceof ClientRefused) return this.error(id, err.error);
+      if (!(err instanceof ProxyError)) return this.error(id, toJsonRpcError(err));
+      // An answer no client may be given (a round too many, a URL that is no web URL): the operator hears of it.
+      if (err.code === 'UPSTREAM_PROTOCOL')
+        this.log.warn({ id, err: err.message }, "the upstream's answer could not be relayed to the client");
+      if (!this.ended) this.events.onFailure(id, err);
+    }
+  }
+
+  private reply(id: JsonRpcId, result: McpResult): void {
     if (!this.ended) this.events.onMessage({ msg: { jsonrpc: '2.0', id, result } }, id);
   }
 
-  error(id: JsonRpcId, error: JsonRpcErrorObject): void {
+  private error(id: JsonRpcId, error: JsonRpcErrorObject): void {
     if (!this.ended) this.events.onMessage({ msg: { jsonrpc: '2.0', id, error } }, id);
   }
+}
 
-  /** The proxy could not answer request `id` (whoever waits turns the failure into its era's error). */
-  fail(id: JsonRpcId, err: ProxyError): void {
-    if (!this.ended) this.events.onFailure(id, err);
+/** One call's cancellation: the signal, then the backend's own step (telling the upstream). */
+class Call {
+  private readonly abort = new AbortController();
+  onCancel?: (reason: ProxyError) => void;
+
+  get signal(): AbortSignal {
+    return this.abort.signal;
   }
 
-  /** Ends the session: nothing more reaches the client. False when it had ended already. */
-  end(): boolean {
-    if (this.ended) return false;
-    this.ended = true;
-    return true;
+  cancel(reason: ProxyError): void {
+    if (this.abort.signal.aborted) return;
+    this.abort.abort(reason);
+    this.onCancel?.(reason);
   }
 }

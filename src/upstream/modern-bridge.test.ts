@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { ProxyError } from '../jsonrpc/errors.js';
 import type { Frame, JsonRpcId, JsonRpcRequest } from '../jsonrpc/message.js';
 import { MAX_INPUT_REQUESTS } from './client-questions.js';
-import { MAX_INPUT_ROUNDS, ModernBridge } from './modern-bridge.js';
+import { bridgedSession, MAX_INPUT_ROUNDS } from './modern-bridge.js';
 import type { UpstreamAnswer, ModernSendOptions } from './modern-http.js';
 
 interface Sent {
@@ -28,7 +28,7 @@ function bridged(capabilities: Record<string, unknown> = { elicitation: {} }) {
         arrived.splice(0).forEach((f) => f());
       }),
   };
-  const bridge = new ModernBridge(
+  const bridge = bridgedSession(
     {
       onMessage: (frame: Frame, relatedId?: JsonRpcId) => toClient.push({ msg: frame.msg, relatedId }),
       onFailure: (id, err) => failures.push({ id, err }),
