@@ -11,7 +11,8 @@ import type { CompiledRule } from '../rules/compile.js';
 import { profileTagWarnings, ruleTagWarnings } from '../rules/tags.js';
 import { loadConfig, locateProblems } from '../config/load.js';
 import { loadRules } from '../config/rules.js';
-import { negotiationSchema, type Config } from '../config/schema.js';
+import type { Config } from '../config/schema.js';
+import { negotiationSchema } from '../config/schema-negotiation.js';
 import { resolveUpstream } from '../config/upstream.js';
 
 export interface CheckedConfig {

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../jsonrpc/errors.js';
 import { loadConfig } from './load.js';
-import { clientSessions, configJsonSchema } from './schema.js';
+import { clientSessions } from '../fronts/http/limit-defaults.js';
+import { configJsonSchema } from './schema.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'proxy-config-'));
 function file(name: string, text: string): string {

@@ -4,7 +4,7 @@
  * says `onError: fail`. Limits protect the proxy from what upstreams send: a result larger
  * than `maxResultBytes` is never reshaped, and one whose reshaping outlasts `timeBudgetMs`
  * passes unchanged, whatever steps had already run. Exact contents (verbatim.ts) keep their
- * text whatever the steps made of it. A wrapped result (`{"result": <its text>}`, wrapped.ts)
+ * text whatever the steps made of it. A wrapped result (`{"result": <its text>}`, transformers/_shared/wrapped-text.ts)
  * is shaped as its text and wrapped again around what the steps made of it; if that would not
  * satisfy the tool's outputSchema, the result passes unchanged.
  */
@@ -15,7 +15,7 @@ import type { CompiledRule } from './compile.js';
 import { fileContentsIn, keepExact, mayGainStructure } from './verbatim.js';
 import type { McpResult, TransformContext, TransformFn } from '../transformers/contract.js';
 import { satisfiesSchema } from '../transformers/_shared/schema-check.js';
-import { isWrappedText, resultSchema, rewrapped, unwrapped } from '../transformers/_shared/wrapped.js';
+import { isWrappedText, resultSchema, rewrapped, unwrapped } from '../transformers/_shared/wrapped-text.js';
 
 export interface PipelineLimits {
   /** Results with more characters of text than this are relayed unchanged. */

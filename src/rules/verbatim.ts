@@ -14,7 +14,7 @@
 import { isObject } from '../jsonrpc/message.js';
 import { contentOf, isTextBlock, type McpResult } from '../transformers/contract.js';
 import { parseJsonDocument } from '../transformers/_shared/json.js';
-import { isWrappedText } from '../transformers/_shared/wrapped.js';
+import { isWrappedText } from '../transformers/_shared/wrapped-text.js';
 
 /** Why a result is exact contents, or undefined when it may be reshaped. */
 export function fileContentsIn(result: McpResult): string | undefined {

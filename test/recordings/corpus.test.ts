@@ -23,10 +23,10 @@ import { compileRules, type CompiledRule, type RuleConfig } from '../../src/rule
 import { DEFAULT_RULES } from '../../src/rules/defaults.js';
 import { runPipeline } from '../../src/rules/run.js';
 import { contentOf, isTextBlock, type McpResult } from '../../src/transformers/contract.js';
-import { isUnifiedDiff } from '../../src/transformers/_shared/diff.js';
+import { isUnifiedDiff } from '../../src/transformers/_shared/unified-diff.js';
 import { missingFacts } from '../../src/transformers/_shared/facts.js';
 import { isPlainObject, parseJsonDocument } from '../../src/transformers/_shared/json.js';
-import { isWrappedText } from '../../src/transformers/_shared/wrapped.js';
+import { isWrappedText } from '../../src/transformers/_shared/wrapped-text.js';
 import { dropNamedSections } from '../../src/transformers/trim/prose.js';
 import { builtinTransformers } from '../../src/transformers/index.js';
 import { payload } from '../helpers/payload.js';

@@ -14,8 +14,8 @@
  * all, and the session id is whatever the client sends until it is checked, so a key per
  * session is a key the client picks.
  */
-import { clientSessions, type Config } from '../../config/schema.js';
-import { CLIENT_LIMITS } from '../../config/schema-listen.js';
+import type { Config } from '../../config/schema.js';
+import { CLIENT_LIMITS, DEFAULT_CLIENT_SESSIONS } from '../../config/schema-listen.js';
 import { isLoopbackBind } from './guards.js';
 import type { ClientLimitsConfig } from './limits.js';
 
@@ -35,6 +35,18 @@ export function perClientLimits(config: Config, authenticated: boolean): PerClie
     sessions: perClient.sessions ?? unset(clientSessions(config)),
     oneLocalUser,
   };
+}
+
+/**
+ * Concurrent legacy sessions per client: configured, or what suits the upstream where clients are told apart
+ * (loopback without authentication: see perClientLimits).
+ */
+export function clientSessions(config: Config): number {
+  const { upstream } = config;
+  const configured = config.listen.perClient.sessions;
+  if (configured !== undefined) return configured;
+  const isolatedProcesses = !upstream.url && upstream.sessions === 'isolated';
+  return isolatedProcesses ? Math.max(1, Math.floor(upstream.maxProcesses / 2)) : DEFAULT_CLIENT_SESSIONS;
 }
 
 /** The start-up log line that says which limits apply (and why some are off), with the values as log fields. */

@@ -6,16 +6,16 @@
  * the original text blocks stay beside it: the client gains structure and loses nothing.
  * For resources/read, text contents that are JSON as a whole are labelled application/json.
  * Results that already carry structuredContent, errors and binary contents are not touched; a
- * wrapped text (`{"result": <the text>}`, see wrapped.ts) is read like any other text, and in
+ * wrapped text (`{"result": <the text>}`, see _shared/wrapped-text.ts) is read like any other text, and in
  * tools/list the wrapper's schema is shown with `result` allowed to be that data.
  */
 import { z } from 'zod';
 import type { McpResult, Transformer } from '../contract.js';
-import { extractData } from '../_shared/extract.js';
-import { toolText, withStructured } from '../_shared/structured.js';
+import { extractData } from '../_shared/data-in-text.js';
+import { toolText, withStructured } from '../_shared/structured-result.js';
 import { isPlainObject, parseJsonDocument, writeJson } from '../_shared/json.js';
 import { satisfiesSchema } from '../_shared/schema-check.js';
-import { isWrapperSchema, widenedSchema } from '../_shared/wrapped.js';
+import { isWrapperSchema, widenedSchema } from '../_shared/wrapped-text.js';
 
 const options = z
   .object({

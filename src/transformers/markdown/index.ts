@@ -9,7 +9,7 @@
 import { z } from 'zod';
 import { contentOf, isTextBlock, type McpResult, type Transformer } from '../contract.js';
 import { isPlainObject, parseJsonDocument, type Json } from '../_shared/json.js';
-import { toMarkdown } from '../_shared/render.js';
+import { toMarkdown } from './render.js';
 
 const options = z
   .object({

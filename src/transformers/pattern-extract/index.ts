@@ -11,7 +11,7 @@
 import { z } from 'zod';
 import type { McpResult, Transformer } from '../contract.js';
 import { satisfiesSchema } from '../_shared/schema-check.js';
-import { toolText, withStructured } from '../_shared/structured.js';
+import { toolText, withStructured } from '../_shared/structured-result.js';
 import { RE2JS } from 're2js';
 import { matchTemplate, parseTemplate } from './template.js';
 

@@ -8,7 +8,7 @@
  */
 import type { Budget } from '../budget.js';
 import { withoutOptions } from '../contract.js';
-import { isUnifiedDiff } from '../_shared/diff.js';
+import { isUnifiedDiff } from '../_shared/unified-diff.js';
 import {
   closesFence,
   indentOf,
@@ -21,7 +21,7 @@ import {
   parseHeading,
   splitRow,
 } from '../_shared/markdown-lines.js';
-import { mapTexts } from '../_shared/texts.js';
+import { mapTexts } from '../_shared/map-texts.js';
 import { inlineToText } from './inline.js';
 
 export const plainText = withoutOptions(

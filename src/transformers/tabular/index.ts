@@ -12,7 +12,7 @@ import { z } from 'zod';
 import type { Budget } from '../budget.js';
 import type { Transformer } from '../contract.js';
 import { isPlainObject, readJsonDocument, type Json } from '../_shared/json.js';
-import { mapTexts } from '../_shared/texts.js';
+import { mapTexts } from '../_shared/map-texts.js';
 
 const options = z
   .object({

@@ -13,7 +13,7 @@ import { z } from 'zod';
 import type { Budget } from '../budget.js';
 import type { McpResult, Transformer } from '../contract.js';
 import { parseJsonDocument, writeJson } from '../_shared/json.js';
-import { mapTexts } from '../_shared/texts.js';
+import { mapTexts } from '../_shared/map-texts.js';
 import { compactList } from './lists.js';
 import { compactProse } from './prose.js';
 

@@ -7,8 +7,8 @@
  * its trailing spaces and blank lines are part of it.
  */
 import type { Budget } from '../budget.js';
-import { isUnifiedDiff } from '../_shared/diff.js';
-import { keyValueOf } from '../_shared/extract.js';
+import { isUnifiedDiff } from '../_shared/unified-diff.js';
+import { keyValueOf } from '../_shared/data-in-text.js';
 import { closesFence, indentOf, isBlank, parseFence, parseHeading } from '../_shared/markdown-lines.js';
 
 export interface ProseOptions {

@@ -10,7 +10,7 @@
  * data. Everything runs in one pass over the lines.
  */
 import type { Budget } from '../budget.js';
-import { isUnifiedDiff } from './diff.js';
+import { isUnifiedDiff } from './unified-diff.js';
 import { isPlainObject, MAX_DEPTH, parseJsonDocument, type Json } from './json.js';
 import { closesFence, isBlank, isTableDelimiter, isTableRow, parseFence, parseHeading, splitRow } from './markdown-lines.js';
 

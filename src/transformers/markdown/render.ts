@@ -5,7 +5,7 @@
  * shown as a fenced `json` block, so every key and value stays visible.
  */
 import type { Budget } from '../budget.js';
-import { isPlainObject, MAX_DEPTH, valueDepth } from './json.js';
+import { isPlainObject, MAX_DEPTH, valueDepth } from '../_shared/json.js';
 
 /**
  * Markdown for `value` (under a `## title` when given), or undefined when it is nested too deeply

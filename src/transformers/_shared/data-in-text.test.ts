@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { extractData, keyOf, keyValueOf, numberWithUnit, typed, typedEntry } from './extract.js';
+import { extractData, keyOf, keyValueOf, numberWithUnit, typed, typedEntry } from './data-in-text.js';
 
 const data = (text: string) => extractData(text)?.data;
 

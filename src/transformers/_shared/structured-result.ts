@@ -5,7 +5,7 @@
  */
 import { contentOf, isTextBlock, type McpResult, type TextBlock } from '../contract.js';
 import type { Budget } from '../budget.js';
-import { hasFactBeyond } from './coverage.js';
+import { hasFactBeyond } from './fact-coverage.js';
 import { writeJson, type Json } from './json.js';
 
 export interface ToolText {

@@ -1,0 +1,92 @@
+/**
+ * The `upstream` section of the configuration: the server behind the proxy, how it is started or reached, and how
+ * deep its messages may nest.
+ */
+import { z } from 'zod';
+
+/**
+ * Well above what real results nest (JSON Schemas, documents: a few dozen), well below what overflows the stack
+ * when written again (thousands).
+ */
+export const UPSTREAM_MAX_JSON_DEPTH = 256;
+
+const headerMap = z.record(z.string(), z.string()).describe('HTTP headers sent to an HTTP upstream; values may use ${ENV_VAR}.');
+
+export const upstreamSchema = z
+  .object({
+    url: z
+      .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
+      .optional()
+      .describe('Streamable HTTP endpoint of the upstream server, e.g. http://127.0.0.1:3000/mcp.'),
+    command: z
+      .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
+      .optional()
+      .describe('Command that starts a stdio upstream: a string split like a shell would ("node server.js --flag"), or an argv array.'),
+    args: z.array(z.string()).default([]).describe('Extra arguments appended to `command`.'),
+    env: z
+      .record(z.string(), z.string())
+      .default({})
+      .describe(
+        'Environment variables for a stdio upstream, beside the minimal set it always ' +
+          'gets (PATH, HOME, USER, SHELL, TERM, LOGNAME); values may use ${ENV_VAR}.',
+      ),
+    inheritEnv: z
+      .boolean()
+      .default(false)
+      .describe("Give a stdio upstream the proxy's whole environment (its secrets included). Off: only the minimal set plus `env`."),
+    cwd: z.string().optional().describe('Working directory of a stdio upstream.'),
+    sessions: z
+      .enum(['isolated', 'shared'])
+      .default('isolated')
+      .describe(
+        'Stdio upstream: isolated = one process per client session (the server keeps ' +
+          'per-client state apart); shared = client sessions borrow processes from the ' +
+          'pool (modern.pool), request by request. See README, "Shared upstream processes".',
+      ),
+    stateless: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Declares that the server keeps nothing between requests that one client could ' +
+          'see of another: pooled upstream sessions (modern requests, shared sessions) ' +
+          'then serve every principal. Off: each principal gets sessions of its own.',
+      ),
+    maxProcesses: z
+      .number()
+      .int()
+      .positive()
+      .default(16)
+      .describe(
+        'Most stdio upstream processes for legacy sessions (one each). An initialize beyond ' +
+          'it ends the least recently used idle session (nothing in flight, no open stream; ' +
+          'its client gets 404 and starts again) to make room, and gets 503 with Retry-After ' +
+          'only when every session is busy. Modern requests use modern.pool.maxSessions more.',
+      ),
+    headers: headerMap.default({}),
+    maxJsonDepth: z
+      .number()
+      .int()
+      .min(16)
+      .max(1000)
+      .default(UPSTREAM_MAX_JSON_DEPTH)
+      .describe(
+        'Deepest nesting of arrays and objects in a message from the server. ' +
+          'A deeper one is not taken as a message: an answer becomes an error for the request ' +
+          "it answers (the server's output cannot crash the proxy when it is written again); " +
+          'anything else is dropped and logged. Real results nest a few dozen levels at most.',
+      ),
+    era: z
+      .enum(['auto', 'legacy', 'modern', 'dual'])
+      .default('auto')
+      .describe(
+        'Protocol era of the upstream. auto: an HTTP upstream is asked server/discover first ' +
+          '(2026-07-28 servers answer it; others are initialized as before), and one that answers it ' +
+          'is asked to initialize once: a server that takes it is dual-era; a stdio upstream is legacy ' +
+          'until it refuses initialize as a 2026-07-28 server does. legacy (legacy sessions relayed, ' +
+          'modern clients served through pooled sessions), modern (modern clients passed through, ' +
+          'legacy sessions bridged) or dual (each client in its own era): taken as said. See docs/eras.md.',
+      ),
+  })
+  .strict()
+  .refine((u) => !(u.url && u.command), { message: 'set either `url` or `command`, not both' })
+  .describe('The server behind the proxy. With neither `url` nor `command`, the built-in demo server runs.');

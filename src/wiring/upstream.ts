@@ -1,0 +1,117 @@
+/**
+ * Wiring of the upstream side: the connector to the configured server, the pool of
+ * proxy-initialized upstream sessions, the shared sessions drawn from it, and the tools' headers.
+ */
+import type { Logger } from 'pino';
+import type { Config } from '../config/schema.js';
+import type { Observers } from '../ops/observers.js';
+import { PROXY_VERSION } from '../ops/version.js';
+import type { McpResult } from '../transformers/contract.js';
+import { UpstreamConnector } from '../upstream/connector.js';
+import { speaksModern } from '../upstream/era.js';
+import { UpstreamPool } from '../upstream/pool.js';
+import { SharedUpstreamSessions } from '../upstream/shared.js';
+import { modernToolLister, pooledToolLister, ToolHeaders } from '../upstream/tool-headers.js';
+import type { UpstreamSpec } from '../upstream/types.js';
+
+/** How the proxy names itself to upstreams. */
+export const CLIENT_INFO = { name: 'mcp-negotiate-proxy', version: PROXY_VERSION };
+
+/** How long an HTTP upstream gets to answer server/discover before it counts as legacy. */
+const DISCOVER_TIMEOUT_MS = 5_000;
+
+/** The connector that starts or reaches the upstream; `witness` hears every sign of whether it is usable. */
+export function createConnector(
+  config: Config,
+  upstream: { spec: UpstreamSpec; target: string },
+  o: { getFollowsClient: boolean; log: Logger; witness: (usable: boolean, cause?: string) => void },
+): UpstreamConnector {
+  return new UpstreamConnector({
+    spec: upstream.spec,
+    target: upstream.target,
+    getFollowsClient: o.getFollowsClient,
+    shutdownGraceMs: config.timeouts.shutdownGraceMs,
+    clientInfo: CLIENT_INFO,
+    era: config.upstream.era,
+    discoverTimeoutMs: Math.min(DISCOVER_TIMEOUT_MS, config.timeouts.initializeMs),
+    log: o.log,
+    witness: o.witness,
+  });
+}
+
+/** How the pool's sessions are shared: per client, and among calls that hold one alone (they may ask for input). */
+function poolShares(config: Config): { maxSessions: number; perClient: number; maxExclusive: number } {
+  const { maxSessions, perClient } = config.modern.pool;
+  return {
+    maxSessions,
+    perClient: perClient ?? Math.max(1, Math.floor(maxSessions / 4)),
+    // A quarter of the sessions is kept for calls that cannot ask for input.
+    maxExclusive: Math.max(1, maxSessions - Math.ceil(maxSessions / 4)),
+  };
+}
+
+/**
+ * Sessions held alone by running tasks, which outlive their request (and their client may leave):
+ * a client's tasks leave it one of its sessions for calls it waits on, and tasks in all leave
+ * half of the exclusive sessions to calls whose client waits for them.
+ */
+export function taskSessionShares(config: Config): { perClient: number; total: number } {
+  const { perClient, maxExclusive } = poolShares(config);
+  return { perClient: Math.max(1, perClient - 1), total: Math.max(1, Math.floor(maxExclusive / 2)) };
+}
+
+/** The pool of proxy-initialized upstream sessions (modern requests, and legacy sessions with `upstream.sessions: shared`). */
+function createPool(config: Config, connector: UpstreamConnector, log: Logger, observers: Observers): UpstreamPool {
+  return new UpstreamPool({
+    connect: (events, poolLog) => connector.connect(events, poolLog),
+    ...poolShares(config),
+    sharePrincipals: config.upstream.stateless,
+    idleMs: config.modern.pool.idleMs,
+    warmSpare: config.modern.pool.warmSpare && connector.kind === 'stdio',
+    initializeTimeoutMs: config.timeouts.initializeMs,
+    clientInfo: CLIENT_INFO,
+    log: log.child({ pool: true }),
+    observe: observers.upstream,
+  });
+}
+
+/**
+ * The upstream's tools' Mcp-Param-* headers: listed as a modern client (an upstream that speaks 2026-07-28), or
+ * on a pooled session of a legacy upstream.
+ */
+function createToolHeaders(
+  config: Config,
+  connector: UpstreamConnector,
+  pool: UpstreamPool | undefined,
+  learnt: (result: McpResult) => void,
+): ToolHeaders {
+  const timeoutMs = config.timeouts.requestMs;
+  return new ToolHeaders({
+    learnt,
+    lister: async (who) =>
+      !pool || speaksModern(connector.era.now ?? (await connector.era.resolve()))
+        ? modernToolLister(connector.modern, timeoutMs, CLIENT_INFO)
+        : pooledToolLister(pool, who, timeoutMs),
+  });
+}
+
+/** What the proxy keeps of the upstream beyond the connector: the pool and what draws on it. */
+export interface UpstreamSessions {
+  /** Present when modern clients are served or a stdio upstream's sessions are shared. */
+  pool: UpstreamPool | undefined;
+  /** Legacy sessions that borrow pooled processes (`upstream.sessions: shared`, stdio). */
+  shared: SharedUpstreamSessions | undefined;
+  toolHeaders: ToolHeaders;
+}
+
+/** The pool, the shared sessions and the tools' headers the config asks for; `learnt` hears every tools/list result they read. */
+export function createUpstreamSessions(
+  config: Config,
+  connector: UpstreamConnector,
+  o: { log: Logger; observers: Observers; learnt: (result: McpResult) => void },
+): UpstreamSessions {
+  const sharing = config.upstream.sessions === 'shared' && connector.kind === 'stdio';
+  const pool = config.modern.enabled || sharing ? createPool(config, connector, o.log, o.observers) : undefined;
+  const shared = pool && sharing ? new SharedUpstreamSessions(pool, config.timeouts.requestMs) : undefined;
+  return { pool, shared, toolHeaders: createToolHeaders(config, connector, pool, o.learnt) };
+}
