@@ -48,7 +48,7 @@ export interface Owner {
   url: string;
 }
 
-/** What the owner could not do, as the client's error: it could not be reached, or it sent nothing for `wait.ms`. */
+/** What the owner could not do, as the client's error: it could not be reached, or its answer did not begin in time. */
 export type ForwardFailure = 'unreachable' | 'timeout';
 
 export interface Forwarding {
@@ -58,8 +58,8 @@ export interface Forwarding {
   /** The id the error goes with, and its era's wire form. */
   id: JsonRpcId | null;
   era: Era;
-  /** How long the owner may keep the request waiting for its answer to begin, or between two of its bytes; none: no limit. */
-  waitMs?: number;
+  /** How long the owner may take to begin its answer, and then between two of its bytes (none: its own timers decide). */
+  wait?: { beginMs: number; gapMs: number };
   /** The error the client gets when forwarding fails before the answer began. */
   failed(why: ForwardFailure, detail: string): ProxyError;
   log: Logger;
@@ -91,7 +91,7 @@ export async function forwardTo(owner: Owner, req: FastifyRequest, reply: Fastif
       body: method === 'POST' ? (req.body as string) : undefined,
       signal: abort.signal,
       dispatcher,
-      ...(o.waitMs ? { headersTimeout: o.waitMs, bodyTimeout: o.waitMs } : {}),
+      ...(o.wait ? { headersTimeout: o.wait.beginMs, bodyTimeout: o.wait.gapMs } : {}),
     });
     const back: Record<string, string> = {};
     for (const name of RELAYED_BACK) if (typeof res.headers[name] === 'string') back[name] = res.headers[name];
@@ -105,7 +105,7 @@ export async function forwardTo(owner: Owner, req: FastifyRequest, reply: Fastif
     o.log.warn({ owner: owner.replica, why, err: (err as Error).message }, 'could not forward a request to the replica holding it');
     // The answer had begun: the client sees its stream break, as it would have at the owner.
     if (reply.raw.headersSent) return void reply.raw.destroy();
-    const error = o.failed(why, why === 'timeout' ? `it sent nothing for ${o.waitMs} ms` : (err as Error).message);
+    const error = o.failed(why, why === 'timeout' ? `its answer did not begin within ${o.wait?.beginMs} ms` : (err as Error).message);
     const body = JSON.stringify(errorResponse(o.id, toJsonRpcError(error, o.era)));
     const status = why === 'timeout' ? 504 : httpStatusOf({ refused: error });
     reply.raw.writeHead(status, { 'content-type': 'application/json' }).end(body);

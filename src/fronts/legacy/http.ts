@@ -26,7 +26,7 @@ import { sendError } from '../http/errors.js';
 import { limitKey } from '../http/client-key.js';
 import type { ClientLimits } from '../http/limits.js';
 import { parseEventId, resumableFor, type ResumeLimits } from '../http/resumable.js';
-import { PostReply, SseStream, STREAM_AFTER_MS, takeOver } from '../http/replies.js';
+import { KEEPALIVE_MS, PostReply, SseStream, STREAM_AFTER_MS, takeOver } from '../http/replies.js';
 import type { SlowReaderLimits } from '../http/reader-watch.js';
 import type { LegacyEndpoint, Post } from '../http/server.js';
 import { evictionCandidate, idleLimit, reapEvery, type IdleTimeouts } from './idle.js';
@@ -288,15 +288,15 @@ export class LegacySessions implements LegacyEndpoint {
   /** Sends the request to the replica holding its session; the client hears from that replica, or why it could not. */
   private forward(owner: Owner, req: FastifyRequest, reply: FastifyReply, id: JsonRpcId | null): Promise<void> {
     const { sealer, requestMs } = this.o.forwarding!;
-    // A call's answer comes within requestMs (progress restarts it, and is itself a byte); a GET stream has a keep-alive every reap.
-    const waitMs = Math.max(requestMs, 2 * reapEvery(this.o)) + FORWARD_MARGIN_MS;
+    // An answer begins within requestMs (a stream at once); once begun, a stream has a keep-alive every KEEPALIVE_MS at most.
+    const wait = { beginMs: requestMs + FORWARD_MARGIN_MS, gapMs: Math.max(requestMs, 2 * KEEPALIVE_MS) + FORWARD_MARGIN_MS };
     noteExchange(req, undefined, { era: 'legacy', session: `at ${owner.replica}` });
     const failed = (why: ForwardFailure, detail: string) =>
       why === 'timeout'
         ? new ProxyError(
             'REQUEST_TIMEOUT',
             `The replica this session lives on ("${owner.replica}") did not answer: ${detail} ` +
-              '(timeouts.requestMs and a margin); try again, or send initialize to start a new session',
+              '(timeouts.requestMs and 5 s); try again, or send initialize to start a new session',
             { replica: owner.replica },
           )
         : new ProxyError(
@@ -305,7 +305,7 @@ export class LegacySessions implements LegacyEndpoint {
               `reached (${detail}); send initialize to start a new one`,
             { replica: owner.replica },
           );
-    return forwardTo(owner, req, reply, { replica: this.o.tokens.replica, sealer, id, era: 'legacy', waitMs, failed, log: this.o.log });
+    return forwardTo(owner, req, reply, { replica: this.o.tokens.replica, sealer, id, era: 'legacy', wait, failed, log: this.o.log });
   }
 
   private newSession(who: Requester, id?: string): HttpSession {
