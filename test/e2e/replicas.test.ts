@@ -300,7 +300,7 @@ describe('a legacy session whose upstream runs at one replica (a stdio upstream)
     expect(looped.messages[0].error.message).toMatch(/lives on replica "gamma-2".*not forwarded again/);
     const direct = await rawPost(b.url, callTool(5, 'bump'), elsewhere);
     expect(direct.status).toBe(404);
-    expect(direct.messages[0].error.message).toMatch(/lives on replica "gamma-2".*at the URL of this replica/);
+    expect(direct.messages[0].error.message).toMatch(/lives on replica "gamma-2".*URL its token names \(replicas.url\) is this replica's/);
     await eventually(() => calls(b).length === atBeta + 2, 5000, "both requests in beta's access log");
     // alpha logged the two it was sent (the bump it served, the request it forwarded), and nothing came back to it.
     await eventually(() => calls(a).length === 2, 5000, "alpha's two requests in its access log");

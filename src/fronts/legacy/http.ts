@@ -3,9 +3,9 @@
  * session token minted with the answer), POSTs relay a session's messages, GET holds its stream,
  * DELETE ends it. A session another replica (or this one, before a restart) started is resumed
  * from its token; one whose upstream runs at another replica (a stdio upstream, or a session the
- * proxy emulates in front of a 2026-07-28 server) has its requests forwarded there, to the URL its
- * token names (../http/forward.ts). Sessions end when idle, past their maximum age, or at shutdown; one that may go
- * on at another replica keeps its upstream session. When a new session finds no room
+ * proxy emulates in front of a 2026-07-28 server) has its requests forwarded there, to the URL
+ * its token names (../http/forward.ts). Sessions end when idle, past their maximum age, or at
+ * shutdown; one that may go on at another replica keeps its upstream session. When a new session finds no room
  * (listen.maxSessions, or every upstream process taken), the least recently used idle one ends
  * to make room (./idle.ts); only when every session is busy is the new one refused.
  */
@@ -200,8 +200,8 @@ export class LegacySessions implements LegacyEndpoint {
 
   /**
    * Finds the request's session (resuming it from its token if it moved here), or returns
-   * undefined once the request is forwarded to the replica holding it or answered 400/403/404;
-   * `id`: the request a refusal answers.
+   * undefined once the request is forwarded to the replica holding it (`id`: the request that
+   * replica's failure answers) or answered 400/403/404.
    */
   private sessionFor(
     req: FastifyRequest,
@@ -210,7 +210,7 @@ export class LegacySessions implements LegacyEndpoint {
     id: JsonRpcId | null = null,
   ): HttpSession | undefined {
     const token = req.headers['mcp-session-id'];
-    const refused = (err: ProxyError) => void sendError(reply, err, id);
+    const refused = (err: ProxyError) => void sendError(reply, err);
     if (typeof token !== 'string' || token === '')
       return refused(new ProxyError('BAD_REQUEST', 'Bad Request: Mcp-Session-Id header is required'));
     const version = req.headers['mcp-protocol-version'];
@@ -258,7 +258,7 @@ export class LegacySessions implements LegacyEndpoint {
           (forwarded
             ? 'and a request forwarded by another replica is not forwarded again; '
             : url
-              ? 'at the URL of this replica; '
+              ? "but the URL its token names (replicas.url) is this replica's: give every replica its own; "
               : 'whose URL it did not know (replicas.url): set replicas.url on every replica, or route requests by the ' +
                 'Mcp-Session-Id header (sticky sessions); ') +
           'send initialize to start a new one',
