@@ -71,7 +71,7 @@ Environment only:
                            issued them                                 (replicas.secret)
   MCP_PROXY_PREVIOUS_SECRETS  comma-separated secrets still accepted after a rotation
   MCP_PROXY_REPLICA_ID     this replica's name (default: host name and process id)
-  MCP_PROXY_REPLICA_URL    this replica's URL as other replicas reach it (forwarded retries)
+  MCP_PROXY_REPLICA_URL    this replica's URL as other replicas reach it (forwarded requests)
   MCP_PROXY_STATE_SECRET   older name of MCP_PROXY_SECRET
   MCP_PROXY_OTLP_ENDPOINT  export OpenTelemetry spans to this OTLP/HTTP traces endpoint (tracing.otlpEndpoint)
 

@@ -28,7 +28,8 @@ export const replicasSchema = z
       .optional()
       .describe(
         "This replica's own MCP URL as other replicas reach it (e.g. http://10.0.0.5:8080/mcp): " +
-          'a modern retry that lands elsewhere is forwarded here. Unset: such a retry gets a clear error.',
+          'a modern retry or task request, or a request of a legacy session whose upstream runs here, ' +
+          'that lands elsewhere is forwarded here. Unset: such a request gets a clear error.',
       ),
   })
   .strict()

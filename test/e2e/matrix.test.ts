@@ -163,17 +163,7 @@ const NOT_OFFERED: Row[] = [
 ];
 
 /** What the proxy lacks today: run with it.fails; remove the row when the gap is closed. */
-const KNOWN_GAPS: Row[] = [
-  ...(['legacy/stdio', '2026-07-28/stdio', '2026-07-28/http'] as const).flatMap((server) =>
-    (['legacy session on another replica', 'input round across replicas'] as const).map((scenario) => ({
-      client: 'legacy' as const,
-      server,
-      front: 'http' as const,
-      scenario,
-      why: 'the other replica answers -32001 "Session not found on this replica: it lives on replica … (its upstream runs there)"',
-    })),
-  ),
-];
+const KNOWN_GAPS: Row[] = [];
 
 const KEY = 'io.modelcontextprotocol/server-variant';
 const VARIANTS_EXT = 'io.modelcontextprotocol/server-variants';

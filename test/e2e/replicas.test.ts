@@ -2,8 +2,9 @@
  * Replicas that share only a secret: one legacy session's requests go to each of three proxy
  * replicas in turn (session id = sealed token), server→client requests are answered through
  * another replica than the one that asked, and one replica stops mid-session. Over a stdio
- * upstream a session lives in one replica: another one answers 404 and names it. A modern retry
- * that lands on another replica than the one holding its call is forwarded there.
+ * upstream a session lives in one replica: another one forwards its requests there, once, after
+ * its own checks. A modern retry that lands on another replica than the one holding its call is
+ * forwarded there.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -28,7 +29,8 @@ import {
   stopAll,
   type Running,
 } from '../helpers/processes.js';
-import { INIT, metricValue, modern, rawPost, rawSession, read, sseMessages } from '../helpers/raw.js';
+import { callTool, INIT, metricValue, modern, rawPost, rawSession, read, sseMessages } from '../helpers/raw.js';
+import { hashToken } from '../../src/fronts/http/auth.js';
 
 const SECRET = 'replica-test-secret-0123456789abcdef';
 const text = (r: unknown) => (r as { content: Array<{ text: string }> }).content[0].text;
@@ -213,18 +215,136 @@ describe('the GET stream of a session shared by replicas', () => {
   }, 60_000);
 });
 
-describe('replicas in front of a stdio upstream', () => {
+describe('a legacy session whose upstream runs at one replica (a stdio upstream)', () => {
   afterAll(stopAll);
+  const dir = mkdtempSync(join(tmpdir(), 'proxy-forward-legacy-'));
+  /** A replica sharing SECRET in front of a stdio upstream of its own, with more YAML and environment. */
+  const replica = (id: string, yaml = '', env: Record<string, string> = {}) => {
+    const file = join(dir, `${id}.yaml`);
+    writeFileSync(file, `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\n${yaml}`);
+    return startProxy(['--config', file], { MCP_PROXY_SECRET: SECRET, MCP_PROXY_REPLICA_ID: id, ...env });
+  };
+  /** The access-log lines of `r` so far. */
+  const requests = (r: Running) => logEntries(r).filter((e) => e.msg === 'request');
+  /** Those of tools/call requests (the initialize and notification lines of a session may come later than its answers). */
+  const calls = (r: Running) => requests(r).filter((e) => e.rpc === 'tools/call');
+  const bump = async (url: string, id: number, headers: Record<string, string>) => {
+    const res = await rawPost(url, callTool(id, 'bump'), headers);
+    expect(res.status, res.text).toBe(200);
+    return text(res.messages[0].result);
+  };
+  /** A session at `url` opened with `auth` headers (rawSession sends none). */
+  const sessionWith = async (url: string, auth: Record<string, string>) => {
+    const init = await rawPost(url, INIT, auth);
+    expect(init.status, init.text).toBe(200);
+    const headers = { ...auth, 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+    await rawPost(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
+    return headers;
+  };
 
-  it('keeps a session on the replica that runs its upstream; the others answer 404 and name it', async () => {
-    const upstreamArg = commandLine(fixtureArgv('faulty-server'));
-    const [a, b] = await startReplicas(upstreamArg, ['alpha', 'beta']);
+  it('forwards its requests, its GET stream and its DELETE to that replica, and says clearly when that replica is gone', async () => {
+    const [a, b] = await Promise.all([replica('alpha'), replica('beta')]);
     const headers = await rawSession(a.url);
-    const there = await rawPost(b.url, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers);
-    expect(there.status).toBe(404);
-    expect(JSON.stringify(there.messages)).toMatch(/lives on replica \\"alpha\\".*sticky/);
-    const here = await rawPost(a.url, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, headers);
-    expect(here.status).toBe(200);
+    // One upstream session whichever replica a request reaches: its counter counts on.
+    expect([await bump(b.url, 1, headers), await bump(a.url, 2, headers), await bump(b.url, 3, headers)]).toEqual(['1', '2', '3']);
+    await eventually(() => requests(b).some((e) => e.session === 'at alpha'), 5000, "the forwarded request in beta's access log");
+
+    // The GET stream, held through beta, carries what the upstream announces outside any request.
+    const stream = await openGet(b.url, headers);
+    let id = 10;
+    await eventually(
+      async () => {
+        const seen = () => stream.messages.some((m) => m.method === 'notifications/tools/list_changed');
+        if (!seen()) expect((await rawPost(b.url, callTool(id++, 'announce'), headers)).status).toBe(200);
+        return seen();
+      },
+      20_000,
+      'an unrelated notification on the GET stream held through beta',
+    );
+    stream.close();
+
+    expect((await fetch(b.url, { method: 'DELETE', headers })).status).toBe(200);
+    expect((await rawPost(a.url, callTool(30, 'bump'), headers)).status).toBe(404);
+
+    const orphan = await rawSession(a.url);
+    expect(await a.stop()).toBe(0);
+    const lost = await rawPost(b.url, callTool(31, 'bump'), orphan);
+    expect(lost.status).toBe(404);
+    expect(lost.messages[0]).toMatchObject({
+      id: 31,
+      error: { code: -32001, message: expect.stringMatching(/lives on replica "alpha".*cannot be reached/), data: { replica: 'alpha' } },
+    });
+  }, 60_000);
+
+  it('refuses what a client makes up: an altered token, a hop header, and a token naming a replica that forwards back', async () => {
+    const [a, b] = await Promise.all([replica('alpha-2'), replica('beta-2')]);
+    // gamma says it is reached at beta's URL: a session of gamma's sent to alpha goes to beta, and stops there.
+    const c = await replica('gamma-2', '', { MCP_PROXY_REPLICA_URL: b.url });
+    const headers = await rawSession(a.url);
+
+    const altered = { ...headers, 'mcp-session-id': `${headers['mcp-session-id'].slice(0, -4)}AAAA` };
+    const refused = await rawPost(b.url, callTool(1, 'bump'), altered);
+    expect(refused.status).toBe(404);
+    expect(refused.messages[0].error.message).toMatch(/Session not found: it ended or never existed/);
+
+    const posing = await rawPost(b.url, callTool(2, 'bump'), { ...headers, 'mcp-proxy-forwarded-by': 'alpha-2' });
+    expect(posing.status).toBe(404);
+    expect(posing.messages[0].error.message).toMatch(/lives on replica "alpha-2".*not forwarded again/);
+    // The replica holding the session serves it, hop header or not.
+    expect(await bump(a.url, 3, { ...headers, 'mcp-proxy-forwarded-by': 'beta-2' })).toBe('1');
+
+    const elsewhere = await rawSession(c.url);
+    const atBeta = calls(b).length;
+    const looped = await rawPost(a.url, callTool(4, 'bump'), elsewhere);
+    expect(looped.status).toBe(404);
+    expect(looped.messages[0].error.message).toMatch(/lives on replica "gamma-2".*not forwarded again/);
+    const direct = await rawPost(b.url, callTool(5, 'bump'), elsewhere);
+    expect(direct.status).toBe(404);
+    expect(direct.messages[0].error.message).toMatch(/lives on replica "gamma-2".*URL its token names \(replicas.url\) is this replica's/);
+    await eventually(() => calls(b).length === atBeta + 2, 5000, "both requests in beta's access log");
+    // alpha logged the two it was sent (the bump it served, the request it forwarded), and nothing came back to it.
+    await eventually(() => calls(a).length === 2, 5000, "alpha's two requests in its access log");
+  }, 60_000);
+
+  it("checks the client's credentials and the limits at the replica it reaches, before forwarding", async () => {
+    const yaml =
+      `auth:\n  tokens:\n    - { name: alice, sha256: ${hashToken('alice-token-0123456789')} }\n` +
+      `    - { name: bob, sha256: ${hashToken('bob-token-0123456789')} }\nlisten:\n  maxBodyBytes: 65536\n`;
+    const [a, b] = await Promise.all([replica('alpha-3', yaml), replica('beta-3', yaml)]);
+    const alice = { authorization: 'Bearer alice-token-0123456789' };
+    const headers = await sessionWith(a.url, alice);
+
+    const anonymous = { 'mcp-session-id': headers['mcp-session-id'], 'mcp-protocol-version': '2025-11-25' };
+    expect((await rawPost(b.url, callTool(1, 'bump'), anonymous)).status).toBe(401);
+    const bob = await rawPost(b.url, callTool(2, 'bump'), { ...headers, authorization: 'Bearer bob-token-0123456789' });
+    expect(bob.status).toBe(403);
+    expect(bob.messages[0].error.message).toMatch(/issued to another client identity/);
+    const huge = JSON.stringify(callTool(3, 'echo', { text: 'x'.repeat(70_000) }));
+    expect((await rawPost(b.url, huge, headers)).status).toBe(413);
+
+    expect(await bump(b.url, 4, headers)).toBe('1');
+    await eventually(() => calls(a).length === 1, 5000, "the forwarded request in alpha's access log");
+    // Only the request beta let through reached alpha, where the same credentials were checked again.
+    expect(calls(a)[0]).toMatchObject({ principal: 'token:alice', rpc: 'tools/call', status: 200 });
+  }, 60_000);
+
+  it('gives up on a replica whose answer does not begin within timeouts.requestMs and 5 s, with a clear error, not a hang', async () => {
+    const yaml = 'timeouts:\n  requestMs: 1000\n';
+    const [a, b] = await Promise.all([replica('alpha-4', yaml), replica('beta-4', yaml)]);
+    const headers = await rawSession(a.url);
+    a.proc.kill('SIGSTOP');
+    try {
+      const started = Date.now();
+      const late = await rawPost(b.url, callTool(1, 'bump'), headers);
+      expect(late.status).toBe(504);
+      expect(late.messages[0]).toMatchObject({
+        id: 1,
+        error: { code: -32001, message: expect.stringMatching(/"alpha-4"\) did not answer: its answer did not begin within 6000 ms/) },
+      });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(5500);
+    } finally {
+      a.proc.kill('SIGCONT');
+    }
   }, 60_000);
 });
 

@@ -46,8 +46,8 @@ const SSE_HEADERS = {
 /** In `auto` mode, a POST whose answer takes longer than this becomes an SSE stream. */
 export const STREAM_AFTER_MS = 100;
 
-/** An SSE comment this often on a streaming POST reply. */
-const KEEPALIVE_MS = 25_000;
+/** An SSE comment this often on a streaming POST reply (a GET stream has one at least as often). */
+export const KEEPALIVE_MS = 25_000;
 
 const EVENT_START = Buffer.from('event: message\ndata: ');
 const EVENT_END = Buffer.from('\n\n');

@@ -2,8 +2,10 @@
  * Legacy sessions on the Streamable HTTP endpoint: `initialize` opens one (its id a sealed
  * session token minted with the answer), POSTs relay a session's messages, GET holds its stream,
  * DELETE ends it. A session another replica (or this one, before a restart) started is resumed
- * from its token. Sessions end when idle, past their maximum age, or at shutdown; one that may go
- * on at another replica keeps its upstream session. When a new session finds no room
+ * from its token; one whose upstream runs at another replica (a stdio upstream, or a session the
+ * proxy emulates in front of a 2026-07-28 server) has its requests forwarded there, to the URL
+ * its token names (../http/forward.ts). Sessions end when idle, past their maximum age, or at
+ * shutdown; one that may go on at another replica keeps its upstream session. When a new session finds no room
  * (listen.maxSessions, or every upstream process taken), the least recently used idle one ends
  * to make room (./idle.ts); only when every session is busy is the new one refused.
  */
@@ -18,11 +20,13 @@ import { SSE_TYPE, acceptedTypes } from '../../mcp/media-type.js';
 import { LEGACY_VERSIONS } from '../../mcp/eras.js';
 import { noteExchange } from '../../ops/access-log.js';
 import type { Metrics } from '../../ops/metrics.js';
+import type { Sealer } from '../../sealing/sealer.js';
+import { forwardTo, wasForwarded, type ForwardFailure, type Owner } from '../http/forward.js';
 import { sendError } from '../http/errors.js';
 import { limitKey } from '../http/client-key.js';
 import type { ClientLimits } from '../http/limits.js';
 import { parseEventId, resumableFor, type ResumeLimits } from '../http/resumable.js';
-import { PostReply, SseStream, STREAM_AFTER_MS, takeOver } from '../http/replies.js';
+import { KEEPALIVE_MS, PostReply, SseStream, STREAM_AFTER_MS, takeOver } from '../http/replies.js';
 import type { SlowReaderLimits } from '../http/reader-watch.js';
 import type { LegacyEndpoint, Post } from '../http/server.js';
 import { evictionCandidate, idleLimit, reapEvery, type IdleTimeouts } from './idle.js';
@@ -44,8 +48,13 @@ export interface LegacySessionsOptions extends IdleTimeouts {
   evictionHelps(): boolean;
   /** Counts evictions for /metrics. */
   counters: Pick<Metrics['counters'], 'sessionsEvicted'>;
-  /** Session ids: sealed tokens naming this replica. */
+  /** Session ids: sealed tokens naming this replica and its URL. */
   tokens: SessionTokens;
+  /**
+   * Forwards the requests of a session whose upstream runs at another replica there, with the
+   * secret that seals the client's address for it and timeouts.requestMs (absent: replicas share no secret).
+   */
+  forwarding?: { sealer: Sealer; requestMs: number };
   limits: ClientLimits;
   slowReaders: SlowReaderLimits;
   /** POST streams of 2025-11-25 clients: numbered, and held for their client to resume (windowMs 0: not resumable). */
@@ -54,6 +63,9 @@ export interface LegacySessionsOptions extends IdleTimeouts {
   held: HeldBytes;
   log: Logger;
 }
+
+/** What a replica holding a session may take beyond its own timers before the one forwarding to it gives up. */
+const FORWARD_MARGIN_MS = 5_000;
 
 const NOT_FOUND = 'Session not found: it ended or never existed; send initialize to start a new one';
 
@@ -78,11 +90,11 @@ export class LegacySessions implements LegacyEndpoint {
   post(req: FastifyRequest, reply: FastifyReply, post: Post): void {
     const { frames } = post;
     const init = frames.find((f) => isRequest(f.msg) && f.msg.method === 'initialize');
-    const session = init ? this.initialize(req, reply, post) : this.sessionFor(req, reply, post.who);
-    if (!session) return;
-    noteExchange(req, undefined, { era: 'legacy', session: session.logId, tags: () => session.relay.tagsInEffect() });
     const ids: JsonRpcId[] = [];
     for (const f of frames) if (isRequest(f.msg)) ids.push(f.msg.id);
+    const session = init ? this.initialize(req, reply, post) : this.sessionFor(req, reply, post.who, ids[0] ?? null);
+    if (!session) return;
+    noteExchange(req, undefined, { era: 'legacy', session: session.logId, tags: () => session.relay.tagsInEffect() });
     if (ids.length === 0) {
       for (const frame of frames) session.relay.fromClient(frame);
       reply.code(202).send();
@@ -186,15 +198,20 @@ export class LegacySessions implements LegacyEndpoint {
     }
   }
 
-  /** Finds the request's session (resuming it from its token if it moved here), or answers 400/403/404 and returns undefined. */
+  /**
+   * Finds the request's session (resuming it from its token if it moved here), or returns
+   * undefined once the request is forwarded to the replica holding it (`id`: the request that
+   * replica's failure answers) or answered 400/403/404.
+   */
   private sessionFor(
     req: FastifyRequest,
     reply: FastifyReply,
     who: Requester = { principal: req.principal, client: limitKey(req) },
+    id: JsonRpcId | null = null,
   ): HttpSession | undefined {
-    const id = req.headers['mcp-session-id'];
+    const token = req.headers['mcp-session-id'];
     const refused = (err: ProxyError) => void sendError(reply, err);
-    if (typeof id !== 'string' || id === '')
+    if (typeof token !== 'string' || token === '')
       return refused(new ProxyError('BAD_REQUEST', 'Bad Request: Mcp-Session-Id header is required'));
     const version = req.headers['mcp-protocol-version'];
     if (typeof version === 'string' && !LEGACY_VERSIONS.includes(version)) {
@@ -205,8 +222,9 @@ export class LegacySessions implements LegacyEndpoint {
         ),
       );
     }
-    const session = this.sessions.get(id) ?? this.resume(id, who);
+    const session = this.sessions.get(token) ?? this.resume(token, who, wasForwarded(req));
     if (session instanceof ProxyError) return refused(session);
+    if (!(session instanceof HttpSession)) return void this.forward(session, req, reply, id);
     const expired = this.expireIfOld(session);
     if (expired) return refused(expired);
     if (session.principal !== who.principal) {
@@ -219,8 +237,11 @@ export class LegacySessions implements LegacyEndpoint {
     return session;
   }
 
-  /** A session started elsewhere (another replica, or this one before a restart), rebuilt from its token. */
-  private resume(id: string, who: Requester): HttpSession | ProxyError {
+  /**
+   * A session started elsewhere (another replica, or this one before a restart), rebuilt from its
+   * token; or the replica to forward to, when the session's upstream runs there.
+   */
+  private resume(id: string, who: Requester, forwarded: boolean): HttpSession | ProxyError | Owner {
     const claims = this.o.tokens.open(id);
     if (!claims) return new ProxyError('SESSION_NOT_FOUND', NOT_FOUND);
     if (claims.principal !== who.principal) return notYours();
@@ -228,10 +249,19 @@ export class LegacySessions implements LegacyEndpoint {
     if (Date.now() - claims.issued * 1000 > this.o.sessionMaxAgeMs) return this.sessionExpired();
     if (!this.o.resumeSession || !claims.upstream?.id) {
       if (claims.replica === this.o.tokens.replica) return new ProxyError('SESSION_NOT_FOUND', NOT_FOUND);
+      const { url } = claims;
+      // Forwarded once at most: a request another replica forwarded here (or a client says so) stays here.
+      if (this.o.forwarding && url && url !== this.o.tokens.url() && !forwarded) return { replica: claims.replica, url };
       return new ProxyError(
         'SESSION_NOT_FOUND',
-        `Session not found on this replica: it lives on replica "${claims.replica}" (its upstream runs there); ` +
-          'route requests by the Mcp-Session-Id header (sticky sessions), or send initialize to start a new one',
+        `Session not found on this replica: it lives on replica "${claims.replica}" (its upstream runs there), ` +
+          (forwarded
+            ? 'and a request forwarded by another replica is not forwarded again; '
+            : url
+              ? "but the URL its token names (replicas.url) is this replica's: give every replica its own; "
+              : 'whose URL it did not know (replicas.url): set replicas.url on every replica, or route requests by the ' +
+                'Mcp-Session-Id header (sticky sessions); ') +
+          'send initialize to start a new one',
         { replica: claims.replica },
       );
     }
@@ -253,6 +283,29 @@ export class LegacySessions implements LegacyEndpoint {
     this.sessions.set(id, session);
     this.o.log.info({ session: session.logId, from: claims.replica }, 'session resumed from its token');
     return session;
+  }
+
+  /** Sends the request to the replica holding its session; the client hears from that replica, or why it could not. */
+  private forward(owner: Owner, req: FastifyRequest, reply: FastifyReply, id: JsonRpcId | null): Promise<void> {
+    const { sealer, requestMs } = this.o.forwarding!;
+    // An answer begins within requestMs (a stream at once); once begun, a stream has a keep-alive every KEEPALIVE_MS at most.
+    const wait = { beginMs: requestMs + FORWARD_MARGIN_MS, gapMs: Math.max(requestMs, 2 * KEEPALIVE_MS) + FORWARD_MARGIN_MS };
+    noteExchange(req, undefined, { era: 'legacy', session: `at ${owner.replica}` });
+    const failed = (why: ForwardFailure, detail: string) =>
+      why === 'timeout'
+        ? new ProxyError(
+            'REQUEST_TIMEOUT',
+            `The replica this session lives on ("${owner.replica}") did not answer: ${detail} ` +
+              '(timeouts.requestMs and 5 s); try again, or send initialize to start a new session',
+            { replica: owner.replica },
+          )
+        : new ProxyError(
+            'SESSION_NOT_FOUND',
+            `Session not found: it lives on replica "${owner.replica}" (its upstream runs there), which cannot be ` +
+              `reached (${detail}); send initialize to start a new one`,
+            { replica: owner.replica },
+          );
+    return forwardTo(owner, req, reply, { replica: this.o.tokens.replica, sealer, id, era: 'legacy', wait, failed, log: this.o.log });
   }
 
   private newSession(who: Requester, id?: string): HttpSession {

@@ -26,3 +26,21 @@ describe('SessionTokens', () => {
     expect(tokens.open(token)).toEqual({ replica: 'alpha', principal: 'p', issued: 100 });
   });
 });
+
+describe('SessionTokens with a known URL', () => {
+  const sealer = new Sealer(['session-tokens-test-secret-0123456789']);
+  const tokens = new SessionTokens(sealer, 'alpha', () => 'http://10.0.0.5:8080/mcp');
+
+  it('names the URL of the replica the session lives on, also when the token carries nothing else', () => {
+    const token = tokens.mint({ principal: 'p' }, 100);
+    expect(tokens.open(token)).toEqual({ replica: 'alpha', url: 'http://10.0.0.5:8080/mcp', principal: 'p', issued: 100 });
+    const huge = { client: { extensions: { x: { settings: 'x'.repeat(20_000) } } } };
+    const bare = tokens.mint({ principal: 'p', negotiation: huge }, 100);
+    expect(tokens.open(bare)).toMatchObject({ replica: 'alpha', url: 'http://10.0.0.5:8080/mcp' });
+  });
+
+  it('opens a token sealed before URLs were sealed into it', () => {
+    const old = sealer.seal('session', ['beta', 'p', 100, null, null, null]);
+    expect(tokens.open(old)).toEqual({ replica: 'beta', principal: 'p', issued: 100 });
+  });
+});

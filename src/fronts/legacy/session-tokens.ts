@@ -1,14 +1,17 @@
 /**
  * Legacy session ids as sealed tokens: everything a replica needs to go on with a session it
  * did not start (the upstream session, the negotiated context, who may use it), readable only
- * by replicas that share the secret. A session over a stdio upstream lives in one replica's
- * process; its token still names that replica, so the others can say where it is.
+ * by replicas that share the secret. A session over a stdio upstream (or emulated by the proxy,
+ * in front of a 2026-07-28 server) lives in one replica's process; its token names that replica
+ * and its URL (`replicas.url`), so the others forward the session's requests there.
  */
 import { TokenTooLarge, type Sealer } from '../../sealing/sealer.js';
 
 export interface SessionClaims {
   /** The replica that started the session. */
   replica: string;
+  /** Its URL as other replicas reach it (absent: it knew none). */
+  url?: string;
   /** Who the session was issued to ('' without authentication): nobody else may use it. */
   principal: string;
   /** Issue time, seconds since the epoch. */
@@ -26,6 +29,7 @@ type WireClaims = [
   upstreamId: string | null,
   protocolVersion: string | null,
   negotiation: object | null,
+  url?: string | null,
 ];
 
 /** Ended sessions remembered, so a token that is known dead is not resumed again. */
@@ -37,10 +41,13 @@ export class SessionTokens {
   constructor(
     private readonly sealer: Sealer,
     readonly replica: string,
+    /** This replica's URL as the others reach it, once known (it may be learnt when listening). */
+    readonly url: () => string | undefined = () => undefined,
   ) {}
 
   /** A token for a session issued at `issued` (seconds since the epoch: what its age is counted from, here and elsewhere). */
-  mint(claims: Omit<SessionClaims, 'replica' | 'issued'>, issued = Math.floor(Date.now() / 1000)): string {
+  mint(claims: Omit<SessionClaims, 'replica' | 'issued' | 'url'>, issued = Math.floor(Date.now() / 1000)): string {
+    const url = this.url() ?? null;
     // An array, not an object: the token travels in a header on every request.
     const wire: WireClaims = [
       this.replica,
@@ -49,13 +56,14 @@ export class SessionTokens {
       claims.upstream?.id ?? null,
       claims.upstream?.protocolVersion ?? null,
       claims.negotiation ?? null,
+      url,
     ];
     try {
       return this.sealer.seal('session', wire);
     } catch (err) {
       if (!(err instanceof TokenTooLarge)) throw err;
       // Too much to carry (a client's very large capabilities): the session stays here, and its token says where it lives.
-      return this.sealer.seal('session', [this.replica, claims.principal, issued, null, null, null] satisfies WireClaims);
+      return this.sealer.seal('session', [this.replica, claims.principal, issued, null, null, null, url] satisfies WireClaims);
     }
   }
 
@@ -64,9 +72,10 @@ export class SessionTokens {
     if (this.ended.has(token)) return undefined;
     const wire = this.sealer.open<WireClaims>('session', token);
     if (!Array.isArray(wire) || typeof wire[0] !== 'string' || typeof wire[1] !== 'string') return undefined;
-    const [replica, principal, issued, upstreamId, protocolVersion, negotiation] = wire;
+    const [replica, principal, issued, upstreamId, protocolVersion, negotiation, url] = wire;
     return {
       replica,
+      ...(typeof url === 'string' ? { url } : {}),
       principal,
       issued: Number(issued),
       ...(typeof upstreamId === 'string'

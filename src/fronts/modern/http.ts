@@ -17,9 +17,8 @@ import type { SlowReaderLimits } from '../http/reader-watch.js';
 import type { ModernEndpoint, Post } from '../http/server.js';
 import type { ModernHandler } from './handler.js';
 import { Cancellation } from './reply.js';
-import { FORWARDED_HEADER, forwardToOwner } from './forward.js';
-import { clientAddress } from '../http/client-key.js';
-import { sealClient } from '../http/replica-client.js';
+import { forwardToOwner } from './forward.js';
+import { wasForwarded } from '../http/forward.js';
 import type { Sealer } from '../../sealing/sealer.js';
 import { checkModernHeaders, checkParamHeaders } from './headers.js';
 
@@ -63,16 +62,8 @@ export class ModernHttp implements ModernEndpoint {
     } catch (err) {
       return sendError(reply, err, msg.id, 'modern');
     }
-    const owner = req.headers[FORWARDED_HEADER] === undefined ? handler.ownerElsewhere(msg, ctx) : undefined;
-    if (owner)
-      return forwardToOwner(
-        owner,
-        msg.id,
-        req,
-        reply,
-        { replica: handler.replicaId, client: sealClient(this.sealer, clientAddress(req), owner.replica) },
-        handler.log,
-      );
+    const owner = wasForwarded(req) ? undefined : handler.ownerElsewhere(msg, ctx);
+    if (owner) return forwardToOwner(owner, msg.id, req, reply, { replica: handler.replicaId, sealer: this.sealer }, handler.log);
     takeOver(reply);
     let headers: Record<string, string> = {};
     const channel = new PostReply(reply.raw, () => headers, mode, false, STREAM_AFTER_MS, this.slowReaders);
