@@ -15,8 +15,7 @@ import type { Sealer } from './sealing/sealer.js';
 import type { UpstreamConnector } from './upstream/connector.js';
 import { speaksModern } from './upstream/era.js';
 import { UpstreamPool } from './upstream/pool.js';
-import { modernToolLister, pooledToolLister, ToolHeaders } from './upstream/tool-headers.js';
-import type { McpResult } from './transformers/contract.js';
+import { modernToolLister, pooledToolLister, ToolCatalog } from './upstream/tool-catalog.js';
 
 /** How the proxy names itself to upstreams. */
 export const CLIENT_INFO = { name: 'mcp-negotiate-proxy', version: PROXY_VERSION };
@@ -75,18 +74,12 @@ export function createPool(config: Config, connector: UpstreamConnector, log: Lo
 }
 
 /**
- * The upstream's tools' Mcp-Param-* headers: listed as a modern client (an upstream that speaks 2026-07-28), or
- * on a pooled session of a legacy upstream.
+ * The upstream's tool catalog, which the proxy fills itself when it must: listed as a modern client (an upstream
+ * that speaks 2026-07-28), or on a pooled session of a legacy upstream.
  */
-export function createToolHeaders(
-  config: Config,
-  connector: UpstreamConnector,
-  pool: UpstreamPool | undefined,
-  learnt: (result: McpResult) => void,
-): ToolHeaders {
+export function createToolCatalog(config: Config, connector: UpstreamConnector, pool: UpstreamPool | undefined): ToolCatalog {
   const timeoutMs = config.timeouts.requestMs;
-  return new ToolHeaders({
-    learnt,
+  return new ToolCatalog({
     lister: async (who) =>
       !pool || speaksModern(connector.era.now ?? (await connector.era.resolve()))
         ? modernToolLister(connector.modern, timeoutMs, CLIENT_INFO)
@@ -99,7 +92,7 @@ export function createModernHandler(
   config: Config,
   pool: UpstreamPool,
   connector: UpstreamConnector,
-  toolHeaders: ToolHeaders,
+  tools: ToolCatalog,
   filters: () => FilterChain,
   log: Logger,
   replica: { sealer: Sealer; replicaId: string; replicaUrl: () => string | undefined },
@@ -122,7 +115,7 @@ export function createModernHandler(
     listen: (req, ctx, reply, tasks) => hub.listen(req, ctx, reply, tasks),
     era: connector.era,
     modern: connector.modern,
-    toolHeaders,
+    tools,
     log,
   });
   return { handler, hub };

@@ -15,7 +15,6 @@ import { HELD_KINDS, HeldBytes } from './core/held-bytes.js';
 import { LegacyRelays } from './core/legacy-relays.js';
 import { Profiles } from './core/profiles.js';
 import type { Filter } from './extensions/contract.js';
-import type { OutputSchemas } from './extensions/content-negotiation/filter.js';
 import { VariantCatalog } from './extensions/server-variants/scope.js';
 import { createAuthenticator, exposureProblem } from './fronts/http/auth.js';
 import { describeLimits, perClientLimits } from './fronts/http/limit-defaults.js';
@@ -37,8 +36,9 @@ import type { CompiledRule } from './rules/compile.js';
 import { Sealer } from './sealing/sealer.js';
 import { UpstreamConnector } from './upstream/connector.js';
 import type { UpstreamPool } from './upstream/pool.js';
-import { CLIENT_INFO, createModernHandler, createPool, createToolHeaders, replicaAddress } from './assemble.js';
+import { CLIENT_INFO, createModernHandler, createPool, createToolCatalog, replicaAddress } from './assemble.js';
 import { SharedUpstreamSessions } from './upstream/shared.js';
+import type { ToolCatalog } from './upstream/tool-catalog.js';
 
 export interface GatewayDeps {
   log: Logger;
@@ -106,8 +106,8 @@ class ProxyGateway implements Gateway {
   private readonly held: HeldBytes;
   /** The filters both eras run through, as the config says now: a reload builds them again (open legacy sessions keep theirs). */
   private filters: FilterChain;
-  /** Output schemas modern requests learnt from tools/list: kept across reloads (they describe the upstream, not the config). */
-  private readonly outputSchemas: OutputSchemas = new Map();
+  /** What the proxy knows of the upstream's tools: kept across reloads (it describes the upstream, not the config). */
+  private readonly tools: ToolCatalog;
   private readonly pool: UpstreamPool | undefined;
   private readonly modern: { handler: ModernHandler; hub: ListenHub } | undefined;
   private readonly relays: LegacyRelays;
@@ -151,18 +151,18 @@ class ProxyGateway implements Gateway {
     });
     this.tracing = deps.tracing;
     this.observers = new Observers(this.metrics, this.tracing);
-    this.filters = this.buildFilters(deps.rules ?? [], config);
     const sharing = config.upstream.sessions === 'shared' && spec.kind === 'stdio';
     this.pool = config.modern.enabled || sharing ? createPool(config, connector, log, this.observers) : undefined;
     const shared = this.pool && sharing ? new SharedUpstreamSessions(this.pool, config.timeouts.requestMs) : undefined;
-    const toolHeaders = createToolHeaders(config, connector, this.pool, (result) => this.filters.learnTools(result));
+    const tools = (this.tools = createToolCatalog(config, connector, this.pool));
+    this.filters = this.buildFilters(deps.rules ?? [], config);
     this.modern =
       this.pool && config.modern.enabled
         ? createModernHandler(
             config,
             this.pool,
             connector,
-            toolHeaders,
+            tools,
             () => this.filters,
             log.child({ era: 'modern' }),
             { sealer: this.sealer, replicaId: this.replicaId, replicaUrl: () => this.replica.url },
@@ -170,7 +170,7 @@ class ProxyGateway implements Gateway {
           )
         : undefined;
     this.pool?.onUnrelated((n, principal) => {
-      if (n.method === 'notifications/tools/list_changed') toolHeaders.changed();
+      if (n.method === 'notifications/tools/list_changed') tools.changed();
       this.modern?.hub.publish(n, principal);
       shared?.publish(n, principal);
     });
@@ -182,7 +182,7 @@ class ProxyGateway implements Gateway {
       requestTimeoutMs: config.timeouts.requestMs,
       initializeTimeoutMs: config.timeouts.initializeMs,
       inputTimeoutMs: config.modern.inputTimeoutMs,
-      toolHeaders,
+      tools,
       counters: this.metrics.counters,
       observe: this.observers.upstream,
     });
@@ -245,7 +245,7 @@ class ProxyGateway implements Gateway {
       counters: metrics.counters,
       observeStep: observers.step,
       observeTokens: observers.tokens,
-      outputSchemas: this.outputSchemas,
+      tools: this.tools,
       extra: this.deps.filters,
     });
   }
