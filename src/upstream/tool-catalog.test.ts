@@ -153,13 +153,15 @@ describe('the tool catalog, given a hostile tools/list', () => {
     expect(catalog.size.tools).toBe(1);
   });
 
-  it('does not keep a tool whose name alone is over the byte bound; the others are kept', () => {
+  it("does not keep a tool whose name alone is over the byte bound, nor forget another holder's tools for it", () => {
     const catalog = new ToolCatalog();
+    catalog.learn('other', { tools: [regionTool] });
     const huge = 'n'.repeat(MAX_BYTES + 1);
     catalog.learn('p', { tools: [{ name: huge, inputSchema: {} }, regionTool] });
+    expect(catalog.view('other').known('forecast')).toBeDefined();
     expect(catalog.view('p').known(huge)).toBeUndefined();
     expect(catalog.view('p').known('forecast')).toBeDefined();
-    expect(catalog.size.bytes).toBeLessThan(1000);
+    expect(catalog.size.bytes).toBeLessThan(2000);
   });
 
   it('does not keep a tool whose output schema is too deep to measure', () => {

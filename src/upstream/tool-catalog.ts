@@ -190,6 +190,8 @@ export class ToolCatalog {
 
   /** Whether `bytes` more fit for `known`, once holders used less recently are forgotten. */
   private room(known: Known, bytes: number): boolean {
+    // A tool that would not fit even alone with its holder costs nobody else what they know.
+    if (known.tools.size + 1 > MAX_TOOLS || known.bytes + bytes > MAX_BYTES) return false;
     this.evict(known, bytes, 1);
     return this.tools + 1 <= MAX_TOOLS && this.bytes + bytes <= MAX_BYTES;
   }
