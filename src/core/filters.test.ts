@@ -30,15 +30,16 @@ describe('the filter chain across a reload', () => {
     const tools = new ToolCatalog();
     const build = () => builtinChain({ rules, variants: new VariantCatalog(serverVariantsSchema.parse({})), tools });
     const schema = { type: 'object', properties: { n: { type: 'number' } } };
-    const request = { era: 'modern' as const, principal: 'token:a', capabilities: NEGOTIATION, assigned: NOTHING_ASSIGNED, log };
+    const request = { era: 'modern' as const, capabilities: NEGOTIATION, assigned: NOTHING_ASSIGNED, log };
 
     build(); // the chain before the reload
-    tools.learn('token:a', { tools: [{ name: 'count', inputSchema: { type: 'object' }, outputSchema: schema }] });
+    tools.learn({ tools: [{ name: 'count', inputSchema: { type: 'object' }, outputSchema: schema }] });
     const after = build().forRequest(request, {});
     expect(await after.shape('tools/call', 'count', { content: [] })).toMatchObject({ seenSchema: schema });
-    // Another principal's requests are shaped only with what was listed for it.
-    const other = build().forRequest({ ...request, principal: 'token:b' }, {});
-    expect(await other.shape('tools/call', 'count', { content: [] })).toMatchObject({ seenSchema: 'unknown' });
+    // A legacy session knows only what its own upstream session listed.
+    const session = build().forSession(log);
+    session.onInitialize({ capabilities: NEGOTIATION });
+    expect(await session.shape('tools/call', 'count', { content: [] })).toMatchObject({ seenSchema: 'unknown' });
   });
 });
 

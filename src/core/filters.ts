@@ -73,11 +73,8 @@ export class FilterChain {
    * The chain for one modern request: its capabilities, what it is assigned, and what the upstream said at the
    * pooled session's initialize.
    */
-  forRequest(
-    ctx: Pick<RequestContext, 'era' | 'capabilities' | 'assigned' | 'log'> & Partial<Pick<RequestContext, 'principal'>>,
-    upstream: McpResult,
-  ): BoundFilters {
-    const bound = new BoundFilters(this, ctx.era, ctx.log, ctx.capabilities, ctx.assigned, undefined, ctx.principal ?? '');
+  forRequest(ctx: Pick<RequestContext, 'era' | 'capabilities' | 'assigned' | 'log'>, upstream: McpResult): BoundFilters {
+    const bound = new BoundFilters(this, ctx.era, ctx.log, ctx.capabilities, ctx.assigned);
     bound.learnUpstream(upstream);
     return bound;
   }
@@ -108,13 +105,10 @@ export class BoundFilters {
   /** What the session or request was assigned beside its own declaration (see Profiles). */
   assigned: Assigned = NOTHING_ASSIGNED;
   private inEffect: TagsNote | undefined | null = null;
-  /** The upstream's tools as this session's upstream session lists them, or as the request's principal is shown them. */
+  /** The upstream's tools as this session's upstream session lists them (a legacy session's own), or as modern requests share them. */
   private readonly tools: ToolView;
 
-  /**
-   * `arrival`: how a legacy session's client came, for the assignment made at its initialize; `principal`: a
-   * modern request's (a legacy session's tools are its own).
-   */
+  /** `arrival`: how a legacy session's client came, for the assignment made at its initialize. */
   constructor(
     private readonly chain: FilterChain,
     private readonly era: Era,
@@ -122,9 +116,8 @@ export class BoundFilters {
     capabilities: Record<string, unknown>,
     assigned: Assigned = NOTHING_ASSIGNED,
     private readonly arrival?: Arrival,
-    principal?: string,
   ) {
-    this.tools = chain.tools.view(principal ?? {});
+    this.tools = chain.tools.view(era === 'legacy' ? {} : undefined);
     this.negotiate(capabilities, assigned);
   }
 

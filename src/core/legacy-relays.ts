@@ -118,7 +118,7 @@ export class LegacyRelays {
         requestTimeoutMs,
         inputTimeoutMs,
         paramHeaders: (req) => tools.paramHeaders(req, { principal: who.principal, clientKey: who.client }),
-        toolsSeen: (result) => (result ? tools.learn(who.principal, result) : tools.changed()),
+        toolsSeen: (result) => (result ? tools.learn(result) : tools.changed()),
         log,
       });
     if (era === 'modern') return bridge(events);

@@ -35,8 +35,8 @@ describe('the tool catalog', () => {
     const catalog = new ToolCatalog({ lister: up.lister });
     expect(await catalog.paramHeaders(call('forecast'), A)).toEqual(new Map([['mcp-param-region', ['region']]]));
     expect(await catalog.taskSupport(call('forecast'), A)).toBe('optional');
-    expect(catalog.view('token:a').known('forecast')?.outputSchema).toEqual(regionTool.outputSchema);
-    expect(catalog.view('token:a').known('plain')).toEqual({ outputSchema: null });
+    expect(catalog.view().known('forecast')?.outputSchema).toEqual(regionTool.outputSchema);
+    expect(catalog.view().known('plain')).toEqual({ outputSchema: null });
     expect(await catalog.paramHeaders(call('plain'), A)).toBeUndefined();
     expect(await catalog.paramHeaders({ ...call('forecast'), method: 'tools/list' }, A)).toBeUndefined();
     expect(up.listedBy).toEqual(['token:a']); // listed once
@@ -52,31 +52,39 @@ describe('the tool catalog', () => {
     expect(up.listedBy).toEqual(['token:a']);
   });
 
-  it("keeps each principal's tools apart: one principal's listing never speaks for another's calls", async () => {
-    let listing = [{ tools: [regionTool] }];
-    const up = upstream(() => listing);
+  it("shares one listing among principals, and keeps each legacy session's own listings to itself", async () => {
+    const up = upstream([{ tools: [regionTool] }]);
     const catalog = new ToolCatalog({ lister: up.lister });
     expect(await catalog.taskSupport(call('forecast'), A)).toBe('optional');
-    listing = [{ tools: [{ ...regionTool, execution: { taskSupport: 'required' } }] }];
-    expect(await catalog.taskSupport(call('forecast'), B)).toBe('required');
-    expect(await catalog.taskSupport(call('forecast'), A)).toBe('optional');
-    expect(up.listedBy).toEqual(['token:a', 'token:b']);
+    expect(await catalog.taskSupport(call('forecast'), B)).toBe('optional');
+    expect(up.listedBy).toEqual(['token:a']);
+    const session = catalog.view({});
+    expect(session.known('forecast')).toBeUndefined();
+    session.learn({ tools: [{ ...regionTool, execution: { taskSupport: 'required' } }] });
+    expect(session.known('forecast')?.taskSupport).toBe('required');
+    expect(catalog.view().known('forecast')?.taskSupport).toBe('optional');
+    expect(catalog.view({}).known('forecast')).toBeUndefined(); // another session
+    session.changed();
+    expect(session.known('forecast')).toBeUndefined();
+    expect(catalog.view().known('forecast')).toBeDefined();
+    catalog.changed(); // the upstream's list changed: everyone forgets
+    expect(catalog.view().known('forecast')).toBeUndefined();
   });
 
   it("learns a client's listing without forgetting the pages it did not ask for; the proxy's own first page starts afresh", () => {
     const catalog = new ToolCatalog();
-    catalog.learn('p', {
+    catalog.learn({
       tools: [
         { name: 'a', inputSchema: {} },
         { name: 'b', inputSchema: {} },
       ],
     });
-    catalog.learn('p', { tools: [{ name: 'b', inputSchema: {}, outputSchema: { type: 'object' } }] });
-    expect(catalog.view('p').known('a')).toEqual({ outputSchema: null });
-    expect(catalog.view('p').known('b')).toEqual({ outputSchema: { type: 'object' } });
-    catalog.learn('p', { tools: [{ name: 'c', inputSchema: {} }] }, true);
-    expect(catalog.view('p').known('a')).toBeUndefined();
-    expect(catalog.view('p').known('c')).toBeDefined();
+    catalog.learn({ tools: [{ name: 'b', inputSchema: {}, outputSchema: { type: 'object' } }] });
+    expect(catalog.view().known('a')).toEqual({ outputSchema: null });
+    expect(catalog.view().known('b')).toEqual({ outputSchema: { type: 'object' } });
+    catalog.learn({ tools: [{ name: 'c', inputSchema: {} }] }, true);
+    expect(catalog.view().known('a')).toBeUndefined();
+    expect(catalog.view().known('c')).toBeDefined();
     expect(catalog.size.tools).toBe(1);
   });
 
@@ -92,15 +100,15 @@ describe('the tool catalog', () => {
     });
     expect(await catalog.taskSupport(call('forecast'), A)).toBe('optional');
     catalog.changed();
-    expect(catalog.view('token:a').known('forecast')).toBeUndefined();
+    expect(catalog.view().known('forecast')).toBeUndefined();
     tools = [{ ...regionTool, execution: { taskSupport: 'forbidden' } }];
     overtake = () => catalog.changed();
     expect(await catalog.taskSupport(call('forecast'), A)).toBe('forbidden');
     overtake = undefined;
     expect(await catalog.taskSupport(call('forecast'), A)).toBe('forbidden');
     expect(listings).toBe(3); // the overtaken listing is done again
-    catalog.changed('token:b'); // another holder's change leaves these
-    expect(catalog.view('token:a').known('forecast')).toBeDefined();
+    catalog.view({}).changed(); // a session's change leaves the shared view
+    expect(catalog.view().known('forecast')).toBeDefined();
   });
 
   it('refuses the call when the listing fails, and lists again on the next one', async () => {
@@ -136,31 +144,32 @@ describe('the tool catalog', () => {
 describe('the tool catalog, given a hostile tools/list', () => {
   it('skips entries that are not tools, and takes no tools that are not an array', () => {
     const catalog = new ToolCatalog();
-    catalog.learn('p', { tools: { name: 'x' } });
-    catalog.learn('p', { tools: 'forecast' });
-    catalog.learn('p', undefined);
+    catalog.learn({ tools: { name: 'x' } });
+    catalog.learn({ tools: 'forecast' });
+    catalog.learn(undefined);
     expect(catalog.size.tools).toBe(0);
-    catalog.learn('p', { tools: [null, 7, 'forecast', [], { name: 7 }, { name: { a: 1 } }, { inputSchema: {} }, regionTool] });
+    catalog.learn({ tools: [null, 7, 'forecast', [], { name: 7 }, { name: { a: 1 } }, { inputSchema: {} }, regionTool] });
     expect(catalog.size.tools).toBe(1);
-    expect(catalog.view('p').known('forecast')?.taskSupport).toBe('optional');
-    expect(catalog.view('p').known('7')).toBeUndefined();
+    expect(catalog.view().known('forecast')?.taskSupport).toBe('optional');
+    expect(catalog.view().known('7')).toBeUndefined();
   });
 
   it('keeps the last of duplicate names, counted once', () => {
     const catalog = new ToolCatalog();
-    catalog.learn('p', { tools: [regionTool, { name: 'forecast', inputSchema: {} }, { name: 'forecast', inputSchema: {}, execution: 5 }] });
-    expect(catalog.view('p').known('forecast')).toEqual({ outputSchema: null });
+    catalog.learn({ tools: [regionTool, { name: 'forecast', inputSchema: {} }, { name: 'forecast', inputSchema: {}, execution: 5 }] });
+    expect(catalog.view().known('forecast')).toEqual({ outputSchema: null });
     expect(catalog.size.tools).toBe(1);
   });
 
-  it("does not keep a tool whose name alone is over the byte bound, nor forget another holder's tools for it", () => {
+  it("does not keep a tool whose name alone is over the byte bound, nor forget a session's tools for it", () => {
     const catalog = new ToolCatalog();
-    catalog.learn('other', { tools: [regionTool] });
+    const session = catalog.view({});
+    session.learn({ tools: [regionTool] });
     const huge = 'n'.repeat(MAX_BYTES + 1);
-    catalog.learn('p', { tools: [{ name: huge, inputSchema: {} }, regionTool] });
-    expect(catalog.view('other').known('forecast')).toBeDefined();
-    expect(catalog.view('p').known(huge)).toBeUndefined();
-    expect(catalog.view('p').known('forecast')).toBeDefined();
+    catalog.learn({ tools: [{ name: huge, inputSchema: {} }, regionTool] });
+    expect(session.known('forecast')).toBeDefined();
+    expect(catalog.view().known(huge)).toBeUndefined();
+    expect(catalog.view().known('forecast')).toBeDefined();
     expect(catalog.size.bytes).toBeLessThan(2000);
   });
 
@@ -169,27 +178,27 @@ describe('the tool catalog, given a hostile tools/list', () => {
     let at = deep;
     for (let i = 0; i < 100_000; i++) at = at.n = {};
     const catalog = new ToolCatalog();
-    catalog.learn('p', { tools: [{ name: 'deep', inputSchema: {}, outputSchema: deep }, regionTool] });
-    expect(catalog.view('p').known('deep')).toBeUndefined();
-    expect(catalog.view('p').known('forecast')).toBeDefined();
+    catalog.learn({ tools: [{ name: 'deep', inputSchema: {}, outputSchema: deep }, regionTool] });
+    expect(catalog.view().known('deep')).toBeUndefined();
+    expect(catalog.view().known('forecast')).toBeDefined();
   });
 
   it('keeps 10,000 tools and no more; tools past the bound are unknown', () => {
     const catalog = new ToolCatalog();
     const tools = Array.from({ length: MAX_TOOLS + 500 }, (_, i) => ({ name: `tool-${i}`, inputSchema: { type: 'object' } }));
-    catalog.learn('p', { tools });
+    catalog.learn({ tools });
     expect(catalog.size.tools).toBe(MAX_TOOLS);
-    expect(catalog.view('p').known(`tool-${MAX_TOOLS - 1}`)).toBeDefined();
-    expect(catalog.view('p').known(`tool-${MAX_TOOLS}`)).toBeUndefined();
+    expect(catalog.view().known(`tool-${MAX_TOOLS - 1}`)).toBeDefined();
+    expect(catalog.view().known(`tool-${MAX_TOOLS}`)).toBeUndefined();
     // Listed again in full: still bounded.
-    catalog.learn('p', { tools });
+    catalog.learn({ tools });
     expect(catalog.size.tools).toBe(MAX_TOOLS);
   });
 
   it('keeps at most 8 MiB of output schemas', () => {
     const catalog = new ToolCatalog();
     const schema = { type: 'object', description: 'd'.repeat(100_000) };
-    catalog.learn('p', { tools: Array.from({ length: 100 }, (_, i) => ({ name: `t${i}`, inputSchema: {}, outputSchema: schema })) });
+    catalog.learn({ tools: Array.from({ length: 100 }, (_, i) => ({ name: `t${i}`, inputSchema: {}, outputSchema: schema })) });
     expect(catalog.size.bytes).toBeLessThanOrEqual(MAX_BYTES);
     expect(catalog.size.tools).toBe(83); // 83 × ~100 KB fit in 8 MiB
   });
@@ -199,19 +208,20 @@ describe('the tool catalog, given a hostile tools/list', () => {
     const up = upstream(() => [{ tools: tools('a') }]);
     const catalog = new ToolCatalog({ lister: up.lister });
     expect(await catalog.paramHeaders(call('a1'), A)).toBeUndefined();
-    catalog.learn('token:b', { tools: tools('b') });
+    const session = catalog.view({});
+    session.learn({ tools: tools('b') });
     expect(catalog.size.tools).toBe(6000);
-    expect(catalog.view('token:a').known('a1')).toBeUndefined();
-    expect(catalog.view('token:b').known('b5999')).toBeDefined();
+    expect(catalog.view().known('a1')).toBeUndefined();
+    expect(session.known('b5999')).toBeDefined();
     await catalog.paramHeaders(call('a1'), A);
     expect(up.listedBy).toEqual(['token:a', 'token:a']);
-    expect(catalog.view('token:a').known('a1')).toBeDefined();
-    expect(catalog.view('token:b').known('b1')).toBeUndefined();
+    expect(catalog.view().known('a1')).toBeDefined();
+    expect(session.known('b1')).toBeUndefined();
   });
 
   it('counts a holder that lists nothing, so empty holders cannot grow without bound', () => {
     const catalog = new ToolCatalog();
-    for (let i = 0; i < 50_000; i++) catalog.learn({}, { tools: [] });
+    for (let i = 0; i < 50_000; i++) catalog.view({}).learn({ tools: [] });
     expect(catalog.size.bytes).toBeLessThanOrEqual(MAX_BYTES);
   });
 });

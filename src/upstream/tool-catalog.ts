@@ -8,13 +8,15 @@
  * having listed: the proxy lists the upstream's tools itself when nothing has yet (at most 50
  * pages), and a listing that fails refuses the call (the header would go unchecked).
  *
- * What is known is held per holder, as the upstream showed it to that holder's sessions: a
- * principal (modern requests, the bridge, pooled listings: one principal's listing never speaks for
- * another's calls), or one legacy session (its own upstream session may list other tools than its
- * neighbours'). All holders share one bound: 10,000 tools and 8 MiB (characters of tool names, output
- * schemas as JSON, header names and paths, and 256 a holder); past it the holders least recently used are forgotten, and tools that
- * do not fit one holder's share are not kept (unknown: no header mirrored, and content negotiation
- * treats them as tools that may declare an outputSchema).
+ * What is known is held per holder: one legacy session's content negotiation learns from that
+ * session's own listings (its upstream session may list other tools than its neighbours'); modern
+ * requests, the bridge and the Mcp-Param checks share one view of the upstream, learnt from any
+ * listing that is not a legacy session's own (one listing serves everyone, as a per-principal one
+ * would cost each principal a pooled session). All holders share one bound: 10,000 tools and 8 MiB
+ * (characters of tool names, output schemas as JSON, header names and paths, and 256 a holder);
+ * past it the holders least recently used are forgotten, and tools that do not fit beside their
+ * holder's are not kept (unknown: no header mirrored, and content negotiation treats them as tools
+ * that may declare an outputSchema).
  */
 import { ProxyError } from '../jsonrpc/errors.js';
 import { isObject, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
@@ -43,9 +45,6 @@ export interface ToolFacts {
   /** The declared outputSchema; null: the tool declares none. */
   outputSchema: Record<string, unknown> | null;
 }
-
-/** Whose view of the upstream's tools: a principal, or an object standing for one legacy session. */
-export type Holder = string | object;
 
 /** Who asks: the upstream's tools are listed as that principal sees them. */
 export type ToolAsker = Partial<Pick<RequestContext, 'principal' | 'clientKey'>>;
@@ -82,8 +81,10 @@ class Known {
 }
 
 export class ToolCatalog {
-  /** By holder, least recently used first. */
-  private readonly holders = new Map<Holder, Known>();
+  /** By holder (an object standing for a legacy session, or `shared`), least recently used first. */
+  private readonly holders = new Map<object, Known>();
+  /** The holder of what modern requests, the bridge and the Mcp-Param checks share. */
+  private readonly shared = {};
   private tools = 0;
   private bytes = 0;
 
@@ -106,8 +107,27 @@ export class ToolCatalog {
     return (await this.toolOf(req, who))?.taskSupport;
   }
 
-  /** A page of tools/list the upstream answered `holder` (see ToolView.learn). */
-  learn(holder: Holder, result: McpResult | undefined, fresh = false): void {
+  /** A page of tools/list the upstream answered a modern request, the bridge or the proxy (see ToolView.learn). */
+  learn(result: McpResult | undefined, fresh = false): void {
+    this.learnFor(this.shared, result, fresh);
+  }
+
+  /** The upstream's tool list changed: everything is learnt again before it is needed. */
+  changed(): void {
+    for (const holder of this.holders.keys()) this.changedFor(holder);
+  }
+
+  /** What a legacy session (`session`: an object standing for it) knows, or (none) the shared view. */
+  view(session?: object): ToolView {
+    const holder = session ?? this.shared;
+    return {
+      known: (name) => this.holder(holder, false)?.tools.get(name)?.facts,
+      learn: (result, fresh) => this.learnFor(holder, result, fresh),
+      changed: () => this.changedFor(holder),
+    };
+  }
+
+  private learnFor(holder: object, result: McpResult | undefined, fresh = false): void {
     const tools = result?.tools;
     if (!Array.isArray(tools)) return;
     const known = this.holder(holder, true)!;
@@ -124,40 +144,29 @@ export class ToolCatalog {
     }
   }
 
-  /** The upstream's tool list changed for `holder` (absent: for everyone): learn it again before it is needed. */
-  changed(holder?: Holder): void {
-    for (const [key, known] of this.holders) {
-      if (holder !== undefined && key !== holder) continue;
-      known.listed = false;
-      known.generation++;
-      this.clear(known);
-    }
+  private changedFor(holder: object): void {
+    const known = this.holders.get(holder);
+    if (!known) return;
+    known.listed = false;
+    known.generation++;
+    this.clear(known);
   }
 
-  view(holder: Holder): ToolView {
-    return {
-      known: (name) => this.holder(holder, false)?.tools.get(name)?.facts,
-      learn: (result, fresh) => this.learn(holder, result, fresh),
-      changed: () => this.changed(holder),
-    };
-  }
-
-  /** What is known of a tools/call's tool as `who` sees it, the upstream's tools listed first when they are not. */
+  /** What is known of a tools/call's tool, the upstream's tools listed first (as `who`) when they are not. */
   private async toolOf(req: JsonRpcRequest, who: ToolAsker): Promise<ToolFacts | undefined> {
     const name = req.params?.name;
     if (typeof name !== 'string') return undefined;
-    const principal = who.principal ?? '';
-    let known = this.holder(principal, true)!;
+    let known = this.holder(this.shared, true)!;
     if (!known.listed && this.o.lister) {
-      const listing = (known.listing ??= this.listUpstream(principal, known, who).finally(() => (known.listing = undefined)));
+      const listing = (known.listing ??= this.listUpstream(known, who).finally(() => (known.listing = undefined)));
       await listing;
-      known = this.holder(principal, true)!;
+      known = this.holder(this.shared, true)!;
     }
     return known.tools.get(name)?.facts;
   }
 
   /** Every page of the upstream's tools/list (at most MAX_TOOL_PAGES), as the asking principal sees it. */
-  private async listUpstream(principal: string, known: Known, who: ToolAsker): Promise<void> {
+  private async listUpstream(known: Known, who: ToolAsker): Promise<void> {
     const lister = await this.o.lister!(who);
     const generation = known.generation;
     try {
@@ -165,7 +174,7 @@ export class ToolCatalog {
       for (let page = 0; page < MAX_TOOL_PAGES; page++) {
         const result = await lister.page(cursor as string | undefined);
         if (!result) break; // no tools to list: nothing is mirrored
-        this.learn(principal, result, page === 0);
+        this.learn(result, page === 0);
         cursor = result.nextCursor;
         if (typeof cursor !== 'string') break;
       }
@@ -176,7 +185,7 @@ export class ToolCatalog {
   }
 
   /** A holder's tools (made when `make`), now the most recently used. */
-  private holder(holder: Holder, make: boolean): Known | undefined {
+  private holder(holder: object, make: boolean): Known | undefined {
     let known = this.holders.get(holder);
     if (known) this.holders.delete(holder);
     else if (make) {

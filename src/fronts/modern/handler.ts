@@ -323,7 +323,7 @@ export class ModernHandler {
         return { error: modernUpstreamError(annotated) };
       }
       const afterInput = call.round > 0;
-      if (req.method === 'tools/list') this.opts.tools.learn(ctx.principal, res.result);
+      if (req.method === 'tools/list') this.opts.tools.learn(res.result);
       else if (!negotiation.wantsResult(req.method, name, check?.scope)) {
         // Nothing looks at the result: it is completed on its bytes when it can be.
         const frame = outcome.frame && this.completion.answer(req.id, req.method, outcome.frame, server, afterInput);

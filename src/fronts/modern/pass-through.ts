@@ -146,7 +146,7 @@ export class PassThrough {
       });
     // input_required, a task, the end of a listen stream: the server's own, passed as they are.
     if (result.resultType !== undefined && result.resultType !== 'complete') return reply.answer(frame);
-    if (req.method === 'tools/list') this.o.tools.learn(ctx.principal, result);
+    if (req.method === 'tools/list') this.o.tools.learn(result);
     const name = targetOf(req.params);
     const wants = !own && negotiation.wantsResult(req.method, name, check?.scope);
     const hint = this.hint(req.method, result, wants);
