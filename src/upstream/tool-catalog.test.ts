@@ -67,8 +67,10 @@ describe('the tool catalog', () => {
     session.changed();
     expect(session.known('forecast')).toBeUndefined();
     expect(catalog.view().known('forecast')).toBeDefined();
-    catalog.changed(); // the upstream's list changed: everyone forgets
+    session.learn({ tools: [regionTool] });
+    catalog.changed(); // a change the pool or a modern upstream announced: the shared view forgets
     expect(catalog.view().known('forecast')).toBeUndefined();
+    expect(session.known('forecast')).toBeDefined();
   });
 
   it("learns a client's listing without forgetting the pages it did not ask for; the proxy's own first page starts afresh", () => {

@@ -112,9 +112,12 @@ export class ToolCatalog {
     this.learnFor(this.shared, result, fresh);
   }
 
-  /** The upstream's tool list changed: everything is learnt again before it is needed. */
+  /**
+   * The upstream's tool list changed for modern requests or the bridge: the shared view is learnt again before it is
+   * needed (a legacy session hears its own upstream session's changes, and forgets through its view).
+   */
   changed(): void {
-    for (const holder of this.holders.keys()) this.changedFor(holder);
+    this.changedFor(this.shared);
   }
 
   /** What a legacy session (`session`: an object standing for it) knows, or (none) the shared view. */
