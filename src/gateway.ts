@@ -14,7 +14,6 @@ import type { FilterChain } from './core/filters.js';
 import { HeldBytes } from './core/held-bytes.js';
 import type { LegacyRelays } from './core/legacy-relays.js';
 import type { Filter } from './extensions/contract.js';
-import type { OutputSchemas } from './extensions/content-negotiation/filter.js';
 import { createAuthenticator, exposureProblem, type Authenticator } from './fronts/http/auth.js';
 import type { HttpFront } from './fronts/http/server.js';
 import type { LegacySessions } from './fronts/legacy/http.js';
@@ -31,6 +30,7 @@ import { createModernHandler, type ModernFront } from './wiring/modern.js';
 import { checkUpstreamAtStart, createOperations, type Operations } from './wiring/operations.js';
 import { createReplica, type Replica } from './wiring/replicas.js';
 import { createConnector, createUpstreamSessions } from './wiring/upstream.js';
+import type { ToolCatalog } from './upstream/tool-catalog.js';
 
 export interface GatewayDeps {
   log: Logger;
@@ -85,8 +85,8 @@ class ProxyGateway implements Gateway {
   private readonly held: HeldBytes;
   /** The filters both eras run through, as the config says now: a reload builds them again (open legacy sessions keep theirs). */
   private filters: FilterChain;
-  /** Output schemas modern requests learnt from tools/list: kept across reloads (they describe the upstream, not the config). */
-  private readonly outputSchemas: OutputSchemas = new Map();
+  /** What the proxy knows of the upstream's tools: kept across reloads (it describes the upstream, not the config). */
+  private readonly tools: ToolCatalog;
   private readonly pool: UpstreamPool | undefined;
   private readonly modern: ModernFront | undefined;
   private readonly relays: LegacyRelays;
@@ -114,21 +114,18 @@ class ProxyGateway implements Gateway {
     const held = (this.held = new HeldBytes(config.listen.heldBytes));
     const sessions = () => this.legacySessions?.sessionCount ?? (this.stdio ? 1 : 0);
     const ops = (this.ops = createOperations(connector, { sessions, held, tracing: deps.tracing, log }));
-    this.filters = this.buildFilters(deps.rules ?? [], config);
-    const upstream = createUpstreamSessions(config, connector, {
-      log,
-      observers: ops.observers,
-      learnt: (result) => this.filters.learnTools(result),
-    });
-    const { pool, shared, toolHeaders } = upstream;
+    const upstream = createUpstreamSessions(config, connector, { log, observers: ops.observers });
+    const { pool, shared, tools } = upstream;
     this.pool = pool;
+    this.tools = tools;
+    this.filters = this.buildFilters(deps.rules ?? [], config);
     this.modern =
       pool && config.modern.enabled
         ? createModernHandler(
             config,
             pool,
             connector,
-            toolHeaders,
+            tools,
             () => this.filters,
             log.child({ era: 'modern' }),
             { sealer: replica.sealer, replicaId: replica.replicaId, replicaUrl: () => replica.address.url },
@@ -136,7 +133,7 @@ class ProxyGateway implements Gateway {
           )
         : undefined;
     pool?.onUnrelated((n, principal) => {
-      if (n.method === 'notifications/tools/list_changed') toolHeaders.changed();
+      if (n.method === 'notifications/tools/list_changed') tools.changed();
       this.modern?.hub.publish(n, principal);
       shared?.publish(n, principal);
     });
@@ -199,7 +196,7 @@ class ProxyGateway implements Gateway {
     return createFilters(rules, settings, {
       counters,
       observers: this.ops.observers,
-      outputSchemas: this.outputSchemas,
+      tools: this.tools,
       extra: this.deps.filters,
     });
   }

@@ -8,6 +8,7 @@ import { compileRules, ruleSchema } from '../rules/compile.js';
 import type { Transformer } from '../transformers/contract.js';
 import { builtinChain } from './filters.js';
 import { Profiles } from './profiles.js';
+import { ToolCatalog } from '../upstream/tool-catalog.js';
 
 const log = pino({ level: 'silent' });
 const NEGOTIATION = { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: 1, features: ['agent'] } } };
@@ -25,15 +26,20 @@ const rules = compileRules(
 );
 
 describe('the filter chain across a reload', () => {
-  it('keeps the output schemas modern requests learnt: a chain built again sees the tools listed under the old one', async () => {
-    const outputSchemas = new Map<string, Record<string, unknown>>();
-    const build = () => builtinChain({ rules, variants: new VariantCatalog(serverVariantsSchema.parse({})), outputSchemas });
+  it("keeps the upstream's tool catalog: a chain built again sees the tools listed under the old one", async () => {
+    const tools = new ToolCatalog();
+    const build = () => builtinChain({ rules, variants: new VariantCatalog(serverVariantsSchema.parse({})), tools });
     const schema = { type: 'object', properties: { n: { type: 'number' } } };
+    const request = { era: 'modern' as const, capabilities: NEGOTIATION, assigned: NOTHING_ASSIGNED, log };
 
-    const before = build().forRequest({ era: 'modern', capabilities: NEGOTIATION, assigned: NOTHING_ASSIGNED, log }, {});
-    await before.shape('tools/list', undefined, { tools: [{ name: 'count', inputSchema: { type: 'object' }, outputSchema: schema }] });
-    const after = build().forRequest({ era: 'modern', capabilities: NEGOTIATION, assigned: NOTHING_ASSIGNED, log }, {});
+    build(); // the chain before the reload
+    tools.learn({ tools: [{ name: 'count', inputSchema: { type: 'object' }, outputSchema: schema }] });
+    const after = build().forRequest(request, {});
     expect(await after.shape('tools/call', 'count', { content: [] })).toMatchObject({ seenSchema: schema });
+    // A legacy session knows only what its own upstream session listed.
+    const session = build().forSession(log);
+    session.onInitialize({ capabilities: NEGOTIATION });
+    expect(await session.shape('tools/call', 'count', { content: [] })).toMatchObject({ seenSchema: 'unknown' });
   });
 });
 
@@ -63,6 +69,28 @@ describe("learning a legacy session's tools", () => {
     expect(await bound.shape('tools/call', 'plain', { content: [] })).toMatchObject({ seenSchema: null });
     expect(await bound.shape('tools/call', 'unlisted', { content: [] })).toMatchObject({ seenSchema: 'unknown' });
     expect(asked).toEqual(['tools/list']);
+  });
+
+  it("learns from its client's listing, keeps it to itself, and forgets it when its list changes", async () => {
+    const tools = new ToolCatalog();
+    const chain = builtinChain({ rules, variants: new VariantCatalog(serverVariantsSchema.parse({})), tools });
+    const open = (ask: (method: string) => Promise<Record<string, unknown>>) => {
+      const bound = chain.forSession(log);
+      bound.onInitialize({ capabilities: NEGOTIATION });
+      bound.bindUpstream(ask);
+      return bound;
+    };
+    const asked: string[] = [];
+    const first = open(async (method) => (asked.push(`first ${method}`), { tools: [{ name: 'count', inputSchema: {} }] }));
+    const second = open(async (method) => (asked.push(`second ${method}`), { tools: [] }));
+    await first.shape('tools/list', undefined, { tools: [{ name: 'count', inputSchema: {}, outputSchema: schema }] });
+    expect(await first.shape('tools/call', 'count', { content: [] })).toMatchObject({ seenSchema: schema });
+    expect(await second.shape('tools/call', 'count', { content: [] })).toMatchObject({ seenSchema: 'unknown' });
+    expect(asked).toEqual(['second tools/list']);
+    first.onNotification({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+    // Forgotten: listed again, and the tool no longer declares a schema.
+    expect(await first.shape('tools/call', 'count', { content: [] })).toMatchObject({ seenSchema: null });
+    expect(asked).toEqual(['second tools/list', 'first tools/list']);
   });
 
   it('holds a result at most 5 s for a listing that hangs, and only once', async () => {

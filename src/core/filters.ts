@@ -19,6 +19,7 @@ import { targetOf } from '../mcp/requests.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { McpResult } from '../transformers/contract.js';
 import type { TagsNote } from '../ops/access-log.js';
+import { ToolCatalog, type ToolView } from '../upstream/tool-catalog.js';
 import { clientNameOf, Profiles, tagsInEffect, type Arrival } from './profiles.js';
 
 /**
@@ -37,12 +38,13 @@ export type ChainVerdict = { error: JsonRpcErrorObject } | { request?: JsonRpcRe
 
 /**
  * The built-in filters (server variants, then content negotiation) over the config's rules and variants, then
- * `extra`; `profiles` assign tags and variants.
+ * `extra`; `profiles` assign tags and variants; `tools`: the upstream's tool catalog (kept across reloads).
  */
 export function builtinChain(
-  o: ContentNegotiationSetup & { variants: VariantCatalog; profiles?: Profiles; extra?: Filter[] },
+  o: ContentNegotiationSetup & { variants: VariantCatalog; profiles?: Profiles; extra?: Filter[]; tools?: ToolCatalog },
 ): FilterChain {
-  return new FilterChain([serverVariantsFilter(o.variants), contentNegotiationFilter(o), ...(o.extra ?? [])], o.counters, o.profiles);
+  const filters = [serverVariantsFilter(o.variants), contentNegotiationFilter(o), ...(o.extra ?? [])];
+  return new FilterChain(filters, o.counters, o.profiles, o.tools);
 }
 
 export class FilterChain {
@@ -50,6 +52,8 @@ export class FilterChain {
     readonly filters: Filter[],
     private readonly counters?: Metrics['counters'],
     readonly profiles: Profiles = Profiles.NONE,
+    /** What the filters know of the upstream's tools. */
+    readonly tools: ToolCatalog = new ToolCatalog(),
   ) {}
 
   /**
@@ -88,17 +92,6 @@ export class FilterChain {
     return bound;
   }
 
-  /** A page of the upstream's tools the proxy listed itself: what the filters learn from it. */
-  learnTools(result: McpResult): void {
-    for (const f of this.filters) {
-      try {
-        f.learnTools?.(result);
-      } catch {
-        // Learning is an optimisation: a filter that fails at it shapes as if it had not learnt.
-      }
-    }
-  }
-
   countShaped(): void {
     if (this.counters) this.counters.resultsShaped++;
   }
@@ -112,6 +105,8 @@ export class BoundFilters {
   /** What the session or request was assigned beside its own declaration (see Profiles). */
   assigned: Assigned = NOTHING_ASSIGNED;
   private inEffect: TagsNote | undefined | null = null;
+  /** The upstream's tools as this session's upstream session lists them (a legacy session's own), or as modern requests share them. */
+  private readonly tools: ToolView;
 
   /** `arrival`: how a legacy session's client came, for the assignment made at its initialize. */
   constructor(
@@ -122,6 +117,7 @@ export class BoundFilters {
     assigned: Assigned = NOTHING_ASSIGNED,
     private readonly arrival?: Arrival,
   ) {
+    this.tools = chain.tools.view(era === 'legacy' ? {} : undefined);
     this.negotiate(capabilities, assigned);
   }
 
@@ -193,6 +189,7 @@ export class BoundFilters {
 
   /** Notifications to send instead of one that belongs to no request, or undefined to relay it as is. */
   onNotification(n: JsonRpcNotification): JsonRpcNotification[] | undefined {
+    if (this.era === 'legacy' && n.method === 'notifications/tools/list_changed') this.tools.changed();
     let out: JsonRpcNotification[] | undefined;
     this.chain.filters.forEach((f, i) => {
       if (!f.onNotification) return;
@@ -222,6 +219,8 @@ export class BoundFilters {
     traceparent?: string,
   ): McpResult | undefined | Promise<McpResult | undefined> {
     if (method === 'initialize') return this.initializeResult(result);
+    // A legacy session's listing, as its upstream session answered it (modern ones are learnt where they arrive).
+    if (method === 'tools/list' && this.era === 'legacy') this.tools.learn(result);
     const filters = this.chain.filters;
     let current: McpResult | undefined;
     const step = (i: number): McpResult | undefined | Promise<McpResult | undefined> => {
@@ -295,7 +294,8 @@ export class BoundFilters {
     traceparent?: string,
     upstreamResult?: McpResult,
   ): FilterContext<unknown> {
-    return { era: this.era, method, name, variant, traceparent, upstreamResult, ask: this.ask, state: this.states[i], log: this.log };
+    const { era, ask, tools, log } = this;
+    return { era, method, name, variant, traceparent, upstreamResult, ask, tools, state: this.states[i], log };
   }
 }
 

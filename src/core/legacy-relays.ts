@@ -14,7 +14,7 @@ import type { SharedUpstreamSessions } from '../upstream/shared.js';
 import { deferredConnection } from '../upstream/deferred.js';
 import { withModernFallback } from '../upstream/era-fallback.js';
 import type { ServerEra } from '../mcp/era.js';
-import type { ToolHeaders } from '../upstream/tool-headers.js';
+import type { ToolCatalog } from '../upstream/tool-catalog.js';
 import type { ResumedSession, UpstreamConnection, UpstreamEvents } from '../upstream/types.js';
 import type { Requester } from './context.js';
 import type { BoundFilters, FilterChain, FiltersSnapshot } from './filters.js';
@@ -31,8 +31,8 @@ export interface LegacyRelaysOptions {
   initializeTimeoutMs: number;
   /** How long a client gets to answer a modern upstream's input request. */
   inputTimeoutMs: number;
-  /** A modern upstream's tools' Mcp-Param-* headers. */
-  toolHeaders: ToolHeaders;
+  /** What the proxy knows of the upstream's tools (a modern upstream's Mcp-Param-* headers). */
+  tools: ToolCatalog;
   counters: Metrics['counters'];
   observe: UpstreamObserver;
 }
@@ -112,13 +112,13 @@ export class LegacyRelays {
    * upstream refuses its initialize as only a 2026-07-28 server does.
    */
   private connectIn(era: ServerEra, events: UpstreamEvents, log: Logger, who: Requester, resume?: ResumedSession): UpstreamConnection {
-    const { connector, requestTimeoutMs, inputTimeoutMs, toolHeaders } = this.o;
+    const { connector, requestTimeoutMs, inputTimeoutMs, tools } = this.o;
     const bridge = (ev: UpstreamEvents) =>
       connector.bridge(ev, {
         requestTimeoutMs,
         inputTimeoutMs,
-        paramHeaders: (req) => toolHeaders.of(req, { principal: who.principal, clientKey: who.client }),
-        toolsSeen: (result) => (result ? toolHeaders.learn(result) : toolHeaders.changed()),
+        paramHeaders: (req) => tools.paramHeaders(req, { principal: who.principal, clientKey: who.client }),
+        toolsSeen: (result) => (result ? tools.learn(result) : tools.changed()),
         log,
       });
     if (era === 'modern') return bridge(events);

@@ -11,6 +11,7 @@ import { isObject, type JsonRpcErrorObject, type JsonRpcNotification, type JsonR
 import type { Era } from '../mcp/era.js';
 import type { Assigned } from '../mcp/features.js';
 import type { McpResult } from '../transformers/contract.js';
+import type { ToolView } from '../upstream/tool-catalog.js';
 
 /** What a filter sees of one request: who asked, what for, in which variant, and its own state. */
 export interface FilterContext<S> {
@@ -26,6 +27,8 @@ export interface FilterContext<S> {
   upstreamResult?: McpResult;
   /** A request of the proxy's own to the upstream session this request went to (legacy sessions; never seen by the client). */
   ask?: UpstreamAsk;
+  /** What the proxy knows of the upstream's tools, as this session (legacy) or principal (modern) is shown them. */
+  tools: ToolView;
   state: S;
   log: Logger;
 }
@@ -52,8 +55,6 @@ export interface Filter<S = unknown> {
   learnUpstream?(result: McpResult, state: S): void;
   /** A legacy client's initialize result as the filter has it (the extension advertised), or undefined for unchanged. */
   onInitializeResult?(result: McpResult, state: S, log: Logger): McpResult | undefined;
-  /** A page of the upstream's tools the proxy listed itself (for modern requests, which share what is learnt). */
-  learnTools?(result: McpResult): void;
   /** What it advertises in `server/discover` (entries of `capabilities.extensions`). */
   discover?(state: S): Record<string, unknown> | undefined;
   onRequest?(req: JsonRpcRequest, ctx: FilterContext<S>): RequestVerdict;

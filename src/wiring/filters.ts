@@ -6,17 +6,17 @@ import type { Config } from '../config/schema.js';
 import { builtinChain, type FilterChain } from '../core/filters.js';
 import { Profiles } from '../core/profiles.js';
 import type { Filter } from '../extensions/contract.js';
-import type { OutputSchemas } from '../extensions/content-negotiation/filter.js';
 import { VariantCatalog } from '../extensions/server-variants/scope.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { Observers } from '../ops/observers.js';
 import type { CompiledRule } from '../rules/compile.js';
+import type { ToolCatalog } from '../upstream/tool-catalog.js';
 
-/** `outputSchemas` outlives a reload (it describes the upstream); `extra` filters run after the built-in ones. */
+/** `tools` outlives a reload (it describes the upstream); `extra` filters run after the built-in ones. */
 export function createFilters(
   rules: CompiledRule[],
   settings: Config,
-  o: { counters: Metrics['counters']; observers: Observers; outputSchemas: OutputSchemas; extra: Filter[] | undefined },
+  o: { counters: Metrics['counters']; observers: Observers; tools: ToolCatalog; extra: Filter[] | undefined },
 ): FilterChain {
   return builtinChain({
     rules,
@@ -26,7 +26,7 @@ export function createFilters(
     counters: o.counters,
     observeStep: o.observers.step,
     observeTokens: o.observers.tokens,
-    outputSchemas: o.outputSchemas,
+    tools: o.tools,
     extra: o.extra,
   });
 }

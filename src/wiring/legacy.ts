@@ -31,7 +31,7 @@ export function createRelays(
     requestTimeoutMs: config.timeouts.requestMs,
     initializeTimeoutMs: config.timeouts.initializeMs,
     inputTimeoutMs: config.modern.inputTimeoutMs,
-    toolHeaders: upstream.toolHeaders,
+    tools: upstream.tools,
     counters: o.metrics.counters,
     observe: o.observers.upstream,
   });

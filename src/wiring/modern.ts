@@ -8,7 +8,7 @@ import { ListenHub } from '../fronts/modern/listen.js';
 import type { Sealer } from '../sealing/sealer.js';
 import type { UpstreamConnector } from '../upstream/connector.js';
 import type { UpstreamPool } from '../upstream/pool.js';
-import type { ToolHeaders } from '../upstream/tool-headers.js';
+import type { ToolCatalog } from '../upstream/tool-catalog.js';
 import { taskSessionShares } from './upstream.js';
 
 export interface ModernFront {
@@ -21,7 +21,7 @@ export function createModernHandler(
   config: Config,
   pool: UpstreamPool,
   connector: UpstreamConnector,
-  toolHeaders: ToolHeaders,
+  tools: ToolCatalog,
   filters: () => FilterChain,
   log: Logger,
   replica: { sealer: Sealer; replicaId: string; replicaUrl: () => string | undefined },
@@ -44,7 +44,7 @@ export function createModernHandler(
     listen: (req, ctx, reply, tasks) => hub.listen(req, ctx, reply, tasks),
     era: connector.era,
     modern: connector.modern,
-    toolHeaders,
+    tools,
     log,
   });
   return { handler, hub };

@@ -1,17 +1,16 @@
 /**
  * Wiring of the upstream side: the connector to the configured server, the pool of
- * proxy-initialized upstream sessions, the shared sessions drawn from it, and the tools' headers.
+ * proxy-initialized upstream sessions, the shared sessions drawn from it, and the tool catalog.
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import type { Observers } from '../ops/observers.js';
 import { PROXY_VERSION } from '../ops/version.js';
-import type { McpResult } from '../transformers/contract.js';
 import { UpstreamConnector } from '../upstream/connector.js';
 import { speaksModern } from '../upstream/era.js';
 import { UpstreamPool } from '../upstream/pool.js';
 import { SharedUpstreamSessions } from '../upstream/shared.js';
-import { modernToolLister, pooledToolLister, ToolHeaders } from '../upstream/tool-headers.js';
+import { modernToolLister, pooledToolLister, ToolCatalog } from '../upstream/tool-catalog.js';
 import type { UpstreamSpec } from '../upstream/types.js';
 
 /** How the proxy names itself to upstreams. */
@@ -76,18 +75,12 @@ function createPool(config: Config, connector: UpstreamConnector, log: Logger, o
 }
 
 /**
- * The upstream's tools' Mcp-Param-* headers: listed as a modern client (an upstream that speaks 2026-07-28), or
- * on a pooled session of a legacy upstream.
+ * The upstream's tool catalog, which the proxy fills itself when it must: listed as a modern client (an upstream
+ * that speaks 2026-07-28), or on a pooled session of a legacy upstream.
  */
-function createToolHeaders(
-  config: Config,
-  connector: UpstreamConnector,
-  pool: UpstreamPool | undefined,
-  learnt: (result: McpResult) => void,
-): ToolHeaders {
+function createToolCatalog(config: Config, connector: UpstreamConnector, pool: UpstreamPool | undefined): ToolCatalog {
   const timeoutMs = config.timeouts.requestMs;
-  return new ToolHeaders({
-    learnt,
+  return new ToolCatalog({
     lister: async (who) =>
       !pool || speaksModern(connector.era.now ?? (await connector.era.resolve()))
         ? modernToolLister(connector.modern, timeoutMs, CLIENT_INFO)
@@ -101,17 +94,18 @@ export interface UpstreamSessions {
   pool: UpstreamPool | undefined;
   /** Legacy sessions that borrow pooled processes (`upstream.sessions: shared`, stdio). */
   shared: SharedUpstreamSessions | undefined;
-  toolHeaders: ToolHeaders;
+  /** What the proxy knows of the upstream's tools (kept across reloads: it describes the upstream). */
+  tools: ToolCatalog;
 }
 
-/** The pool, the shared sessions and the tools' headers the config asks for; `learnt` hears every tools/list result they read. */
+/** The pool, the shared sessions and the tool catalog the config asks for. */
 export function createUpstreamSessions(
   config: Config,
   connector: UpstreamConnector,
-  o: { log: Logger; observers: Observers; learnt: (result: McpResult) => void },
+  o: { log: Logger; observers: Observers },
 ): UpstreamSessions {
   const sharing = config.upstream.sessions === 'shared' && connector.kind === 'stdio';
   const pool = config.modern.enabled || sharing ? createPool(config, connector, o.log, o.observers) : undefined;
   const shared = pool && sharing ? new SharedUpstreamSessions(pool, config.timeouts.requestMs) : undefined;
-  return { pool, shared, toolHeaders: createToolHeaders(config, connector, pool, o.learnt) };
+  return { pool, shared, tools: createToolCatalog(config, connector, pool) };
 }

@@ -13,14 +13,13 @@ import type { CompiledRule } from '../../rules/compile.js';
 import { ruleMatches, runPipeline, type PipelineLimits, type PipelineOutcome, type StepObserver } from '../../rules/run.js';
 import { actedOn, tagsNotActedOn } from '../../rules/tags.js';
 import type { McpResult } from '../../transformers/contract.js';
+import type { ToolView } from '../../upstream/tool-catalog.js';
 import { extensionsOf, type Filter, type FilterContext, type UpstreamAsk } from '../contract.js';
 import { modalityTags, samplingModalities } from './modalities.js';
 import { shownSchemas } from './shown-schemas.js';
 
 export const CONTENT_NEGOTIATION = 'io.modelcontextprotocol/content-negotiation';
 const MAX_SETTINGS_BYTES = 4096;
-/** Tools whose output schema is remembered, at most. */
-const MAX_OUTPUT_SCHEMAS = 10_000;
 /** Tools named in unshaped-result warnings, at most; later ones are counted but not logged. */
 const MAX_NOTICES = 1000;
 /** Pages of the upstream's tools/list the proxy reads itself to learn a session's output schemas, at most. */
@@ -39,11 +38,6 @@ export interface ContentNegotiationSetup {
   observeStep?: (transformer: string, seconds: number, failed: boolean, traceparent?: string) => void;
   /** Token counts of negotiated results, for /metrics (before, and after when it changed). */
   observeTokens?: TokenObserver;
-  /**
-   * Output schemas learnt for modern requests (which have no session to keep them in): pass the same map to
-   * every chain so a reload keeps them.
-   */
-  outputSchemas?: OutputSchemas;
 }
 
 /** Sees each negotiated result: as the rules got it, and the replacement (undefined: unchanged). */
@@ -56,17 +50,11 @@ export interface NegotiatedContent {
   declared: boolean;
   /** The upstream speaks the extension itself: pass through, never transform twice. */
   upstreamNative: boolean;
-  /** Output schemas by tool name, learnt from tools/list (a legacy session's own; modern requests share one map). */
-  outputSchemas: OutputSchemas;
   /** The proxy's own listing of the session's tools, once started (one per session, whatever it found). */
   listing?: Promise<void>;
 }
 
-/** Tool name → its declared outputSchema, or null for a listed tool that declares none; unlisted tools are absent (may have one). */
-export type OutputSchemas = Map<string, Record<string, unknown> | null>;
-
 export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter<NegotiatedContent> {
-  const sharedSchemas: OutputSchemas = setup.outputSchemas ?? new Map();
   const shape = resultShaper(setup);
 
   return {
@@ -77,7 +65,6 @@ export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter
         modalities: ['text'],
         declared: false,
         upstreamNative: false,
-        outputSchemas: era === 'modern' ? sharedSchemas : new Map(),
       };
       const { modalities, problem } = samplingModalities(capabilities);
       state.modalities = modalities;
@@ -120,9 +107,6 @@ export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter
       }
       return advertise(result, state.features, setup.rules);
     },
-    learnTools(result) {
-      rememberOutputSchemas(result, sharedSchemas);
-    },
     discover(state) {
       return !state.upstreamNative && setup.rules.length > 0 ? { [CONTENT_NEGOTIATION]: {} } : undefined;
     },
@@ -135,7 +119,6 @@ export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter
     },
     onResult(result, ctx) {
       const { state, method, name } = ctx;
-      if (method === 'tools/list' && state.declared) rememberOutputSchemas(result, state.outputSchemas); // only negotiation uses them
       // Rules run for a client that negotiates content, and for any request made in a variant.
       const negotiating = state.declared && !state.upstreamNative && !state.features.isEmpty;
       if (!negotiating && ctx.variant === undefined) return undefined;
@@ -147,10 +130,10 @@ export function contentNegotiationFilter(setup: ContentNegotiationSetup): Filter
         method === 'tools/call' &&
         name !== undefined &&
         ctx.ask &&
-        !state.outputSchemas.has(name) &&
+        !ctx.tools.known(name) &&
         setup.rules.some((r) => r.steps.length > 0 && ruleMatches(r, method, name, state.features, ctx.variant))
       ) {
-        const listing = (state.listing ??= learnSchemas(ctx.ask, state.outputSchemas, ctx.log));
+        const listing = (state.listing ??= learnSchemas(ctx.ask, ctx.tools, ctx.log));
         const stopWaiting = () => {
           state.listing = LISTED;
         };
@@ -195,7 +178,7 @@ function resultShaper(
     const { state, method, name } = ctx;
     const features = negotiating ? state.features : FeatureSet.EMPTY;
     const pipelineCtx = { method, name, features, variant: ctx.variant, era: ctx.era, log: ctx.log };
-    const declared = name ? state.outputSchemas.get(name) : undefined;
+    const declared = name ? ctx.tools.known(name)?.outputSchema : undefined;
     // A result must satisfy the outputSchema its client is shown, which the list rules may have changed.
     const schema =
       method === 'tools/call' && name !== undefined && declared !== undefined
@@ -241,26 +224,17 @@ function atMost(work: Promise<void>, ms: number, onTimeout: () => void): Promise
   return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
 
-/** Every page of the upstream's tools/list (at most MAX_TOOL_PAGES) into `schemas`; a failure only means less is known. */
-async function learnSchemas(ask: UpstreamAsk, schemas: OutputSchemas, log: Logger): Promise<void> {
+/** Every page of the upstream's tools/list (at most MAX_TOOL_PAGES), learnt by `tools`; a failure only means less is known. */
+async function learnSchemas(ask: UpstreamAsk, tools: ToolView, log: Logger): Promise<void> {
   let cursor: unknown;
   try {
     for (let page = 0; page < MAX_TOOL_PAGES; page++) {
       const result = await ask('tools/list', cursor === undefined ? {} : { cursor });
-      rememberOutputSchemas(result, schemas);
+      tools.learn(result, page === 0);
       cursor = result.nextCursor;
       if (typeof cursor !== 'string') return;
     }
   } catch (err) {
     log.debug({ err: (err as Error)?.message }, 'could not list the upstream tools; tools not listed keep their structuredContent');
-  }
-}
-
-function rememberOutputSchemas(result: McpResult, schemas: OutputSchemas): void {
-  if (!Array.isArray(result.tools)) return;
-  for (const tool of result.tools as Array<Record<string, unknown>>) {
-    if (typeof tool?.name !== 'string') continue;
-    if (schemas.size >= MAX_OUTPUT_SCHEMAS && !schemas.has(tool.name)) continue;
-    schemas.set(tool.name, isObject(tool.outputSchema) ? tool.outputSchema : null);
   }
 }

@@ -31,7 +31,7 @@ import { InputRounds } from './input-rounds.js';
 import { Tasks, TASKS_EXTENSION, type ShapeResult, type TaskCall, type TaskRoom, type TasksOptions } from './tasks.js';
 import type { CallStep } from './mrtr.js';
 import type { ModernReply } from './reply.js';
-import type { ToolHeaders } from '../../upstream/tool-headers.js';
+import type { ToolCatalog } from '../../upstream/tool-catalog.js';
 import type { ParamHeaders } from '../../mcp/http-headers.js';
 import { PassThrough } from './pass-through.js';
 import { speaksModern, type UpstreamEra } from '../../upstream/era.js';
@@ -63,8 +63,8 @@ export interface ModernHandlerOptions {
   /** Which era the upstream speaks, and the upstream as a modern client reaches it. */
   era: UpstreamEra;
   modern: ModernUpstream;
-  /** The upstream's tools' Mcp-Param-* headers (shared with legacy sessions over a modern upstream). */
-  toolHeaders: ToolHeaders;
+  /** What the proxy knows of the upstream's tools: Mcp-Param-* headers, task support (shared with legacy sessions). */
+  tools: ToolCatalog;
   /** Handles `subscriptions/listen` (src/fronts/modern/listen.ts); `tasks`: where task status is followed. */
   listen?(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply, tasks?: TaskWatch): Promise<void>;
   log: Logger;
@@ -81,13 +81,13 @@ export class ModernHandler {
     this.rounds = new InputRounds(opts);
     this.tasks = opts.tasks && new Tasks(opts.tasks);
     this.completion = new Completion(opts.cache);
-    const { modern, era, filters, requestTimeoutMs, toolHeaders, sealer, log } = opts;
+    const { modern, era, filters, requestTimeoutMs, tools, sealer, log } = opts;
     const tasks = opts.tasks && { held: opts.held, inputTimeoutMs: opts.inputTimeoutMs, maxInputBytes: opts.maxInputRequestBytes };
     this.passThrough = new PassThrough({
       upstream: modern,
       server: () => era.server(),
       filters,
-      toolHeaders,
+      tools,
       sealer,
       cache: () => this.completion.cache,
       requestTimeoutMs,
@@ -109,15 +109,15 @@ export class ModernHandler {
     return this.opts.log;
   }
 
-  /** Mcp-Param-* header → argument for a tools/call (see ToolHeaders). */
+  /** Mcp-Param-* header → argument for a tools/call (see ToolCatalog). */
   async paramHeaders(req: JsonRpcRequest, ctx: RequestContext): Promise<ParamHeaders | undefined> {
     try {
-      return await this.opts.toolHeaders.of(req, ctx);
+      return await this.opts.tools.paramHeaders(req, ctx);
     } catch (err) {
       // The listing's pooled session was refused as only a 2026-07-28 server does (a stdio upstream before its
       // era is found): list again in that era.
       if (!this.opts.era.tookRefusal(err)) throw err;
-      return this.opts.toolHeaders.of(req, ctx);
+      return this.opts.tools.paramHeaders(req, ctx);
     }
   }
 
@@ -226,7 +226,7 @@ export class ModernHandler {
    */
   private async taskRoom(req: JsonRpcRequest, ctx: RequestContext): Promise<(TaskRoom & { ms: number }) | undefined> {
     if (!this.tasks || req.method !== 'tools/call') return undefined;
-    const support = await this.opts.toolHeaders.taskSupport(req, ctx);
+    const support = await this.opts.tools.taskSupport(req, ctx);
     const declared = Tasks.declared(ctx);
     if (support === 'required' && !declared)
       throw missingTasks(
@@ -311,7 +311,7 @@ export class ModernHandler {
         if (round) return { result: round };
       }
       const afterInput = call.round > 0;
-      if (req.method === 'tools/list' && !res.error) this.opts.toolHeaders.learn(res.result);
+      if (req.method === 'tools/list' && !res.error) this.opts.tools.learn(res.result);
       else if (!res.error && !exchange.wantsResult()) {
         // Nothing looks at the result: it is completed on its bytes when it can be.
         const frame = outcome.frame && this.completion.answer(req.id, req.method, outcome.frame, server, afterInput);

@@ -38,14 +38,14 @@ import type { CallStep } from './mrtr.js';
 import { PassedCall } from './passed-call.js';
 import type { ModernReply } from './reply.js';
 import { TASKS_EXTENSION, type ShapeResult, type TaskCall } from './tasks.js';
-import type { ToolHeaders } from '../../upstream/tool-headers.js';
+import type { ToolCatalog } from '../../upstream/tool-catalog.js';
 
 export interface PassThroughOptions {
   upstream: ModernUpstream;
   /** The upstream's discover result. */
   server(): Promise<UpstreamServer>;
   filters(): FilterChain;
-  toolHeaders: ToolHeaders;
+  tools: ToolCatalog;
   /** Seals the server's requestState with the principal it was given to. */
   sealer: Sealer;
   /** The proxy's cache hints (`modern.cache`), read per request (a reload replaces them). */
@@ -85,12 +85,12 @@ export class PassThrough {
     // The server's ids of the tasks this request names, and the client's for each.
     const named = new Map<string, string>();
     const sent = this.serverTaskIds(this.unsealState(exchange.request, ctx), ctx, named);
-    const paramHeaders = this.o.upstream.mirrorsHeaders ? await this.o.toolHeaders.of(sent, ctx) : undefined;
+    const paramHeaders = this.o.upstream.mirrorsHeaders ? await this.o.tools.paramHeaders(sent, ctx) : undefined;
     const onNotification = (n: Frame) => {
       const listen = req.method === 'subscriptions/listen';
       const note = this.clientTaskIds(n.msg as JsonRpcNotification, ctx, listen ? named : undefined);
       if (!note) return;
-      if (note.method === 'notifications/tools/list_changed') this.o.toolHeaders.changed();
+      if (note.method === 'notifications/tools/list_changed') this.o.tools.changed();
       // A list change on a listen stream goes through the filters, as in front of a legacy server: once per offered variant.
       for (const m of (listen ? negotiation.onNotification(note) : undefined) ?? [note]) reply.notify(m);
     };
@@ -144,7 +144,7 @@ export class PassThrough {
       });
     // input_required, a task, the end of a listen stream: the server's own, passed as they are.
     if (result.resultType !== undefined && result.resultType !== 'complete') return reply.answer(frame);
-    if (req.method === 'tools/list') this.o.toolHeaders.learn(result);
+    if (req.method === 'tools/list') this.o.tools.learn(result);
     const wants = exchange.wantsResult();
     const hint = this.hint(req.method, result, wants);
     if (!wants && !hint && !own && result.resultType !== undefined) return reply.answer(frame);
