@@ -18,15 +18,15 @@ export interface Negotiation {
   /** Checks a request before it goes upstream: an error to answer, or the request rewritten and the variant (`scope`) of its result. */
   onRequest(req: JsonRpcRequest): ChainVerdict;
   /** A replacement for an upstream error to a request made in this variant, or undefined to relay it as is. */
-  annotateError?(error: JsonRpcErrorObject, scope: string | undefined): JsonRpcErrorObject | undefined;
+  annotateError?(error: JsonRpcErrorObject, variant: string | undefined): JsonRpcErrorObject | undefined;
   /** Whether shape would look at this result: when not, it is relayed without being decoded. */
-  wantsResult(method: string, name: string | undefined, scope?: string): boolean;
+  wantsResult(method: string, name: string | undefined, variant?: string): boolean;
   /** A replacement result, or undefined to relay the upstream's bytes. */
   shape(
     method: string,
     name: string | undefined,
     result: McpResult,
-    scope?: string,
+    variant?: string,
     traceparent?: string,
   ): McpResult | undefined | Promise<McpResult | undefined>;
 }
@@ -43,8 +43,8 @@ export class Exchange {
     /** The variant its result is viewed in. */
     readonly variant: string | undefined,
     private readonly negotiation: Negotiation | undefined,
-    /** The request's W3C traceparent, for the transformers' spans. */
-    private readonly traceparent: string | undefined,
+    /** The request's W3C traceparent, for the transformers' spans and the upstream's latency. */
+    readonly traceparent: string | undefined,
   ) {}
 
   /** The exchange of `req`, or the filters' refusal to answer at once (`negotiation` absent: nothing negotiated, a pure relay). */

@@ -75,8 +75,6 @@ interface Pending {
   exchange: Exchange;
   /** performance.now() when it went upstream. */
   started: number;
-  /** The request's W3C traceparent, when it is traced. */
-  traceparent?: string;
 }
 
 /** A request of the proxy's own on the session (see RelaySession.ask). */
@@ -153,7 +151,7 @@ export class RelaySession {
       if (exchange.request !== msg) frame = { msg: exchange.request };
       this.pending.add(
         msg.id,
-        { method: msg.method, exchange, started: performance.now(), traceparent },
+        { method: msg.method, exchange, started: performance.now() },
         this.limitFor(msg.method),
         requestProgressToken(params),
       );
@@ -286,7 +284,7 @@ export class RelaySession {
   }
 
   private observe(p: Pending, outcome: Parameters<UpstreamObserver>[1]): void {
-    this.opts.observe?.(p.method, outcome, (performance.now() - p.started) / 1000, p.traceparent);
+    this.opts.observe?.(p.method, outcome, (performance.now() - p.started) / 1000, p.exchange.traceparent);
   }
 
   private answer(id: JsonRpcId, err: unknown): void {

@@ -8,7 +8,7 @@
  * subscriptions go and how one call travels are the upstream kind's: a SessionBackend.
  */
 import type { Logger } from 'pino';
-import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
+import { ProxyError } from '../jsonrpc/errors.js';
 import {
   INVALID_PARAMS,
   isNotification,
@@ -201,7 +201,7 @@ export class EmulatedSession implements UpstreamConnection {
           this.backend.call(req, {
             signal,
             onCancel: (fn) => (call.onCancel = fn),
-            notify: (n) => this.hears(n) && this.events.onMessage({ msg: n }, req.id),
+            notify: (n) => !this.ended && this.hears(n) && this.events.onMessage({ msg: n }, req.id),
             ask: (r) => this.questions.relay(r, req.id, signal),
             round: (requests) => this.round(requests, req.id, signal),
           }),
@@ -239,11 +239,11 @@ export class EmulatedSession implements UpstreamConnection {
     } catch (err) {
       if (signal?.aborted) return; // cancelled by the client, or the session ended: nothing waits for an answer
       if (err instanceof ClientRefused) return this.error(id, err.error);
-      if (!(err instanceof ProxyError)) return this.error(id, toJsonRpcError(err));
+      const failure = err instanceof ProxyError ? err : new ProxyError('UPSTREAM_PROTOCOL', (err as Error)?.message ?? String(err));
       // An answer no client may be given (a round too many, a URL that is no web URL): the operator hears of it.
-      if (err.code === 'UPSTREAM_PROTOCOL')
-        this.log.warn({ id, err: err.message }, "the upstream's answer could not be relayed to the client");
-      if (!this.ended) this.events.onFailure(id, err);
+      if (failure.code === 'UPSTREAM_PROTOCOL')
+        this.log.warn({ id, err: failure.message }, "the upstream's answer could not be relayed to the client");
+      if (!this.ended) this.events.onFailure(id, failure);
     }
   }
 

@@ -40,6 +40,7 @@ export class SharedUpstreamSessions {
     member: PooledSession,
     method: 'resources/subscribe' | 'resources/unsubscribe',
     uri: string,
+    undo?: () => void,
   ): Promise<JsonRpcErrorObject | undefined> {
     const own = this.principalOf(member);
     const pending = (own.lease ??= this.pool.acquire({ principal: member.principal, clientKey: member.client, capabilities: {} }));
@@ -51,9 +52,11 @@ export class SharedUpstreamSessions {
       // The session that held the subscriptions is gone (and them with it): start again on a new one.
       lease.release();
       if (own.lease === pending) own.lease = undefined;
-      return this.tellUpstream(member, method, uri);
+      return this.tellUpstream(member, method, uri, undo);
     }
     const outcome = await lease.client.request(method, { uri }, {}, this.requestTimeoutMs).outcome;
+    // A change the upstream did not make is undone before the count decides whether the session is still needed.
+    if ('failure' in outcome || outcome.response.error) undo?.();
     if (own.subscribers.size === 0 && own.lease === pending) {
       own.lease = undefined;
       lease.release();
@@ -93,6 +96,11 @@ export class SharedUpstreamSessions {
     return on ? subscribers.add(member, uri) : subscribers.remove(member, uri);
   }
 
+  /** Puts back a change the upstream did not make, unless the session has left meanwhile (it has no subscriptions then). */
+  undo(member: PooledSession, uri: string, on: boolean): void {
+    if (this.members.has(member)) this.subscription(member, uri, !on);
+  }
+
   leave(member: PooledSession): void {
     this.members.delete(member);
     const own = this.principals.get(member.principal);
@@ -130,15 +138,16 @@ class PooledSession implements SessionBackend {
   /** Counted across the sessions of the principal; the upstream is told when this one is the first subscriber or the last. */
   async subscription(uri: string, on: boolean): Promise<JsonRpcErrorObject | undefined> {
     if (!this.shared.subscription(this, uri, on)) return undefined;
-    const undo = () => this.shared.subscription(this, uri, !on); // as it was: the upstream did not change
-    const refused = await this.shared
-      .tellUpstream(this, on ? 'resources/subscribe' : 'resources/unsubscribe', uri)
-      .catch((err: unknown) => {
-        undo();
-        throw err;
-      });
-    if (refused) undo();
-    return refused;
+    let undone = false;
+    const undo = () => {
+      if (!undone) this.shared.undo(this, uri, on);
+      undone = true;
+    };
+    const method = on ? 'resources/subscribe' : 'resources/unsubscribe';
+    return this.shared.tellUpstream(this, method, uri, undo).catch((err: unknown) => {
+      undo();
+      throw err;
+    });
   }
 
   /** Through a pooled session, alone when it may ask the client for input; the server's questions go to the client as they are. */

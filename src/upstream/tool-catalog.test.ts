@@ -205,20 +205,24 @@ describe('the tool catalog, given a hostile tools/list', () => {
     expect(catalog.size.tools).toBe(83); // 83 × ~100 KB fit in 8 MiB
   });
 
-  it('forgets the holders used least recently to make room for another, whose listing is then done again', async () => {
+  it("forgets sessions' holders least recently used to make room, never the shared view the Mcp-Param checks need", async () => {
     const tools = (prefix: string) => Array.from({ length: 6000 }, (_, i) => ({ name: `${prefix}${i}`, inputSchema: {} }));
     const up = upstream(() => [{ tools: tools('a') }]);
     const catalog = new ToolCatalog({ lister: up.lister });
     expect(await catalog.paramHeaders(call('a1'), A)).toBeUndefined();
-    const session = catalog.view({});
-    session.learn({ tools: tools('b') });
-    expect(catalog.size.tools).toBe(6000);
-    expect(catalog.view().known('a1')).toBeUndefined();
-    expect(session.known('b5999')).toBeDefined();
+    const first = catalog.view({});
+    first.learn({ tools: tools('b') });
+    // The shared view stays whole: the session keeps what fits beside it.
+    expect(catalog.size.tools).toBe(MAX_TOOLS);
+    expect(catalog.view().known('a5999')).toBeDefined();
+    expect([first.known('b0'), first.known('b5999')]).toEqual([expect.anything(), undefined]);
+    // Another session's listing takes the place of the one used least recently, not the shared view's.
+    const second = catalog.view({});
+    second.learn({ tools: tools('c') });
+    expect(first.known('b0')).toBeUndefined();
+    expect(second.known('c0')).toBeDefined();
     await catalog.paramHeaders(call('a1'), A);
-    expect(up.listedBy).toEqual(['token:a', 'token:a']);
-    expect(catalog.view().known('a1')).toBeDefined();
-    expect(session.known('b1')).toBeUndefined();
+    expect(up.listedBy).toEqual(['token:a']); // listed once: nothing forced the shared view out
   });
 
   it('counts a holder that lists nothing, so empty holders cannot grow without bound', () => {

@@ -14,7 +14,7 @@
  * listing that is not a legacy session's own (one listing serves everyone, as a per-principal one
  * would cost each principal a pooled session). All holders share one bound: 10,000 tools and 8 MiB
  * (characters of tool names, output schemas as JSON, header names and paths, and 256 a holder);
- * past it the holders least recently used are forgotten, and tools that do not fit beside their
+ * past it the sessions' holders least recently used are forgotten (never the shared view), and tools that do not fit beside their
  * holder's are not kept (unknown: no header mirrored, and content negotiation treats them as tools
  * that may declare an outputSchema).
  */
@@ -208,11 +208,14 @@ export class ToolCatalog {
     return this.tools + 1 <= MAX_TOOLS && this.bytes + bytes <= MAX_BYTES;
   }
 
-  /** Forgets the holders used least recently (never `keep`) until `bytes` and `tools` more fit. */
+  /**
+   * Forgets the holders used least recently (never `keep`, never the shared view) until `bytes` and `tools` more
+   * fit: sessions' own listings must not cost the Mcp-Param checks and task support the shared listing they need.
+   */
   private evict(keep: Known, bytes: number, tools: number): void {
     for (const [key, known] of this.holders) {
       if (this.tools + tools <= MAX_TOOLS && this.bytes + bytes <= MAX_BYTES) return;
-      if (known === keep) continue;
+      if (known === keep || key === this.shared) continue;
       this.clear(known);
       known.listed = false;
       this.bytes -= known.bytes;

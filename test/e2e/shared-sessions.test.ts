@@ -120,3 +120,32 @@ describe('upstream.sessions: shared', () => {
     await (await connect()).subscribeResource({ uri: 'faulty://many/101' });
   });
 });
+
+describe('upstream.sessions: shared, with one pooled session', () => {
+  let proxy: Running;
+  const clients: Client[] = [];
+  beforeAll(async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'proxy-shared-one-')), 'proxy.yaml');
+    writeFileSync(
+      file,
+      `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\n  sessions: shared\n` +
+        'modern:\n  pool: { maxSessions: 1, warmSpare: false }\ntimeouts:\n  requestMs: 4000\n',
+    );
+    proxy = await startProxy(['--config', file]);
+    await logged(proxy, (e) => e.msg === 'upstream ready', 20_000, 'the start-up check');
+  }, 30_000);
+  afterAll(async () => {
+    await Promise.all(clients.map((c) => c.close()));
+    await stopAll();
+  });
+
+  it('gives the pooled session back once a first subscription is refused: a call that needs it alone still gets it', async () => {
+    const client = new Client({ name: 'shared-one', version: '1' }, { capabilities: { elicitation: { form: {} } } });
+    await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
+    clients.push(client);
+    await expect(client.subscribeResource({ uri: 'elsewhere://x' })).rejects.toThrow(/-32602.*No such resource/);
+    // A client that may be asked for input calls with the pooled session alone: it waited for the held one before.
+    const echoed = await client.callTool({ name: 'echo', arguments: { text: 'alone' } });
+    expect(text(echoed)).toBe('alone');
+  });
+});

@@ -1,6 +1,6 @@
 /**
  * The client's address across replicas. A replica that forwards a request to the replica holding
- * its call or task (src/fronts/modern/forward.ts) seals the address it determined for the client
+ * its call, task or legacy session (src/fronts/http/forward.ts) seals the address it determined for the client
  * into CLIENT_HEADER, for that one replica and for a minute; the receiving replica counts the
  * request as that client. Only a replica holding the shared secret (`replicas.secret`) can write
  * the header, so it is believed from nobody else, and the client's own `X-Forwarded-For` never
