@@ -19,6 +19,17 @@ import { commandLine, eventually, fixtureArgv, logged, startProxy, stopAll, type
 
 const text = (r: unknown) => (r as { content: Array<{ text: string }> }).content[0].text;
 
+/** A proxy whose legacy sessions share pooled faulty-server processes (`pool`: modern.pool), once its start-up check is over. */
+async function sharedProxy(pool: string, extra = ''): Promise<Running> {
+  const file = join(mkdtempSync(join(tmpdir(), 'proxy-shared-')), 'proxy.yaml');
+  const command = JSON.stringify(commandLine(fixtureArgv('faulty-server')));
+  writeFileSync(file, `upstream:\n  command: ${command}\n  sessions: shared\nmodern:\n  pool: ${pool}\n${extra}`);
+  const proxy = await startProxy(['--config', file]);
+  // The start-up check runs a process of its own; the counts in the tests start once it is gone.
+  await logged(proxy, (e) => e.msg === 'upstream ready', 20_000, 'the start-up check');
+  return proxy;
+}
+
 describe('upstream.sessions: shared', () => {
   let proxy: Running;
   const clients: Client[] = [];
@@ -30,16 +41,7 @@ describe('upstream.sessions: shared', () => {
     return client;
   };
 
-  beforeAll(async () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'proxy-shared-')), 'proxy.yaml');
-    writeFileSync(
-      file,
-      `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\n  sessions: shared\nmodern:\n  pool: { warmSpare: false }\n`,
-    );
-    proxy = await startProxy(['--config', file]);
-    // The start-up check runs a process of its own; the counts below start once it is gone.
-    await logged(proxy, (e) => e.msg === 'upstream ready', 20_000, 'the start-up check');
-  }, 30_000);
+  beforeAll(async () => void (proxy = await sharedProxy('{ warmSpare: false }')), 30_000);
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.close()));
     await stopAll();
@@ -124,16 +126,7 @@ describe('upstream.sessions: shared', () => {
 describe('upstream.sessions: shared, with one pooled session', () => {
   let proxy: Running;
   const clients: Client[] = [];
-  beforeAll(async () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'proxy-shared-one-')), 'proxy.yaml');
-    writeFileSync(
-      file,
-      `upstream:\n  command: ${JSON.stringify(commandLine(fixtureArgv('faulty-server')))}\n  sessions: shared\n` +
-        'modern:\n  pool: { maxSessions: 1, warmSpare: false }\ntimeouts:\n  requestMs: 4000\n',
-    );
-    proxy = await startProxy(['--config', file]);
-    await logged(proxy, (e) => e.msg === 'upstream ready', 20_000, 'the start-up check');
-  }, 30_000);
+  beforeAll(async () => void (proxy = await sharedProxy('{ maxSessions: 1, warmSpare: false }', 'timeouts:\n  requestMs: 4000\n')), 30_000);
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.close()));
     await stopAll();
