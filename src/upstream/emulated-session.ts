@@ -110,15 +110,15 @@ export class EmulatedSession implements UpstreamConnection {
     void this.call(req);
   }
 
-  async close(): Promise<void> {
-    if (this.ended) return;
+  close(): Promise<void> {
+    if (this.ended) return Promise.resolve();
     this.ended = true;
     const gone = new ProxyError('CLIENT_GONE', 'The client session ended');
     for (const call of this.calls.values()) call.cancel(gone);
     this.calls.clear();
     this.questions.close(gone);
     this.backend.close();
-    await Promise.resolve();
+    return Promise.resolve();
   }
 
   session(): { id?: string; protocolVersion?: string } {
