@@ -119,15 +119,15 @@ describe('EmulatedSession', () => {
     ]);
   });
 
-  it("relays a server's question under an id of its own, routes the client's answer back, and forgets it when the call ends", async () => {
+  it("relays a server's request under an id of its own, routes the client's answer back, and forgets it when the call ends", async () => {
     const s = recorded();
     s.send({ id: 7, method: 'tools/call', params: { name: 'ask' } });
     await s.settled();
     const asked = s.calls[0].hooks.ask({ jsonrpc: '2.0', id: 'server-1', method: 'roots/list' });
-    const question = s.toClient[0];
-    expect(question).toMatchObject({ msg: { method: 'roots/list' }, relatedId: 7 });
-    expect(question.msg.id).not.toBe('server-1');
-    s.send({ id: question.msg.id, result: { roots: [] } });
+    const relayed = s.toClient[0];
+    expect(relayed).toMatchObject({ msg: { method: 'roots/list' }, relatedId: 7 });
+    expect(relayed.msg.id).not.toBe('server-1');
+    s.send({ id: relayed.msg.id, result: { roots: [] } });
     expect(await asked).toEqual({ result: { roots: [] } });
     const unanswered = s.calls[0].hooks.ask({ jsonrpc: '2.0', id: 'server-2', method: 'roots/list' });
     s.calls[0].answer({ result: { content: [] } });

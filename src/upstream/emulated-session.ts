@@ -3,7 +3,7 @@
  * (pooled upstream sessions, a 2026-07-28 server). To the relay it is an ordinary upstream
  * connection. It answers `ping` and `logging/setLevel` itself, filters log messages by the level
  * the client set, keeps the client's subscriptions (within a limit), routes the client's answers
- * to the server's questions and its cancellations to the calls they name, and answers every
+ * to the server's requests and its cancellations to the calls they name, and answers every
  * request once, the same whatever the upstream. How `initialize` is answered, where
  * subscriptions go and how one call travels are the upstream kind's: a SessionBackend.
  */
@@ -22,13 +22,14 @@ import {
 } from '../jsonrpc/message.js';
 import { cancelledOf } from '../mcp/cancel-progress.js';
 import { LOG_LEVELS, passesLogLevel } from '../mcp/eras.js';
+import type { InputResponses } from '../mcp/input-round.js';
 import type { McpResult } from '../transformers/contract.js';
-import { ClientQuestions, ClientRefused } from './client-questions.js';
+import { ClientRounds, ClientRefused } from './client-rounds.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
 
 /** Resources one session may subscribe to (a bridged session opens its listen stream again with the whole list on each change). */
 export const MAX_SUBSCRIPTIONS = 100;
-const CALL_OVER = new ProxyError('CLIENT_GONE', 'The call this question belonged to is over');
+const CALL_OVER = new ProxyError('CLIENT_GONE', 'The call this input request belonged to is over');
 
 /** What the session knows of its client: what its initialize declared, and the log level it set. */
 export interface SessionClient {
@@ -48,8 +49,8 @@ export interface CallHooks {
   notify(n: JsonRpcNotification): void;
   /** Relays a server→client request made during the call; resolves with the client's answer. */
   ask(req: JsonRpcRequest): Promise<{ result: McpResult } | { error: JsonRpcErrorObject }>;
-  /** Puts a 2026-07-28 input round to the client; resolves with its answers by key (see ClientQuestions). */
-  round(requests: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /** Puts a 2026-07-28 input round to the client; resolves with its answers by key (see ClientRounds). */
+  round(requests: Record<string, unknown>): Promise<InputResponses>;
 }
 
 /** The upstream side of an emulated session. */
@@ -60,7 +61,7 @@ export interface SessionBackend {
   initialized?(): void;
   /** Tells the upstream of a subscription change; its refusal, relayed as is (the session then forgets the change). */
   subscription(uri: string, on: boolean): Promise<JsonRpcErrorObject | undefined>;
-  /** One client request; rejects with a ProxyError (or the client's refusal of a question) when no answer came. */
+  /** One client request; rejects with a ProxyError (or the client's refusal of an input request) when no answer came. */
   call(req: JsonRpcRequest, hooks: CallHooks): Promise<{ result: McpResult } | { error: JsonRpcErrorObject }>;
   /** The session ended (its calls are aborted already). */
   close(): void;
@@ -71,17 +72,17 @@ export class EmulatedSession implements UpstreamConnection {
   private readonly subscribed = new Set<string>();
   /** The client's requests under way, by its ids: how each is cancelled. */
   private readonly calls = new Map<JsonRpcId, Call>();
-  private readonly questions: ClientQuestions;
+  private readonly rounds: ClientRounds;
   private ended = false;
 
   constructor(
     private readonly events: UpstreamEvents,
     private readonly backend: SessionBackend,
     private readonly log: Logger,
-    /** How long the client gets to answer one question of an input round. */
+    /** How long the client gets to answer one input request of a round. */
     inputTimeoutMs: number,
   ) {
-    this.questions = new ClientQuestions((frame, relatedId) => events.onMessage(frame, relatedId), inputTimeoutMs);
+    this.rounds = new ClientRounds((frame, relatedId) => events.onMessage(frame, relatedId), inputTimeoutMs);
   }
 
   get closed(): boolean {
@@ -92,7 +93,7 @@ export class EmulatedSession implements UpstreamConnection {
     if (this.ended) return;
     const msg = frame.msg;
     if (isResponse(msg)) {
-      if (!this.questions.answered(msg)) this.log.debug({ id: msg.id }, 'dropped a client response nobody waits for');
+      if (!this.rounds.answered(msg)) this.log.debug({ id: msg.id }, 'dropped a client response nobody waits for');
       return;
     }
     if (isNotification(msg)) {
@@ -116,7 +117,7 @@ export class EmulatedSession implements UpstreamConnection {
     const gone = new ProxyError('CLIENT_GONE', 'The client session ended');
     for (const call of this.calls.values()) call.cancel(gone);
     this.calls.clear();
-    this.questions.close(gone);
+    this.rounds.close(gone);
     this.backend.close();
     return Promise.resolve();
   }
@@ -202,7 +203,7 @@ export class EmulatedSession implements UpstreamConnection {
             signal,
             onCancel: (fn) => (call.onCancel = fn),
             notify: (n) => !this.ended && this.hears(n) && this.events.onMessage({ msg: n }, req.id),
-            ask: (r) => this.questions.relay(r, req.id, signal),
+            ask: (r) => this.rounds.relay(r, req.id, signal),
             round: (requests) => this.round(requests, req.id, signal),
           }),
         signal,
@@ -210,16 +211,16 @@ export class EmulatedSession implements UpstreamConnection {
     } finally {
       if (this.calls.get(req.id) === call) {
         this.calls.delete(req.id); // a new request may reuse a cancelled one's id
-        this.questions.forget(req.id, CALL_OVER);
+        this.rounds.forget(req.id, CALL_OVER);
       }
     }
   }
 
   /** A round's answers; the call's time limit stops while the client answers. */
-  private async round(requests: Record<string, unknown>, relatedId: JsonRpcId, signal: AbortSignal): Promise<Record<string, unknown>> {
+  private async round(requests: Record<string, unknown>, relatedId: JsonRpcId, signal: AbortSignal): Promise<InputResponses> {
     this.events.onWaiting?.(relatedId, true);
     try {
-      return await this.questions.round(requests, this.client.capabilities, relatedId, signal);
+      return await this.rounds.round(requests, this.client.capabilities, relatedId, signal);
     } finally {
       this.events.onWaiting?.(relatedId, false);
     }

@@ -2,7 +2,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { ProxyError } from '../jsonrpc/errors.js';
 import type { Frame, JsonRpcId, JsonRpcRequest } from '../jsonrpc/message.js';
-import { MAX_INPUT_REQUESTS } from './client-questions.js';
+import { MAX_INPUT_REQUESTS } from './client-rounds.js';
 import { bridgedSession, MAX_INPUT_ROUNDS } from './modern-bridge.js';
 import type { UpstreamAnswer, ModernSendOptions } from './modern-http.js';
 
@@ -97,18 +97,18 @@ describe('the legacy-session bridge to a modern upstream', () => {
     expect(toClient.at(-1)!.msg).toEqual({ jsonrpc: '2.0', id: 1, result: { content: [] } });
   });
 
-  it("puts a round's questions to the client with the call's time limit held, and sends the answers with the server's requestState", async () => {
+  it("puts a round to the client with the call's time limit held, and sends the answers with the server's requestState", async () => {
     const { bridge, next, toClient, waiting, settled } = bridged();
     bridge.send(call(2));
     (await next(1)).answer({ resultType: 'input_required', inputRequests: { a: elicit('A?'), b: elicit('B?') }, requestState: 'opaque-1' });
     await settled();
-    const questions = toClient.filter((m) => m.msg.method === 'elicitation/create');
-    expect(questions.map((q) => [q.msg.params.message, q.relatedId])).toEqual([
+    const asked = toClient.filter((m) => m.msg.method === 'elicitation/create');
+    expect(asked.map((q) => [q.msg.params.message, q.relatedId])).toEqual([
       ['A?', 2],
       ['B?', 2],
     ]);
     expect(waiting).toEqual([[2, true]]);
-    for (const q of questions)
+    for (const q of asked)
       bridge.send({ msg: { jsonrpc: '2.0', id: q.msg.id, result: { action: 'accept', content: { v: q.msg.params.message } } } });
     const retry = await next(2);
     expect(waiting).toEqual([
@@ -150,10 +150,10 @@ describe('the legacy-session bridge to a modern upstream', () => {
       [6, 'UPSTREAM_PROTOCOL'],
       [7, 'UPSTREAM_PROTOCOL'],
     ]);
-    expect(toClient.filter((m) => m.msg.method !== undefined)).toEqual([]); // no question ever reached the client
+    expect(toClient.filter((m) => m.msg.method !== undefined)).toEqual([]); // no input request ever reached the client
   });
 
-  it("fails the call with an internal error when the client refuses a question, and withdraws the round's other questions", async () => {
+  it("fails the call with an internal error when the client refuses an input request, and withdraws the round's others", async () => {
     const { bridge, next, toClient, settled } = bridged();
     bridge.send(call(8));
     (await next(1)).answer({ resultType: 'input_required', inputRequests: { a: elicit('A?'), b: elicit('B?') } });
@@ -165,15 +165,15 @@ describe('the legacy-session bridge to a modern upstream', () => {
     expect(toClient.find((m) => m.msg.method === 'notifications/cancelled')?.msg.params).toMatchObject({ requestId: b.msg.id });
   });
 
-  it("closes the upstream request when the client cancels, withdraws its questions, and keeps a reused id's new request cancellable", async () => {
+  it("closes the upstream request when the client cancels, withdraws its input requests, and keeps a reused id's new request cancellable", async () => {
     const { bridge, sent, next, toClient, settled } = bridged();
     bridge.send(call(9));
     (await next(1)).answer({ resultType: 'input_required', inputRequests: { a: elicit('A?') } });
     await settled();
-    const question = toClient.find((m) => m.msg.method === 'elicitation/create')!;
+    const asked = toClient.find((m) => m.msg.method === 'elicitation/create')!;
     bridge.send({ msg: { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 9 } } });
     await settled();
-    expect(toClient.find((m) => m.msg.method === 'notifications/cancelled')?.msg.params.requestId).toBe(question.msg.id);
+    expect(toClient.find((m) => m.msg.method === 'notifications/cancelled')?.msg.params.requestId).toBe(asked.msg.id);
     expect(toClient.some((m) => m.msg.id === 9)).toBe(false);
     // Id 9 again, then cancelled: its own upstream request is closed.
     bridge.send(call(9));

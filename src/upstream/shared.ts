@@ -69,7 +69,7 @@ export class SharedUpstreamSessions {
   connect(events: UpstreamEvents, log: Logger, who: { principal: string; client: string }): UpstreamConnection {
     let session: EmulatedSession | undefined;
     const member = new PooledSession(this, this.requestTimeoutMs, who.principal, who.client, (n) => session?.deliver(n));
-    // A legacy server's questions are relayed as they are, under the call's time limit: no input round of its own.
+    // A legacy server's requests to the client are relayed as they are, under the call's time limit: no input round of its own.
     session = new EmulatedSession(events, member, log, this.requestTimeoutMs);
     this.members.add(member);
     return session;
@@ -150,7 +150,7 @@ class PooledSession implements SessionBackend {
     });
   }
 
-  /** Through a pooled session, alone when it may ask the client for input; the server's questions go to the client as they are. */
+  /** Through a pooled session, alone when it may ask the client for input; the server's requests to the client go to it as they are. */
   async call(req: JsonRpcRequest, hooks: CallHooks): Promise<{ result: McpResult } | { error: JsonRpcErrorObject }> {
     const exclusive = INPUT_METHODS.has(req.method) && Object.keys(this.capabilities).length > 0;
     const lease = await this.shared.pool.acquire(

@@ -21,7 +21,7 @@ export interface UpstreamEvents {
   onClose(err: ProxyError): void;
   /**
    * Request `id` waits for the client (true: its time limit stops; false: it starts again), while
-   * the connection puts the upstream's questions to the client itself (a modern upstream's input rounds).
+   * the connection puts the upstream's input rounds to the client itself (a modern upstream's input rounds).
    */
   onWaiting?(id: JsonRpcId, waiting: boolean): void;
 }

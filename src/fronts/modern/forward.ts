@@ -1,6 +1,6 @@
 /**
  * A modern retry (requestState + inputResponses), or a request for a task, that reached a replica
- * other than the one holding the parked call or the task goes there through ../http/forward.ts;
+ * other than the one holding the call waiting for input or the task goes there through ../http/forward.ts;
  * here: what it is for, and what the client is told when the owner cannot be reached.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -10,7 +10,7 @@ import type { JsonRpcId } from '../../jsonrpc/message.js';
 import type { Sealer } from '../../sealing/sealer.js';
 import { forwardTo, type Owner as Replica } from '../http/forward.js';
 
-/** Where a request goes: the replica holding its parked call (a retry) or its task. */
+/** Where a request goes: the replica holding its waiting call (a retry) or its task. */
 export interface Owner extends Replica {
   holds: 'call' | 'task';
 }

@@ -1,13 +1,12 @@
 /**
- * The modern (2026-07-28) request handler, shared by the HTTP and stdio fronts: one stateless
- * request in, one answer out. In front of a legacy upstream it serves `server/discover` from the
- * upstream's initialize result, forwards the rest through a pooled upstream session (ids
- * remapped, the protocol's own `_meta` stripped), bridges input requests through
- * `input_required` rounds, and hands results through the same variant and content-negotiation
- * filters as legacy sessions, then adds what the revision requires (`resultType`, cache hints,
- * serverInfo). In front of an upstream that speaks 2026-07-28 (only, or besides legacy) it
- * passes requests through (pass-through.ts). The tasks extension is the proxy's own in front of
- * every upstream that does not offer it: one Tasks, running whichever call the upstream takes.
+ * The modern (2026-07-28) request driver, shared by the HTTP and stdio fronts: one stateless
+ * request in, one answer out, whatever era the upstream speaks. It runs every request the same
+ * way: the request filters, the offer of one of the proxy's tasks, the call upstream by the
+ * route of the upstream's era (route.ts: a pooled session to a legacy server, passed through to
+ * a 2026-07-28 one), then the screening of the answer, error annotation or result shaping, and
+ * the completion the route gives. The methods the proxy serves itself are local handlers:
+ * `server/discover`, `subscriptions/listen`, and `tasks/*` where the proxy's own tasks are served
+ * (in front of every upstream that does not offer the extension).
  */
 import type { Logger } from 'pino';
 import type { Requester } from '../../core/context.js';
@@ -15,9 +14,9 @@ import type { HeldBytes } from '../../core/held-bytes.js';
 import { httpStatusOf } from '../../mcp/http-status.js';
 import { Exchange } from '../../core/exchange.js';
 import type { FilterChain } from '../../core/filters.js';
-import { modernUpstreamError, ProxyError, toJsonRpcError, URL_ELICITATION_REQUIRED } from '../../jsonrpc/errors.js';
-import { errorResponse, isObject, type Frame, type JsonRpcRequest, type JsonRpcResponse } from '../../jsonrpc/message.js';
-import { INPUT_METHODS, META, MODERN_METHODS, MODERN_VERSIONS, readModernMeta, SUPPORTED_VERSIONS } from '../../mcp/eras.js';
+import { ProxyError, toJsonRpcError } from '../../jsonrpc/errors.js';
+import { errorResponse, type Frame, type JsonRpcId, type JsonRpcRequest } from '../../jsonrpc/message.js';
+import { META, MODERN_METHODS, MODERN_VERSIONS, readModernMeta } from '../../mcp/eras.js';
 import type { RequestContext } from '../../mcp/request-context.js';
 import { clientNameOf } from '../../core/profiles.js';
 import { traceContextOf } from '../../ops/trace-context.js';
@@ -28,9 +27,10 @@ import { Completion, type CacheHints } from './complete.js';
 import type { Owner } from './forward.js';
 import type { TaskWatch } from './listen.js';
 import { InputRounds } from './input-rounds.js';
-import { Tasks, TASKS_EXTENSION, type ShapeResult, type TaskCall, type TaskRoom, type TasksOptions } from './tasks.js';
-import type { CallStep } from './mrtr.js';
+import { Tasks, TASKS_EXTENSION, type TaskRoom, type TasksOptions } from './tasks.js';
 import type { ModernReply } from './reply.js';
+import { PooledRoute } from './pooled-route.js';
+import type { UpstreamRoute } from './route.js';
 import type { ToolCatalog } from '../../upstream/tool-catalog.js';
 import type { ParamHeaders } from '../../mcp/http-headers.js';
 import { PassThrough } from './pass-through.js';
@@ -42,7 +42,7 @@ export interface ModernHandlerOptions {
   /** The filters requests run through, as the config says now. */
   filters(): FilterChain;
   requestTimeoutMs: number;
-  /** How long a call parked for client input waits for the retry. */
+  /** How long a call waiting for client input waits for the retry. */
   inputTimeoutMs: number;
   /** Seals `requestState` (shared by replicas when they share a secret). */
   sealer: Sealer;
@@ -50,7 +50,7 @@ export interface ModernHandlerOptions {
   replicaId: string;
   /** Where other replicas reach this one (sealed into requestState, for forwarded retries); known once listening. */
   replicaUrl(): string | undefined;
-  /** Most calls of one client parked waiting for its input at once. */
+  /** Most calls of one client waiting for its input at once (modern.parkedPerClient). */
   parkedPerClient: number;
   /** Where what is held for absent clients is counted (listen.heldBytes). */
   held: HeldBytes;
@@ -65,8 +65,8 @@ export interface ModernHandlerOptions {
   modern: ModernUpstream;
   /** What the proxy knows of the upstream's tools: Mcp-Param-* headers, task support (shared with legacy sessions). */
   tools: ToolCatalog;
-  /** Handles `subscriptions/listen` (src/fronts/modern/listen.ts); `tasks`: where task status is followed. */
-  listen?(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply, tasks?: TaskWatch): Promise<void>;
+  /** Handles `subscriptions/listen` in front of a legacy upstream (listen.ts); `tasks`: where task status is followed. */
+  listen(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply, tasks?: TaskWatch): Promise<void>;
   log: Logger;
 }
 
@@ -74,7 +74,8 @@ export class ModernHandler {
   private readonly rounds: InputRounds;
   private readonly completion: Completion;
   private readonly tasks: Tasks | undefined;
-  /** In front of a modern upstream. */
+  /** The routes to an upstream of each era. */
+  private readonly pooled: PooledRoute;
   private readonly passThrough: PassThrough;
 
   constructor(private readonly opts: ModernHandlerOptions) {
@@ -82,6 +83,7 @@ export class ModernHandler {
     this.tasks = opts.tasks && new Tasks(opts.tasks);
     this.completion = new Completion(opts.cache);
     const { modern, era, filters, requestTimeoutMs, tools, sealer, log } = opts;
+    this.pooled = new PooledRoute({ pool: opts.pool, rounds: this.rounds, completion: this.completion, listen: opts.listen, log });
     const tasks = opts.tasks && { held: opts.held, inputTimeoutMs: opts.inputTimeoutMs, maxInputBytes: opts.maxInputRequestBytes };
     this.passThrough = new PassThrough({
       upstream: modern,
@@ -158,17 +160,8 @@ export class ModernHandler {
   /** Serves one request; every outcome, including the proxy's own failures, ends in `reply.answer`. */
   async handle(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply, again = false): Promise<void> {
     try {
-      if (speaksModern(this.opts.era.now ?? (await this.opts.era.resolve()))) return await this.passedThrough(req, ctx, reply);
-      if (req.method === 'subscriptions/listen' && this.opts.listen) return await this.opts.listen(req, ctx, reply, this.tasks);
-      const result =
-        req.method === 'server/discover'
-          ? await this.discover(ctx)
-          : TASK_METHODS.has(req.method)
-            ? await this.taskRequest(req, ctx)
-            : await this.forward(req, ctx, reply);
-      if ('frame' in result) reply.answer(result.frame);
-      else if ('error' in result) reply.answer({ msg: errorResponse(req.id, result.error as JsonRpcResponse['error'] & object) });
-      else reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: result.result } });
+      const route = speaksModern(this.opts.era.now ?? (await this.opts.era.resolve())) ? this.passThrough : this.pooled;
+      await (this.local.get(req.method) ?? this.drive)(req, ctx, reply, route);
     } catch (err) {
       // The pooled session's initialize was refused as only a 2026-07-28 server does: the upstream is modern after all.
       if (!again && this.opts.era.tookRefusal(err)) {
@@ -188,25 +181,39 @@ export class ModernHandler {
     this.tasks?.close();
   }
 
-  /** In front of a modern upstream: passed through, but for the proxy's own tasks where the server offers none. */
-  private async passedThrough(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply): Promise<void> {
-    if (!this.tasks || !(await this.passThrough.servesTasks())) return this.passThrough.handle(req, ctx, reply);
-    if (TASK_METHODS.has(req.method))
-      return reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: (await this.taskRequest(req, ctx)).result } });
-    const room = await this.taskRoom(req, ctx);
+  /** The one path of every request the upstream answers: filters, the call, the answer screened, annotated or shaped, and completed. */
+  private readonly drive: LocalHandler = async (req, ctx, reply, route) => {
+    const server = await route.server();
+    const exchange = Exchange.open(req, this.opts.filters().forRequest(ctx, server), traceContextOf(ctx.passMeta)?.traceparent);
+    if ('refused' in exchange) return reply.answer({ msg: errorResponse(req.id, exchange.refused) });
+    const room = (await route.ownTasks()) ? await this.taskRoom(req, ctx) : undefined;
     try {
-      const offer = room && {
-        ms: room.ms,
-        start: (call: TaskCall, pending: Promise<CallStep>, shape: ShapeResult) => this.tasks!.start(call, pending, ctx, shape, room),
-      };
-      return await this.passThrough.handle(req, ctx, reply, offer);
+      const ran = await route.run(req, exchange, ctx, reply, room?.ms);
+      if ('answer' in ran) return reply.answer(ran.answer);
+      if ('task' in ran) return reply.answer(resultFrame(req.id, this.tasks!.start(ran.task, ran.next, ctx, ran.shape, room!)));
+      const { response: res, frame, status, afterInput } = ran;
+      exchange.screen(res, this.opts.log);
+      if (res.error) {
+        const annotated = exchange.annotate(res.error);
+        const answer = route.error(req.id, annotated ?? res.error, annotated ? undefined : frame);
+        return reply.answer(answer, { httpStatus: httpStatusOf({ error: res.error, upstreamStatus: status }) });
+      }
+      if (req.method === 'tools/list') this.opts.tools.learn(res.result);
+      const reshaped = exchange.wantsResult();
+      // Nothing looks at the result: it is completed on its bytes when it can be.
+      const bytes = !reshaped && frame && route.completeBytes(req.id, req.method, frame, res, afterInput, server);
+      if (bytes) return reply.answer(bytes);
+      const result = res.result ?? {};
+      const shaped = reshaped ? ((await exchange.shape(result)) ?? result) : result;
+      reply.answer(resultFrame(req.id, route.complete({ id: req.id, method: req.method, result, shaped, reshaped, afterInput, server })));
     } finally {
       room?.release(); // a call answered at once gives its place back (a task took it over)
     }
-  }
+  };
 
-  /** tasks/get, tasks/update, tasks/cancel; only for a request that declares the extension. */
-  private async taskRequest(req: JsonRpcRequest, ctx: RequestContext): Promise<{ result: McpResult }> {
+  /** tasks/get, tasks/update, tasks/cancel, where the proxy's own tasks are served; only for a request that declares the extension. */
+  private readonly taskRequest: LocalHandler = async (req, ctx, reply, route) => {
+    if (!(await route.ownTasks())) return this.drive(req, ctx, reply, route); // the server's own tasks
     if (!this.tasks)
       throw new ProxyError(
         'METHOD_NOT_FOUND',
@@ -214,10 +221,33 @@ export class ModernHandler {
       );
     if (!Tasks.declared(ctx))
       throw missingTasks(`${req.method} is part of the ${TASKS_EXTENSION} extension, which this request does not declare`);
-    if (req.method === 'tasks/get') return { result: this.tasks.get(req, ctx) };
-    if (req.method === 'tasks/update') return { result: await this.tasks.update(req, ctx) };
-    return { result: this.tasks.cancel(req, ctx) };
-  }
+    const result =
+      req.method === 'tasks/get'
+        ? this.tasks.get(req, ctx)
+        : req.method === 'tasks/update'
+          ? await this.tasks.update(req, ctx)
+          : this.tasks.cancel(req, ctx);
+    reply.answer(resultFrame(req.id, result));
+  };
+
+  /** The upstream's description, with the filters' extensions and the proxy's tasks added. */
+  private readonly discover: LocalHandler = async (req, ctx, reply, route) => {
+    const negotiation = this.opts.filters().forRequest(ctx, await route.server());
+    const extensions = {
+      ...negotiation.discoverExtensions(),
+      ...(this.tasks && (await route.ownTasks()) ? { [TASKS_EXTENSION]: {} } : {}),
+    };
+    await route.discover(req, ctx, reply, extensions);
+  };
+
+  /** The methods the proxy serves itself, in front of every upstream. */
+  private readonly local = new Map<string, LocalHandler>([
+    ['server/discover', this.discover],
+    ['subscriptions/listen', (req, ctx, reply, route) => route.listen(req, ctx, reply, this.tasks)],
+    ['tasks/get', this.taskRequest],
+    ['tasks/update', this.taskRequest],
+    ['tasks/cancel', this.taskRequest],
+  ]);
 
   /**
    * For a tools/call that may become a task: how long it may take before it does, and the place
@@ -246,99 +276,14 @@ export class ModernHandler {
       );
     return undefined;
   }
-
-  private async discover(ctx: RequestContext): Promise<{ result: McpResult }> {
-    const server = await this.opts.pool.server();
-    const negotiation = this.opts.filters().forRequest(ctx, server);
-    const { tasks: _legacyTasks, ...capabilities } = (server.capabilities ?? {}) as Record<string, unknown>;
-    const extensions = {
-      ...(isObject(capabilities.extensions) ? capabilities.extensions : {}),
-      ...negotiation.discoverExtensions(),
-      ...(this.tasks ? { [TASKS_EXTENSION]: {} } : {}),
-    };
-    const result: McpResult = {
-      supportedVersions: SUPPORTED_VERSIONS,
-      capabilities: Object.keys(extensions).length ? { ...capabilities, extensions } : capabilities,
-      ...(typeof server.instructions === 'string' ? { instructions: server.instructions } : {}),
-    };
-    return { result: this.completion.result('server/discover', result, server) };
-  }
-
-  private async forward(
-    req: JsonRpcRequest,
-    ctx: RequestContext,
-    reply: ModernReply,
-  ): Promise<{ result: McpResult } | { error: unknown } | { frame: Frame }> {
-    const server = await this.opts.pool.server();
-    const negotiation = this.opts.filters().forRequest(ctx, server);
-    const exchange = Exchange.open(req, negotiation, traceContextOf(ctx.passMeta)?.traceparent);
-    if ('refused' in exchange) return { error: exchange.refused };
-    const params = exchange.request.params ?? {};
-    const room = await this.taskRoom(req, ctx);
-    const within = room?.ms;
-    try {
-      const resumed = params.requestState !== undefined ? await this.rounds.resume(req, ctx, reply, within) : 'again';
-      if (resumed === 'declined')
-        return {
-          error: modernUpstreamError({
-            code: URL_ELICITATION_REQUIRED,
-            message: 'The user did not complete the URL elicitation the server required',
-          }),
-        };
-      // After a URL round no call waits: accepted, the request goes upstream again.
-      let { call, step } =
-        resumed === 'again' ? await this.rounds.start(req.method, upstreamParams(params, ctx), ctx, reply, within) : resumed;
-      if (
-        step.kind === 'done' &&
-        'failure' in step.outcome &&
-        step.outcome.failure.code === 'UPSTREAM_SESSION_EXPIRED' &&
-        call.round === 0
-      ) {
-        // The upstream forgot the pooled session (404) without running the request: once more on a new one.
-        ({ call, step } = await this.rounds.start(req.method, upstreamParams(params, ctx), ctx, reply, within));
-      }
-      if (step.kind === 'input') return { result: this.rounds.park(req, ctx, call, step) };
-      if (step.kind === 'running') {
-        this.rounds.release(call);
-        return { result: this.tasks!.start(call, step.next, ctx, exchange.shapeLater, room!) };
-      }
-      const { outcome } = step;
-      if ('failure' in outcome) throw outcome.failure;
-      const res = outcome.response;
-      exchange.screen(res, this.opts.log);
-      if (res.error?.code === URL_ELICITATION_REQUIRED && INPUT_METHODS.has(req.method)) {
-        const round = this.rounds.urlRound(req, ctx, res.error.data);
-        if (round) return { result: round };
-      }
-      const afterInput = call.round > 0;
-      if (req.method === 'tools/list' && !res.error) this.opts.tools.learn(res.result);
-      else if (!res.error && !exchange.wantsResult()) {
-        // Nothing looks at the result: it is completed on its bytes when it can be.
-        const frame = outcome.frame && this.completion.answer(req.id, req.method, outcome.frame, server, afterInput);
-        if (frame) return { frame };
-      }
-      const settled = await exchange.settle(res, this.opts.log);
-      if (res.error) return { error: modernUpstreamError(settled && 'error' in settled ? settled.error : res.error) };
-      const shaped = settled && 'result' in settled ? settled.result : (res.result ?? {});
-      return { result: this.completion.result(req.method, shaped, server, afterInput) };
-    } finally {
-      room?.release(); // a call answered at once gives its place back (a task took it over)
-    }
-  }
 }
-
-const TASK_METHODS = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);
 
 function missingTasks(message: string): ProxyError {
   return new ProxyError('MISSING_CLIENT_CAPABILITY', message, { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } });
 }
 
-/**
- * The request's params as the upstream sees them: no protocol `_meta`, no MRTR fields, and no
- * legacy `task` parameter (SEP-2663: a modern request carrying it is served as if it did not).
- */
-function upstreamParams(params: Record<string, unknown>, ctx: RequestContext): Record<string, unknown> {
-  const { _meta: _m, inputResponses: _i, requestState: _r, task: _t, ...rest } = params;
-  const meta = ctx.progressToken === undefined ? ctx.passMeta : { ...ctx.passMeta, progressToken: ctx.progressToken };
-  return meta ? { ...rest, _meta: meta } : rest;
+type LocalHandler = (req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply, route: UpstreamRoute) => Promise<void>;
+
+function resultFrame(id: JsonRpcId, result: McpResult): Frame {
+  return { msg: { jsonrpc: '2.0', id, result } };
 }

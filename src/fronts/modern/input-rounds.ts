@@ -1,9 +1,9 @@
 /**
- * Input rounds for modern calls to a legacy upstream: each call runs as a BridgedCall on a pooled
- * session (alone on it when it may ask the client for input); when the upstream asks, the call is
- * parked under a random key and the client gets `input_required` with a sealed `requestState`
- * naming it, bound to the request, the round, the principal and the replica. A retry with that
- * state resumes the call. One client keeps at most `parkedPerClient` calls waiting on itself.
+ * Input rounds for modern calls to a legacy upstream: each call runs as a PooledCall on a pooled
+ * session (alone on it when it may ask the client for input), kept under a random key; when the
+ * upstream asks, the client gets `input_required` with a sealed `requestState` naming the call,
+ * bound to the request, the round, the principal and the replica. A retry with that state resumes
+ * the call. One client keeps at most `parkedPerClient` calls waiting for its input.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -17,17 +17,19 @@ import type { Sealer } from '../../sealing/sealer.js';
 import type { McpResult } from '../../transformers/contract.js';
 import { declaresInput, type UpstreamPool } from '../../upstream/pool.js';
 import type { Owner } from './forward.js';
-import { BridgedCall, type CallStep, type InputRequests } from './mrtr.js';
+import { PooledCall } from './pooled-call.js';
+import type { CallStep } from './tasks.js';
+import type { InputRequests } from '../../mcp/input-round.js';
 import type { ModernReply } from './reply.js';
 
 export interface InputRoundsOptions {
   pool: UpstreamPool;
   requestTimeoutMs: number;
-  /** How long a call parked for client input waits for the retry. */
+  /** How long a call waiting for client input waits for the retry. */
   inputTimeoutMs: number;
-  /** Most calls of one client parked waiting for its input at once. */
+  /** Most calls of one client waiting for its input at once (modern.parkedPerClient). */
   parkedPerClient: number;
-  /** Where parked calls' bytes are counted, per client and in total (listen.heldBytes). */
+  /** Where waiting calls' bytes are counted, per client and in total (listen.heldBytes). */
   held: HeldBytes;
   /** Most bytes of input requests put to the client in one round (modern.maxInputRequestBytes). */
   maxInputRequestBytes: number;
@@ -40,7 +42,7 @@ export interface InputRoundsOptions {
   log: Logger;
 }
 
-/** What a requestState holds: the parked call, the round it answers, what it is bound to, and where it waits. */
+/** What a requestState holds: the waiting call, the round it answers, what it is bound to, and where it waits. */
 interface RequestState {
   call: string;
   round: number;
@@ -66,11 +68,11 @@ const MAX_URL_ELICITATIONS = 16;
 
 /** A call's next step, or, past the time it had to answer in, the step still to come (it then becomes a task). */
 export type RunStep = CallStep | { kind: 'running'; next: Promise<CallStep> };
-export type CallRun = { call: BridgedCall; step: RunStep };
+export type CallRun = { call: PooledCall; step: RunStep };
 
 export class InputRounds {
   /** Calls under way that may ask for input, by their random key (what a requestState names). */
-  private readonly parked = new Map<string, BridgedCall>();
+  private readonly calls = new Map<string, PooledCall>();
 
   constructor(private readonly o: InputRoundsOptions) {}
 
@@ -86,7 +88,7 @@ export class InputRounds {
     const client = ctx.clientKey ?? principal;
     // A call that may ask for input gets a session of its own: the upstream's request then belongs to it alone.
     const exclusive = INPUT_METHODS.has(method) && declaresInput(ctx.capabilities);
-    // A call that may park frees its client's oldest waiting one first, so it finds a session.
+    // A call that may ask for input frees its client's oldest waiting one first, so it finds a session.
     if (exclusive) await this.trim(client, this.o.parkedPerClient - 1);
     const lease = await this.o.pool.acquire({ principal, clientKey: client, capabilities: ctx.capabilities }, exclusive);
     if (reply.cancellation.cancelled) {
@@ -96,7 +98,7 @@ export class InputRounds {
     // Random, never a counter: a requestState from before a restart names no call of this one.
     // randomUUID draws from a pooled entropy buffer: no system call per request.
     const key = randomUUID();
-    const call = new BridgedCall(lease, {
+    const call = new PooledCall(lease, {
       key,
       principal,
       clientKey: client,
@@ -107,7 +109,7 @@ export class InputRounds {
       inputTimeoutMs: this.o.inputTimeoutMs,
       cancellation: reply.cancellation,
       onNotification: logFilter(ctx, reply),
-      onForget: () => this.parked.delete(key),
+      onForget: () => this.calls.delete(key),
       onExpired: () =>
         this.o.log.info(
           { method, call: key, inputTimeoutMs: this.o.inputTimeoutMs },
@@ -117,17 +119,17 @@ export class InputRounds {
       maxInputBytes: this.o.maxInputRequestBytes,
       log: this.o.log,
     });
-    this.parked.set(key, call);
+    this.calls.set(key, call);
     return { call, step: await within(call.next(), answerWithinMs) };
   }
 
-  /** The call goes on as a task: no requestState resumes it, and it counts no more against its client's parked calls. */
-  release(call: BridgedCall): void {
-    this.parked.delete(call.key);
+  /** The call goes on as a task: no requestState resumes it, and it counts no more against its client's waiting calls. */
+  release(call: PooledCall): void {
+    this.calls.delete(call.key);
   }
 
-  /** Parks the call and tells the client what it must supply, with the state that resumes it. */
-  park(req: JsonRpcRequest, ctx: RequestContext, call: BridgedCall, step: Extract<CallStep, { kind: 'input' }>): McpResult {
+  /** The round the call asks: what the client must supply, with the state that resumes the call. */
+  ask(req: JsonRpcRequest, ctx: RequestContext, call: PooledCall, step: Extract<CallStep, { kind: 'input' }>): McpResult {
     // Calls started together may all reach this point: the cap holds here, whatever raced before.
     void this.trim(call.clientKey, this.o.parkedPerClient, call);
     const state: RequestState = {
@@ -177,7 +179,7 @@ export class InputRounds {
   }
 
   /**
-   * The client's retry with `requestState` and `inputResponses`: the parked call goes on; throws
+   * The client's retry with `requestState` and `inputResponses`: the waiting call goes on; throws
    * when nothing may resume. After a URL round no call waits: `again` when the client accepted
    * every URL (the request is to be sent again), `declined` otherwise.
    */
@@ -201,7 +203,7 @@ export class InputRounds {
           'forward to (set replicas.url on every replica): send the request again without requestState',
       );
     }
-    const call = this.parked.get(state.call);
+    const call = this.calls.get(state.call);
     if (!call || call.principal !== state.principal || call.round !== state.round || !call.awaitingInput) {
       throw invalidState(
         'No call is waiting for this requestState (it finished, timed out, ' +
@@ -248,7 +250,7 @@ export class InputRounds {
   }
 
   close(): void {
-    for (const call of [...this.parked.values()]) call.expire();
+    for (const call of [...this.calls.values()]) call.expire();
   }
 
   /**
@@ -256,10 +258,10 @@ export class InputRounds {
    * the oldest (most likely abandoned: its requestState then resumes nothing). Resolves once
    * their upstream sessions are free.
    */
-  private async trim(client: string, keep: number, spare?: BridgedCall): Promise<void> {
-    const waiting: BridgedCall[] = [];
+  private async trim(client: string, keep: number, spare?: PooledCall): Promise<void> {
+    const waiting: PooledCall[] = [];
     // In the order they started.
-    for (const call of this.parked.values()) if (call.clientKey === client && call.awaitingInput && call !== spare) waiting.push(call);
+    for (const call of this.calls.values()) if (call.clientKey === client && call.awaitingInput && call !== spare) waiting.push(call);
     const over = waiting.slice(0, Math.max(0, waiting.length - keep));
     for (const call of over) {
       this.o.log.info(

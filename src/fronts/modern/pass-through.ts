@@ -1,25 +1,26 @@
 /**
- * Modern requests in front of a modern upstream: each goes upstream as it came (its `_meta`
- * envelope kept, so the server sees the client's capabilities, extensions and variant; the
+ * The route of modern requests to a modern upstream (route.ts): each goes upstream as it came (its
+ * `_meta` envelope kept, so the server sees the client's capabilities, extensions and variant; the
  * mirrored headers written again from the body), after the request filters; notifications on
  * its stream are relayed as they come; `input_required` and other non-final answers pass
  * untouched, but for the server's `requestState` and task ids, which are sealed with the
  * principal they were given to (the server sees only the proxy's credentials): nobody else can
  * resume the call, or read, answer, cancel or listen to the task; any replica can carry them.
- * Complete results go through the same result filters as everywhere; cache hints are the
- * server's, lowered where the proxy's configuration says less. In front of a server that does not
- * offer the tasks extension, the proxy's own serves it: a tools/call offered a task (TaskOffer)
- * that is still running after its time becomes one (passed-call.ts, tasks.ts).
+ * Complete results are the server's, their cache hints lowered where the proxy's configuration
+ * says less. In front of a server that does not offer the tasks extension, the proxy's own serves
+ * it: a tools/call still running after the time it was given becomes one (passed-call.ts).
  */
 import type { Logger } from 'pino';
 import type { HeldBytes } from '../../core/held-bytes.js';
-import { Exchange } from '../../core/exchange.js';
+import type { Exchange } from '../../core/exchange.js';
 import type { FilterChain } from '../../core/filters.js';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import {
   errorResponse,
   isObject,
   type Frame,
+  type JsonRpcErrorObject,
+  type JsonRpcId,
   type JsonRpcNotification,
   type JsonRpcRequest,
   type JsonRpcResponse,
@@ -29,15 +30,15 @@ import { CACHEABLE_METHODS, META, SUPPORTED_VERSIONS } from '../../mcp/eras.js';
 import type { RequestContext } from '../../mcp/request-context.js';
 import { httpStatusOf } from '../../mcp/http-status.js';
 import { refusedInputRequests, refusedUrlElicitations, refusedUrlError } from '../../mcp/url-elicitation.js';
-import { traceContextOf } from '../../ops/trace-context.js';
 import type { McpResult } from '../../transformers/contract.js';
 import type { UpstreamServer } from '../../upstream/era.js';
 import { NO_TIMEOUT_MS, type UpstreamAnswer, type ModernUpstream } from '../../upstream/modern-http.js';
 import type { CacheHint, CacheHints } from './complete.js';
-import type { CallStep } from './mrtr.js';
+import type { ParamHeaders } from '../../mcp/http-headers.js';
 import { PassedCall } from './passed-call.js';
 import type { ModernReply } from './reply.js';
-import { TASKS_EXTENSION, type ShapeResult, type TaskCall } from './tasks.js';
+import type { Answered, Ran, UpstreamRoute } from './route.js';
+import { TASKS_EXTENSION } from './tasks.js';
 import type { ToolCatalog } from '../../upstream/tool-catalog.js';
 
 export interface PassThroughOptions {
@@ -56,66 +57,131 @@ export interface PassThroughOptions {
   log: Logger;
 }
 
-/** A tools/call that may become one of the proxy's tasks: still running after `ms`, `start` makes it one and gives the CreateTaskResult. */
-export interface TaskOffer {
-  ms: number;
-  start(call: TaskCall, pending: Promise<CallStep>, shape: ShapeResult): McpResult;
-}
-
-export class PassThrough {
+export class PassThrough implements UpstreamRoute {
   constructor(private readonly o: PassThroughOptions) {}
 
+  server(): Promise<UpstreamServer> {
+    return this.o.server();
+  }
+
   /** Whether the proxy serves the tasks extension here: it offers one, and the server does not (the server's own pass through). */
-  async servesTasks(): Promise<boolean> {
+  async ownTasks(): Promise<boolean> {
     if (!this.o.tasks) return false;
     const capabilities = (await this.o.server()).capabilities;
     return !(isObject(capabilities) && isObject(capabilities.extensions) && capabilities.extensions[TASKS_EXTENSION] !== undefined);
   }
 
-  /**
-   * Serves one request (`offer`: a tools/call that may become a task); rejects with a ProxyError when no answer
-   * could be had from the upstream.
-   */
-  async handle(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply, offer?: TaskOffer): Promise<void> {
-    const negotiation = this.o.filters().forRequest(ctx, await this.o.server());
-    const own = req.method === 'server/discover' || req.method === 'subscriptions/listen';
-    // The proxy's own methods here pass no filter: discover gains the filters' extensions, listen's notifications go through them.
-    const exchange = Exchange.open(req, own ? undefined : negotiation, traceContextOf(ctx.passMeta)?.traceparent);
-    if ('refused' in exchange) return reply.answer({ msg: errorResponse(req.id, exchange.refused) });
-    // The server's ids of the tasks this request names, and the client's for each.
-    const named = new Map<string, string>();
-    const sent = this.serverTaskIds(this.unsealState(exchange.request, ctx), ctx, named);
+  async run(req: JsonRpcRequest, exchange: Exchange, ctx: RequestContext, reply: ModernReply, within?: number): Promise<Ran> {
+    const sent = this.serverTaskIds(this.unsealState(exchange.request, ctx), ctx, new Map());
     const paramHeaders = this.o.upstream.mirrorsHeaders ? await this.o.tools.paramHeaders(sent, ctx) : undefined;
-    const onNotification = (n: Frame) => {
-      const listen = req.method === 'subscriptions/listen';
-      const note = this.clientTaskIds(n.msg as JsonRpcNotification, ctx, listen ? named : undefined);
-      if (!note) return;
-      if (note.method === 'notifications/tools/list_changed') this.o.tools.changed();
-      // A list change on a listen stream goes through the filters, as in front of a legacy server: once per offered variant.
-      for (const m of (listen ? negotiation.onNotification(note) : undefined) ?? [note]) reply.notify(m);
-    };
+    const onNotification = this.relay(ctx, reply);
     let answer: UpstreamAnswer;
-    if (offer && this.o.tasks && req.method === 'tools/call') {
+    if (within !== undefined && this.o.tasks && req.method === 'tools/call') {
       const call = new PassedCall({
         req: sent,
         send: (r, o) => this.o.upstream.send(r, { ...o, paramHeaders }),
         timeoutMs: this.o.requestTimeoutMs,
         cancellation: reply.cancellation,
-        onNotification: (n) => onNotification({ msg: n }),
+        onNotification,
         clientKey: ctx.clientKey ?? ctx.principal ?? '',
         ...this.o.tasks,
       });
-      if (!(await answeredWithin(call.answered, offer.ms))) {
+      if (!(await answeredWithin(call.answered, within))) {
         const shape = ({ resultType: _t, ...result }: McpResult) => exchange.shapeLater(result);
-        return reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: offer.start(call, call.next(), shape) } });
+        return { task: call, next: call.next(), shape };
       }
       answer = await call.answered;
-    } else {
-      const abort = new AbortController();
-      reply.cancellation.onCancel(() => abort.abort(new ProxyError('CLIENT_GONE', 'The client closed the request')));
-      const timeoutMs = req.method === 'subscriptions/listen' ? NO_TIMEOUT_MS : this.o.requestTimeoutMs;
-      answer = await this.o.upstream.send(sent, { signal: abort.signal, timeoutMs, paramHeaders, onNotification });
+    } else answer = await this.send(sent, reply, this.o.requestTimeoutMs, onNotification, paramHeaders);
+    const { frame, status, msg } = this.checked(req.method, answer);
+    if (msg.error) return { response: msg, frame, status, afterInput: false };
+    const result = msg.result ?? {};
+    if (typeof result.taskId === 'string' && (result.resultType === 'task' || TASK_REQUESTS.has(req.method))) {
+      const taskId = TASK_REQUESTS.has(req.method) ? req.params!.taskId : this.sealTask(result.taskId, ctx);
+      return { answer: { msg: { jsonrpc: '2.0', id: req.id, result: { ...result, taskId } } } };
     }
+    if (result.resultType === 'input_required' && result.requestState !== undefined)
+      return {
+        answer: { msg: { jsonrpc: '2.0', id: req.id, result: { ...result, requestState: this.sealState(result.requestState, ctx) } } },
+      };
+    // input_required, a task: the server's own, passed as they are.
+    if (result.resultType !== undefined && result.resultType !== 'complete') return { answer: frame };
+    return { response: msg, frame, status, afterInput: false };
+  }
+
+  /** The server's error, as it sent it when nothing changed it (the request kept the client's id). */
+  error(id: JsonRpcId, error: JsonRpcErrorObject, frame: Frame | undefined): Frame {
+    return frame ?? { msg: errorResponse(id, error) };
+  }
+
+  /** The server completed its result: its bytes go on, unless the proxy's cache hint is to be written over the server's. */
+  completeBytes(_id: JsonRpcId, method: string, frame: Frame, res: JsonRpcResponse): Frame | undefined {
+    const result = res.result ?? {};
+    return result.resultType !== undefined && !this.hint(method, result, false) ? frame : undefined;
+  }
+
+  complete(a: Answered): McpResult {
+    const { result, shaped } = a;
+    return {
+      ...shaped,
+      resultType: 'complete',
+      ...(isObject(result._meta) ? { _meta: { ...(shaped._meta as object), ...pick(result._meta, META.serverInfo) } } : {}),
+      ...this.hint(a.method, result, a.reshaped),
+    };
+  }
+
+  /** The server's discover result as the proxy's: the versions the proxy serves, `extensions` added. */
+  async discover(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply, extensions: Record<string, unknown>): Promise<void> {
+    const answer = await this.send(this.unsealState(req, ctx), reply, this.o.requestTimeoutMs, this.relay(ctx, reply));
+    await this.answerOwn(req, reply, answer, (result) => discovered(result, extensions));
+  }
+
+  /**
+   * The server's listen stream, with the client's task ids in place of the server's (only the tasks
+   * given to this principal are followed), and each list change through the filters, once per offered
+   * variant, as in front of a legacy server.
+   */
+  async listen(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply): Promise<void> {
+    const negotiation = this.o.filters().forRequest(ctx, await this.o.server());
+    const named = new Map<string, string>();
+    const sent = this.serverTaskIds(this.unsealState(req, ctx), ctx, named);
+    const answer = await this.send(sent, reply, NO_TIMEOUT_MS, (n) => {
+      const note = this.clientTaskIds(n, ctx, named);
+      if (!note) return;
+      if (note.method === 'notifications/tools/list_changed') this.o.tools.changed();
+      for (const m of negotiation.onNotification(note) ?? [note]) reply.notify(m);
+    });
+    await this.answerOwn(req, reply, answer, (result) => result);
+  }
+
+  private async send(
+    req: JsonRpcRequest,
+    reply: ModernReply,
+    timeoutMs: number,
+    onNotification: (n: JsonRpcNotification) => void,
+    paramHeaders?: ParamHeaders,
+  ): Promise<UpstreamAnswer> {
+    const abort = new AbortController();
+    reply.cancellation.onCancel(() => abort.abort(new ProxyError('CLIENT_GONE', 'The client closed the request')));
+    return this.o.upstream.send(req, {
+      signal: abort.signal,
+      timeoutMs,
+      paramHeaders,
+      onNotification: (n) => onNotification(n.msg as JsonRpcNotification),
+    });
+  }
+
+  /** Relays a call's notifications, the server's task ids sealed; a tools list change makes the catalog forget. */
+  private relay(ctx: RequestContext, reply: ModernReply): (n: JsonRpcNotification) => void {
+    return (n) => {
+      const note = this.clientTaskIds(n, ctx, undefined);
+      if (!note) return;
+      if (note.method === 'notifications/tools/list_changed') this.o.tools.changed();
+      reply.notify(note);
+    };
+  }
+
+  /** The answer, unless the server refused the proxy's credentials or asks the client to open a URL no client may be sent to. */
+  private checked(method: string, answer: UpstreamAnswer): UpstreamAnswer & { msg: JsonRpcResponse } {
     const { frame, status } = answer;
     // The upstream refused the proxy's own credentials (upstream.headers): nothing the client can fix.
     if (status === 401 || status === 403)
@@ -124,49 +190,28 @@ export class PassThrough {
     // Input requests ride in an input_required round, and in a task's status (tasks/get) too.
     const unsafe = msg.error ? refusedUrlElicitations(msg.error) : refusedInputRequests(msg.result?.inputRequests);
     if (unsafe) {
-      this.o.log.warn({ method: req.method, reason: unsafe }, 'refused an upstream answer that asks the client to open a URL');
+      this.o.log.warn({ method, reason: unsafe }, 'refused an upstream answer that asks the client to open a URL');
       throw refusedUrlError(unsafe);
     }
-    if (msg.error) {
-      const annotated = exchange.annotate(msg.error);
-      return reply.answer(annotated ? { msg: errorResponse(req.id, annotated) } : frame, {
-        httpStatus: httpStatusOf({ error: msg.error, upstreamStatus: status }),
-      });
-    }
+    return { frame, status, msg };
+  }
+
+  /** The answer to a method the proxy serves in front of the server (discover, listen): no filter looks at it. */
+  private async answerOwn(
+    req: JsonRpcRequest,
+    reply: ModernReply,
+    answer: UpstreamAnswer,
+    shape: (result: McpResult) => McpResult,
+  ): Promise<void> {
+    const { frame, status, msg } = this.checked(req.method, answer);
+    if (msg.error) return reply.answer(frame, { httpStatus: httpStatusOf({ error: msg.error, upstreamStatus: status }) });
     const result = msg.result ?? {};
-    if (typeof result.taskId === 'string' && (result.resultType === 'task' || TASK_REQUESTS.has(req.method))) {
-      const taskId = TASK_REQUESTS.has(req.method) ? req.params!.taskId : this.sealTask(result.taskId, ctx);
-      return reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: { ...result, taskId } } });
-    }
-    if (result.resultType === 'input_required' && result.requestState !== undefined)
-      return reply.answer({
-        msg: { jsonrpc: '2.0', id: req.id, result: { ...result, requestState: this.sealState(result.requestState, ctx) } },
-      });
-    // input_required, a task, the end of a listen stream: the server's own, passed as they are.
+    // The end of a listen stream that is not a result: the server's own, passed as it is.
     if (result.resultType !== undefined && result.resultType !== 'complete') return reply.answer(frame);
-    if (req.method === 'tools/list') this.o.tools.learn(result);
-    const wants = exchange.wantsResult();
-    const hint = this.hint(req.method, result, wants);
-    if (!wants && !hint && !own && result.resultType !== undefined) return reply.answer(frame);
-    let shaped = result;
-    if (req.method === 'server/discover')
-      shaped = discovered(result, {
-        ...negotiation.discoverExtensions(),
-        ...((await this.servesTasks()) ? { [TASKS_EXTENSION]: {} } : {}),
-      });
-    else if (wants) shaped = (await exchange.shape(result)) ?? result;
-    reply.answer({
-      msg: {
-        jsonrpc: '2.0',
-        id: req.id,
-        result: {
-          ...shaped,
-          resultType: 'complete',
-          ...(isObject(result._meta) ? { _meta: { ...(shaped._meta as object), ...pick(result._meta, META.serverInfo) } } : {}),
-          ...hint,
-        },
-      },
-    });
+    const server = await this.o.server();
+    const shaped = shape(result);
+    const completed = this.complete({ id: req.id, method: req.method, result, shaped, reshaped: false, afterInput: false, server });
+    reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: completed } });
   }
 
   /**

@@ -3,8 +3,8 @@
  * over (tasks.ts: the extension served in front of a server that does not offer it). The
  * upstream's answer becomes the call's step: an `input_required` answer asks the client, whose
  * answers go upstream again with the server's `requestState` (kept here, never shown to the
- * client); anything else ends the call. Bounded as a legacy call is (mrtr.ts): the request's time
- * limit (progress restarts it) until a task adopts the call, then the task's; a round's questions
+ * client); anything else ends the call. Bounded as a call on a pooled legacy session is (pooled-call.ts): the request's time
+ * limit (progress restarts it) until a task adopts the call, then the task's; a round's input
  * count in the client's share of listen.heldBytes, at most `maxInputBytes` of them, and a round
  * nobody answers ends after `inputTimeoutMs`. The steps are read only for a task: a call answered
  * in time is passed through as any other request.
@@ -12,11 +12,11 @@
 import type { Held, HeldBytes } from '../../core/held-bytes.js';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../../jsonrpc/message.js';
+import type { InputRequests, InputResponses } from '../../mcp/input-round.js';
 import { refusedInputRequests, refusedUrlError } from '../../mcp/url-elicitation.js';
 import { NO_TIMEOUT_MS, type UpstreamAnswer, type ModernSendOptions } from '../../upstream/modern-http.js';
-import type { CallStep, InputRequests } from './mrtr.js';
 import type { Cancellation } from './reply.js';
-import type { TaskCall } from './tasks.js';
+import type { CallStep, TaskCall } from './tasks.js';
 
 export interface PassedCallOptions {
   /** The request as the upstream gets it. */
@@ -27,7 +27,7 @@ export interface PassedCallOptions {
   cancellation: Cancellation;
   /** Progress and log messages for whoever waits on the call now. */
   onNotification(n: JsonRpcNotification): void;
-  /** Whose share of listen.heldBytes a round's questions count in. */
+  /** Whose share of listen.heldBytes a round's input requests count in. */
   clientKey: string;
   held: HeldBytes;
   maxInputBytes: number;
@@ -40,8 +40,8 @@ export class PassedCall implements TaskCall {
   private settled!: () => void;
   private step: Promise<CallStep> | undefined;
   private over = false;
-  private parked = false;
-  private parkTimer: NodeJS.Timeout | undefined;
+  private waiting = false;
+  private inputTimer: NodeJS.Timeout | undefined;
   private held: Held | undefined;
   /** The server's requestState for the round the client is asked. */
   private state: unknown;
@@ -61,7 +61,7 @@ export class PassedCall implements TaskCall {
   }
 
   get awaitingInput(): boolean {
-    return this.parked;
+    return this.waiting;
   }
 
   next(): Promise<CallStep> {
@@ -74,13 +74,9 @@ export class PassedCall implements TaskCall {
     ));
   }
 
-  resume(
-    responses: Record<string, unknown>,
-    cancellation: Cancellation,
-    onNotification: (n: JsonRpcNotification) => void,
-  ): Promise<CallStep> {
-    if (!this.parked) return this.next();
-    this.unpark();
+  resume(responses: InputResponses, cancellation: Cancellation, onNotification: (n: JsonRpcNotification) => void): Promise<CallStep> {
+    if (!this.waiting) return this.next();
+    this.stopWaiting();
     this.notify = onNotification;
     this.watch(cancellation);
     const { req } = this.o;
@@ -106,8 +102,8 @@ export class PassedCall implements TaskCall {
   /** A request under way is closed upstream (which cancels it); a call waiting for input simply ends. */
   stop(_reason: string, err: ProxyError): void {
     if (this.over) return;
-    if (!this.parked) return this.abort.abort(err);
-    this.unpark();
+    if (!this.waiting) return this.abort.abort(err);
+    this.stopWaiting();
     this.step = Promise.resolve(this.end(err));
   }
 
@@ -142,7 +138,7 @@ export class PassedCall implements TaskCall {
     this.current = cancellation;
     cancellation.onCancel(() => {
       // Only whoever waits now cancels: a finished round's stream may close freely.
-      if (this.current === cancellation && !this.parked && !this.over)
+      if (this.current === cancellation && !this.waiting && !this.over)
         this.abort.abort(new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
     });
   }
@@ -175,14 +171,14 @@ export class PassedCall implements TaskCall {
         ),
       );
     }
-    // Waiting, the call keeps its questions (and the server's state) for a client that is away.
+    // Waiting, the call keeps its input requests (and the server's state) for a client that is away.
     const stateBytes = result.requestState === undefined ? 0 : Buffer.byteLength(JSON.stringify(result.requestState));
     const held = this.o.held.hold(this.o.clientKey, 'input_round', bytes + stateBytes, () => this.letGo());
     if (held.dropped) return this.end(heldBytesExceeded()); // too large for the budget on its own
     this.held = held;
     this.state = result.requestState;
-    this.parked = true;
-    this.parkTimer = setTimeout(() => this.expire(), this.o.inputTimeoutMs);
+    this.waiting = true;
+    this.inputTimer = setTimeout(() => this.expire(), this.o.inputTimeoutMs);
     return { kind: 'input', inputRequests };
   }
 
@@ -193,16 +189,16 @@ export class PassedCall implements TaskCall {
     this.stop('The client did not come back for the input the call needs', heldBytesExceeded());
   }
 
-  private unpark(): void {
-    clearTimeout(this.parkTimer);
-    this.parked = false;
+  private stopWaiting(): void {
+    clearTimeout(this.inputTimer);
+    this.waiting = false;
     this.held?.release();
     this.held = undefined;
   }
 
   /** The call is over: with its failure, or the upstream's answer. */
   private end(failure: ProxyError | undefined, answer?: { response: JsonRpcResponse; frame: UpstreamAnswer['frame'] }): CallStep {
-    this.unpark();
+    this.stopWaiting();
     this.over = true;
     this.settled();
     return { kind: 'done', outcome: failure ? { failure } : answer! };

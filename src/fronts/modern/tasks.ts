@@ -23,7 +23,8 @@ import type { Sealer } from '../../sealing/sealer.js';
 import type { McpResult } from '../../transformers/contract.js';
 import { declaresInput } from '../../upstream/pool.js';
 import type { Owner } from './forward.js';
-import type { CallStep, InputRequests } from './mrtr.js';
+import type { InputRequests, InputResponses } from '../../mcp/input-round.js';
+import type { CallOutcome } from '../../upstream/client.js';
 import { Cancellation } from './reply.js';
 
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
@@ -68,9 +69,12 @@ interface TaskClaims {
   principal: string;
 }
 
+/** What a call that may ask for input comes to next: an input round for the client, or the upstream's outcome. */
+export type CallStep = { kind: 'input'; inputRequests: InputRequests } | { kind: 'done'; outcome: CallOutcome };
+
 /**
  * An upstream call a task runs, whatever the upstream: a legacy one on a pooled session
- * (BridgedCall, mrtr.ts) or a modern one passed through (PassedCall, passed-call.ts).
+ * (PooledCall, pooled-call.ts) or a modern one passed through (PassedCall, passed-call.ts).
  */
 export interface TaskCall {
   /** Waiting for the client's input, with no request under way upstream. */
@@ -80,11 +84,7 @@ export interface TaskCall {
   /** The next step: input the client must give, or the upstream's outcome. */
   next(): Promise<CallStep>;
   /** The client's answers go upstream; the call goes on under `cancellation`. */
-  resume(
-    responses: Record<string, unknown>,
-    cancellation: Cancellation,
-    onNotification: (n: JsonRpcNotification) => void,
-  ): Promise<CallStep>;
+  resume(responses: InputResponses, cancellation: Cancellation, onNotification: (n: JsonRpcNotification) => void): Promise<CallStep>;
   /** The call goes on as a task: `cancellation` alone cancels it, and it may take `timeoutMs` from now. */
   adopt(cancellation: Cancellation, onNotification: (n: JsonRpcNotification) => void, timeoutMs: number): void;
   /** Ends a call that waits for input nobody gave. */
@@ -261,7 +261,7 @@ export class Tasks {
       task.set('working');
       const next = task.run!.call.resume(responses, task.run!.cancellation, () => undefined);
       this.follow(task, next);
-      // A partial answer is asked again at once (see BridgedCall.resume): let it show before the ack.
+      // A partial answer is asked again at once (see PooledCall.resume): let it show before the ack.
       await Promise.race([next, new Promise((resolve) => setImmediate(resolve))]);
     }
     return { resultType: 'complete' };

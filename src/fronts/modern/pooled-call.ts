@@ -1,14 +1,14 @@
 /**
- * The MRTR bridge: one modern call forwarded to a legacy upstream. When the upstream asks the
- * client for input during the call (elicitation/create, sampling/createMessage, roots/list),
- * the call is parked and the client gets an `input_required` result with an integrity-protected
- * `requestState`; the client's retry carries the answers, which go upstream as responses to
- * the parked requests, and the call goes on. Requests arriving together are asked together. A
- * parked call nobody resumes is ended after `inputTimeoutMs` (the upstream's requests answered,
- * the call cancelled); the proxy never depends on a retry. While parked, the call's arguments and
- * the questions it asks count against its client's share of listen.heldBytes, and a round whose
- * questions are larger than `maxInputBytes` is not put to the client (every poll of a task
- * repeats them): the upstream's requests are answered with an error and the call goes on.
+ * One modern call on a pooled legacy upstream session. When the upstream asks the client for
+ * input during the call (elicitation/create, sampling/createMessage, roots/list), its requests
+ * become an input round: the call waits and the client gets an `input_required` result with an
+ * integrity-protected `requestState`; the client's retry carries the answers, which go upstream
+ * as responses to the server's requests, and the call goes on. Requests arriving together are
+ * asked together. A call whose round nobody answers is ended after `inputTimeoutMs` (the
+ * upstream's requests answered, the call cancelled); the proxy never depends on a retry. While it
+ * waits, the call's arguments and the input requests count against its client's share of
+ * listen.heldBytes, and a round larger than `maxInputBytes` is not put to the client (every poll
+ * of a task repeats it): the upstream's requests are answered with an error and the call goes on.
  */
 import type { Logger } from 'pino';
 import type { Held, HeldBytes } from '../../core/held-bytes.js';
@@ -22,12 +22,13 @@ import {
   type JsonRpcRequest,
 } from '../../jsonrpc/message.js';
 import { capabilityFor, declares, INPUT_METHODS } from '../../mcp/eras.js';
+import { INPUT_REQUEST_METHODS, type InputRequests, type InputResponses } from '../../mcp/input-round.js';
 import type { RequestContext } from '../../mcp/request-context.js';
 import type { CallOutcome, UpstreamClient } from '../../upstream/client.js';
 import type { UpstreamLease } from '../../upstream/pool.js';
 import type { Cancellation } from './reply.js';
+import type { CallStep } from './tasks.js';
 
-const INPUT_REQUEST_METHODS = new Set(['elicitation/create', 'sampling/createMessage', 'roots/list']);
 /**
  * A legacy server cannot name its input requests; one that wants stable inputRequests keys may
  * put one in the request's `_meta` under this key (letters, digits, `_`, `-`, `.`; at most 64).
@@ -37,12 +38,9 @@ const INPUT_KEY = /^[A-Za-z0-9_.-]{1,64}$/;
 /** Input requests the upstream sends within this window are asked in one round. */
 const GATHER_MS = 10;
 
-export type InputRequests = Record<string, { method: string; params?: Record<string, unknown> }>;
-export type CallStep = { kind: 'input'; inputRequests: InputRequests } | { kind: 'done'; outcome: CallOutcome };
-
 /** Who started the call (only they may resume it), what per-client limits count it against, and what they declared. */
 export interface CallOptions extends Pick<RequestContext, 'principal' | 'clientKey' | 'capabilities'> {
-  /** The call's name in the parked map (and in its requestState). */
+  /** The call's name among the calls that may ask for input (and in its requestState). */
   key: string;
   method: string;
   params: Record<string, unknown> | undefined;
@@ -55,14 +53,14 @@ export interface CallOptions extends Pick<RequestContext, 'principal' | 'clientK
   onForget(): void;
   /** No retry came within inputTimeoutMs. */
   onExpired?(): void;
-  /** Where a parked call's bytes are counted (its client's share of listen.heldBytes). */
+  /** Where a waiting call's bytes are counted (its client's share of listen.heldBytes). */
   held: HeldBytes;
   /** Most bytes of input requests put to the client in one round. */
   maxInputBytes: number;
   log: Logger;
 }
 
-export class BridgedCall {
+export class PooledCall {
   /** How many times the call has asked for input; a requestState names the round it answers. */
   round = 0;
   readonly key: string;
@@ -71,15 +69,15 @@ export class BridgedCall {
   /** Settles once the call is over (answered, failed or expired) and its upstream session released. */
   readonly done: Promise<void>;
   private settled!: () => void;
-  /** Set while a client waits for the next step; a parked call has none. */
+  /** Set while a client waits for the next step; a call waiting for input has none. */
   private waiter: ((step: CallStep) => void) | undefined;
   private readonly inputs = new Map<string, JsonRpcRequest>();
   private result: CallOutcome | undefined;
   private gather: NodeJS.Timeout | undefined;
   /** Waiting for the client's retry: the stream that asked may close without cancelling anything. */
-  private parked = false;
-  private parkTimer: NodeJS.Timeout | undefined;
-  /** The parked call's place in listen.heldBytes. */
+  private waiting = false;
+  private inputTimer: NodeJS.Timeout | undefined;
+  /** The waiting call's place in listen.heldBytes. */
   private held: Held | undefined;
   private paramsBytes: number | undefined;
   private readonly client: UpstreamClient;
@@ -109,9 +107,9 @@ export class BridgedCall {
     void call.outcome.then((o) => this.finish(o));
   }
 
-  /** Parked, waiting for the retry that answers round `round` (a retry already under way does not count). */
+  /** Waiting for the retry that answers round `round` (a retry already under way does not count). */
   get awaitingInput(): boolean {
-    return this.parked;
+    return this.waiting;
   }
 
   /** The next step of the call: input the client must give, or the upstream's outcome. */
@@ -127,13 +125,9 @@ export class BridgedCall {
    * The client's retry: its answers go upstream and the call goes on under the retry's cancellation
    * and notification sink. Answers to keys never asked are ignored; keys left unanswered are asked again.
    */
-  resume(
-    responses: Record<string, unknown>,
-    cancellation: Cancellation,
-    onNotification: (n: JsonRpcNotification) => void,
-  ): Promise<CallStep> {
-    clearTimeout(this.parkTimer);
-    this.unpark();
+  resume(responses: InputResponses, cancellation: Cancellation, onNotification: (n: JsonRpcNotification) => void): Promise<CallStep> {
+    clearTimeout(this.inputTimer);
+    this.stopWaiting();
     this.notify = onNotification;
     this.watch(cancellation);
     for (const [key, req] of this.inputs) {
@@ -156,7 +150,7 @@ export class BridgedCall {
     if (!this.result) this.client.retime(this.id, timeoutMs);
   }
 
-  /** Ends a parked call that no retry resumed: answers its input requests and cancels it upstream. */
+  /** Ends a waiting call that no retry resumed: answers its input requests and cancels it upstream. */
   expire(): void {
     this.stop(
       'The client did not supply the requested input in time',
@@ -164,9 +158,9 @@ export class BridgedCall {
     );
   }
 
-  /** Ends the call, parked or not: its input requests answered, cancelled upstream with `reason`; `err` is its outcome. */
+  /** Ends the call, waiting or not: its input requests answered, cancelled upstream with `reason`; `err` is its outcome. */
   stop(reason: string, err: ProxyError): void {
-    this.unpark(); // at once: nothing counts or resumes it while its session is let go of
+    this.stopWaiting(); // at once: nothing counts or resumes it while its session is let go of
     for (const req of this.inputs.values()) {
       if (req.method === 'elicitation/create') this.client.respond(req.id, { result: { action: 'cancel' } });
       else this.client.respond(req.id, { error: { code: INTERNAL_ERROR, message: 'The client did not answer in time' } });
@@ -179,7 +173,7 @@ export class BridgedCall {
     this.current = cancellation;
     cancellation.onCancel(() => {
       // Only whoever waits now cancels: a finished round's stream may close freely.
-      if (this.current === cancellation && !this.parked && !this.result)
+      if (this.current === cancellation && !this.waiting && !this.result)
         this.client.cancel(this.id, 'The client cancelled the request', new ProxyError('CLIENT_GONE', 'The client cancelled the request'));
     });
   }
@@ -224,13 +218,13 @@ export class BridgedCall {
     const inputBytes = Buffer.byteLength(JSON.stringify(inputRequests));
     if (inputBytes > this.opts.maxInputBytes) return this.refuseInputs(inputBytes);
     this.client.hold(this.id);
-    this.parked = true;
+    this.waiting = true;
     this.round++;
-    this.parkTimer = setTimeout(() => {
+    this.inputTimer = setTimeout(() => {
       this.expire();
       this.opts.onExpired?.();
     }, this.opts.inputTimeoutMs);
-    // Parked, the call keeps its arguments and these questions for a client that is away.
+    // Waiting, the call keeps its arguments and these input requests for a client that is away.
     this.paramsBytes ??= Buffer.byteLength(JSON.stringify(this.opts.params ?? {}));
     this.held = this.opts.held.hold(this.clientKey, 'input_round', this.paramsBytes + inputBytes, () => this.letGo());
     // Let go of at once (too large for the budget on its own): the failure reaches the waiter instead.
@@ -252,7 +246,7 @@ export class BridgedCall {
     this.inputs.clear();
   }
 
-  /** The budget needs the room of this parked call: given up, as one nobody resumed. */
+  /** The budget needs the room of this waiting call: given up, as one nobody resumed. */
   private letGo(): void {
     this.opts.log.info(
       { method: this.opts.method, call: this.key.slice(0, 8) },
@@ -264,16 +258,16 @@ export class BridgedCall {
     this.stop('The client did not come back for the input the call needs', new ProxyError('HELD_BYTES_EXCEEDED', message));
   }
 
-  private unpark(): void {
-    this.parked = false;
+  private stopWaiting(): void {
+    this.waiting = false;
     this.held?.release();
     this.held = undefined;
   }
 
   private finish(outcome: CallOutcome): void {
     clearTimeout(this.gather);
-    clearTimeout(this.parkTimer);
-    this.unpark();
+    clearTimeout(this.inputTimer);
+    this.stopWaiting();
     this.result = outcome;
     this.lease.release();
     this.opts.onForget();

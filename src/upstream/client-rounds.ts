@@ -2,7 +2,7 @@
  * A modern upstream's `input_required` round as a legacy client is asked it: each input request
  * becomes a server→client request on the stream of the call it belongs to, all at once, under
  * ids the proxy picks. The round ends with every answer, or with the first failure (a refusal, a
- * timeout, a capability the client did not declare), and then the questions still open are
+ * timeout, a capability the client did not declare), and then the requests still open are
  * withdrawn with `notifications/cancelled`, as they are when the call itself ends.
  */
 import { randomUUID } from 'node:crypto';
@@ -18,23 +18,23 @@ import {
 } from '../jsonrpc/message.js';
 import { cancelledNotification } from '../mcp/cancel-progress.js';
 import { capabilityFor, declares } from '../mcp/eras.js';
+import { INPUT_REQUEST_METHODS, type InputResponses } from '../mcp/input-round.js';
 import { refusedElicitation, refusedUrlError } from '../mcp/url-elicitation.js';
 import type { McpResult } from '../transformers/contract.js';
 
 /** Input requests one round may put to the client at once. */
 export const MAX_INPUT_REQUESTS = 16;
-const INPUT_REQUESTS = new Set(['elicitation/create', 'sampling/createMessage', 'roots/list']);
 
 interface Asked {
   method: string;
-  /** The client request the question was asked during. */
+  /** The client request the input request was asked during. */
   relatedId: JsonRpcId;
   answer(msg: JsonRpcResponse): void;
   reject(err: unknown): void;
 }
 
 /**
- * The client answered a question with an error: the call it belongs to fails with it (as an internal error: the
+ * The client answered an input request with an error: the call it belongs to fails with it (as an internal error: the
  * client's code means nothing for the call).
  */
 export class ClientRefused extends Error {
@@ -49,8 +49,8 @@ export class ClientRefused extends Error {
   }
 }
 
-export class ClientQuestions {
-  /** Questions put to the client and not yet answered, by the ids the proxy gave them. */
+export class ClientRounds {
+  /** Input requests put to the client and not yet answered, by the ids the proxy gave them. */
   private readonly asked = new Map<string, Asked>();
 
   /** `deliver`: a message to the client, on the stream of request `relatedId`. */
@@ -65,13 +65,13 @@ export class ClientQuestions {
     capabilities: Record<string, unknown>,
     relatedId: JsonRpcId,
     signal: AbortSignal,
-  ): Promise<Record<string, unknown>> {
+  ): Promise<InputResponses> {
     const keys = Object.keys(requests);
     if (keys.length > MAX_INPUT_REQUESTS)
       throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream asked for more than ${MAX_INPUT_REQUESTS} inputs in one round`);
-    const questions = keys.map((key) => {
+    const asked = keys.map((key) => {
       const entry = requests[key];
-      if (!isObject(entry) || typeof entry.method !== 'string' || !INPUT_REQUESTS.has(entry.method))
+      if (!isObject(entry) || typeof entry.method !== 'string' || !INPUT_REQUEST_METHODS.has(entry.method))
         throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream asked for input "${key}" with a request a client cannot be asked`);
       const params = isObject(entry.params) ? entry.params : {};
       const refused = refusedElicitation(entry.method, params);
@@ -88,10 +88,10 @@ export class ClientQuestions {
     const round = new AbortController();
     const both = AbortSignal.any([signal, round.signal]);
     try {
-      const answers = await Promise.all(questions.map(async (q) => [q.key, await this.ask(q.method, q.params, relatedId, both)] as const));
+      const answers = await Promise.all(asked.map(async (q) => [q.key, await this.ask(q.method, q.params, relatedId, both)] as const));
       return Object.fromEntries(answers);
     } catch (err) {
-      round.abort(err); // the other questions of the round are no longer needed
+      round.abort(err); // the round's other requests are no longer needed
       throw err;
     }
   }
@@ -125,7 +125,7 @@ export class ClientQuestions {
     });
   }
 
-  /** The client's answer to one of the questions. */
+  /** The client's answer to one of the input requests. */
   answered(msg: JsonRpcResponse): boolean {
     const asked = typeof msg.id === 'string' ? this.asked.get(msg.id) : undefined;
     if (!asked) return false;
@@ -133,12 +133,12 @@ export class ClientQuestions {
     return true;
   }
 
-  /** The call `relatedId` is over: its questions still open are dropped (an answer to one is then ignored). */
+  /** The call `relatedId` is over: its input requests still open are dropped (an answer to one is then ignored). */
   forget(relatedId: JsonRpcId, err: ProxyError): void {
     for (const asked of [...this.asked.values()]) if (asked.relatedId === relatedId) asked.reject(err);
   }
 
-  /** The session ended: every question fails with `err` (its call is gone too). */
+  /** The session ended: every input request fails with `err` (its call is gone too). */
   close(err: ProxyError): void {
     for (const asked of [...this.asked.values()]) asked.reject(err);
   }

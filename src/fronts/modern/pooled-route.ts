@@ -1,0 +1,130 @@
+/**
+ * Modern requests to a legacy upstream: each goes through a pooled upstream session (ids
+ * remapped, the protocol's own `_meta` stripped), its input requests bridged through
+ * `input_required` rounds (input-rounds.ts), and its result completed with what the revision
+ * requires (`resultType`, serverInfo, cache hints; complete.ts). `server/discover` is answered
+ * from the upstream's initialize result, `subscriptions/listen` by the proxy (listen.ts).
+ */
+import type { Logger } from 'pino';
+import type { Exchange } from '../../core/exchange.js';
+import { modernUpstreamError, URL_ELICITATION_REQUIRED } from '../../jsonrpc/errors.js';
+import {
+  errorResponse,
+  isObject,
+  type Frame,
+  type JsonRpcErrorObject,
+  type JsonRpcId,
+  type JsonRpcRequest,
+} from '../../jsonrpc/message.js';
+import { INPUT_METHODS, SUPPORTED_VERSIONS } from '../../mcp/eras.js';
+import type { RequestContext } from '../../mcp/request-context.js';
+import type { McpResult } from '../../transformers/contract.js';
+import type { UpstreamServer } from '../../upstream/era.js';
+import type { UpstreamPool } from '../../upstream/pool.js';
+import type { Completion } from './complete.js';
+import type { InputRounds } from './input-rounds.js';
+import type { TaskWatch } from './listen.js';
+import type { ModernReply } from './reply.js';
+import type { Answered, Ran, UpstreamRoute } from './route.js';
+
+export interface PooledRouteOptions {
+  pool: UpstreamPool;
+  rounds: InputRounds;
+  completion: Completion;
+  /** Serves `subscriptions/listen` (listen.ts). */
+  listen(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply, tasks?: TaskWatch): Promise<void>;
+  log: Logger;
+}
+
+export class PooledRoute implements UpstreamRoute {
+  constructor(private readonly o: PooledRouteOptions) {}
+
+  server(): Promise<UpstreamServer> {
+    return this.o.pool.server();
+  }
+
+  /** A legacy server's own tasks are not the extension: the proxy's serve modern clients. */
+  ownTasks(): Promise<boolean> {
+    return Promise.resolve(true);
+  }
+
+  async run(req: JsonRpcRequest, exchange: Exchange, ctx: RequestContext, reply: ModernReply, within?: number): Promise<Ran> {
+    const { rounds } = this.o;
+    const params = exchange.request.params ?? {};
+    const resumed = params.requestState !== undefined ? await rounds.resume(req, ctx, reply, within) : 'again';
+    if (resumed === 'declined') {
+      const declined = { code: URL_ELICITATION_REQUIRED, message: 'The user did not complete the URL elicitation the server required' };
+      return { answer: this.error(req.id, declined) };
+    }
+    // After a URL round no call waits: accepted, the request goes upstream again.
+    let { call, step } = resumed === 'again' ? await rounds.start(req.method, upstreamParams(params, ctx), ctx, reply, within) : resumed;
+    if (step.kind === 'done' && 'failure' in step.outcome && step.outcome.failure.code === 'UPSTREAM_SESSION_EXPIRED' && call.round === 0) {
+      // The upstream forgot the pooled session (404) without running the request: once more on a new one.
+      ({ call, step } = await rounds.start(req.method, upstreamParams(params, ctx), ctx, reply, within));
+    }
+    if (step.kind === 'input') return { answer: result(req.id, rounds.ask(req, ctx, call, step)) };
+    if (step.kind === 'running') {
+      rounds.release(call);
+      return { task: call, next: step.next, shape: exchange.shapeLater };
+    }
+    const { outcome } = step;
+    if ('failure' in outcome) throw outcome.failure;
+    const res = outcome.response;
+    exchange.screen(res, this.o.log);
+    if (res.error?.code === URL_ELICITATION_REQUIRED && INPUT_METHODS.has(req.method)) {
+      const round = rounds.urlRound(req, ctx, res.error.data);
+      if (round) return { answer: result(req.id, round) };
+    }
+    return { response: res, frame: outcome.frame, afterInput: call.round > 0 };
+  }
+
+  /** A legacy error renamed where the revision forbids its code; always written again (the upstream's id is the pool's). */
+  error(id: JsonRpcId, error: JsonRpcErrorObject): Frame {
+    return { msg: errorResponse(id, modernUpstreamError(error)) };
+  }
+
+  completeBytes(
+    id: JsonRpcId,
+    method: string,
+    frame: Frame,
+    _res: unknown,
+    afterInput: boolean,
+    server: UpstreamServer,
+  ): Frame | undefined {
+    return this.o.completion.answer(id, method, frame, server, afterInput);
+  }
+
+  complete(a: Answered): McpResult {
+    return this.o.completion.result(a.method, a.shaped, a.server, a.afterInput);
+  }
+
+  async discover(req: JsonRpcRequest, _ctx: RequestContext, reply: ModernReply, added: Record<string, unknown>): Promise<void> {
+    const server = await this.server();
+    const { tasks: _legacyTasks, ...capabilities } = (server.capabilities ?? {}) as Record<string, unknown>;
+    const extensions = { ...(isObject(capabilities.extensions) ? capabilities.extensions : {}), ...added };
+    const discovered: McpResult = {
+      supportedVersions: SUPPORTED_VERSIONS,
+      capabilities: Object.keys(extensions).length ? { ...capabilities, extensions } : capabilities,
+      ...(typeof server.instructions === 'string' ? { instructions: server.instructions } : {}),
+    };
+    reply.answer(result(req.id, this.o.completion.result('server/discover', discovered, server)));
+  }
+
+  listen(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply, tasks: TaskWatch | undefined): Promise<void> {
+    return this.o.listen(req, ctx, reply, tasks);
+  }
+}
+
+function result(id: JsonRpcId, result: McpResult): Frame {
+  return { msg: { jsonrpc: '2.0', id, result } };
+}
+
+/**
+ * The request's params as the upstream sees them: no protocol `_meta`, no input round fields, and no
+ * legacy `task` parameter (SEP-2663: a modern request carrying it is served as if it did not).
+ */
+function upstreamParams(params: Record<string, unknown>, ctx: RequestContext): Record<string, unknown> {
+  const { _meta: _m, inputResponses: _i, requestState: _r, task: _t, ...rest } = params;
+  const meta = ctx.progressToken === undefined ? ctx.passMeta : { ...ctx.passMeta, progressToken: ctx.progressToken };
+  return meta ? { ...rest, _meta: meta } : rest;
+}
