@@ -15,6 +15,8 @@
  * - SIGTERM/SIGINT (both modes): close every server/transport (and the HTTP listener), exit 0.
  * - `createServer` is called once per session (once in stdio mode); it may return a low-level
  *   `Server` or an `McpServer` (both expose `connect()` / `close()`).
+ * - `listenMcpHttp(createServer, { host, port })` serves `--http` in the calling process (the test
+ *   kit's upstream): it resolves with the URL and a `close()`, and touches neither signals nor stdout.
  */
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
@@ -63,6 +65,22 @@ export async function serveMcp(createServer: () => AnyServer, argv: string[]): P
   const host = flag(argv, '--host') ?? '127.0.0.1';
   const port = Number(flag(argv, '--port') ?? 0);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`invalid --port: ${flag(argv, '--port')}`);
+  const served = await listenMcpHttp(createServer, { host, port });
+  const stop = onSignal(served.close);
+  process.once('SIGTERM', stop).once('SIGINT', stop);
+  process.stdout.write(`LISTENING ${served.url}\n`);
+}
+
+export interface ServedMcp {
+  /** The endpoint, `http://<host>:<port>/mcp`. */
+  url: string;
+  /** Closes every session and the listener. */
+  close(): Promise<void>;
+}
+
+/** Streamable HTTP on `/mcp` as `--http` serves it, in this process: no signal handlers, nothing written to stdout. */
+export async function listenMcpHttp(createServer: () => AnyServer, at: { host: string; port: number }): Promise<ServedMcp> {
+  const { host, port } = at;
   const sessions = new Map<string, { transport: StreamableHTTPServerTransport; server: AnyServer }>();
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -100,8 +118,6 @@ export async function serveMcp(createServer: () => AnyServer, argv: string[]): P
     http.closeAllConnections();
     await new Promise<void>((resolve) => http.close(() => resolve()));
   };
-  const stop = onSignal(close);
-  process.once('SIGTERM', stop).once('SIGINT', stop);
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
     http.listen(port, host, () => resolve());
@@ -109,5 +125,5 @@ export async function serveMcp(createServer: () => AnyServer, argv: string[]): P
   const addr = http.address();
   const actualPort = typeof addr === 'object' && addr ? addr.port : port;
   const shownHost = host.includes(':') ? `[${host}]` : host;
-  process.stdout.write(`LISTENING http://${shownHost}:${actualPort}/mcp\n`);
+  return { url: `http://${shownHost}:${actualPort}/mcp`, close };
 }
