@@ -8,6 +8,7 @@ import { compileRules, ruleSchema } from '../rules/compile.js';
 import type { Transformer } from '../transformers/contract.js';
 import { builtinChain } from './filters.js';
 import { Profiles } from './profiles.js';
+import type { UpstreamCall } from '../upstream/call.js';
 import { ToolCatalog } from '../upstream/tool-catalog.js';
 
 const log = pino({ level: 'silent' });
@@ -43,12 +44,17 @@ describe('the filter chain across a reload', () => {
   });
 });
 
+/** An upstream whose answers `ask` makes up. */
+function upstreamOf(ask: (method: string) => Promise<Record<string, unknown>>): UpstreamCall {
+  return { call: async (req) => ({ frame: { msg: { jsonrpc: '2.0', id: req.id, result: await ask(req.method) } }, status: 200 }) };
+}
+
 describe("learning a legacy session's tools", () => {
   const schema = { type: 'object', properties: { n: { type: 'number' } } };
   const session = (ask: (method: string) => Promise<Record<string, unknown>>) => {
     const bound = builtinChain({ rules, variants: new VariantCatalog(serverVariantsSchema.parse({})) }).forSession(log);
     bound.onInitialize({ capabilities: NEGOTIATION });
-    bound.bindUpstream(ask);
+    bound.bindUpstream(upstreamOf(ask), 5000);
     return bound;
   };
 
@@ -77,7 +83,7 @@ describe("learning a legacy session's tools", () => {
     const open = (ask: (method: string) => Promise<Record<string, unknown>>) => {
       const bound = chain.forSession(log);
       bound.onInitialize({ capabilities: NEGOTIATION });
-      bound.bindUpstream(ask);
+      bound.bindUpstream(upstreamOf(ask), 5000);
       return bound;
     };
     const asked: string[] = [];

@@ -19,6 +19,7 @@ import { targetOf } from '../mcp/requests.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { McpResult } from '../transformers/contract.js';
 import type { TagsNote } from '../ops/access-log.js';
+import { resultOf, type UpstreamCall } from '../upstream/call.js';
 import { ToolCatalog, type ToolView } from '../upstream/tool-catalog.js';
 import { clientNameOf, Profiles, tagsInEffect, type Arrival } from './profiles.js';
 
@@ -140,8 +141,8 @@ export class BoundFilters {
   }
 
   /** Lets the filters send requests of the proxy's own to the session's upstream (see FilterContext.ask). */
-  bindUpstream(ask: UpstreamAsk): void {
-    this.ask = ask;
+  bindUpstream(upstream: UpstreamCall, timeoutMs: number): void {
+    this.ask = async (method, params) => resultOf(await upstream.call({ jsonrpc: '2.0', id: 0, method, params }, { timeoutMs }), method);
   }
 
   /** The tags in effect and the profile, for the access log (worked out once per negotiation). */

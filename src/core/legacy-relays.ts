@@ -93,7 +93,7 @@ export class LegacyRelays {
       observe: shared ? undefined : this.o.observe,
       log,
     });
-    filters.bindUpstream((method, params) => relay.ask(method, params));
+    filters.bindUpstream(relay, this.o.requestTimeoutMs);
     return relay;
   }
 

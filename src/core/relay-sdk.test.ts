@@ -51,7 +51,7 @@ function session(features: string[] = []) {
       log,
     },
   );
-  filters.bindUpstream((method, params) => relay.ask(method, params));
+  filters.bindUpstream(relay, 5000);
   const send = (id: JsonRpcId | undefined, method: string, params: Record<string, unknown> = {}) =>
     relay.fromClient({
       msg: id === undefined ? { jsonrpc: '2.0', method, params } : { jsonrpc: '2.0', id, method, params },

@@ -188,7 +188,7 @@ describe('RelaySession', () => {
 
   it("rejects its own request when the upstream's answer is not JSON, and keeps serving", async () => {
     const { upstream, sink, session } = relay();
-    const asked = session.ask('tools/list', {});
+    const asked = session.call({ jsonrpc: '2.0', id: 0, method: 'tools/list', params: {} }, { timeoutMs: 5000 });
     const id = (upstream.sent[0].msg as { id: JsonRpcId }).id;
     // As a transport does with what it reads: an unusable answer fails the request it names.
     const parsed = parseUpstream(Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"tools":nope}}`), 256);

@@ -33,6 +33,7 @@ import { traceContextOf } from '../ops/trace-context.js';
 import { failureOutcome, type UpstreamObserver } from '../upstream/client.js';
 import { PendingCalls } from '../upstream/pending.js';
 import { Exchange, type Negotiation } from './exchange.js';
+import type { CallOptions, UpstreamAnswer, UpstreamCall } from '../upstream/call.js';
 import type { UpstreamConnection, UpstreamEvents } from '../upstream/types.js';
 
 export interface ClientSink {
@@ -77,13 +78,13 @@ interface Pending {
   started: number;
 }
 
-/** A request of the proxy's own on the session (see RelaySession.ask). */
+/** A request of the proxy's own on the session (see RelaySession.call). */
 interface OwnRequest {
-  resolve(result: Record<string, unknown>): void;
-  reject(err: Error): void;
+  resolve(answer: UpstreamAnswer): void;
+  reject(err: unknown): void;
 }
 
-export class RelaySession {
+export class RelaySession implements UpstreamCall {
   /** Last time the client sent something or got an answer (ms since epoch); upstream chatter does not count. */
   lastActivity = Date.now();
   /** The client's requests waiting for the upstream, by the client's own ids. */
@@ -166,15 +167,20 @@ export class RelaySession {
   }
 
   /**
-   * A request of the proxy's own on this session: never shown to the client, answered here (rejects on an
-   * error, a timeout or the session's end).
+   * A request of the proxy's own on this session (UpstreamCall), under an id no client picks: never shown to the
+   * client, answered here (rejects on a timeout, the signal, or the session's end).
    */
-  ask(method: string, params: Record<string, unknown>): Promise<Record<string, unknown>> {
+  call(req: JsonRpcRequest, o: CallOptions): Promise<UpstreamAnswer> {
     if (this.ended) return Promise.reject(new ProxyError('UPSTREAM_CLOSED', 'The upstream session has ended'));
     const id = `mcp-negotiate-proxy-${randomUUID()}`;
     return new Promise((resolve, reject) => {
-      this.own.add(id, { resolve, reject }, this.opts.requestTimeoutMs);
-      this.upstream.send({ msg: { jsonrpc: '2.0', id, method, params } });
+      this.own.add(id, { resolve, reject }, o.timeoutMs);
+      o.signal?.addEventListener('abort', () => {
+        if (!this.own.settle(id)) return;
+        this.cancelUpstream(id, 'The request was cancelled');
+        reject(o.signal!.reason);
+      });
+      this.upstream.send({ msg: { jsonrpc: '2.0', id, method: req.method, params: req.params } });
     });
   }
 
@@ -217,8 +223,7 @@ export class RelaySession {
     if (isResponse(msg)) {
       const id = msg.id;
       const own = id === null ? undefined : this.own.settle(id);
-      if (own)
-        return msg.error ? own.reject(new Error(`the upstream answered ${msg.error.code}: ${msg.error.message}`)) : settleOwn(own, msg);
+      if (own) return own.resolve({ frame, status: 200 });
       const p = id === null ? undefined : this.pending.settle(id);
       if (!p) {
         this.opts.log.debug({ id }, 'dropped an upstream response nobody waits for');
@@ -303,17 +308,6 @@ export class RelaySession {
     }
     this.sink.end(err);
   }
-}
-
-/** Answers one of the proxy's own requests; a result that does not decode (its bytes were read lazily) rejects it. */
-function settleOwn(own: OwnRequest, msg: JsonRpcResponse): void {
-  let result: Record<string, unknown>;
-  try {
-    result = msg.result ?? {};
-  } catch (err) {
-    return own.reject(err as Error);
-  }
-  own.resolve(result);
 }
 
 export function duplicateId(id: JsonRpcId): ProxyError {

@@ -35,12 +35,14 @@ import {
   type JsonRpcResponse,
 } from '../jsonrpc/message.js';
 import { PendingCalls } from './pending.js';
+import type { CallOptions, UpstreamAnswer, UpstreamCall } from './call.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
 
 /** Failures that are the client giving up on a call (cancelled, or input never came), not an upstream outcome. */
 const CLIENT_ENDED = new Set<ProxyErrorCode>(['CLIENT_GONE', 'INPUT_TIMEOUT', 'HELD_BYTES_EXCEEDED']);
 
 export const UPSTREAM_PROTOCOL_VERSION = '2025-11-25';
+const CALL_CANCELLED = new ProxyError('CLIENT_GONE', 'The request was cancelled');
 
 export interface CallHooks {
   /** Progress and log messages of this call (progress tokens already mapped back). */
@@ -97,7 +99,7 @@ export function failureOutcome(failure: ProxyError): UpstreamOutcome {
       : 'error';
 }
 
-export class UpstreamClient {
+export class UpstreamClient implements UpstreamCall {
   /** The upstream's initialize result, once ready. */
   server: Record<string, unknown> | undefined;
   readonly ready: Promise<Record<string, unknown>>;
@@ -166,6 +168,24 @@ export class UpstreamClient {
   /** Gives the call a new time limit, from now. */
   retime(id: JsonRpcId, timeoutMs: number): void {
     this.pending.retime(id, timeoutMs);
+  }
+
+  /**
+   * One call (UpstreamCall): the upstream's answer under the session's own id, or its failure as a rejection;
+   * `signal` cancels it upstream.
+   */
+  async call(req: JsonRpcRequest, o: CallOptions): Promise<UpstreamAnswer> {
+    const notify = o.onNotification;
+    const { id, outcome } = this.request(req.method, req.params, notify ? { onNotification: (n) => notify({ msg: n }) } : {}, o.timeoutMs);
+    const signal = o.signal;
+    const onAbort = () =>
+      this.cancel(id, 'The request was cancelled', signal!.reason instanceof ProxyError ? signal!.reason : CALL_CANCELLED);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal?.aborted) onAbort();
+    const done = await outcome;
+    signal?.removeEventListener('abort', onAbort);
+    if ('failure' in done) throw done.failure;
+    return { frame: done.frame ?? { msg: done.response }, status: 200 };
   }
 
   /** Stops the call's timer while the proxy waits for the client (input_required); `resume` restarts it. */

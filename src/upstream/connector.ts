@@ -62,7 +62,7 @@ export class UpstreamConnector {
         : new ModernStdioUpstream((events) => this.connect(events, log), log),
     ));
     const discover = () =>
-      modern.send(
+      modern.call(
         {
           jsonrpc: '2.0',
           id: 'mcp-negotiate-proxy-discover',
@@ -112,8 +112,8 @@ export class UpstreamConnector {
   private witnessed(upstream: ModernUpstream): ModernUpstream {
     const { witness } = this.o;
     return {
-      send: (req, o) =>
-        upstream.send(req, o).then(
+      call: (req, o) =>
+        upstream.call(req, o).then(
           (answer) => (witness(true), answer),
           (err: unknown) => {
             if (err instanceof ProxyError && err.code === 'UPSTREAM_UNREACHABLE') witness(false, err.message);

@@ -2,7 +2,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { ProxyError } from '../jsonrpc/errors.js';
 import { classifyDiscover, refusedHandshake, UpstreamEra, type EraSetting } from './era.js';
-import type { UpstreamAnswer } from './modern-http.js';
+import type { UpstreamAnswer } from './call.js';
 
 const answer = (status: number, msg: Record<string, unknown>): UpstreamAnswer => ({
   status,

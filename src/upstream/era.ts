@@ -17,7 +17,7 @@ import { isObject } from '../jsonrpc/message.js';
 import type { ServerEra } from '../mcp/era.js';
 import { META, MODERN_VERSIONS } from '../mcp/eras.js';
 import type { McpResult } from '../transformers/contract.js';
-import type { UpstreamAnswer } from './modern-http.js';
+import type { UpstreamAnswer } from './call.js';
 
 /** `auto`: ask the upstream; otherwise taken as configured. */
 export type EraSetting = ServerEra | 'auto';

@@ -4,11 +4,11 @@ import type { ProxyError } from '../jsonrpc/errors.js';
 import type { Frame, JsonRpcId, JsonRpcRequest } from '../jsonrpc/message.js';
 import { MAX_INPUT_REQUESTS } from './client-rounds.js';
 import { bridgedSession, MAX_INPUT_ROUNDS } from './modern-bridge.js';
-import type { UpstreamAnswer, ModernSendOptions } from './modern-http.js';
+import type { CallOptions, UpstreamAnswer } from './call.js';
 
 interface Sent {
   req: JsonRpcRequest;
-  o: ModernSendOptions;
+  o: CallOptions;
   answer(result: Record<string, unknown>): void;
 }
 
@@ -21,7 +21,7 @@ function bridged(capabilities: Record<string, unknown> = { elicitation: {} }) {
   const waiting: Array<[JsonRpcId, boolean]> = [];
   const upstream = {
     mirrorsHeaders: true,
-    send: (req: JsonRpcRequest, o: ModernSendOptions) =>
+    call: (req: JsonRpcRequest, o: CallOptions) =>
       new Promise<UpstreamAnswer>((resolve, reject) => {
         o.signal?.addEventListener('abort', () => reject(o.signal!.reason), { once: true });
         sent.push({ req, o, answer: (result) => resolve({ status: 200, frame: { msg: { jsonrpc: '2.0', id: req.id, result } } }) });

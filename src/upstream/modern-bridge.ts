@@ -121,7 +121,7 @@ class ModernBridge implements SessionBackend {
     for (let round = 0; ; round++) {
       const id = round === 0 ? req.id : `${String(req.id)}#${round}`;
       const sent = { jsonrpc: '2.0' as const, id, method: req.method, params };
-      const { frame } = await this.o.upstream.send(sent, {
+      const { frame } = await this.o.upstream.call(sent, {
         signal: hooks.signal,
         timeoutMs: this.o.requestTimeoutMs,
         paramHeaders,

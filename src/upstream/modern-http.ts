@@ -9,41 +9,19 @@ import { request, type Dispatcher } from 'undici';
 import { ProxyError, unusableAnswer } from '../jsonrpc/errors.js';
 import { isNotification, isResponse, parseUpstream, type Frame, type JsonRpcRequest } from '../jsonrpc/message.js';
 import { PROGRESS } from '../mcp/cancel-progress.js';
-import { modernRequestHeaders, type ParamHeaders } from '../mcp/http-headers.js';
+import { modernRequestHeaders } from '../mcp/http-headers.js';
 import { JSON_TYPE, SSE_TYPE, mediaTypeOf } from '../mcp/media-type.js';
 import { traceContextOf } from '../ops/trace-context.js';
 import { readEvents } from './http-streams.js';
+import type { CallOptions, UpstreamAnswer, UpstreamCall } from './call.js';
 import type { HttpUpstreamSpec } from './types.js';
 
 const ACCEPT = 'application/json, text/event-stream';
 /** The time limit of a request that lasts as long as it is wanted (a listen stream): the longest timer Node keeps. */
 export const NO_TIMEOUT_MS = 2 ** 31 - 1;
 
-export interface UpstreamAnswer {
-  /** The response, with the upstream's bytes. */
-  frame: Frame;
-  /** Its HTTP status (a rejection comes with a 4xx and a JSON-RPC error body). */
-  status: number;
-}
-
-export interface ModernSendOptions {
-  /** Aborts the request (the client left, or cancelled): the POST is closed, which cancels it upstream. */
-  signal?: AbortSignal;
-  /** No answer within this time (progress restarts it) → REQUEST_TIMEOUT, and the request is cancelled upstream. */
-  timeoutMs: number;
-  /** The tool's Mcp-Param-* headers (header, lower case → argument), for a tools/call. */
-  paramHeaders?: ParamHeaders;
-  /** A notification on the request's stream (progress, a log message). */
-  onNotification?(frame: Frame): void;
-}
-
-/** Where modern requests go: a Streamable HTTP endpoint, or a stdio process (modern-stdio.ts). */
-export interface ModernUpstream {
-  /**
-   * Sends one request and resolves with its answer; rejects with a ProxyError when none can be had (or with the
-   * abort when `signal` ends it).
-   */
-  send(req: JsonRpcRequest, o: ModernSendOptions): Promise<UpstreamAnswer>;
+/** Where modern requests go: a Streamable HTTP endpoint (closing the POST cancels a call), or a stdio process (modern-stdio.ts). */
+export interface ModernUpstream extends UpstreamCall {
   /** Lets go of what it holds (a process). */
   close?(): Promise<void>;
   /** Whether requests carry headers that mirror their body (Streamable HTTP), which need the tools' Mcp-Param-* names. */
@@ -58,7 +36,7 @@ export class ModernHttpUpstream implements ModernUpstream {
     private readonly log: Logger,
   ) {}
 
-  async send(req: JsonRpcRequest, o: ModernSendOptions): Promise<UpstreamAnswer> {
+  async call(req: JsonRpcRequest, o: CallOptions): Promise<UpstreamAnswer> {
     let body: string;
     try {
       body = JSON.stringify(req);
@@ -120,7 +98,7 @@ export class ModernHttpUpstream implements ModernUpstream {
   private async readStream(
     body: AsyncIterable<Buffer>,
     req: JsonRpcRequest,
-    o: ModernSendOptions,
+    o: CallOptions,
     done: AbortController,
     progressed: () => void,
   ): Promise<Frame | undefined> {

@@ -82,7 +82,7 @@ export class UpstreamListen {
     const id = `mcp-negotiate-proxy-listen-${++this.opened}`;
     this.openedAt = Date.now();
     this.upstream
-      .send(
+      .call(
         { jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { notifications, _meta: this.envelope() } },
         { signal: stream.signal, timeoutMs: NO_TIMEOUT_MS, onNotification: (frame) => this.heard(frame.msg as JsonRpcNotification) },
       )

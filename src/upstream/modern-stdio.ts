@@ -27,14 +27,15 @@ import {
   withRequestProgressToken,
 } from '../mcp/cancel-progress.js';
 import { META } from '../mcp/eras.js';
-import type { UpstreamAnswer, ModernSendOptions, ModernUpstream } from './modern-http.js';
+import type { CallOptions, UpstreamAnswer } from './call.js';
+import type { ModernUpstream } from './modern-http.js';
 import { PendingCalls } from './pending.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
 
 interface Waiter {
   /** The request as the caller sent it (its id and progress token are given back). */
   req: JsonRpcRequest;
-  o: ModernSendOptions;
+  o: CallOptions;
   resolve(answer: UpstreamAnswer): void;
   reject(err: unknown): void;
   /** Stops listening to the caller's signal. */
@@ -58,7 +59,7 @@ export class ModernStdioUpstream implements ModernUpstream {
     private readonly log: Logger,
   ) {}
 
-  send(req: JsonRpcRequest, o: ModernSendOptions): Promise<UpstreamAnswer> {
+  call(req: JsonRpcRequest, o: CallOptions): Promise<UpstreamAnswer> {
     const id = `mcp-negotiate-proxy-${++this.next}`;
     const token = requestProgressToken(req.params) !== undefined ? id : undefined;
     const params = token ? withRequestProgressToken(req.params, token) : req.params;

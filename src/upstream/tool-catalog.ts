@@ -18,14 +18,11 @@
  * holder's are not kept (unknown: no header mirrored, and content negotiation treats them as tools
  * that may declare an outputSchema).
  */
-import { ProxyError } from '../jsonrpc/errors.js';
 import { isObject, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
-import { modernEnvelope } from '../mcp/eras.js';
 import type { RequestContext } from '../mcp/request-context.js';
 import { paramHeadersOf, type ParamHeaders } from '../mcp/http-headers.js';
 import type { McpResult } from '../transformers/contract.js';
-import type { ModernUpstream } from './modern-http.js';
-import type { UpstreamPool } from './pool.js';
+import type { UpstreamCall } from './call.js';
 
 /** Tools kept, in all holders. */
 export const MAX_TOOLS = 10_000;
@@ -260,38 +257,19 @@ function keptOf(tool: Record<string, unknown>): Kept | undefined {
   return { facts, bytes };
 }
 
-/** Lists a modern upstream's tools as the proxy itself (no session to hold). */
-export function modernToolLister(upstream: ModernUpstream, timeoutMs: number, clientInfo: unknown): ToolLister {
+/**
+ * Lists the upstream's tools through a call of the proxy's own: to a 2026-07-28 server (`meta`: the
+ * request's envelope), or on a pooled legacy session (`release` gives it back). A refusal means no
+ * tools to mirror, as from a server that offers none.
+ */
+export function toolLister(upstream: UpstreamCall, timeoutMs: number, o: { meta?: Record<string, unknown>; release?(): void }): ToolLister {
   return {
     async page(cursor) {
-      const _meta = modernEnvelope({}, clientInfo);
-      const { frame } = await upstream.send(
-        {
-          jsonrpc: '2.0',
-          id: 'mcp-negotiate-proxy-tools',
-          method: 'tools/list',
-          params: cursor === undefined ? { _meta } : { cursor, _meta },
-        },
-        { timeoutMs },
-      );
-      const msg = frame.msg as JsonRpcResponse;
-      if (msg.error) throw new ProxyError('UPSTREAM_PROTOCOL', `The upstream refused tools/list: ${msg.error.message}`);
-      return msg.result;
+      const params = { ...(cursor === undefined ? {} : { cursor }), ...(o.meta ? { _meta: o.meta } : {}) };
+      const req = { jsonrpc: '2.0' as const, id: 'mcp-negotiate-proxy-tools', method: 'tools/list', params };
+      const { frame } = await upstream.call(req, { timeoutMs });
+      return (frame.msg as JsonRpcResponse).result;
     },
-    release() {},
-  };
-}
-
-/** Lists a legacy upstream's tools on a pooled session of the asking principal. */
-export async function pooledToolLister(pool: UpstreamPool, who: ToolAsker, timeoutMs: number): Promise<ToolLister> {
-  const principal = who.principal ?? '';
-  const lease = await pool.acquire({ principal, clientKey: who.clientKey ?? principal, capabilities: {} });
-  return {
-    async page(cursor) {
-      const done = await lease.client.request('tools/list', cursor === undefined ? {} : { cursor }, {}, timeoutMs).outcome;
-      if ('failure' in done) throw done.failure;
-      return done.response.result;
-    },
-    release: () => lease.release(),
+    release: () => o.release?.(),
   };
 }

@@ -10,7 +10,8 @@ import { UpstreamConnector } from '../upstream/connector.js';
 import { speaksModern } from '../upstream/era.js';
 import { UpstreamPool } from '../upstream/pool.js';
 import { SharedUpstreamSessions } from '../upstream/shared.js';
-import { modernToolLister, pooledToolLister, ToolCatalog } from '../upstream/tool-catalog.js';
+import { toolLister, ToolCatalog } from '../upstream/tool-catalog.js';
+import { modernEnvelope } from '../mcp/eras.js';
 import type { UpstreamSpec } from '../upstream/types.js';
 
 /** How the proxy names itself to upstreams. */
@@ -81,10 +82,13 @@ function createPool(config: Config, connector: UpstreamConnector, log: Logger, o
 function createToolCatalog(config: Config, connector: UpstreamConnector, pool: UpstreamPool | undefined): ToolCatalog {
   const timeoutMs = config.timeouts.requestMs;
   return new ToolCatalog({
-    lister: async (who) =>
-      !pool || speaksModern(connector.era.now ?? (await connector.era.resolve()))
-        ? modernToolLister(connector.modern, timeoutMs, CLIENT_INFO)
-        : pooledToolLister(pool, who, timeoutMs),
+    lister: async (who) => {
+      if (!pool || speaksModern(connector.era.now ?? (await connector.era.resolve())))
+        return toolLister(connector.modern, timeoutMs, { meta: modernEnvelope({}, CLIENT_INFO) });
+      const principal = who.principal ?? '';
+      const lease = await pool.acquire({ principal, clientKey: who.clientKey ?? principal, capabilities: {} });
+      return toolLister(lease.client, timeoutMs, { release: () => lease.release() });
+    },
   });
 }
 

@@ -32,7 +32,8 @@ import { httpStatusOf } from '../../mcp/http-status.js';
 import { refusedInputRequests, refusedUrlElicitations, refusedUrlError } from '../../mcp/url-elicitation.js';
 import type { McpResult } from '../../transformers/contract.js';
 import type { UpstreamServer } from '../../upstream/era.js';
-import { NO_TIMEOUT_MS, type UpstreamAnswer, type ModernUpstream } from '../../upstream/modern-http.js';
+import type { UpstreamAnswer } from '../../upstream/call.js';
+import { NO_TIMEOUT_MS, type ModernUpstream } from '../../upstream/modern-http.js';
 import type { CacheHint, CacheHints } from './complete.js';
 import type { ParamHeaders } from '../../mcp/http-headers.js';
 import { PassedCall } from './passed-call.js';
@@ -79,7 +80,7 @@ export class PassThrough implements UpstreamRoute {
     if (within !== undefined && this.o.tasks && req.method === 'tools/call') {
       const call = new PassedCall({
         req: sent,
-        send: (r, o) => this.o.upstream.send(r, { ...o, paramHeaders }),
+        send: (r, o) => this.o.upstream.call(r, { ...o, paramHeaders }),
         timeoutMs: this.o.requestTimeoutMs,
         cancellation: reply.cancellation,
         onNotification,
@@ -162,7 +163,7 @@ export class PassThrough implements UpstreamRoute {
   ): Promise<UpstreamAnswer> {
     const abort = new AbortController();
     reply.cancellation.onCancel(() => abort.abort(new ProxyError('CLIENT_GONE', 'The client closed the request')));
-    return this.o.upstream.send(req, {
+    return this.o.upstream.call(req, {
       signal: abort.signal,
       timeoutMs,
       paramHeaders,

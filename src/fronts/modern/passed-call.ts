@@ -14,14 +14,15 @@ import { ProxyError } from '../../jsonrpc/errors.js';
 import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../../jsonrpc/message.js';
 import type { InputRequests, InputResponses } from '../../mcp/input-round.js';
 import { refusedInputRequests, refusedUrlError } from '../../mcp/url-elicitation.js';
-import { NO_TIMEOUT_MS, type UpstreamAnswer, type ModernSendOptions } from '../../upstream/modern-http.js';
+import type { CallOptions, UpstreamAnswer } from '../../upstream/call.js';
+import { NO_TIMEOUT_MS } from '../../upstream/modern-http.js';
 import type { Cancellation } from './reply.js';
 import type { CallStep, TaskCall } from './tasks.js';
 
 export interface PassedCallOptions {
   /** The request as the upstream gets it. */
   req: JsonRpcRequest;
-  send(req: JsonRpcRequest, o: ModernSendOptions): Promise<UpstreamAnswer>;
+  send(req: JsonRpcRequest, o: CallOptions): Promise<UpstreamAnswer>;
   timeoutMs: number;
   inputTimeoutMs: number;
   cancellation: Cancellation;
