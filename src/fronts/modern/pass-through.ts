@@ -13,7 +13,7 @@
 import type { Logger } from 'pino';
 import type { HeldBytes } from '../../core/held-bytes.js';
 import type { Exchange } from '../../core/exchange.js';
-import type { FilterChain } from '../../core/filters.js';
+import type { BoundFilters, FilterChain } from '../../core/filters.js';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import {
   errorResponse,
@@ -145,12 +145,7 @@ export class PassThrough implements UpstreamRoute {
     const negotiation = this.o.filters().forRequest(ctx, await this.o.server());
     const named = new Map<string, string>();
     const sent = this.serverTaskIds(this.unsealState(req, ctx), ctx, named);
-    const answer = await this.send(sent, reply, NO_TIMEOUT_MS, (n) => {
-      const note = this.clientTaskIds(n, ctx, named);
-      if (!note) return;
-      if (note.method === 'notifications/tools/list_changed') this.o.tools.changed();
-      for (const m of negotiation.onNotification(note) ?? [note]) reply.notify(m);
-    });
+    const answer = await this.send(sent, reply, NO_TIMEOUT_MS, this.relay(ctx, reply, { named, negotiation }));
     await this.answerOwn(req, reply, answer, (result) => result);
   }
 
@@ -171,13 +166,21 @@ export class PassThrough implements UpstreamRoute {
     });
   }
 
-  /** Relays a call's notifications, the server's task ids sealed; a tools list change makes the catalog forget. */
-  private relay(ctx: RequestContext, reply: ModernReply): (n: JsonRpcNotification) => void {
+  /**
+   * Relays a call's notifications with the client's task ids (`listen`: a listen stream's, where only the tasks it
+   * named are told of, and a list change goes through the filters once per offered variant); a tools list change
+   * makes the catalog forget.
+   */
+  private relay(
+    ctx: RequestContext,
+    reply: ModernReply,
+    listen?: { named: Map<string, string>; negotiation: BoundFilters },
+  ): (n: JsonRpcNotification) => void {
     return (n) => {
-      const note = this.clientTaskIds(n, ctx, undefined);
+      const note = this.clientTaskIds(n, ctx, listen?.named);
       if (!note) return;
       if (note.method === 'notifications/tools/list_changed') this.o.tools.changed();
-      reply.notify(note);
+      for (const m of listen?.negotiation.onNotification(note) ?? [note]) reply.notify(m);
     };
   }
 
