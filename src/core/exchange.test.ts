@@ -7,7 +7,7 @@ import { NOTHING_ASSIGNED } from '../mcp/features.js';
 import { compileRules } from '../rules/compile.js';
 import { DEFAULT_RULES } from '../rules/defaults.js';
 import { builtinTransformers } from '../transformers/index.js';
-import { Exchange } from './exchange.js';
+import { AS_SENT, Exchange } from './exchange.js';
 import { builtinChain } from './filters.js';
 
 const log = pino({ level: 'silent' });
@@ -55,7 +55,8 @@ describe('an exchange', () => {
     if ('refused' in exchange) throw new Error('refused');
     expect(exchange.request).toBe(req);
     expect(exchange.wantsResult()).toBe(false);
-    expect(exchange.settle(undecodable(), log)).toBeUndefined();
+    const frame = { msg: undecodable() };
+    expect(exchange.answer(1, frame.msg, frame, AS_SENT, log)).toBe(frame);
   });
 
   it('is refused at once when the filters refuse the request (a tool outside the variant)', () => {
@@ -68,8 +69,9 @@ describe('an exchange', () => {
     if ('refused' in exchange) throw new Error('refused');
     expect(exchange.variant).toBe('lean');
     expect(exchange.request.params?._meta).toBeUndefined(); // the proxy serves the variant; the upstream hears none
-    const settled = exchange.settle({ jsonrpc: '2.0', id: 1, error: { code: -32000, message: 'no' } }, log);
-    expect(settled).toEqual({ error: { code: -32000, message: 'no', data: { activeVariant: 'lean' } } });
+    const res: JsonRpcResponse = { jsonrpc: '2.0', id: 1, error: { code: -32000, message: 'no' } };
+    const answer = exchange.answer(1, res, { msg: res }, AS_SENT, log);
+    expect(answer).toEqual({ msg: { jsonrpc: '2.0', id: 1, error: { code: -32000, message: 'no', data: { activeVariant: 'lean' } } } });
   });
 
   it("shapes a result for the request's feature tags, and a later result (a task's) the same way", async () => {
@@ -77,8 +79,9 @@ describe('an exchange', () => {
     if ('refused' in exchange) throw new Error('refused');
     expect(exchange.wantsResult()).toBe(true);
     const result = { content: [{ type: 'text', text: '{"city":"Bern","n":8}' }] };
-    const settled = await exchange.settle({ jsonrpc: '2.0', id: 1, result }, log);
-    expect(settled).toMatchObject({ result: { structuredContent: { city: 'Bern', n: 8 } } });
+    const res: JsonRpcResponse = { jsonrpc: '2.0', id: 1, result };
+    const answer = await exchange.answer(1, res, { msg: res }, AS_SENT, log);
+    expect(answer).toMatchObject({ msg: { id: 1, result: { structuredContent: { city: 'Bern', n: 8 } } } });
     expect(await exchange.shapeLater(result)).toMatchObject({ structuredContent: { city: 'Bern', n: 8 } });
     // Nothing to reshape: the result as it was.
     const prose = { content: [{ type: 'text', text: 'sunny' }] };
@@ -90,7 +93,8 @@ describe('an exchange', () => {
       const exchange = Exchange.open(call('weather'), negotiated);
       if ('refused' in exchange) throw new Error('refused');
       const error = { code: -32042, message: 'open this', data: { elicitations: [{ mode: 'url', url: 'javascript:alert(1)' }] } };
-      expect(() => exchange.settle({ jsonrpc: '2.0', id: 1, error }, log)).toThrow(/"javascript:" URL/);
+      const res: JsonRpcResponse = { jsonrpc: '2.0', id: 1, error };
+      expect(() => exchange.answer(1, res, { msg: res }, AS_SENT, log)).toThrow(/"javascript:" URL/);
     }
   });
 });

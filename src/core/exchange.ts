@@ -7,7 +7,14 @@
  * caller. A result no filter looks at is never decoded: its bytes go on as the upstream sent them.
  */
 import type { Logger } from 'pino';
-import type { JsonRpcErrorObject, JsonRpcRequest, JsonRpcResponse } from '../jsonrpc/message.js';
+import {
+  errorResponse,
+  type Frame,
+  type JsonRpcErrorObject,
+  type JsonRpcId,
+  type JsonRpcRequest,
+  type JsonRpcResponse,
+} from '../jsonrpc/message.js';
 import { targetOf } from '../mcp/requests.js';
 import { refusedUrlElicitations, refusedUrlError } from '../mcp/url-elicitation.js';
 import type { McpResult } from '../transformers/contract.js';
@@ -31,8 +38,35 @@ export interface Negotiation {
   ): McpResult | undefined | Promise<McpResult | undefined>;
 }
 
-/** The upstream's answer as the client gets it: undefined when no filter changed it (its bytes go on). */
-export type Settled = { error: JsonRpcErrorObject } | { result: McpResult } | undefined;
+/** A result the upstream gave, as the exchange hands it to the era to complete. */
+export interface Answered {
+  id: JsonRpcId;
+  method: string;
+  /** The upstream's result, and what the filters made of it (the same object when they changed nothing). */
+  result: McpResult;
+  shaped: McpResult;
+  /** Whether a filter looked at the result (whatever it made of it). */
+  reshaped: boolean;
+}
+
+/**
+ * What the client's era adds to an answer: nothing for a legacy client (AS_SENT); for a modern one,
+ * what its revision requires, which depends on the era of the upstream that answered (fronts/modern/route.ts).
+ */
+export interface EraCompletion {
+  /** The upstream's error as the client gets it (`frame`: its bytes, when nothing changed it). */
+  error(id: JsonRpcId, error: JsonRpcErrorObject, frame: Frame | undefined): Frame;
+  /** The result as it came completed on its bytes (`reshaped`: a filter looked at it), or undefined when it must be decoded and completed. */
+  completeBytes(id: JsonRpcId, method: string, frame: Frame, res: JsonRpcResponse, reshaped: boolean): Frame | undefined;
+  complete(a: Answered): McpResult;
+}
+
+/** A legacy client's answer is the upstream's: its bytes when nothing changed it. */
+export const AS_SENT: EraCompletion = {
+  error: (id, error, frame) => frame ?? { msg: errorResponse(id, error) },
+  completeBytes: (_id, _method, frame) => frame,
+  complete: (a) => a.shaped,
+};
 
 export class Exchange {
   private wants?: boolean;
@@ -91,18 +125,28 @@ export class Exchange {
   readonly shapeLater = async (result: McpResult): Promise<McpResult> => (await this.shape(result)) ?? result;
 
   /**
-   * The upstream's answer as the client gets it: screened, then its error annotated or its result shaped; a
-   * result is read (decoded) only when a filter looks at it.
+   * The upstream's answer to request `id` as the client gets it: screened (throws the proxy's refusal), then its
+   * error annotated or its result shaped, and completed for the client's era. A result no filter looks at is
+   * completed on its bytes where the era can, never decoded; the answer is ready at once unless a filter shapes it.
    */
-  settle(res: JsonRpcResponse, log: Logger): Settled | Promise<Settled> {
+  answer(id: JsonRpcId, res: JsonRpcResponse, frame: Frame | undefined, era: EraCompletion, log: Logger): Frame | Promise<Frame> {
     this.screen(res, log);
     if (res.error) {
-      const error = this.annotate(res.error);
-      return error && { error };
+      const annotated = this.annotate(res.error);
+      return era.error(id, annotated ?? res.error, annotated ? undefined : frame);
     }
-    if (!this.wantsResult() || !res.result) return undefined;
-    const shaped = this.shape(res.result);
-    if (!(shaped instanceof Promise)) return shaped && { result: shaped };
-    return shaped.then((result) => result && { result });
+    const reshaped = this.wantsResult();
+    // A result the filters left as it was goes on as its bytes where the era can complete them.
+    const done = (shaped: McpResult | undefined): Frame =>
+      (shaped === undefined && frame && era.completeBytes(id, this.method, frame, res, reshaped)) || {
+        msg: {
+          jsonrpc: '2.0',
+          id,
+          result: era.complete({ id, method: this.method, result: res.result ?? {}, shaped: shaped ?? res.result ?? {}, reshaped }),
+        },
+      };
+    if (!reshaped) return done(undefined);
+    const shaped = this.shape(res.result ?? {});
+    return shaped instanceof Promise ? shaped.then(done) : done(shaped);
   }
 }

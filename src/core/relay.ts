@@ -32,7 +32,7 @@ import type { Metrics } from '../ops/metrics.js';
 import { traceContextOf } from '../ops/trace-context.js';
 import { failureOutcome, type UpstreamObserver } from '../upstream/client.js';
 import { PendingCalls } from '../upstream/pending.js';
-import { Exchange, type Negotiation } from './exchange.js';
+import { AS_SENT, Exchange, type Negotiation } from './exchange.js';
 import type { CallOptions, UpstreamAnswer, UpstreamCall } from '../upstream/call.js';
 import type { UpstreamConnection, UpstreamEvents } from '../upstream/types.js';
 
@@ -263,10 +263,10 @@ export class RelaySession implements UpstreamCall {
 
   /** The upstream's response as the filters have it (the upstream's bytes when none changed it). */
   private respond(frame: Frame, msg: JsonRpcResponse, id: JsonRpcId, p: Pending): void {
-    const settled = p.exchange.settle(msg, this.opts.log);
-    if (!(settled instanceof Promise)) return this.sink.deliver(settled ? { msg: { ...msg, ...settled } } : frame, id);
-    settled.then(
-      (out) => this.sink.deliver(out ? { msg: { ...msg, ...out } } : frame, id),
+    const answer = p.exchange.answer(id, msg, frame, AS_SENT, this.opts.log);
+    if (!(answer instanceof Promise)) return this.sink.deliver(answer, id);
+    answer.then(
+      (out) => this.sink.deliver(out, id),
       (err) => this.answer(id, err),
     );
   }

@@ -191,21 +191,10 @@ export class ModernHandler {
       const ran = await route.run(req, exchange, ctx, reply, room?.ms);
       if ('answer' in ran) return reply.answer(ran.answer);
       if ('task' in ran) return reply.answer(resultFrame(req.id, this.tasks!.start(ran.task, ran.next, ctx, ran.shape, room!)));
-      const { response: res, frame, status, afterInput } = ran;
-      exchange.screen(res, this.opts.log);
-      if (res.error) {
-        const annotated = exchange.annotate(res.error);
-        const answer = route.error(req.id, annotated ?? res.error, annotated ? undefined : frame);
-        return reply.answer(answer, { httpStatus: httpStatusOf({ error: res.error, upstreamStatus: status }) });
-      }
-      if (req.method === 'tools/list') this.opts.tools.learn(res.result);
-      const reshaped = exchange.wantsResult();
-      // Nothing looks at the result: it is completed on its bytes when it can be.
-      const bytes = !reshaped && frame && route.completeBytes(req.id, req.method, frame, res, afterInput, server);
-      if (bytes) return reply.answer(bytes);
-      const result = res.result ?? {};
-      const shaped = reshaped ? ((await exchange.shape(result)) ?? result) : result;
-      reply.answer(resultFrame(req.id, route.complete({ id: req.id, method: req.method, result, shaped, reshaped, afterInput, server })));
+      const { response: res, frame, status, completion } = ran;
+      if (req.method === 'tools/list' && !res.error) this.opts.tools.learn(res.result);
+      const answer = await exchange.answer(req.id, res, frame, completion, this.opts.log);
+      reply.answer(answer, res.error && { httpStatus: httpStatusOf({ error: res.error, upstreamStatus: status }) });
     } finally {
       room?.release(); // a call answered at once gives its place back (a task took it over)
     }

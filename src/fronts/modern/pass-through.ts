@@ -12,7 +12,7 @@
  */
 import type { Logger } from 'pino';
 import type { HeldBytes } from '../../core/held-bytes.js';
-import type { Exchange } from '../../core/exchange.js';
+import type { Answered, EraCompletion, Exchange } from '../../core/exchange.js';
 import type { BoundFilters, FilterChain } from '../../core/filters.js';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import {
@@ -38,7 +38,7 @@ import type { CacheHint, CacheHints } from './complete.js';
 import type { ParamHeaders } from '../../mcp/http-headers.js';
 import { PassedCall } from './passed-call.js';
 import type { ModernReply } from './reply.js';
-import type { Answered, Ran, UpstreamRoute } from './route.js';
+import type { Ran, UpstreamRoute } from './route.js';
 import { TASKS_EXTENSION } from './tasks.js';
 import type { ToolCatalog } from '../../upstream/tool-catalog.js';
 
@@ -58,7 +58,7 @@ export interface PassThroughOptions {
   log: Logger;
 }
 
-export class PassThrough implements UpstreamRoute {
+export class PassThrough implements UpstreamRoute, EraCompletion {
   constructor(private readonly o: PassThroughOptions) {}
 
   server(): Promise<UpstreamServer> {
@@ -94,7 +94,7 @@ export class PassThrough implements UpstreamRoute {
       answer = await call.answered;
     } else answer = await this.send(sent, reply, this.o.requestTimeoutMs, onNotification, paramHeaders);
     const { frame, status, msg } = this.checked(req.method, answer);
-    if (msg.error) return { response: msg, frame, status, afterInput: false };
+    if (msg.error) return { response: msg, frame, status, completion: this };
     const result = msg.result ?? {};
     if (typeof result.taskId === 'string' && (result.resultType === 'task' || TASK_REQUESTS.has(req.method))) {
       const taskId = TASK_REQUESTS.has(req.method) ? req.params!.taskId : this.sealTask(result.taskId, ctx);
@@ -106,7 +106,7 @@ export class PassThrough implements UpstreamRoute {
       };
     // input_required, a task: the server's own, passed as they are.
     if (result.resultType !== undefined && result.resultType !== 'complete') return { answer: frame };
-    return { response: msg, frame, status, afterInput: false };
+    return { response: msg, frame, status, completion: this };
   }
 
   /** The server's error, as it sent it when nothing changed it (the request kept the client's id). */
@@ -115,9 +115,9 @@ export class PassThrough implements UpstreamRoute {
   }
 
   /** The server completed its result: its bytes go on, unless the proxy's cache hint is to be written over the server's. */
-  completeBytes(_id: JsonRpcId, method: string, frame: Frame, res: JsonRpcResponse): Frame | undefined {
+  completeBytes(_id: JsonRpcId, method: string, frame: Frame, res: JsonRpcResponse, reshaped: boolean): Frame | undefined {
     const result = res.result ?? {};
-    return result.resultType !== undefined && !this.hint(method, result, false) ? frame : undefined;
+    return result.resultType !== undefined && !this.hint(method, result, reshaped) ? frame : undefined;
   }
 
   complete(a: Answered): McpResult {
@@ -133,7 +133,7 @@ export class PassThrough implements UpstreamRoute {
   /** The server's discover result as the proxy's: the versions the proxy serves, `extensions` added. */
   async discover(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply, extensions: Record<string, unknown>): Promise<void> {
     const answer = await this.send(this.unsealState(req, ctx), reply, this.o.requestTimeoutMs, this.relay(ctx, reply));
-    await this.answerOwn(req, reply, answer, (result) => discovered(result, extensions));
+    this.answerOwn(req, reply, answer, (result) => discovered(result, extensions));
   }
 
   /**
@@ -146,7 +146,7 @@ export class PassThrough implements UpstreamRoute {
     const named = new Map<string, string>();
     const sent = this.serverTaskIds(this.unsealState(req, ctx), ctx, named);
     const answer = await this.send(sent, reply, NO_TIMEOUT_MS, this.relay(ctx, reply, { named, negotiation }));
-    await this.answerOwn(req, reply, answer, (result) => result);
+    this.answerOwn(req, reply, answer, (result) => result);
   }
 
   private async send(
@@ -201,20 +201,14 @@ export class PassThrough implements UpstreamRoute {
   }
 
   /** The answer to a method the proxy serves in front of the server (discover, listen): no filter looks at it. */
-  private async answerOwn(
-    req: JsonRpcRequest,
-    reply: ModernReply,
-    answer: UpstreamAnswer,
-    shape: (result: McpResult) => McpResult,
-  ): Promise<void> {
+  private answerOwn(req: JsonRpcRequest, reply: ModernReply, answer: UpstreamAnswer, shape: (result: McpResult) => McpResult): void {
     const { frame, status, msg } = this.checked(req.method, answer);
     if (msg.error) return reply.answer(frame, { httpStatus: httpStatusOf({ error: msg.error, upstreamStatus: status }) });
     const result = msg.result ?? {};
     // The end of a listen stream that is not a result: the server's own, passed as it is.
     if (result.resultType !== undefined && result.resultType !== 'complete') return reply.answer(frame);
-    const server = await this.o.server();
     const shaped = shape(result);
-    const completed = this.complete({ id: req.id, method: req.method, result, shaped, reshaped: false, afterInput: false, server });
+    const completed = this.complete({ id: req.id, method: req.method, result, shaped, reshaped: false });
     reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: completed } });
   }
 

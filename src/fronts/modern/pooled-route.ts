@@ -6,7 +6,7 @@
  * from the upstream's initialize result, `subscriptions/listen` by the proxy (listen.ts).
  */
 import type { Logger } from 'pino';
-import type { Exchange } from '../../core/exchange.js';
+import type { EraCompletion, Exchange } from '../../core/exchange.js';
 import { modernUpstreamError, URL_ELICITATION_REQUIRED } from '../../jsonrpc/errors.js';
 import {
   errorResponse,
@@ -25,7 +25,7 @@ import type { Completion } from './complete.js';
 import type { InputRounds } from './input-rounds.js';
 import type { TaskWatch } from './listen.js';
 import type { ModernReply } from './reply.js';
-import type { Answered, Ran, UpstreamRoute } from './route.js';
+import type { Ran, UpstreamRoute } from './route.js';
 
 export interface PooledRouteOptions {
   pool: UpstreamPool;
@@ -54,7 +54,7 @@ export class PooledRoute implements UpstreamRoute {
     const resumed = params.requestState !== undefined ? await rounds.resume(req, ctx, reply, within) : 'again';
     if (resumed === 'declined') {
       const declined = { code: URL_ELICITATION_REQUIRED, message: 'The user did not complete the URL elicitation the server required' };
-      return { answer: this.error(req.id, declined) };
+      return { answer: errorFrame(req.id, declined) };
     }
     // After a URL round no call waits: accepted, the request goes upstream again.
     let { call, step } = resumed === 'again' ? await rounds.start(req.method, upstreamParams(params, ctx), ctx, reply, within) : resumed;
@@ -75,27 +75,21 @@ export class PooledRoute implements UpstreamRoute {
       const round = rounds.urlRound(req, ctx, res.error.data);
       if (round) return { answer: result(req.id, round) };
     }
-    return { response: res, frame: outcome.frame, afterInput: call.round > 0 };
+    return { response: res, frame: outcome.frame, completion: this.completion(await this.server(), call.round > 0) };
   }
 
-  /** A legacy error renamed where the revision forbids its code; always written again (the upstream's id is the pool's). */
-  error(id: JsonRpcId, error: JsonRpcErrorObject): Frame {
-    return { msg: errorResponse(id, modernUpstreamError(error)) };
-  }
-
-  completeBytes(
-    id: JsonRpcId,
-    method: string,
-    frame: Frame,
-    _res: unknown,
-    afterInput: boolean,
-    server: UpstreamServer,
-  ): Frame | undefined {
-    return this.o.completion.answer(id, method, frame, server, afterInput);
-  }
-
-  complete(a: Answered): McpResult {
-    return this.o.completion.result(a.method, a.shaped, a.server, a.afterInput);
+  /**
+   * A legacy answer completed for a modern client (complete.ts), `afterInput`: shaped by the client's input, so
+   * never cached. An error is renamed where the revision forbids its code, and always written again (the
+   * upstream's id is the pool's).
+   */
+  private completion(server: UpstreamServer, afterInput: boolean): EraCompletion {
+    const { completion } = this.o;
+    return {
+      error: (id, error) => errorFrame(id, error),
+      completeBytes: (id, method, frame) => completion.answer(id, method, frame, server, afterInput),
+      complete: (a) => completion.result(a.method, a.shaped, server, afterInput),
+    };
   }
 
   async discover(req: JsonRpcRequest, _ctx: RequestContext, reply: ModernReply, added: Record<string, unknown>): Promise<void> {
@@ -113,6 +107,10 @@ export class PooledRoute implements UpstreamRoute {
   listen(req: JsonRpcRequest, ctx: RequestContext, reply: ModernReply, tasks: TaskWatch | undefined): Promise<void> {
     return this.o.listen(req, ctx, reply, tasks);
   }
+}
+
+function errorFrame(id: JsonRpcId, error: JsonRpcErrorObject): Frame {
+  return { msg: errorResponse(id, modernUpstreamError(error)) };
 }
 
 function result(id: JsonRpcId, result: McpResult): Frame {
