@@ -28,6 +28,12 @@ export interface StreamState {
 
 /** Reads an SSE body to its end; `onData` gets each `message` event's data (priming events, with no data, are skipped). */
 export async function readEvents(body: Body, state: StreamState, onData: (data: string) => void): Promise<void> {
+  const feed = eventReader(state, onData);
+  for await (const chunk of body) feed(chunk);
+}
+
+/** An SSE body's reader fed chunk by chunk as they come (see readEvents); what `onData` throws, `feed` throws. */
+export function eventReader(state: StreamState, onData: (data: string) => void): (chunk: Buffer) => void {
   const parser = createParser({
     onEvent: (ev) => {
       if (ev.id !== undefined) state.lastEventId = ev.id;
@@ -36,7 +42,7 @@ export async function readEvents(body: Body, state: StreamState, onData: (data: 
     onRetry: (ms) => (state.retryMs = ms),
   });
   const decoder = new StringDecoder('utf8'); // a character may be split across chunks
-  for await (const chunk of body) parser.feed(decoder.write(chunk));
+  return (chunk) => parser.feed(decoder.write(chunk));
 }
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
