@@ -7,6 +7,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import { createParser } from 'eventsource-parser';
 import type { Logger } from 'pino';
+import type { CallSignal } from './call-abort.js';
 
 type Body = AsyncIterable<Buffer>;
 
@@ -46,7 +47,7 @@ export function eventReader(state: StreamState, onData: (data: string) => void):
 }
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+export function sleep(ms: number, signal: CallSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve();
     const timer = setTimeout(done, ms);

@@ -12,6 +12,7 @@ import { PROGRESS } from '../mcp/cancel-progress.js';
 import { modernRequestHeaders, type ParamHeaders } from '../mcp/http-headers.js';
 import { JSON_TYPE, SSE_TYPE, mediaTypeOf } from '../mcp/media-type.js';
 import { traceContextOf } from '../ops/trace-context.js';
+import type { CallSignal } from './call-abort.js';
 import { eventReader } from './http-streams.js';
 import type { HttpUpstreamSpec } from './types.js';
 
@@ -28,7 +29,7 @@ export interface UpstreamAnswer {
 
 export interface ModernSendOptions {
   /** Aborts the request (the client left, or cancelled): the POST is closed, which cancels it upstream. */
-  signal?: AbortSignal;
+  signal?: CallSignal;
   /** No answer within this time (progress restarts it) → REQUEST_TIMEOUT, and the request is cancelled upstream. */
   timeoutMs: number;
   /** The tool's Mcp-Param-* headers (header, lower case → argument), for a tools/call. */
