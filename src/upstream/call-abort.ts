@@ -27,7 +27,8 @@ export class CallAbort extends EventEmitter implements CallSignal {
     this.removeAllListeners('abort');
   }
 
-  addEventListener(_type: 'abort', listener: () => void): void {
+  /** Adds a listener, called once (as with `{ once: true }`, which is how every caller adds one). */
+  addEventListener(_type: 'abort', listener: () => void, _options?: { once?: boolean }): void {
     this.once('abort', listener);
   }
 
