@@ -10,6 +10,7 @@
 import { ProxyError } from '../jsonrpc/errors.js';
 import type { Frame, JsonRpcRequest, JsonRpcResponse } from '../jsonrpc/message.js';
 import type { ParamHeaders } from '../mcp/http-headers.js';
+import type { CallSignal } from './call-abort.js';
 import type { McpResult } from '../transformers/contract.js';
 
 export interface UpstreamAnswer {
@@ -21,7 +22,7 @@ export interface UpstreamAnswer {
 
 export interface CallOptions {
   /** Aborts the call (the client left, or cancelled): it is cancelled upstream, and the call rejects with the signal's reason. */
-  signal?: AbortSignal;
+  signal?: CallSignal;
   /** No answer within this time (progress restarts it) → REQUEST_TIMEOUT, and the request is cancelled upstream. */
   timeoutMs: number;
   /** The tool's Mcp-Param-* headers (header, lower case → argument), for a tools/call over Streamable HTTP. */

@@ -7,6 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ProxyError } from '../jsonrpc/errors.js';
+import { CallAbort, type CallSignal } from './call-abort.js';
 import {
   INTERNAL_ERROR,
   isObject,
@@ -64,7 +65,7 @@ export class ClientRounds {
     requests: Record<string, unknown>,
     capabilities: Record<string, unknown>,
     relatedId: JsonRpcId,
-    signal: AbortSignal,
+    signal: CallSignal,
   ): Promise<InputResponses> {
     const keys = Object.keys(requests);
     if (keys.length > MAX_INPUT_REQUESTS)
@@ -85,14 +86,19 @@ export class ClientRounds {
         );
       return { key, method: entry.method, params: withElicitationId(entry.method, params) };
     });
-    const round = new AbortController();
-    const both = AbortSignal.any([signal, round.signal]);
+    // Aborted with the call, or by the round's first failure (its other input requests are no longer needed).
+    const round = new CallAbort();
+    const callOver = () => round.abort(signal.reason);
+    if (signal.aborted) callOver();
+    else signal.addEventListener('abort', callOver, { once: true });
     try {
-      const answers = await Promise.all(asked.map(async (q) => [q.key, await this.ask(q.method, q.params, relatedId, both)] as const));
+      const answers = await Promise.all(asked.map(async (q) => [q.key, await this.ask(q.method, q.params, relatedId, round)] as const));
       return Object.fromEntries(answers);
     } catch (err) {
-      round.abort(err); // the round's other requests are no longer needed
+      round.abort(err);
       throw err;
+    } finally {
+      signal.removeEventListener('abort', callOver);
     }
   }
 
@@ -100,7 +106,7 @@ export class ClientRounds {
    * Relays a legacy server's own request to the client, as it is but for its id (no time limit of its own: the
    * call's holds); resolves with the client's answer, whatever it is. `signal` withdraws it.
    */
-  relay(req: JsonRpcRequest, relatedId: JsonRpcId, signal: AbortSignal): Promise<{ result: McpResult } | { error: JsonRpcErrorObject }> {
+  relay(req: JsonRpcRequest, relatedId: JsonRpcId, signal: CallSignal): Promise<{ result: McpResult } | { error: JsonRpcErrorObject }> {
     const id = `mcp-negotiate-proxy-relayed-${randomUUID()}`;
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(signal.reason);
@@ -143,12 +149,7 @@ export class ClientRounds {
     for (const asked of [...this.asked.values()]) asked.reject(err);
   }
 
-  private ask(
-    method: string,
-    params: Record<string, unknown>,
-    relatedId: JsonRpcId,
-    signal: AbortSignal,
-  ): Promise<Record<string, unknown>> {
+  private ask(method: string, params: Record<string, unknown>, relatedId: JsonRpcId, signal: CallSignal): Promise<Record<string, unknown>> {
     const id = `mcp-negotiate-proxy-input-${randomUUID()}`;
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(signal.reason);

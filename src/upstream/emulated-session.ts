@@ -24,6 +24,7 @@ import { cancelledOf } from '../mcp/cancel-progress.js';
 import { LOG_LEVELS, passesLogLevel } from '../mcp/eras.js';
 import type { InputResponses } from '../mcp/input-round.js';
 import type { McpResult } from '../transformers/contract.js';
+import { CallAbort, type CallSignal } from './call-abort.js';
 import { ClientRounds, ClientRefused } from './client-rounds.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
 
@@ -42,7 +43,7 @@ export interface SessionClient {
 /** What one call may do while it runs. */
 export interface CallHooks {
   /** Aborted when the client cancels the call or the session ends: nothing waits for its answer any more. */
-  signal: AbortSignal;
+  signal: CallSignal;
   /** Runs `fn` when the signal aborts (cheaper than a listener on the signal, which costs tens of µs in Node 20). */
   onCancel(fn: (reason: ProxyError) => void): void;
   /** A notification about the call (progress, a log message), for the client. */
@@ -217,7 +218,7 @@ export class EmulatedSession implements UpstreamConnection {
   }
 
   /** A round's answers; the call's time limit stops while the client answers. */
-  private async round(requests: Record<string, unknown>, relatedId: JsonRpcId, signal: AbortSignal): Promise<InputResponses> {
+  private async round(requests: Record<string, unknown>, relatedId: JsonRpcId, signal: CallSignal): Promise<InputResponses> {
     this.events.onWaiting?.(relatedId, true);
     try {
       return await this.rounds.round(requests, this.client.capabilities, relatedId, signal);
@@ -230,7 +231,7 @@ export class EmulatedSession implements UpstreamConnection {
   private async settle(
     id: JsonRpcId,
     serve: () => Promise<{ result: McpResult } | { error: JsonRpcErrorObject }>,
-    signal?: AbortSignal,
+    signal?: CallSignal,
   ): Promise<void> {
     try {
       const answer = await serve();
@@ -259,15 +260,15 @@ export class EmulatedSession implements UpstreamConnection {
 
 /** One call's cancellation: the signal, then the backend's own step (telling the upstream). */
 class Call {
-  private readonly abort = new AbortController();
+  private readonly abort = new CallAbort();
   onCancel?: (reason: ProxyError) => void;
 
-  get signal(): AbortSignal {
-    return this.abort.signal;
+  get signal(): CallSignal {
+    return this.abort;
   }
 
   cancel(reason: ProxyError): void {
-    if (this.abort.signal.aborted) return;
+    if (this.abort.aborted) return;
     this.abort.abort(reason);
     this.onCancel?.(reason);
   }

@@ -7,6 +7,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import { createParser } from 'eventsource-parser';
 import type { Logger } from 'pino';
+import type { CallSignal } from './call-abort.js';
 
 type Body = AsyncIterable<Buffer>;
 
@@ -28,6 +29,12 @@ export interface StreamState {
 
 /** Reads an SSE body to its end; `onData` gets each `message` event's data (priming events, with no data, are skipped). */
 export async function readEvents(body: Body, state: StreamState, onData: (data: string) => void): Promise<void> {
+  const feed = eventReader(state, onData);
+  for await (const chunk of body) feed(chunk);
+}
+
+/** An SSE body's reader fed chunk by chunk as they come (see readEvents); what `onData` throws, `feed` throws. */
+export function eventReader(state: StreamState, onData: (data: string) => void): (chunk: Buffer) => void {
   const parser = createParser({
     onEvent: (ev) => {
       if (ev.id !== undefined) state.lastEventId = ev.id;
@@ -36,11 +43,11 @@ export async function readEvents(body: Body, state: StreamState, onData: (data: 
     onRetry: (ms) => (state.retryMs = ms),
   });
   const decoder = new StringDecoder('utf8'); // a character may be split across chunks
-  for await (const chunk of body) parser.feed(decoder.write(chunk));
+  return (chunk) => parser.feed(decoder.write(chunk));
 }
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+export function sleep(ms: number, signal: CallSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve();
     const timer = setTimeout(done, ms);

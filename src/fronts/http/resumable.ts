@@ -29,8 +29,7 @@ interface LoggedEvent {
 }
 
 export class EventLog {
-  /** The stream's name in its event ids (random: a client cannot guess another's). */
-  readonly stream = randomBytes(9).toString('base64url');
+  private name: string | undefined;
   private readonly events: LoggedEvent[] = [];
   private seq = 0;
   private bytes = 0;
@@ -38,6 +37,14 @@ export class EventLog {
   private droppedThrough = 0;
 
   constructor(private readonly maxBytes: number) {}
+
+  /**
+   * The stream's name in its event ids (random: a client cannot guess another's), drawn when first
+   * needed: most POST replies end as plain JSON, and drawing it costs tens of µs.
+   */
+  get stream(): string {
+    return (this.name ??= randomBytes(9).toString('base64url'));
+  }
 
   /** Bytes of the events kept. */
   get size(): number {
