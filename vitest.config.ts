@@ -22,7 +22,12 @@ export default defineConfig({
     fileParallelism: true,
     projects: [
       // No build and no processes: in-memory doubles and in-process servers on 127.0.0.1 only.
-      { extends: true, test: { name: 'unit', include: ['src/**/*.test.ts'], exclude: UNIT_WITH_PROCESSES } },
+      // Its files share a worker and its imports (isolate: false): a fresh worker per file cost more
+      // than the tests themselves, and none of them leaves global state behind (fake timers are restored).
+      {
+        extends: true,
+        test: { name: 'unit', include: ['src/**/*.test.ts'], exclude: UNIT_WITH_PROCESSES, isolate: false },
+      },
       // The built CLI (dist/main.js) and real servers as child processes.
       {
         extends: true,

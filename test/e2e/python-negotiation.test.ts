@@ -60,18 +60,22 @@ interface PythonCall {
   errors: string[];
 }
 
-/** FastMCP's own client through the proxy (test/fixtures/python/negotiating_client.py). */
-async function fastmcpClient(
+/**
+ * FastMCP's own clients through the proxy (test/fixtures/python/negotiating_client.py): one per
+ * entry, each declaring its features and making its calls, one after another in one Python
+ * process (its imports cost seconds); what each saw, in order.
+ */
+async function fastmcpClients(
   url: string,
-  features: string[],
-  calls: string[],
-): Promise<{ outputSchemas: Record<string, unknown>; calls: PythonCall[] }> {
-  const { stdout } = await promisify(execFile)(
-    PYTHON,
-    [`${ROOT}test/fixtures/python/negotiating_client.py`, '--features', features.join(','), url, ...calls],
-    { timeout: 60_000 },
-  );
-  return JSON.parse(stdout);
+  clients: Array<{ features: string[]; calls: string[] }>,
+): Promise<Array<{ outputSchemas: Record<string, unknown>; calls: PythonCall[] }>> {
+  const args = clients.flatMap((c) => ['--features', c.features.join(','), ...c.calls]);
+  const { stdout } = await promisify(execFile)(PYTHON, [`${ROOT}test/fixtures/python/negotiating_client.py`, url, ...args], {
+    timeout: 90_000,
+  });
+  const lines = stdout.trim().split('\n');
+  expect(lines).toHaveLength(clients.length);
+  return lines.map((line) => JSON.parse(line));
 }
 
 /** Proxies in front of the fixture: its stdio server, and its HTTP server (legacy era). */
@@ -83,10 +87,16 @@ const UPSTREAMS = [
 describe.each(UPSTREAMS)('FastMCP 4 behind the proxy (%s upstream)', (_transport, start) => {
   let proxy: Running;
   const clients: Client[] = [];
-  const open = async (features: string[]) => {
-    const c = await sdkClient(proxy, features);
-    clients.push(c.client);
-    return c;
+  /** A client declaring `features`, shared by the tests that declare the same (over stdio each session starts a Python server). */
+  const sessions = new Map<string, ReturnType<typeof sdkClient>>();
+  const open = (features: string[]) => {
+    const key = features.join(',');
+    if (!sessions.has(key))
+      sessions.set(
+        key,
+        sdkClient(proxy, features).then((c) => (clients.push(c.client), c)),
+      );
+    return sessions.get(key)!;
   };
   beforeAll(async () => {
     proxy = await start(FASTMCP);
@@ -164,20 +174,22 @@ describe.each(UPSTREAMS)('FastMCP 4 behind the proxy (%s upstream)', (_transport
   });
 
   it("FastMCP's own client gets the data, the trimmed guide and the rendering as .data, with no parsing errors", async () => {
-    const json = await fastmcpClient(proxy.url, ['format=json'], ['weather_json={"city": "Bern"}', 'guide', 'git_log']);
+    const [json, compact, markdown] = await fastmcpClients(proxy.url, [
+      { features: ['format=json'], calls: ['weather_json={"city": "Bern"}', 'guide', 'git_log'] },
+      { features: ['verbosity=compact'], calls: ['guide', 'cities_json'] },
+      { features: ['format=markdown'], calls: ['weather_json={"city": "Bern"}'] },
+    ]);
     const [weather, guide, log] = json.calls;
     expect(weather.data).toEqual({ city: 'Bern', temperature_c: 8, humidity_percent: 72, conditions: 'cloudy' });
     expect(guide.data).toEqual(JSON.parse(guide.texts[0])); // its Key: value lines, with the guide itself after the data's copy
     expect(guide.texts[1]).toMatch(/^Getting started/);
     expect((log.data as { commit_history: unknown[] }).commit_history).toHaveLength(2);
-    const compact = await fastmcpClient(proxy.url, ['verbosity=compact'], ['guide', 'cities_json']);
     for (const call of compact.calls) expect(call.data).toBe(call.texts[0]);
     expect(compact.calls[0].texts[0]).not.toContain('Tip:');
-    const markdown = await fastmcpClient(proxy.url, ['format=markdown'], ['weather_json={"city": "Bern"}']);
     expect(markdown.calls[0].data).toBe(markdown.calls[0].texts[0]);
     expect(markdown.calls[0].data).toContain('- **City**: Bern');
     expect([...json.calls, ...compact.calls, ...markdown.calls].flatMap((c) => c.errors)).toEqual([]);
-  }, 120_000); // three Python clients, each a few seconds of imports before it connects
+  }, 120_000); // three Python clients in one process, a few seconds of imports before the first connects
 });
 
 describe.each(UPSTREAMS)('the Python SDK behind the proxy (%s upstream)', (_transport, start) => {
