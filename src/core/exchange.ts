@@ -56,7 +56,7 @@ export interface Answered {
 export interface EraCompletion {
   /** The upstream's error as the client gets it (`frame`: its bytes, when nothing changed it). */
   error(id: JsonRpcId, error: JsonRpcErrorObject, frame: Frame | undefined): Frame;
-  /** The result as it came completed on its bytes (`reshaped`: a filter looked at it), or undefined when it must be decoded and completed. */
+  /** The result as it came, completed on its bytes (`reshaped`: a filter looked at it); undefined: it must be decoded first. */
   completeBytes(id: JsonRpcId, method: string, frame: Frame, res: JsonRpcResponse, reshaped: boolean): Frame | undefined;
   complete(a: Answered): McpResult;
 }
