@@ -8,7 +8,7 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { ModernHandler } from './modern/handler.js';
-import { Cancellation } from './modern/reply.js';
+import { CallAbort } from '../upstream/call-abort.js';
 import { ProxyError, toJsonRpcError } from '../jsonrpc/errors.js';
 import {
   errorResponse,
@@ -68,14 +68,14 @@ export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstr
   // Without the modern era there is nothing to wait for: start the upstream at once, as a relay does.
   if (!modern) legacy();
   /** Modern requests in flight, by the client's id: `notifications/cancelled` aborts them. */
-  const inFlight = new Map<JsonRpcId, Cancellation>();
+  const inFlight = new Map<JsonRpcId, CallAbort>();
 
   const route = (frame: Frame) => {
     const msg = frame.msg;
     const cancelled = cancelledOf(msg);
     if (cancelled) {
       const cancellation = inFlight.get(cancelled.requestId as JsonRpcId);
-      if (cancellation) return cancellation.cancel(); // the modern request's answer is never written
+      if (cancellation) return cancellation.abort(); // the modern request's answer is never written
     }
     // Each line's messages are classified one by one: a stdio client has no session id or headers.
     if (modern && eraOf([frame]) === 'modern') return isRequest(msg) ? serveModern(modern, msg, write, inFlight) : undefined;
@@ -91,7 +91,7 @@ export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstr
     for (const frame of parsed.frames) route(frame);
   });
   const end = (reason: ProxyError) => {
-    for (const cancellation of inFlight.values()) cancellation.cancel();
+    for (const cancellation of inFlight.values()) cancellation.abort();
     if (relay) void relay.close(reason);
     else finished(reason);
   };
@@ -107,7 +107,7 @@ export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstr
       input.off('data', onData);
       input.destroy(); // an open stdin would keep the process alive
       const reason = new ProxyError('SHUTTING_DOWN', 'The proxy is shutting down');
-      for (const cancellation of inFlight.values()) cancellation.cancel();
+      for (const cancellation of inFlight.values()) cancellation.abort();
       if (relay) await relay.close(reason);
       else finished(reason);
     },
@@ -115,28 +115,23 @@ export function startStdioDownstream(opts: StdioDownstreamOptions): StdioDownstr
 }
 
 /** One modern request from the stdio client: its notifications and answer written as lines, unless it was cancelled. */
-function serveModern(
-  handler: ModernHandler,
-  req: JsonRpcRequest,
-  write: (text: Wire) => void,
-  inFlight: Map<JsonRpcId, Cancellation>,
-): void {
+function serveModern(handler: ModernHandler, req: JsonRpcRequest, write: (text: Wire) => void, inFlight: Map<JsonRpcId, CallAbort>): void {
   let ctx;
   try {
     ctx = handler.requestContext(req, STDIO_CLIENT);
   } catch (err) {
     return write(JSON.stringify(errorResponse(req.id, toJsonRpcError(err, 'modern'))));
   }
-  const cancellation = new Cancellation();
+  const cancellation = new CallAbort();
   inFlight.set(req.id, cancellation);
   void handler.handle(req, ctx, {
     cancellation,
     notify: (n) => {
-      if (!cancellation.cancelled) write(JSON.stringify(n));
+      if (!cancellation.aborted) write(JSON.stringify(n));
     },
     answer: (frame) => {
       inFlight.delete(req.id);
-      if (!cancellation.cancelled) write(serialize(frame));
+      if (!cancellation.aborted) write(serialize(frame));
     },
   });
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CallAbort } from './call-abort.js';
+import { CallAbort, onAbort } from './call-abort.js';
 
 describe('CallAbort', () => {
   it('aborts once, with the first reason, calling each listener once', () => {
@@ -24,5 +24,19 @@ describe('CallAbort', () => {
     abort.addEventListener('abort', listener);
     abort.abort();
     expect(calls).toBe(0);
+  });
+
+  it('runs what waits on a cancellation once: later when it comes, at once when it came already (onAbort), for an AbortSignal too', () => {
+    for (const make of [() => new CallAbort(), () => new AbortController()]) {
+      const abort = make();
+      const signal = abort instanceof CallAbort ? abort : abort.signal;
+      const heard: string[] = [];
+      onAbort(signal, () => heard.push('before'));
+      expect(heard).toEqual([]);
+      abort.abort();
+      onAbort(signal, () => heard.push('after'));
+      abort.abort();
+      expect(heard).toEqual(['before', 'after']);
+    }
   });
 });

@@ -2,7 +2,8 @@
  * How a call is cancelled inside the proxy, for the price of an EventEmitter: in Node 20 an
  * AbortController costs about 10 µs before anyone listens, and a listener on its signal several
  * more, on every call. CallAbort is read wherever a signal is (`aborted`, `reason`, an `abort`
- * listener); an AbortSignal is a CallSignal too, so callers that hold one pass it as it is.
+ * listener); an AbortSignal is a CallSignal too, so callers that hold one pass it as it is. A
+ * modern request is cancelled through one too (the client left, or cancelled it).
  */
 import { EventEmitter } from 'node:events';
 
@@ -12,6 +13,12 @@ export interface CallSignal {
   readonly reason: unknown;
   addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
   removeEventListener(type: 'abort', listener: () => void): void;
+}
+
+/** Runs `fn` once the call is cancelled: at once when it already is (a listener added later is never called otherwise). */
+export function onAbort(signal: CallSignal, fn: () => void): void {
+  if (signal.aborted) fn();
+  else signal.addEventListener('abort', fn, { once: true });
 }
 
 export class CallAbort extends EventEmitter implements CallSignal {

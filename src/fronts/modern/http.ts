@@ -16,7 +16,7 @@ import { PostReply, STREAM_AFTER_MS, takeOver } from '../http/replies.js';
 import type { SlowReaderLimits } from '../http/reader-watch.js';
 import type { ModernEndpoint, Post } from '../http/server.js';
 import type { ModernHandler } from './handler.js';
-import { Cancellation } from './reply.js';
+import { CallAbort } from '../../upstream/call-abort.js';
 import { forwardToOwner } from './forward.js';
 import { wasForwarded } from '../http/forward.js';
 import type { Sealer } from '../../sealing/sealer.js';
@@ -67,10 +67,10 @@ export class ModernHttp implements ModernEndpoint {
     takeOver(reply);
     let headers: Record<string, string> = {};
     const channel = new PostReply(reply.raw, () => headers, mode, false, STREAM_AFTER_MS, this.slowReaders);
-    const cancellation = new Cancellation();
+    const cancellation = new CallAbort();
     let answered = false;
     channel.onClose(() => {
-      if (!answered) cancellation.cancel();
+      if (!answered) cancellation.abort();
     });
     void handler.handle(msg, ctx, {
       cancellation,

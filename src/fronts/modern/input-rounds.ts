@@ -91,7 +91,7 @@ export class InputRounds {
     // A call that may ask for input frees its client's oldest waiting one first, so it finds a session.
     if (exclusive) await this.trim(client, this.o.parkedPerClient - 1);
     const lease = await this.o.pool.acquire({ principal, clientKey: client, capabilities: ctx.capabilities }, exclusive);
-    if (reply.cancellation.cancelled) {
+    if (reply.cancellation.aborted) {
       lease.release();
       throw new ProxyError('CLIENT_GONE', 'The client cancelled the request before it reached the upstream');
     }

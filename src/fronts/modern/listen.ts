@@ -17,6 +17,7 @@ import type { BoundFilters, FilterChain } from '../../core/filters.js';
 import type { UpstreamLease, UpstreamPool } from '../../upstream/pool.js';
 import { Subscriptions } from '../../upstream/subscriptions.js';
 import type { ModernReply } from './reply.js';
+import { onAbort } from '../../upstream/call-abort.js';
 import { Tasks, TASKS_EXTENSION } from './tasks.js';
 import type { McpResult } from '../../transformers/contract.js';
 
@@ -134,7 +135,7 @@ export class ListenHub {
     const subscriptions = lease && this.subscriptionsOf(lease);
     for (const uri of listener.uris) if (subscriptions!.add(listener, uri)) this.tellUpstream(lease!, 'resources/subscribe', uri);
     this.log.debug({ listeners: this.listeners.size, notifications: honoured }, 'listen stream opened');
-    await new Promise<void>((resolve) => reply.cancellation.onCancel(resolve));
+    await new Promise<void>((resolve) => onAbort(reply.cancellation, resolve));
     this.listeners.delete(listener);
     for (const follow of followed) follow.stop();
     if (lease) {

@@ -33,7 +33,7 @@ import { refusedInputRequests, refusedUrlElicitations, refusedUrlError } from '.
 import type { McpResult } from '../../transformers/contract.js';
 import type { UpstreamServer } from '../../upstream/era.js';
 import type { UpstreamAnswer } from '../../upstream/call.js';
-import { CallAbort } from '../../upstream/call-abort.js';
+import { CallAbort, onAbort } from '../../upstream/call-abort.js';
 import { NO_TIMEOUT_MS, type ModernUpstream } from '../../upstream/modern-http.js';
 import type { CacheHint, CacheHints } from './complete.js';
 import type { ParamHeaders } from '../../mcp/http-headers.js';
@@ -158,7 +158,7 @@ export class PassThrough implements UpstreamRoute, EraCompletion {
     paramHeaders?: ParamHeaders,
   ): Promise<UpstreamAnswer> {
     const abort = new CallAbort();
-    reply.cancellation.onCancel(() => abort.abort(new ProxyError('CLIENT_GONE', 'The client closed the request')));
+    onAbort(reply.cancellation, () => abort.abort(new ProxyError('CLIENT_GONE', 'The client closed the request')));
     return this.o.upstream.call(req, {
       signal: abort,
       timeoutMs,

@@ -16,7 +16,7 @@ import type { InputRequests, InputResponses } from '../../mcp/input-round.js';
 import { refusedInputRequests, refusedUrlError } from '../../mcp/url-elicitation.js';
 import type { CallOptions, UpstreamAnswer } from '../../upstream/call.js';
 import { NO_TIMEOUT_MS } from '../../upstream/modern-http.js';
-import type { Cancellation } from './reply.js';
+import { onAbort, type CallSignal } from '../../upstream/call-abort.js';
 import type { CallStep, TaskCall } from './tasks.js';
 
 export interface PassedCallOptions {
@@ -25,7 +25,7 @@ export interface PassedCallOptions {
   send(req: JsonRpcRequest, o: CallOptions): Promise<UpstreamAnswer>;
   timeoutMs: number;
   inputTimeoutMs: number;
-  cancellation: Cancellation;
+  cancellation: CallSignal;
   /** Progress and log messages for whoever waits on the call now. */
   onNotification(n: JsonRpcNotification): void;
   /** Whose share of listen.heldBytes a round's input requests count in. */
@@ -50,7 +50,7 @@ export class PassedCall implements TaskCall {
   private timer: NodeJS.Timeout | undefined;
   private limitMs: number;
   private notify: (n: JsonRpcNotification) => void;
-  private current: Cancellation;
+  private current: CallSignal;
 
   constructor(private readonly o: PassedCallOptions) {
     this.done = new Promise((resolve) => (this.settled = resolve));
@@ -75,7 +75,7 @@ export class PassedCall implements TaskCall {
     ));
   }
 
-  resume(responses: InputResponses, cancellation: Cancellation, onNotification: (n: JsonRpcNotification) => void): Promise<CallStep> {
+  resume(responses: InputResponses, cancellation: CallSignal, onNotification: (n: JsonRpcNotification) => void): Promise<CallStep> {
     if (!this.waiting) return this.next();
     this.stopWaiting();
     this.notify = onNotification;
@@ -86,7 +86,7 @@ export class PassedCall implements TaskCall {
     return this.next();
   }
 
-  adopt(cancellation: Cancellation, onNotification: (n: JsonRpcNotification) => void, timeoutMs: number): void {
+  adopt(cancellation: CallSignal, onNotification: (n: JsonRpcNotification) => void, timeoutMs: number): void {
     this.notify = onNotification;
     this.watch(cancellation);
     this.limitMs = timeoutMs;
@@ -135,9 +135,9 @@ export class PassedCall implements TaskCall {
     );
   }
 
-  private watch(cancellation: Cancellation): void {
+  private watch(cancellation: CallSignal): void {
     this.current = cancellation;
-    cancellation.onCancel(() => {
+    onAbort(cancellation, () => {
       // Only whoever waits now cancels: a finished round's stream may close freely.
       if (this.current === cancellation && !this.waiting && !this.over)
         this.abort.abort(new ProxyError('CLIENT_GONE', 'The client cancelled the request'));

@@ -26,7 +26,7 @@ import { INPUT_REQUEST_METHODS, type InputRequests, type InputResponses } from '
 import type { RequestContext } from '../../mcp/request-context.js';
 import type { CallOutcome, UpstreamClient } from '../../upstream/client.js';
 import type { UpstreamLease } from '../../upstream/pool.js';
-import type { Cancellation } from './reply.js';
+import { onAbort, type CallSignal } from '../../upstream/call-abort.js';
 import type { CallStep } from './tasks.js';
 
 /**
@@ -46,7 +46,7 @@ export interface CallOptions extends Pick<RequestContext, 'principal' | 'clientK
   params: Record<string, unknown> | undefined;
   timeoutMs: number;
   inputTimeoutMs: number;
-  cancellation: Cancellation;
+  cancellation: CallSignal;
   /** Progress and log messages for whoever waits on the call now. */
   onNotification(n: JsonRpcNotification): void;
   /** The call is over (answered, failed or expired): forget it. */
@@ -83,7 +83,7 @@ export class PooledCall {
   private readonly client: UpstreamClient;
   private readonly id: JsonRpcId;
   private notify: (n: JsonRpcNotification) => void;
-  private current: Cancellation;
+  private current: CallSignal;
 
   constructor(
     private readonly lease: UpstreamLease,
@@ -125,7 +125,7 @@ export class PooledCall {
    * The client's retry: its answers go upstream and the call goes on under the retry's cancellation
    * and notification sink. Answers to keys never asked are ignored; keys left unanswered are asked again.
    */
-  resume(responses: InputResponses, cancellation: Cancellation, onNotification: (n: JsonRpcNotification) => void): Promise<CallStep> {
+  resume(responses: InputResponses, cancellation: CallSignal, onNotification: (n: JsonRpcNotification) => void): Promise<CallStep> {
     clearTimeout(this.inputTimer);
     this.stopWaiting();
     this.notify = onNotification;
@@ -144,7 +144,7 @@ export class PooledCall {
    * The call goes on as a task: `cancellation` alone cancels it from now on, its notifications go
    * to `onNotification`, and it may take `timeoutMs` from now (the task's time, not a request's).
    */
-  adopt(cancellation: Cancellation, onNotification: (n: JsonRpcNotification) => void, timeoutMs: number): void {
+  adopt(cancellation: CallSignal, onNotification: (n: JsonRpcNotification) => void, timeoutMs: number): void {
     this.notify = onNotification;
     this.watch(cancellation);
     if (!this.result) this.client.retime(this.id, timeoutMs);
@@ -169,9 +169,9 @@ export class PooledCall {
     this.client.cancel(this.id, reason, err);
   }
 
-  private watch(cancellation: Cancellation): void {
+  private watch(cancellation: CallSignal): void {
     this.current = cancellation;
-    cancellation.onCancel(() => {
+    onAbort(cancellation, () => {
       // Only whoever waits now cancels: a finished round's stream may close freely.
       if (this.current === cancellation && !this.waiting && !this.result)
         this.client.cancel(this.id, 'The client cancelled the request', new ProxyError('CLIENT_GONE', 'The client cancelled the request'));

@@ -25,7 +25,7 @@ import { declaresInput } from '../../upstream/pool.js';
 import type { Owner } from './forward.js';
 import type { InputRequests, InputResponses } from '../../mcp/input-round.js';
 import type { CallOutcome } from '../../upstream/client.js';
-import { Cancellation } from './reply.js';
+import { CallAbort, type CallSignal } from '../../upstream/call-abort.js';
 
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
@@ -84,9 +84,9 @@ export interface TaskCall {
   /** The next step: input the client must give, or the upstream's outcome. */
   next(): Promise<CallStep>;
   /** The client's answers go upstream; the call goes on under `cancellation`. */
-  resume(responses: InputResponses, cancellation: Cancellation, onNotification: (n: JsonRpcNotification) => void): Promise<CallStep>;
+  resume(responses: InputResponses, cancellation: CallSignal, onNotification: (n: JsonRpcNotification) => void): Promise<CallStep>;
   /** The call goes on as a task: `cancellation` alone cancels it, and it may take `timeoutMs` from now. */
-  adopt(cancellation: Cancellation, onNotification: (n: JsonRpcNotification) => void, timeoutMs: number): void;
+  adopt(cancellation: CallSignal, onNotification: (n: JsonRpcNotification) => void, timeoutMs: number): void;
   /** Ends a call that waits for input nobody gave. */
   expire(): void;
   /** Ends the call, cancelled upstream with `reason`; `err` is its outcome. */
@@ -123,7 +123,7 @@ class Task {
      * While it runs: the call, what its result becomes for the client (the creating request's
      * filters), and what cancels it (its listeners hold the call). Let go of once it ends.
      */
-    public run: { call: TaskCall; shape: ShapeResult; cancellation: Cancellation } | undefined,
+    public run: { call: TaskCall; shape: ShapeResult; cancellation: CallAbort } | undefined,
     /** It holds an upstream session alone while it runs. */
     readonly exclusive: boolean,
   ) {}
@@ -203,7 +203,7 @@ export class Tasks {
       key,
       principal,
       ctx.clientKey ?? principal,
-      { call, shape, cancellation: new Cancellation() },
+      { call, shape, cancellation: new CallAbort() },
       room.exclusive,
     );
     this.byKey.set(key, task);
@@ -320,7 +320,7 @@ export class Tasks {
     if (task.terminal || task.cancelRequested || !task.run) return;
     task.cancelRequested = true;
     if (task.run.call.awaitingInput) task.run.call.expire();
-    else task.run.cancellation.cancel();
+    else task.run.cancellation.abort();
   }
 
   /** The task ran for maxRunMs: stopped upstream; it fails with TASK_TIMEOUT. */
