@@ -40,7 +40,6 @@ export interface Negotiation {
 
 /** A result the upstream gave, as the exchange hands it to the era to complete. */
 export interface Answered {
-  id: JsonRpcId;
   method: string;
   /** The upstream's result, and what the filters made of it (the same object when they changed nothing). */
   result: McpResult;
@@ -142,7 +141,7 @@ export class Exchange {
         msg: {
           jsonrpc: '2.0',
           id,
-          result: era.complete({ id, method: this.method, result: res.result ?? {}, shaped: shaped ?? res.result ?? {}, reshaped }),
+          result: era.complete({ method: this.method, result: res.result ?? {}, shaped: shaped ?? res.result ?? {}, reshaped }),
         },
       };
     if (!reshaped) return done(undefined);

@@ -36,6 +36,7 @@ import {
 } from '../jsonrpc/message.js';
 import { PendingCalls } from './pending.js';
 import type { CallOptions, UpstreamAnswer, UpstreamCall } from './call.js';
+import { onAbort } from './call-abort.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
 
 /** Failures that are the client giving up on a call (cancelled, or input never came), not an upstream outcome. */
@@ -178,12 +179,11 @@ export class UpstreamClient implements UpstreamCall {
     const notify = o.onNotification;
     const { id, outcome } = this.request(req.method, req.params, notify ? { onNotification: (n) => notify({ msg: n }) } : {}, o.timeoutMs);
     const signal = o.signal;
-    const onAbort = () =>
+    const cancelled = () =>
       this.cancel(id, 'The request was cancelled', signal!.reason instanceof ProxyError ? signal!.reason : CALL_CANCELLED);
-    signal?.addEventListener('abort', onAbort, { once: true });
-    if (signal?.aborted) onAbort();
+    if (signal) onAbort(signal, cancelled);
     const done = await outcome;
-    signal?.removeEventListener('abort', onAbort);
+    signal?.removeEventListener('abort', cancelled);
     if ('failure' in done) throw done.failure;
     return { frame: done.frame ?? { msg: done.response }, status: 200 };
   }

@@ -209,7 +209,7 @@ export class PassThrough implements UpstreamRoute, EraCompletion {
     // The end of a listen stream that is not a result: the server's own, passed as it is.
     if (result.resultType !== undefined && result.resultType !== 'complete') return reply.answer(frame);
     const shaped = shape(result);
-    const completed = this.complete({ id: req.id, method: req.method, result, shaped, reshaped: false });
+    const completed = this.complete({ method: req.method, result, shaped, reshaped: false });
     reply.answer({ msg: { jsonrpc: '2.0', id: req.id, result: completed } });
   }
 
