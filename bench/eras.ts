@@ -6,7 +6,8 @@
  * round (a call that needs input, input_required, the retry, the result) against a plain call
  * on the same proxy in front of the conformance fixture. Last, in front of a 2026-07-28-only
  * server (test/fixtures/modern-server.ts, HTTP): a modern call sent to it directly, passed
- * through the proxy and through a bare node:http reverse proxy (the floor), and a legacy session's call
+ * through the proxy, through a bare node:http reverse proxy (the floor) and through fastify and
+ * undici alone (the proxy's stack, bodies decoded), and a legacy session's call
  * bridged by the proxy, with each process's CPU.
  *
  * Knobs (env): BENCH_ERA_CALLS (per era, default 4000), BENCH_ERA_ROUNDS (default 8),
@@ -203,6 +204,7 @@ async function modernUpstream(): Promise<string[]> {
   const upstream = await startModernHttp();
   const proxy = await startProxy(upstream.url);
   const bare = await startBareHttpProxy(upstream.url);
+  const stack = await startBareHttpProxy(upstream.url, 'fastify');
   // Another build of the proxy (BENCH_BEFORE: its dist/main.js), measured in the same batches: before and after a change.
   const before = BEFORE ? await startProxy(upstream.url, undefined, {}, BEFORE) : undefined;
   const call = (id: number) => ({ name: 'echo', arguments: { text: `hello ${id}` } });
@@ -221,6 +223,7 @@ async function modernUpstream(): Promise<string[]> {
   const kinds: Record<string, Send> = {
     direct: modern(upstream.url),
     bare: modern(bare.url),
+    stack: modern(stack.url),
     passed: modern(proxy.url),
     bridged: await bridged(proxy.url),
     ...(before ? { 'passed-before': modern(before.url), 'bridged-before': await bridged(before.url) } : {}),
@@ -229,13 +232,14 @@ async function modernUpstream(): Promise<string[]> {
     proxy: proxy.proc.pid!,
     upstream: upstream.proc.pid!,
     bare: bare.proc.pid!,
+    stack: stack.proc.pid!,
     ...(before ? { before: before.proc.pid! } : {}),
   };
   await costs(pids, kinds, smoke(600, 6), 1); // warm-up
   const c = await costs(pids, kinds, smoke(CALLS / 2, 20), ROUNDS);
-  await Promise.all([proxy.stop(), bare.stop(), before?.stop()]);
+  await Promise.all([proxy.stop(), bare.stop(), stack.stop(), before?.stop()]);
   await upstream.stop();
-  const own = (k: string) => (k === 'bare' ? c[k].cpu.bare : k.endsWith('-before') ? c[k].cpu.before : c[k].cpu.proxy);
+  const own = (k: string) => (k === 'bare' || k === 'stack' ? c[k].cpu[k] : k.endsWith('-before') ? c[k].cpu.before : c[k].cpu.proxy);
   const row = (label: string, k: string) =>
     `| ${label} | ${c[k].wall.toFixed(3)} ms | ${(c[k].wall / c.direct.wall).toFixed(2)}× | ${k === 'direct' ? '—' : `${own(k).toFixed(3)} ms`} | ${k === 'direct' ? '—' : `${(own(k) / c.bare.cpu.bare).toFixed(2)}×`} | ${c[k].cpu.upstream.toFixed(3)} ms |`;
   return [
@@ -243,6 +247,7 @@ async function modernUpstream(): Promise<string[]> {
     `|---|---:|---:|---:|---:|---:|`,
     row('modern client, directly', 'direct'),
     row('modern client, through a bare node:http reverse proxy', 'bare'),
+    row("modern client, through fastify and undici alone (the proxy's stack, bodies decoded, nothing else)", 'stack'),
     row('modern client, passed through the proxy (target ≤ 1.3× bare)', 'passed'),
     row('legacy session, bridged by the proxy (target ≤ 1.5× bare)', 'bridged'),
     ...(before

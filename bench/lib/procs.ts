@@ -244,8 +244,9 @@ export function startModernHttp(): Promise<Running> {
 }
 
 /** bench/bare-http-proxy.mjs in front of `url`: the floor for a proxy in front of an HTTP server. */
-export function startBareHttpProxy(url: string): Promise<Running> {
-  return startAndWait([process.execPath, `${ROOT}bench/bare-http-proxy.mjs`, url], {}, 'stdout', /LISTENING (http:\S+)/, 'bare-http-proxy');
+export function startBareHttpProxy(url: string, stack: 'node-http' | 'fastify' = 'node-http'): Promise<Running> {
+  const [file, name] = stack === 'fastify' ? ['fastify-http-proxy.mjs', 'fastify-http-proxy'] : ['bare-http-proxy.mjs', 'bare-http-proxy'];
+  return startAndWait([process.execPath, `${ROOT}bench/${file}`, url], {}, 'stdout', /LISTENING (http:\S+)/, name);
 }
 
 /** server-everything's Streamable HTTP transport (it logs every request on stdout: drained). */
