@@ -4,9 +4,14 @@
  * tool, parameter, type, enum and required list kept, the prose and annotations gone, fewer
  * tokens) and calls tools with the arguments it could before, structured output checked by the
  * SDK against the compact outputSchema; a client that declares nothing gets the upstream's
- * bytes for tools/list, prompts/list and resources/templates/list.
+ * bytes for tools/list, prompts/list and resources/templates/list. `explain` shows what compact
+ * does to a recorded catalog, tool by tool.
  */
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { Ajv } from 'ajv';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -15,8 +20,9 @@ import { lineSplitter } from '../../src/jsonrpc/lines.js';
 import { countTokensOf, loadTokenizer } from '../../src/ops/token-counts.js';
 import { connectModern, type ModernConnected } from '../helpers/modern-clients.js';
 import { rawPost } from '../helpers/raw.js';
-import { commandLine, eventually, EVERYTHING_STDIO, startProxy, stopAll, type Running } from '../helpers/processes.js';
+import { commandLine, eventually, EVERYTHING_STDIO, PROXY_MAIN, startProxy, stopAll, type Running } from '../helpers/processes.js';
 import { entryContract } from '../recordings/catalog-contract.js';
+import { loadCatalog } from '../recordings/record-catalog.js';
 
 const EXTENSION = 'io.modelcontextprotocol/content-negotiation';
 const initialize = {
@@ -146,5 +152,36 @@ describe('compact catalogs through the proxy (server-everything)', () => {
     expect(shared.map(entryContract)).toEqual(full.map(noExecution).map(entryContract));
     const result = await modern.client.callTool({ name: 'get-sum', arguments: { a: 17, b: 25.5 } });
     expect(JSON.stringify(result.content)).toContain('42.5');
+  });
+
+  it('explain shows what compact does to a recorded catalog, tool by tool', async () => {
+    const notion = loadCatalog().servers.find((server) => server.server === 'notion')!;
+    const dir = mkdtempSync(join(tmpdir(), 'compact-catalog-'));
+    try {
+      const input = join(dir, 'tools.json');
+      writeFileSync(input, JSON.stringify({ jsonrpc: '2.0', id: 1, result: { tools: notion.tools } }));
+      const run = (features: string) =>
+        promisify(execFile)(process.execPath, [PROXY_MAIN, 'explain', '--features', features, '--method', 'tools/list', '--input', input], {
+          timeout: 15_000,
+          maxBuffer: 16 * 1024 * 1024,
+        });
+      const { stdout } = await run('verbosity=compact');
+      expect(stdout).toContain('✔ verbosity=compact: trim');
+      const total = /tokens a model reads \(o200k_base\): (\d+) in → (\d+) out/.exec(stdout)!;
+      expect(Number(total[2])).toBeLessThan(Number(total[1]) / 2);
+      const rows = stdout
+        .slice(stdout.indexOf('per entry of tools (tokens in → out):'))
+        .split('\n')
+        .slice(1, 1 + notion.tools.length);
+      expect(rows.map((r) => r.trim().split(':')[0])).toEqual(notion.tools.map((t) => t.name));
+      for (const row of rows) {
+        const [, before, after] = /: (\d+) → (\d+)$/.exec(row)!;
+        expect(Number(after)).toBeLessThan(Number(before));
+      }
+      const plain = await run('');
+      expect(plain.stdout).toMatch(/ {2}API-get-user: (\d+) → \1\n/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
