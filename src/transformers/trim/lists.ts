@@ -62,12 +62,16 @@ export function compactList(result: McpResult, limits: ListLimits): McpResult | 
   const key = LIST_KEYS.find((k) => Array.isArray(result[k]));
   if (!key) return undefined;
   const list = result[key] as unknown[];
-  const repeated = repeatedSentences(list);
+  const openings = list.map((item) =>
+    isPlainObject(item) && typeof item.description === 'string' ? sentencesOf(openingParagraph(item.description)) : undefined,
+  );
+  const repeated = repeatedSentences(openings);
   let changed = false;
-  const items = list.map((item) => {
+  const items = list.map((item, i) => {
     if (!isPlainObject(item)) return item;
     const next: Record<string, unknown> = { ...item };
-    if (typeof item.description === 'string') next.description = compactDescription(item.description, limits, repeated);
+    const opening = openings[i];
+    if (opening !== undefined) next.description = compactDescription(opening, limits, repeated);
     if (key === 'tools') withoutDefaults(next);
     for (const schemaKey of ['inputSchema', 'outputSchema'])
       if (isPlainObject(item[schemaKey]) && valueDepth(item[schemaKey]) <= MAX_DEPTH)
@@ -110,12 +114,10 @@ function withoutDefaults(tool: Record<string, unknown>): void {
   }
 }
 
-/** The opening paragraph, without the list's boilerplate sentences, cut to `sentences` sentences. */
-function compactDescription(text: string, limits: ListLimits, repeated: Set<string>): string {
-  const opening = openingParagraph(text);
-  const own = sentencesOf(opening).filter((s) => !repeated.has(s));
-  const kept = own.length > 0 ? own.join(' ') : opening;
-  return firstSentences(kept, limits.sentences, limits.descriptionLength);
+/** The opening paragraph's sentences without the list's boilerplate ones, cut to `sentences` sentences. */
+function compactDescription(opening: string[], limits: ListLimits, repeated: Set<string>): string {
+  const own = opening.filter((s) => !repeated.has(s));
+  return cut((own.length > 0 ? own : opening).slice(0, limits.sentences).join(' '), limits.descriptionLength);
 }
 
 /**
@@ -133,13 +135,17 @@ export function openingParagraph(text: string): string {
       break;
     }
   }
-  const opening = lines.slice(0, end).join(' ').replace(/\s+/g, ' ').trim();
-  return opening === '' ? text.replace(/\s+/g, ' ').trim() : opening;
+  const opening = collapse(end === lines.length ? text : lines.slice(0, end).join(' '));
+  return opening === '' ? collapse(text) : opening;
 }
 
-/** Sentences of a text (whitespace collapsed), cut after `.`, `!` or `?` and a space, never after `e.g.` or a capital's initial. */
-export function sentencesOf(text: string): string[] {
-  const t = text.replace(/\s+/g, ' ').trim();
+/** Runs of whitespace as one space, none at either end (split and join: many times faster than a global replace on long texts). */
+function collapse(text: string): string {
+  return text.split(/\s+/).join(' ').trim();
+}
+
+/** Sentences of a collapsed text, cut after `.`, `!` or `?` and a space, never after `e.g.` or a capital's initial. */
+export function sentencesOf(t: string): string[] {
   const out: string[] = [];
   let start = 0;
   for (let i = 0; i < t.length - 1; i++) {
@@ -164,7 +170,7 @@ function abbreviation(t: string, dot: number): boolean {
 
 /** The first `n` sentences of a text, capped at `limit` characters (see shorten). */
 export function firstSentences(text: string, n: number, limit: number): string {
-  return shorten(sentencesOf(text).slice(0, n).join(' '), limit);
+  return cut(sentencesOf(collapse(text)).slice(0, n).join(' '), limit);
 }
 
 /**
@@ -172,7 +178,11 @@ export function firstSentences(text: string, n: number, limit: number): string {
  * within it (or at a word boundary when that would keep less than a third) and marked with `…`.
  */
 export function shorten(text: string, limit: number): string {
-  const t = text.replace(/\s+/g, ' ').trim();
+  return cut(collapse(text), limit);
+}
+
+/** shorten on a collapsed text. */
+function cut(t: string, limit: number): string {
   if (t.length <= limit) return t;
   let cut = -1;
   for (let i = limit - 1; i > 0; i--) {
@@ -188,12 +198,9 @@ export function shorten(text: string, limit: number): string {
 }
 
 /** Sentences of the items' opening paragraphs that REPEATED or more items share. */
-function repeatedSentences(list: unknown[]): Set<string> {
+function repeatedSentences(openings: Array<string[] | undefined>): Set<string> {
   const counts = new Map<string, number>();
-  for (const item of list) {
-    if (!isPlainObject(item) || typeof item.description !== 'string') continue;
-    for (const s of new Set(sentencesOf(openingParagraph(item.description)))) counts.set(s, (counts.get(s) ?? 0) + 1);
-  }
+  for (const sentences of openings) for (const s of new Set(sentences)) counts.set(s, (counts.get(s) ?? 0) + 1);
   return new Set([...counts].filter(([, n]) => n >= REPEATED).map(([s]) => s));
 }
 
