@@ -148,6 +148,7 @@ describe('compact catalogs through the proxy (server-everything)', () => {
     const noExecution = ({ execution: _, ...tool }: Record<string, unknown>) => tool;
     const legacy = (await v1.listTools()).tools.map(noExecution);
     expect(tools.filter((t) => legacy.some((l) => l.name === t.name))).toEqual(legacy);
+    expect(JSON.stringify(tools)).not.toContain('"$schema"');
     const shared = tools.filter((t) => full.some((f) => f.name === t.name));
     expect(shared.map(entryContract)).toEqual(full.map(noExecution).map(entryContract));
     const result = await modern.client.callTool({ name: 'get-sum', arguments: { a: 17, b: 25.5 } });

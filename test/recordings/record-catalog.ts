@@ -11,8 +11,9 @@
  *
  * Beside each catalog, arguments that a tool accepts, for the compact-catalog test to validate
  * against the compacted schemas: calls the local servers were really given and answered without
- * an error, and two generated from each tool's own schema (its required properties only, and
- * every property), each checked against that schema with ajv before it is written.
+ * an error, calls to the third-party servers as their READMEs describe them (written, not sent),
+ * and two generated from each tool's own schema (its required properties only, and every
+ * property), each checked against that schema with ajv before it is written.
  *
  * Paths of the scratch folder are written as /workspace, so the recording does not change from
  * run to run.
@@ -57,8 +58,12 @@ export interface CatalogServer {
 export interface CatalogCall {
   server: string;
   tool: string;
-  /** recorded: the server was called with it and answered without an error; generated-*: from the tool's schema. */
-  source: 'recorded' | 'generated-required' | 'generated-all';
+  /**
+   * recorded: the server was called with it and answered without an error; written: a call such
+   * as the server's README describes, written by hand and not sent (the server would reach its
+   * API); generated-*: from the tool's schema.
+   */
+  source: 'recorded' | 'written' | 'generated-required' | 'generated-all';
   arguments: Record<string, unknown>;
 }
 
@@ -67,13 +72,18 @@ export interface Catalog {
   calls: CatalogCall[];
 }
 
+type Call = [tool: string, args: Record<string, unknown>];
+
 interface Spec {
   server: string;
   package: string;
   folder: string;
   args: string[];
   env: Record<string, string>;
-  calls?: (dir: string) => Array<[tool: string, args: Record<string, unknown>]>;
+  /** Made, and refused by the server if invalid. */
+  calls?: (dir: string) => Call[];
+  /** Only checked against the tool's schema. */
+  written?: Call[];
 }
 
 const version = (folder: string) => (JSON.parse(readFileSync(join(folder, 'package.json'), 'utf8')) as { version: string }).version;
@@ -209,6 +219,16 @@ function sampleString(s: Schema): string {
   return text;
 }
 
+/** The written calls, each checked against its tool's schema. */
+function written(server: CatalogServer, calls: Call[], ajv: Ajv): CatalogCall[] {
+  return calls.map(([tool, args]) => {
+    const schema = server.tools.find((t) => t.name === tool)?.inputSchema as Schema | undefined;
+    if (!schema) throw new Error(`${server.server}: no tool ${tool}`);
+    if (!ajv.validate(schema, args)) throw new Error(`${server.server} ${tool}: the written call is invalid: ${ajv.errorsText()}`);
+    return { server: server.server, tool, source: 'written', arguments: args };
+  });
+}
+
 function generated(server: CatalogServer, ajv: Ajv): CatalogCall[] {
   const calls: CatalogCall[] = [];
   for (const tool of server.tools) {
@@ -296,6 +316,23 @@ async function record(): Promise<void> {
         folder: fromRegistry('@modelcontextprotocol/server-github'),
         args: ['<pkg>/dist/index.js'],
         env: { GITHUB_PERSONAL_ACCESS_TOKEN: 'dummy' },
+        written: [
+          ['search_repositories', { query: 'modelcontextprotocol language:typescript', perPage: 10 }],
+          ['search_code', { q: 'listTools repo:modelcontextprotocol/servers', order: 'desc', per_page: 20 }],
+          ['create_issue', { owner: 'octocat', repo: 'hello-world', title: 'Crash on start', body: 'Steps: run it.', labels: ['bug'] }],
+          ['list_commits', { owner: 'octocat', repo: 'hello-world', sha: 'main' }],
+          [
+            'create_pull_request_review',
+            {
+              owner: 'octocat',
+              repo: 'hello-world',
+              pull_number: 42,
+              body: 'Looks good, one nit.',
+              event: 'COMMENT',
+              comments: [{ path: 'src/index.ts', line: 12, body: 'Rename this.' }],
+            },
+          ],
+        ],
       },
       {
         server: 'server-gitlab',
@@ -303,6 +340,13 @@ async function record(): Promise<void> {
         folder: fromRegistry('@modelcontextprotocol/server-gitlab'),
         args: ['<pkg>/dist/index.js'],
         env: { GITLAB_PERSONAL_ACCESS_TOKEN: 'dummy', GITLAB_API_URL: `${NOWHERE}/api/v4` },
+        written: [
+          ['search_repositories', { search: 'mcp server', per_page: 5 }],
+          [
+            'create_merge_request',
+            { project_id: 'group/project', title: 'Fix the crash', source_branch: 'fix', target_branch: 'main', draft: true },
+          ],
+        ],
       },
       {
         server: 'server-slack',
@@ -310,6 +354,10 @@ async function record(): Promise<void> {
         folder: fromRegistry('@modelcontextprotocol/server-slack'),
         args: ['<pkg>/dist/index.js'],
         env: { SLACK_BOT_TOKEN: 'xoxb-dummy', SLACK_TEAM_ID: 'T00000000' },
+        written: [
+          ['slack_post_message', { channel_id: 'C0123456789', text: 'Deploy finished: v2.1 is live.' }],
+          ['slack_get_channel_history', { channel_id: 'C0123456789', limit: 20 }],
+        ],
       },
       {
         server: 'notion',
@@ -317,6 +365,31 @@ async function record(): Promise<void> {
         folder: fromRegistry('@notionhq/notion-mcp-server'),
         args: ['<pkg>/bin/cli.mjs'],
         env: { NOTION_TOKEN: 'ntn_dummy', BASE_URL: NOWHERE },
+        written: [
+          ['API-post-search', { query: 'Getting started', filter: { value: 'page', property: 'object' }, page_size: 10 }],
+          [
+            'API-query-data-source',
+            {
+              data_source_id: '59833787-2cf8-4833-8e4b-8a9a1f3fbf5b',
+              sorts: [{ property: 'Due', direction: 'ascending' }],
+              filter: { property: 'Done', checkbox: { equals: false } },
+            },
+          ],
+          [
+            'API-patch-block-children',
+            {
+              block_id: '59833787-2cf8-4833-8e4b-8a9a1f3fbf5b',
+              children: [{ type: 'paragraph', paragraph: { rich_text: [{ type: 'text', text: { content: 'Hello MCP' } }] } }],
+            },
+          ],
+          [
+            'API-post-page',
+            {
+              parent: { page_id: '59833787-2cf8-4833-8e4b-8a9a1f3fbf5b' },
+              properties: { title: [{ text: { content: 'Meeting notes' } }] },
+            },
+          ],
+        ],
       },
     ];
     const isolate = canIsolate();
@@ -328,7 +401,7 @@ async function record(): Promise<void> {
       spec.args = spec.args.map((a) => a.replace('/workspace', dir));
       const { server, calls } = await list(spec, isolate, dir);
       catalog.servers.push(server);
-      catalog.calls.push(...calls, ...generated(server, ajv));
+      catalog.calls.push(...calls, ...written(server, spec.written ?? [], ajv), ...generated(server, ajv));
       console.log(`${spec.server} ${server.version}: ${server.tools.length} tools in ${server.pages} page(s), ${calls.length} calls made`);
     }
     const text = JSON.stringify(catalog, null, 1).split(dir).join('/workspace').split(ROOT).join('');

@@ -48,6 +48,9 @@ describe('verbosity=compact on a recorded catalog of real servers', () => {
     const called = new Set(catalog.calls.map((c) => `${c.server} ${c.tool}`));
     expect(tools.filter((t) => !called.has(t))).toEqual([]);
     expect(catalog.calls.filter((c) => c.source === 'recorded').length).toBeGreaterThanOrEqual(20);
+    expect(new Set(catalog.calls.filter((c) => c.source === 'written').map((c) => c.server))).toEqual(
+      new Set(['server-github', 'server-gitlab', 'server-slack', 'notion']),
+    );
   });
 
   it('keeps every tool callable: names, parameters, types, enums, required lists and constraints', async () => {
