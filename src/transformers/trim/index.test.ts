@@ -195,6 +195,14 @@ describe('trim', () => {
     expect(kept.tools[0].inputSchema.$schema).toBe(inputSchema.$schema);
   });
 
+  it("keeps an upstream's __proto__ keys as keys, in schemas and property names", async () => {
+    const inputSchema = JSON.parse('{"type":"object","__proto__":{"x":1},"properties":{"__proto__":{"type":"string","title":"T"}}}');
+    const out = (await fn({ tools: [{ name: 'x', inputSchema }] }, testContext('tools/list'))) as { tools: unknown[] };
+    expect(JSON.stringify(out.tools[0])).toBe(
+      '{"name":"x","inputSchema":{"type":"object","__proto__":{"x":1},"properties":{"__proto__":{"type":"string"}}}}',
+    );
+  });
+
   it('shortens at a sentence end when one is near, else at a word', () => {
     expect(shorten('One two. Three four five six seven.', 30)).toBe('One two. Three four five six …');
     expect(shorten('Alpha beta. Gamma delta epsilon.', 20)).toBe('Alpha beta. …');

@@ -225,19 +225,20 @@ export function compactSchema(schema: Record<string, unknown>, limit: number): R
 
 function walk(schema: unknown, limit: number): unknown {
   if (!isPlainObject(schema)) return schema;
-  const out: Record<string, unknown> = {};
+  // Entries, then fromEntries: an upstream's `__proto__` key stays a key of the copy.
+  const out: Array<[string, unknown]> = [];
   for (const [k, v] of Object.entries(schema)) {
     if (ANNOTATIONS.has(k)) continue;
     if (k === 'additionalProperties' && v === true) continue;
     if (k === 'default' && JSON.stringify(v).length > DEFAULT_LENGTH) continue;
-    if (k === 'description' && typeof v === 'string') out[k] = firstSentences(v, 1, limit);
+    if (k === 'description' && typeof v === 'string') out.push([k, firstSentences(v, 1, limit)]);
     else if (SCHEMA_MAP_KEYWORDS.has(k) && isPlainObject(v))
-      out[k] = Object.fromEntries(Object.entries(v).map(([name, sub]) => [name, walk(sub, limit)]));
-    else if (SCHEMA_ARRAY_KEYWORDS.has(k) && Array.isArray(v)) out[k] = v.map((sub) => walk(sub, limit));
-    else if (SCHEMA_KEYWORDS.has(k) && isPlainObject(v)) out[k] = walk(v, limit);
-    else out[k] = v;
+      out.push([k, Object.fromEntries(Object.entries(v).map(([name, sub]) => [name, walk(sub, limit)]))]);
+    else if (SCHEMA_ARRAY_KEYWORDS.has(k) && Array.isArray(v)) out.push([k, v.map((sub) => walk(sub, limit))]);
+    else if (SCHEMA_KEYWORDS.has(k) && isPlainObject(v)) out.push([k, walk(v, limit)]);
+    else out.push([k, v]);
   }
-  return out;
+  return Object.fromEntries(out);
 }
 
 /**
