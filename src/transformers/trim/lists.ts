@@ -8,9 +8,11 @@
  *   `sentences` sentences, capped at `descriptionLength`. Never erased.
  * - Parameter descriptions (in input and output schemas, prompt arguments): the first sentence,
  *   capped at `parameterDescriptionLength`.
- * - Schemas: keywords that constrain nothing dropped (`title`, `examples`, `$comment`, `$schema`,
- *   `additionalProperties: true`, a `default` longer than DEFAULT_LENGTH characters as JSON), and
- *   `$defs`/`definitions` entries that no `$ref` reaches. Every property name, `type`, `enum`,
+ * - Schemas: keywords that constrain nothing dropped (`title`, `examples`, `$comment`,
+ *   `additionalProperties: true`, a `default` longer than DEFAULT_LENGTH characters as JSON, a
+ *   `$schema` the schema reads the same without), and `$defs`/`definitions` entries that no
+ *   `$ref` reaches.
+ * - Tools: annotation hints and `execution.taskSupport` at the protocol's defaults dropped. Every property name, `type`, `enum`,
  *   `const`, `required`, constraint, `$ref`, `additionalProperties: false` and composition
  *   (`anyOf`, `oneOf`, `allOf`, `not`, `if`) is kept, so every call valid before is valid after.
  *
