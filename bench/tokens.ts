@@ -1,7 +1,9 @@
 /**
  * Tokens saved by each built-in rule on recorded answers of real servers (test/recordings,
  * refreshed by `npm run record`): every result goes through a session negotiating the tags, as
- * in the proxy, and the text a model reads is counted before and after (o200k_base).
+ * in the proxy, and the text a model reads is counted before and after (o200k_base). Then the
+ * catalog rows: the recorded tool catalogs of seven real servers (test/recordings/catalog.json,
+ * `npm run record:catalog`), full and as a client declaring `verbosity=compact` lists them.
  *
  *   node --import tsx bench/tokens.ts        (npm run tokens; npm run bench runs it too)
  */
@@ -14,6 +16,7 @@ import { countTokensOf, loadTokenizer } from '../src/ops/token-counts.js';
 import { DEFAULT_RULES } from '../src/rules/defaults.js';
 import { builtinTransformers } from '../src/transformers/index.js';
 import { compileRules, type RuleConfig } from '../src/rules/compile.js';
+import { loadCatalog } from '../test/recordings/record-catalog.js';
 
 interface Recorded {
   server: string;
@@ -44,7 +47,7 @@ const CASES: Array<[tags: string[], what: string, rules: RuleConfig[]]> = [
 
 const dir = new URL('../test/recordings/', import.meta.url);
 const recordings: Recorded[] = readdirSync(dir)
-  .filter((f) => f.endsWith('.json'))
+  .filter((f) => f.endsWith('.json') && f !== 'catalog.json')
   .flatMap((f) => JSON.parse(readFileSync(new URL(f, dir), 'utf8')) as Recorded[]);
 const count = await loadTokenizer();
 const log = pino({ level: 'silent' });
@@ -82,12 +85,49 @@ for (const [tags, what, config] of CASES) {
   );
 }
 
+/** A session negotiating `tags` with the built-in rules. */
+function session(tags: string[]): BoundFilters {
+  const n = builtinChain({
+    rules: compileRules(DEFAULT_RULES, transformers),
+    variants: new VariantCatalog(serverVariantsSchema.parse({})),
+  }).forSession(log);
+  n.onInitialize({ capabilities: { extensions: { 'io.modelcontextprotocol/content-negotiation': { version: '1.0', features: tags } } } });
+  return n;
+}
+
+const catalogRows: string[] = [];
+const compact = session(['verbosity=compact']);
+const sum = { tools: 0, full: 0, compact: 0, bytesIn: 0, bytesOut: 0 };
+for (const server of loadCatalog().servers) {
+  const result = { tools: server.tools };
+  const shaped = await compact.shape('tools/list', undefined, result);
+  const tokens = countTokensOf(count, 'tools/list', result, shaped)!;
+  const [bytesIn, bytesOut] = [JSON.stringify(result).length, JSON.stringify(shaped ?? result).length];
+  sum.tools += server.tools.length;
+  sum.full += tokens.in;
+  sum.compact += tokens.out;
+  sum.bytesIn += bytesIn;
+  sum.bytesOut += bytesOut;
+  catalogRows.push(catalogRow(`${server.package} ${server.version}`, server.tools.length, tokens.in, tokens.out, bytesIn, bytesOut));
+}
+catalogRows.push(catalogRow('**total**', sum.tools, sum.full, sum.compact, sum.bytesIn, sum.bytesOut));
+
+function catalogRow(what: string, tools: number, full: number, out: number, bytesIn: number, bytesOut: number): string {
+  return `| ${what} | ${tools} | ${full} | ${out} | **−${((100 * (full - out)) / full).toFixed(0)} %** | ${bytesIn} → ${bytesOut} |`;
+}
+
 const report = [
   `## Tokens a model reads, before and after negotiation (${recordings.length} recorded results, o200k_base)`,
   '',
   '| tags | transformers | results changed | tokens in → out (changed results) | change | of all recorded tokens | servers |',
   '|---|---|---:|---:|---:|---:|---|',
   ...rows,
+  '',
+  '## Tool catalogs, full and verbosity=compact (test/recordings/catalog.json, tools/list, o200k_base)',
+  '',
+  '| server | tools | tokens, full | tokens, compact | change | bytes |',
+  '|---|---:|---:|---:|---:|---:|',
+  ...catalogRows,
   '',
 ].join('\n');
 process.stdout.write('\n' + report);

@@ -4,7 +4,7 @@
  * client's own (`--features`) layered over those it is assigned: its profile (chosen by how it
  * arrives: `--principal`, `--path`, `--client-name`) and its MCP-Features header. The result
  * comes from a JSON file (`--input`, a result object or a whole JSON-RPC response) or a built-in
- * sample.
+ * sample. For a catalog (tools/list and the other lists), the tokens of each entry follow.
  */
 import { readFileSync } from 'node:fs';
 import pino from 'pino';
@@ -16,7 +16,7 @@ import { ruleMatches, runPipeline, type PipelineOutcome } from '../rules/run.js'
 import { tagsNotActedOn, unregisteredTag } from '../rules/tags.js';
 import type { CompiledRule } from '../rules/compile.js';
 import type { McpResult } from '../transformers/contract.js';
-import { countTokensOf, loadTokenizer } from '../ops/token-counts.js';
+import { countTokensOf, loadTokenizer, type CountTokens } from '../ops/token-counts.js';
 
 export interface ExplainRequest {
   features: string[];
@@ -126,13 +126,31 @@ export async function explain(rules: CompiledRule[], req: ExplainRequest, profil
     lines.push(`left alone: ${outcome.verbatim}, so its text reaches the client exactly${added}`);
   }
   lines.push('', 'output:', JSON.stringify(outcome.result ?? input, null, 2));
-  const tokens = countTokensOf(await loadTokenizer(), req.method, input, outcome.result)!;
+  const count = await loadTokenizer();
+  const tokens = countTokensOf(count, req.method, input, outcome.result)!;
   const change =
     tokens.in === 0
       ? ''
       : ` (${tokens.out <= tokens.in ? '−' : '+'}${Math.abs(Math.round((100 * (tokens.in - tokens.out)) / tokens.in))} %)`;
   lines.push('', `tokens a model reads (o200k_base): ${tokens.in} in → ${tokens.out} out${change}`);
+  lines.push(...perEntry(count, input, outcome.result));
   return lines.join('\n');
+}
+
+const LIST_KEYS = ['tools', 'prompts', 'resources', 'resourceTemplates'];
+
+/** For a catalog (a list result), the tokens of each entry before and after, in the list's order. */
+function perEntry(count: CountTokens, input: McpResult, output: McpResult | undefined): string[] {
+  const key = LIST_KEYS.find((k) => Array.isArray(input[k]));
+  if (!key) return [];
+  const before = input[key] as unknown[];
+  const after = Array.isArray(output?.[key]) ? (output[key] as unknown[]) : before;
+  const lines = [`per entry of ${key} (tokens in → out):`];
+  before.forEach((entry, i) => {
+    const name = isObject(entry) && typeof entry.name === 'string' ? entry.name : `#${i}`;
+    lines.push(`  ${name}: ${count(JSON.stringify(entry))} → ${count(JSON.stringify(after[i] ?? entry))}`);
+  });
+  return lines;
 }
 
 /** The --input file as JSON, or a usage error that says what is wrong with it. */

@@ -93,7 +93,7 @@ describe('trim', () => {
     ]);
   });
 
-  it('shortens list descriptions and parameter descriptions, keeping every type, enum and required field', async () => {
+  it('keeps the first sentences of list descriptions and parameter descriptions, and every type, enum and required field', async () => {
     const long = `Thinks step by step. ${'It revises earlier thoughts when needed. '.repeat(20)}`;
     const tool = {
       name: 't',
@@ -101,7 +101,7 @@ describe('trim', () => {
       inputSchema: {
         type: 'object',
         properties: {
-          mode: { type: 'string', enum: ['a', 'b'], description: `Which mode. ${'More detail. '.repeat(20)}` },
+          mode: { type: 'string', enum: ['a', 'b'], description: `Which mode, e.g. a. ${'More detail. '.repeat(20)}` },
           n: { type: 'integer', minimum: 1, description: 'How many.' },
         },
         required: ['mode'],
@@ -109,21 +109,98 @@ describe('trim', () => {
     };
     const out = (await fn({ tools: [tool] }, testContext('tools/list'))) as { tools: Array<typeof tool> };
     const [t] = out.tools;
-    expect(t.description.length).toBeLessThanOrEqual(defaults.descriptionLength + 2);
-    expect(t.description).toMatch(/^Thinks step by step\. It revises.*\. …$/);
-    expect(t.inputSchema.properties.mode).toEqual({
-      type: 'string',
-      enum: ['a', 'b'],
-      description: expect.stringMatching(/^Which mode\. More detail\..* …$/),
-    });
+    expect(t.description).toBe('Thinks step by step. It revises earlier thoughts when needed.');
+    expect(t.inputSchema.properties.mode).toEqual({ type: 'string', enum: ['a', 'b'], description: 'Which mode, e.g. a.' });
     expect(t.inputSchema.properties.n).toEqual(tool.inputSchema.properties.n);
     expect(t.inputSchema.required).toEqual(['mode']);
+    const one = (await trim.create({ ...defaults, sentences: 1, descriptionLength: 40 })({ tools: [tool] }, testContext('tools/list'))) as {
+      tools: Array<typeof tool>;
+    };
+    expect(one.tools[0].description).toBe('Thinks step by step.');
     expect(
       await fn(
         { tools: [{ name: 'x', description: 'Gets it. Then more words.', inputSchema: { type: 'object' } }] },
         testContext('tools/list'),
       ),
     ).toBeUndefined();
+  });
+
+  it('keeps the opening paragraph, without sentences the list repeats', async () => {
+    const tools = ['alpha', 'beta', 'gamma'].map((name) => ({
+      name,
+      description: `Does ${name}. Only works within allowed directories.\nError Responses:\n400: Bad request`,
+      inputSchema: { type: 'object' },
+    }));
+    tools.push({ name: 'd', description: 'Only works within allowed directories.\n\nLong notes.', inputSchema: { type: 'object' } });
+    const out = (await fn({ tools }, testContext('tools/list'))) as { tools: Array<{ description: string }> };
+    expect(out.tools.map((t) => t.description)).toEqual([
+      'Does alpha.',
+      'Does beta.',
+      'Does gamma.',
+      'Only works within allowed directories.',
+    ]);
+  });
+
+  it('drops schema annotations and unreached definitions, keeping every constraint', async () => {
+    const inputSchema = {
+      $schema: 'http://json-schema.org/draft-07/schema#',
+      type: 'object',
+      title: 'Input',
+      properties: {
+        title: { type: 'string', title: 'Title', minLength: 1, pattern: '^[a-z]+$', examples: ['abc'], $comment: 'x' },
+        parent: { $ref: '#/$defs/parent' },
+        tags: { type: 'array', items: { type: 'string', format: 'uuid' }, maxItems: 3, default: [] },
+        mode: { anyOf: [{ const: 'fast' }, { enum: ['slow', 'steady'] }], default: 'a long default text that explains far too much' },
+        extra: { type: 'object', additionalProperties: true },
+      },
+      required: ['title'],
+      additionalProperties: false,
+      $defs: { parent: { oneOf: [{ $ref: '#/$defs/page' }] }, page: { type: 'object', required: ['id'] }, unused: { type: 'string' } },
+    };
+    const out = (await fn(
+      { tools: [{ name: 'x', description: 'X.', inputSchema, annotations: { readOnlyHint: false, destructiveHint: false } }] },
+      testContext('tools/list'),
+    )) as { tools: Array<Record<string, unknown>> };
+    expect(out.tools[0]).toEqual({
+      name: 'x',
+      description: 'X.',
+      inputSchema: {
+        type: 'object',
+        properties: {
+          title: { type: 'string', minLength: 1, pattern: '^[a-z]+$' },
+          parent: { $ref: '#/$defs/parent' },
+          tags: { type: 'array', items: { type: 'string', format: 'uuid' }, maxItems: 3, default: [] },
+          mode: { anyOf: [{ const: 'fast' }, { enum: ['slow', 'steady'] }] },
+          extra: { type: 'object' },
+        },
+        required: ['title'],
+        additionalProperties: false,
+        $defs: { parent: { oneOf: [{ $ref: '#/$defs/page' }] }, page: { type: 'object', required: ['id'] } },
+      },
+      annotations: { destructiveHint: false },
+    });
+    // A $ref it cannot follow, or a keyword that moves where refs point: every definition stays.
+    for (const ref of ['#/$defs/parent/oneOf/0', 'other.json#/$defs/page']) {
+      const kept = (await fn(
+        { tools: [{ name: 'x', inputSchema: { ...inputSchema, properties: { p: { $ref: ref } } } }] },
+        testContext('tools/list'),
+      )) as { tools: Array<{ inputSchema: { $defs: object } }> };
+      expect(Object.keys(kept.tools[0].inputSchema.$defs)).toEqual(['parent', 'page', 'unused']);
+    }
+    // A draft-07 schema whose $ref has a neighbour reads differently under 2020-12: its $schema stays.
+    const refWithSibling = { ...inputSchema, properties: { p: { $ref: '#/$defs/page', minProperties: 1 } } };
+    const kept = (await fn({ tools: [{ name: 'x', inputSchema: refWithSibling }] }, testContext('tools/list'))) as {
+      tools: Array<{ inputSchema: { $schema?: string } }>;
+    };
+    expect(kept.tools[0].inputSchema.$schema).toBe(inputSchema.$schema);
+  });
+
+  it("keeps an upstream's __proto__ keys as keys, in schemas and property names", async () => {
+    const inputSchema = JSON.parse('{"type":"object","__proto__":{"x":1},"properties":{"__proto__":{"type":"string","title":"T"}}}');
+    const out = (await fn({ tools: [{ name: 'x', inputSchema }] }, testContext('tools/list'))) as { tools: unknown[] };
+    expect(JSON.stringify(out.tools[0])).toBe(
+      '{"name":"x","inputSchema":{"type":"object","__proto__":{"x":1},"properties":{"__proto__":{"type":"string"}}}}',
+    );
   });
 
   it('shortens at a sentence end when one is near, else at a word', () => {

@@ -28,9 +28,11 @@ const options = z
     lists: z.boolean().default(true),
     descriptionLength: z.number().int().min(40).default(300),
     parameterDescriptionLength: z.number().int().min(20).default(120),
+    /** Sentences of a list item's description kept (parameter descriptions keep one). */
+    sentences: z.number().int().min(1).default(2),
   })
   .strict()
-  .default({ dropSections: SECTIONS, lists: true, descriptionLength: 300, parameterDescriptionLength: 120 });
+  .default({ dropSections: SECTIONS, lists: true, descriptionLength: 300, parameterDescriptionLength: 120, sentences: 2 });
 
 export const trim: Transformer<z.infer<typeof options>> = {
   name: 'trim',
@@ -38,11 +40,12 @@ export const trim: Transformer<z.infer<typeof options>> = {
     'Compact output: drop sections such as Examples and Tips, remove blank runs, ' +
     'minify JSON text; shorter descriptions in lists. Never drops data or empties a result.',
   options,
-  create({ maxLength, dropSections, lists, descriptionLength, parameterDescriptionLength }) {
+  create({ maxLength, dropSections, lists, descriptionLength, parameterDescriptionLength, sentences }) {
     const drop = new Set(dropSections.map((s) => s.toLowerCase()));
     const prose = (budget?: Budget) => (text: string) => minified(text) ?? compactProse(text, { drop, maxLength, budget });
     return function trimFn(result, ctx) {
-      if (ctx.method.endsWith('/list')) return lists ? compactList(result, { descriptionLength, parameterDescriptionLength }) : undefined;
+      if (ctx.method.endsWith('/list'))
+        return lists ? compactList(result, { descriptionLength, parameterDescriptionLength, sentences }) : undefined;
       if (ctx.method === 'resources/read') return compactResource(result, prose(ctx.budget));
       const lossless = ctx.method === 'tools/call' && result.structuredContent !== undefined;
       return mapTexts(result, ctx.method, lossless ? (t) => minified(t) ?? t : prose(ctx.budget), { mimeTypes: [] });
