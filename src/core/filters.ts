@@ -294,7 +294,7 @@ export class BoundFilters {
           this.guarded(f, 'onInitializeResult', () => f.onInitializeResult!(current ?? result, this.states[i], this.log)) ?? current;
     });
     // A searching session's list changes as it finds tools: it is told so.
-    return this.search ? withToolListChanges(current ?? result) : current;
+    return (this.search && withToolListChanges(current ?? result)) || current;
   }
 
   /**
@@ -331,11 +331,11 @@ function searches(capabilities: Record<string, unknown>, assigned: Assigned): bo
   return ToolSearch.asked(parseFeatures(settings?.features, capabilities, [], assigned.tags).features);
 }
 
-/** An initialize result whose tools capability says the list changes. */
-function withToolListChanges(result: McpResult): McpResult {
+/** An initialize result whose tools capability, where it has one, says the list changes. */
+function withToolListChanges(result: McpResult): McpResult | undefined {
   const capabilities = isObject(result.capabilities) ? result.capabilities : {};
-  const tools = isObject(capabilities.tools) ? capabilities.tools : {};
-  return { ...result, capabilities: { ...capabilities, tools: { ...tools, listChanged: true } } };
+  if (!isObject(capabilities.tools)) return undefined;
+  return { ...result, capabilities: { ...capabilities, tools: { ...capabilities.tools, listChanged: true } } };
 }
 
 /** A session's assignment, said once: which profile and why, the tags, and the header's tags that were ignored. */
