@@ -71,6 +71,8 @@ export class Exchange {
   private wants?: boolean;
 
   private constructor(
+    /** The method the client asked for (the answer is completed as its). */
+    private readonly asked: string,
     /** The request as the filters rewrote it: what goes upstream. */
     readonly request: JsonRpcRequest,
     /** The variant its result is viewed in. */
@@ -78,13 +80,15 @@ export class Exchange {
     private readonly negotiation: Negotiation | undefined,
     /** The request's W3C traceparent, for the transformers' spans and the upstream's latency. */
     readonly traceparent: string | undefined,
+    /** The answer to the client's request from the shaped result of the one sent (a search's, src/core/tool-search.ts). */
+    private readonly finish: ((result: McpResult) => McpResult) | undefined,
   ) {}
 
   /** The exchange of `req`, or the filters' refusal to answer at once (`negotiation` absent: nothing negotiated, a pure relay). */
   static open(req: JsonRpcRequest, negotiation: Negotiation | undefined, traceparent?: string): Exchange | { refused: JsonRpcErrorObject } {
     const verdict = negotiation?.onRequest(req);
     if (verdict && 'error' in verdict) return { refused: verdict.error };
-    return new Exchange(verdict?.request ?? req, verdict?.scope, negotiation, traceparent);
+    return new Exchange(req.method, verdict?.request ?? req, verdict?.scope, negotiation, traceparent, verdict?.finish);
   }
 
   get method(): string {
@@ -98,7 +102,7 @@ export class Exchange {
 
   /** Whether a filter looks at the result: when none does, it is relayed (or completed) on its bytes, undecoded. */
   wantsResult(): boolean {
-    this.wants ??= this.negotiation?.wantsResult(this.method, this.target, this.variant) ?? false;
+    this.wants ??= this.finish !== undefined || (this.negotiation?.wantsResult(this.method, this.target, this.variant) ?? false);
     return this.wants;
   }
 
@@ -136,14 +140,18 @@ export class Exchange {
     }
     const reshaped = this.wantsResult();
     // A result the filters left as it was goes on as its bytes where the era can complete them.
-    const done = (shaped: McpResult | undefined): Frame =>
-      (shaped === undefined && frame && era.completeBytes(id, this.method, frame, res, reshaped)) || {
-        msg: {
-          jsonrpc: '2.0',
-          id,
-          result: era.complete({ method: this.method, result: res.result ?? {}, shaped: shaped ?? res.result ?? {}, reshaped }),
-        },
-      };
+    const done = (shaped: McpResult | undefined): Frame => {
+      if (this.finish) shaped = this.finish(shaped ?? res.result ?? {});
+      return (
+        (shaped === undefined && frame && era.completeBytes(id, this.method, frame, res, reshaped)) || {
+          msg: {
+            jsonrpc: '2.0',
+            id,
+            result: era.complete({ method: this.asked, result: res.result ?? {}, shaped: shaped ?? res.result ?? {}, reshaped }),
+          },
+        }
+      );
+    };
     if (!reshaped) return done(undefined);
     const shaped = this.shape(res.result ?? {});
     return shaped instanceof Promise ? shaped.then(done) : done(shaped);

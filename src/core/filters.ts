@@ -7,13 +7,18 @@
  */
 import type { Logger } from 'pino';
 import { isObject, type JsonRpcErrorObject, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
-import { CONTENT_NEGOTIATION, contentNegotiationFilter, type ContentNegotiationSetup } from '../extensions/content-negotiation/filter.js';
+import {
+  CONTENT_NEGOTIATION,
+  contentNegotiationFilter,
+  declaredSettings,
+  type ContentNegotiationSetup,
+} from '../extensions/content-negotiation/filter.js';
 import { extensionsOf, type Filter, type FilterContext, type RequestVerdict, type UpstreamAsk } from '../extensions/contract.js';
 import { serverVariantsFilter } from '../extensions/server-variants/filter.js';
 import type { VariantCatalog } from '../extensions/server-variants/scope.js';
 import { SERVER_VARIANTS } from '../extensions/server-variants/variants.js';
 import type { Era } from '../mcp/era.js';
-import { MAX_TAGS, NOTHING_ASSIGNED, parseTag, type Assigned } from '../mcp/features.js';
+import { MAX_TAGS, NOTHING_ASSIGNED, parseFeatures, parseTag, type Assigned } from '../mcp/features.js';
 import type { RequestContext } from '../mcp/request-context.js';
 import { targetOf } from '../mcp/requests.js';
 import type { Metrics } from '../ops/metrics.js';
@@ -22,6 +27,7 @@ import type { TagsNote } from '../ops/access-log.js';
 import { resultOf, type UpstreamCall } from '../upstream/call.js';
 import { ToolCatalog, type ToolView } from '../upstream/tool-catalog.js';
 import { clientNameOf, Profiles, tagsInEffect, type Arrival } from './profiles.js';
+import { ToolSearch } from './tool-search.js';
 
 /**
  * What another replica needs to rebind a session's filters: the parts of the client's
@@ -34,8 +40,12 @@ export interface FiltersSnapshot {
   assigned?: Pick<Assigned, 'tags' | 'variant' | 'profile'>;
 }
 
-/** The chain's verdict on a request: an error to answer, or the request rewritten and the variant (`scope`) its result is viewed in. */
-export type ChainVerdict = { error: JsonRpcErrorObject } | { request?: JsonRpcRequest; scope?: string } | undefined;
+/**
+ * The chain's verdict on a request: an error to answer, or the request rewritten, the variant (`scope`) its result
+ * is viewed in, and (`finish`) the client's answer made of the shaped result of the request sent in its place.
+ */
+export type ChainVerdict =
+  { error: JsonRpcErrorObject } | { request?: JsonRpcRequest; scope?: string; finish?(result: McpResult): McpResult } | undefined;
 
 /**
  * The built-in filters (server variants, then content negotiation) over the config's rules and variants, then
@@ -108,6 +118,8 @@ export class BoundFilters {
   private inEffect: TagsNote | undefined | null = null;
   /** The upstream's tools as this session's upstream session lists them (a legacy session's own), or as modern requests share them. */
   private readonly tools: ToolView;
+  /** Search instead of the catalog, for a client that asked for it (`tools=search`). */
+  private search?: ToolSearch;
 
   /** `arrival`: how a legacy session's client came, for the assignment made at its initialize. */
   constructor(
@@ -165,18 +177,28 @@ export class BoundFilters {
 
   /** Each filter's verdict in order: the first error ends it; rewrites accumulate; the variant is kept as `scope`. */
   onRequest(req: JsonRpcRequest): ChainVerdict {
-    let request: JsonRpcRequest | undefined;
+    // A search's own tools become the requests they stand for first: the filters check those.
+    const search = this.search?.onRequest(req);
+    if (search && 'error' in search) return search;
+    let request = search?.request === req ? undefined : search?.request;
     let scope: string | undefined;
     const filters = this.chain.filters;
     for (let i = 0; i < filters.length; i++) {
       if (!filters[i].onRequest) continue;
-      const verdict: RequestVerdict = filters[i].onRequest!(request ?? req, this.context(i, req.method, targetOf(req.params), scope));
+      const current = request ?? req;
+      const verdict: RequestVerdict = filters[i].onRequest!(current, this.context(i, current.method, targetOf(current.params), scope));
       if (!verdict) continue;
       if ('error' in verdict) return verdict;
       request = verdict.request ?? request;
       scope = verdict.variant ?? scope;
     }
-    return request || scope !== undefined ? { request, scope } : undefined;
+    const finish = search?.finish;
+    return request || scope !== undefined || finish ? { request, scope, finish } : undefined;
+  }
+
+  /** A notification the session is owed before its next answer (a search changed its list), if any. */
+  announcement(): JsonRpcNotification | undefined {
+    return this.search?.announce();
   }
 
   /** A replacement for an upstream error to a request made in `scope`, or undefined to relay it as is. */
@@ -256,6 +278,7 @@ export class BoundFilters {
       };
     } else delete this.snapshotted.assigned;
     this.states = this.chain.filters.map((f) => f.negotiate(capabilities, this.era, this.log, assigned));
+    this.search = searches(capabilities, assigned) ? new ToolSearch(this.era === 'legacy') : undefined;
   }
 
   /**
@@ -270,7 +293,8 @@ export class BoundFilters {
         current =
           this.guarded(f, 'onInitializeResult', () => f.onInitializeResult!(current ?? result, this.states[i], this.log)) ?? current;
     });
-    return current;
+    // A searching session's list changes as it finds tools: it is told so.
+    return (this.search && withToolListChanges(current ?? result)) || current;
   }
 
   /**
@@ -298,6 +322,20 @@ export class BoundFilters {
     const { era, ask, tools, log } = this;
     return { era, method, name, variant, traceparent, upstreamResult, ask, tools, state: this.states[i], log };
   }
+}
+
+/** Whether a client searches instead of listing: its own tags, or those it was assigned, say `tools=search`. */
+function searches(capabilities: Record<string, unknown>, assigned: Assigned): boolean {
+  const { settings } = declaredSettings(capabilities);
+  if (!settings && assigned.tags.length === 0) return false;
+  return ToolSearch.asked(parseFeatures(settings?.features, capabilities, [], assigned.tags).features);
+}
+
+/** An initialize result whose tools capability, where it has one, says the list changes. */
+function withToolListChanges(result: McpResult): McpResult | undefined {
+  const capabilities = isObject(result.capabilities) ? result.capabilities : {};
+  if (!isObject(capabilities.tools)) return undefined;
+  return { ...result, capabilities: { ...capabilities, tools: { ...capabilities.tools, listChanged: true } } };
 }
 
 /** A session's assignment, said once: which profile and why, the tags, and the header's tags that were ignored. */

@@ -64,6 +64,8 @@ export interface ResultShaper extends Negotiation {
   onInitialize(params: Record<string, unknown> | undefined): void;
   /** Notifications to send instead of an upstream notification (never progress), or undefined to relay it as is. */
   onNotification?(msg: JsonRpcNotification): JsonRpcNotification[] | undefined;
+  /** A notification the session is owed before its next answer (its tool list changed), if any. */
+  announcement?(): JsonRpcNotification | undefined;
   /** The negotiated context in a form another replica rebuilds it from. */
   snapshot?(): object;
   /** The feature tags in effect and the profile that gave some, for the access log. */
@@ -264,11 +266,18 @@ export class RelaySession implements UpstreamCall {
   /** The upstream's response as the filters have it (the upstream's bytes when none changed it). */
   private respond(frame: Frame, msg: JsonRpcResponse, id: JsonRpcId, p: Pending): void {
     const answer = p.exchange.answer(id, msg, frame, AS_SENT, this.opts.log);
-    if (!(answer instanceof Promise)) return this.sink.deliver(answer, id);
+    if (!(answer instanceof Promise)) return this.deliverAnswer(answer, id);
     answer.then(
-      (out) => this.sink.deliver(out, id),
+      (out) => this.deliverAnswer(out, id),
       (err) => this.answer(id, err),
     );
+  }
+
+  /** An answer, after what the filters owe the session first (a list change its request made). */
+  private deliverAnswer(frame: Frame, id: JsonRpcId): void {
+    const owed = this.opts.shaper?.announcement?.();
+    if (owed) this.sink.deliver({ msg: owed }, id);
+    this.sink.deliver(frame, id);
   }
 
   private timeout(id: JsonRpcId, p: Pending, ms: number): void {

@@ -31,6 +31,9 @@ export function parseTag(raw: unknown): FeatureTag | { invalid: string } {
   return op === '=' ? { kind: 'equals', name, value } : { kind: 'notEquals', name, value };
 }
 
+/** The tag that asks for search instead of the tool catalog (src/core/tool-search.ts): the proxy acts on it itself. */
+export const SEARCH_TAG: FeatureTag = { kind: 'equals', name: 'tools', value: 'search' };
+
 /** What a client declared: present names, names declared absent, and name → value. */
 export class FeatureSet {
   readonly present = new Set<string>();

@@ -3,7 +3,7 @@
  * it gets (the proxy announces nothing it does not honour), and a rule that waits for a tag no
  * client is known to send is worth a warning: it is most often a typo (`format=yml`).
  */
-import { parseTag, type FeatureTag } from '../mcp/features.js';
+import { parseTag, SEARCH_TAG, type FeatureTag } from '../mcp/features.js';
 import type { CompiledRule, RuleConfig } from './compile.js';
 
 /** The content-negotiation SEP's registry: names, and the values of the equality tags. */
@@ -20,13 +20,17 @@ const REGISTRY: Record<string, string[] | undefined> = {
   format: ['json', 'text', 'markdown'],
   // Sampling modalities (SEP-2278) reach rules as modality=<name>; any name is valid.
   modality: undefined,
+  // The proxy's own: search instead of the tool catalog.
+  tools: ['search'],
 };
 
-/** Whether some rule looks at this tag: at its name, or for `name=value` at that value or any. */
+/** Tags the proxy acts on itself, whatever the rules say. */
+const BUILT_IN: FeatureTag[] = [SEARCH_TAG];
+
+/** Whether the proxy or some rule looks at this tag: at its name, or for `name=value` at that value or any. */
 export function actedOn(rules: CompiledRule[], tag: FeatureTag): boolean {
-  return rules.some((rule) =>
-    rule.features.some((p) => p.name === tag.name && (tag.kind !== 'equals' || p.kind !== 'equals' || p.value === tag.value)),
-  );
+  const matches = (p: FeatureTag) => p.name === tag.name && (tag.kind !== 'equals' || p.kind !== 'equals' || p.value === tag.value);
+  return BUILT_IN.some(matches) || rules.some((rule) => rule.features.some(matches));
 }
 
 /** Tags no rule acts on, of those a client declared (raw strings as it sent them). */

@@ -46,6 +46,7 @@ const SCENARIOS = [
   'call a tool',
   'negotiated call',
   'variant view',
+  'tool search',
   'list changes per variant',
   'input round',
   'input round across replicas',
@@ -467,6 +468,30 @@ const RUNS: Record<Scenario, Run> = {
     };
     expect(await names('lean')).toEqual(['echo']);
     expect(await names('all')).toEqual(expect.arrayContaining(['echo', 'slow_progress']));
+  },
+
+  async 'tool search'(cell, rig) {
+    const features = ['tools=search'];
+    const search = { name: 'search_tools', arguments: { query: 'echo the text' } };
+    const call = { name: 'call_tool', arguments: { name: 'echo', arguments: { text: 'hi' } } };
+    let listed: string[], found: string[], called: any;
+    if (cell.client === 'legacy') {
+      const c = await legacyClient(cell, rig, { features });
+      listed = (await c.client.listTools()).tools.map((t) => t.name);
+      found = ((await c.client.callTool(search)).structuredContent as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
+      called = await c.client.callTool(call);
+      await c.close();
+    } else {
+      const caps = { extensions: { [NEGOTIATION]: { features } } };
+      listed = (await modernSend(cell, rig, 'tools/list', {}, caps)).reply.result.tools.map((t: { name: string }) => t.name);
+      found = (await modernSend(cell, rig, 'tools/call', search, caps)).reply.result.structuredContent.tools.map(
+        (t: { name: string }) => t.name,
+      );
+      called = (await modernSend(cell, rig, 'tools/call', call, caps)).reply.result;
+    }
+    expect(listed).toEqual(['search_tools', 'call_tool']);
+    expect(found[0]).toBe('echo');
+    expect(textOf(called)).toBe('hi');
   },
 
   async 'list changes per variant'(cell, rig) {

@@ -186,13 +186,13 @@ export class ModernHandler {
     const server = await route.server();
     const exchange = Exchange.open(req, this.opts.filters().forRequest(ctx, server), traceContextOf(ctx.passMeta)?.traceparent);
     if ('refused' in exchange) return reply.answer({ msg: errorResponse(req.id, exchange.refused) });
-    const room = (await route.ownTasks()) ? await this.taskRoom(req, ctx) : undefined;
+    const room = (await route.ownTasks()) ? await this.taskRoom(exchange.request, ctx) : undefined;
     try {
       const ran = await route.run(req, exchange, ctx, reply, room?.ms);
       if ('answer' in ran) return reply.answer(ran.answer);
       if ('task' in ran) return reply.answer(resultFrame(req.id, this.tasks!.start(ran.task, ran.next, ctx, ran.shape, room!)));
       const { response: res, frame, status, completion } = ran;
-      if (req.method === 'tools/list' && !res.error) this.opts.tools.learn(res.result);
+      if (exchange.method === 'tools/list' && !res.error) this.opts.tools.learn(res.result);
       const answer = await exchange.answer(req.id, res, frame, completion, this.opts.log);
       reply.answer(answer, res.error && { httpStatus: httpStatusOf({ error: res.error, upstreamStatus: status }) });
     } finally {

@@ -78,7 +78,7 @@ export class PassThrough implements UpstreamRoute, EraCompletion {
     const paramHeaders = this.o.upstream.mirrorsHeaders ? await this.o.tools.paramHeaders(sent, ctx) : undefined;
     const onNotification = this.relay(ctx, reply);
     let answer: UpstreamAnswer;
-    if (within !== undefined && this.o.tasks && req.method === 'tools/call') {
+    if (within !== undefined && this.o.tasks && sent.method === 'tools/call') {
       const call = new PassedCall({
         req: sent,
         send: (r, o) => this.o.upstream.call(r, { ...o, paramHeaders }),

@@ -57,10 +57,11 @@ export class PooledRoute implements UpstreamRoute {
       return { answer: errorFrame(req.id, declined) };
     }
     // After a URL round no call waits: accepted, the request goes upstream again.
-    let { call, step } = resumed === 'again' ? await rounds.start(req.method, upstreamParams(params, ctx), ctx, reply, within) : resumed;
+    let { call, step } =
+      resumed === 'again' ? await rounds.start(exchange.method, upstreamParams(params, ctx), ctx, reply, within) : resumed;
     if (step.kind === 'done' && 'failure' in step.outcome && step.outcome.failure.code === 'UPSTREAM_SESSION_EXPIRED' && call.round === 0) {
       // The upstream forgot the pooled session (404) without running the request: once more on a new one.
-      ({ call, step } = await rounds.start(req.method, upstreamParams(params, ctx), ctx, reply, within));
+      ({ call, step } = await rounds.start(exchange.method, upstreamParams(params, ctx), ctx, reply, within));
     }
     if (step.kind === 'input') return { answer: result(req.id, rounds.ask(req, ctx, call, step)) };
     if (step.kind === 'running') {
