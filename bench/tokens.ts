@@ -17,6 +17,7 @@ import { DEFAULT_RULES } from '../src/rules/defaults.js';
 import { builtinTransformers } from '../src/transformers/index.js';
 import { compileRules, type RuleConfig } from '../src/rules/compile.js';
 import { loadCatalog } from '../test/recordings/record-catalog.js';
+import { searchTools } from '../src/core/tool-search.js';
 
 interface Recorded {
   server: string;
@@ -111,6 +112,8 @@ for (const server of loadCatalog().servers) {
   catalogRows.push(catalogRow(`${server.package} ${server.version}`, server.tools.length, tokens.in, tokens.out, bytesIn, bytesOut));
 }
 catalogRows.push(catalogRow('**total**', sum.tools, sum.full, sum.compact, sum.bytesIn, sum.bytesOut));
+const searching = countTokensOf(count, 'tools/list', searchTools(), undefined)!.in;
+const searchNote = `With tools=search a client is listed ${searching} tokens for any catalog: ${((100 * searching) / sum.full).toFixed(1)} % of this one.`;
 
 function catalogRow(what: string, tools: number, full: number, out: number, bytesIn: number, bytesOut: number): string {
   return `| ${what} | ${tools} | ${full} | ${out} | **−${((100 * (full - out)) / full).toFixed(0)} %** | ${bytesIn} → ${bytesOut} |`;
@@ -128,6 +131,8 @@ const report = [
   '| server | tools | tokens, full | tokens, compact | change | bytes |',
   '|---|---:|---:|---:|---:|---:|',
   ...catalogRows,
+  '',
+  searchNote,
   '',
 ].join('\n');
 process.stdout.write('\n' + report);

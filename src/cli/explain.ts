@@ -14,6 +14,7 @@ import type { Arrival, Profiles } from '../core/profiles.js';
 import { parseFeatures, parseTag } from '../mcp/features.js';
 import { ruleMatches, runPipeline, type PipelineOutcome } from '../rules/run.js';
 import { tagsNotActedOn, unregisteredTag } from '../rules/tags.js';
+import { CALL_TOOL, SEARCH_TOOL, searchTools, ToolSearch } from '../core/tool-search.js';
 import type { CompiledRule } from '../rules/compile.js';
 import type { McpResult } from '../transformers/contract.js';
 import { countTokensOf, loadTokenizer, type CountTokens } from '../ops/token-counts.js';
@@ -134,6 +135,14 @@ export async function explain(rules: CompiledRule[], req: ExplainRequest, profil
       : ` (${tokens.out <= tokens.in ? '−' : '+'}${Math.abs(Math.round((100 * (tokens.in - tokens.out)) / tokens.in))} %)`;
   lines.push('', `tokens a model reads (o200k_base): ${tokens.in} in → ${tokens.out} out${change}`);
   lines.push(...perEntry(count, input, outcome.result));
+  if (req.method === 'tools/list' && ToolSearch.asked(parsed.features)) {
+    const listed = countTokensOf(count, req.method, searchTools(), undefined)!.in;
+    lines.push(
+      '',
+      `tools=search: the client is listed ${SEARCH_TOOL} and ${CALL_TOOL} in place of this catalog (${listed} tokens), ` +
+        `and ${SEARCH_TOOL} returns the tools above that match what it asks for, as shaped here`,
+    );
+  }
   return lines.join('\n');
 }
 

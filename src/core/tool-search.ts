@@ -53,6 +53,11 @@ const TOOLS: McpResult[] = [
   },
 ];
 
+/** The list of a client that searches, before it has found anything. */
+export function searchTools(): { tools: McpResult[] } {
+  return { tools: TOOLS };
+}
+
 /** What the search makes of a request: an error, or the request to send and what becomes of its result. */
 export type SearchStep =
   | { error: JsonRpcErrorObject }
@@ -109,7 +114,7 @@ export class ToolSearch {
 
   /** The list a searching client gets: the two tools, and a legacy session's found ones. */
   private listed(): McpResult {
-    return { tools: [...TOOLS, ...[...this.found.values()].map((f) => f.tool)] };
+    return { tools: [...searchTools().tools, ...[...this.found.values()].map((f) => f.tool)] };
   }
 
   private answer(tools: McpResult[]): McpResult {
