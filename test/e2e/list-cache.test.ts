@@ -174,6 +174,27 @@ describe('the list cache', () => {
     expect(listed(file)).toHaveLength(4);
   }, 60_000);
 
+  it("shares a list under way, which the first client's cancellation does not fail", async () => {
+    const file = countFile();
+    const proxy = await proxyWith(
+      `upstream:\n  command: ${JSON.stringify(COUNTER)}\n  env: { LIST_COUNT_FILE: ${JSON.stringify(file)}, LIST_DELAY_MS: "3000" }\n` +
+        '  sessions: shared\n  stateless: true\nmodern:\n  pool: { warmSpare: false }\n',
+    );
+    const hits = () => metricValue(proxy.url, 'mcp_proxy_list_cache_requests_total{method="tools/list",outcome="hit"}');
+    const leaving = new AbortController();
+    const m = modern(1, 'tools/list');
+    const first = rawPost(proxy.url, m.body, m.headers, leaving.signal).catch((err: Error) => err);
+    await eventually(() => listed(file).length === 1, 10_000, 'the upstream to be asked');
+    const second = modernList(proxy.url, 2);
+    await eventually(async () => (await hits()) === 1, 10_000, 'the second request to join the first');
+    leaving.abort();
+    expect(await first).toBeInstanceOf(Error);
+    expect(await second).toEqual(['pid', 'add_tool']);
+    // The answer the first client asked for is kept, though it left.
+    expect(await modernList(proxy.url, 3)).toEqual(['pid', 'add_tool']);
+    expect(listed(file)).toHaveLength(1);
+  }, 60_000);
+
   it('asks the upstream again once an answer is older than maxAgeMs', async () => {
     const file = countFile();
     const maxAgeMs = 1500;
