@@ -96,8 +96,14 @@ describe('ListCache', () => {
     const refused = call(list(3), { caller: ALICE, timeoutMs: 1000 });
     upstream.calls[1].answer({ frame: { msg: { jsonrpc: '2.0', id: 3, error: { code: -32603, message: 'no' } } }, status: 200 });
     expect(resultOf(await refused).error).toMatchObject({ message: 'no' });
-    void call(list(4), { caller: ALICE, timeoutMs: 1000 });
-    expect(upstream.calls).toHaveLength(3);
+    // An answer under another HTTP status (the proxy's credentials refused) reaches every waiter with it.
+    const refusedHttp = call(list(4), { caller: ALICE, timeoutMs: 1000 });
+    const joinedHttp = call(list(5), { caller: ALICE, timeoutMs: 1000 });
+    upstream.calls[2].answer({ frame: { msg: { jsonrpc: '2.0', id: 4, error: { code: -32001, message: 'unauthorized' } } }, status: 401 });
+    expect((await refusedHttp).status).toBe(401);
+    expect(await joinedHttp).toMatchObject({ status: 401, frame: { msg: { id: 5 } } });
+    void call(list(6), { caller: ALICE, timeoutMs: 1000 });
+    expect(upstream.calls).toHaveLength(4);
   });
 
   it('keys by principal, cursor and the request shape, not by client info or trace context', async () => {
@@ -108,7 +114,10 @@ describe('ListCache', () => {
     const first = call(list(1, meta({ 'io.modelcontextprotocol/clientInfo': { name: 'x' } })), { caller: ALICE, timeoutMs: 1000 });
     upstream.calls[0].answer(answer(1, TOOLS));
     await first;
-    const same = meta({ 'io.modelcontextprotocol/clientInfo': { name: 'y' }, traceparent: '00-' + '1'.repeat(32) + '-' + '2'.repeat(16) + '-01' });
+    const same = meta({
+      'io.modelcontextprotocol/clientInfo': { name: 'y' },
+      traceparent: '00-' + '1'.repeat(32) + '-' + '2'.repeat(16) + '-01',
+    });
     await call(list(2, same), { caller: ALICE, timeoutMs: 1000 });
     expect(upstream.calls).toHaveLength(1);
     for (const [params, caller] of [

@@ -70,7 +70,8 @@ interface Entry {
 }
 
 interface Flight {
-  answer: Promise<Frame>;
+  /** The upstream's answer (its frame the one kept, when it is). */
+  answer: Promise<UpstreamAnswer>;
   abort: CallAbort;
   waiters: number;
   /** The notifications of the call (a log message) go to everyone who waits on it. */
@@ -99,10 +100,9 @@ export class ListCache {
    */
   wrap(upstream: UpstreamCall, scope?: (caller: Caller) => unknown): UpstreamCall['call'] {
     return (req, o) => {
-      const heard = this.hearing(o);
       const key = this.keyOf(req, o.caller, scope);
-      if (key === undefined) return upstream.call(req, heard);
-      return this.answer(key, req, heard, (signal, onNotification) => upstream.call(req, { ...heard, signal, onNotification }));
+      if (key === undefined) return upstream.call(req, this.hearing(o));
+      return this.answer(key, req, o, (signal, onNotification) => upstream.call(req, { ...o, signal, onNotification }));
     };
   }
 
@@ -166,7 +166,7 @@ export class ListCache {
     if (flight) counts.hit++;
     else {
       counts.miss++;
-      flight = this.fly(key, req.method, o, send);
+      flight = this.fly(key, req.method, send);
     }
     return this.wait(flight, req, o);
   }
@@ -175,19 +175,16 @@ export class ListCache {
   private fly(
     key: string,
     method: string,
-    o: CallOptions,
     send: (signal: CallAbort, onNotification: (frame: Frame) => void) => Promise<UpstreamAnswer>,
   ): Flight {
     const generation = this.generations.get(method) ?? 0;
     const abort = new CallAbort();
     const listeners = new Set<(frame: Frame) => void>();
     const answer = send(abort, (frame) => {
+      this.heard(frame.msg as JsonRpcNotification);
       for (const listener of listeners) listener(frame);
     }).then(
-      ({ frame, status }) => {
-        const stored = this.keep(key, method, frame, status, generation);
-        return stored ?? frame;
-      },
+      ({ frame, status }) => ({ frame: this.keep(key, method, frame, status, generation) ?? frame, status }),
       (err: unknown) => {
         this.o.log.debug({ method, err: (err as Error)?.message }, 'a list request failed: nothing cached');
         throw err;
@@ -230,16 +227,16 @@ export class ListCache {
         });
       }
       flight.answer.then(
-        (frame) => leave() && resolve({ frame: withId(frame, req.id), status: 200 }),
+        ({ frame, status }) => leave() && resolve({ frame: withId(frame, req.id), status }),
         (err: unknown) => leave() && reject(err),
       );
     });
   }
 
   /**
-   * Keeps a successful, complete answer that no list change overtook, within the budgets; the
-   * undecoded frame kept, or undefined when it is not kept (its status then is not 200: never
-   * for a waiter either, who gets the answer as it came).
+   * Keeps a successful, complete answer that no list change overtook, within the budgets. The
+   * undecoded frame (kept or not: waiters get copies of it), or undefined for an answer that is
+   * not one (an error, another HTTP status), which waiters get as it came.
    */
   private keep(key: string, method: string, frame: Frame, status: number, generation: number): Frame | undefined {
     if (status !== 200) return undefined;
