@@ -29,7 +29,7 @@ import { createLegacySessions, createRelays } from './wiring/legacy.js';
 import { createModernHandler, type ModernFront } from './wiring/modern.js';
 import { checkUpstreamAtStart, createOperations, type Operations } from './wiring/operations.js';
 import { createReplica, type Replica } from './wiring/replicas.js';
-import { createConnector, createUpstreamSessions } from './wiring/upstream.js';
+import { createConnector, createListCache, createUpstreamSessions } from './wiring/upstream.js';
 import type { ToolCatalog } from './upstream/tool-catalog.js';
 
 export interface GatewayDeps {
@@ -105,25 +105,27 @@ class ProxyGateway implements Gateway {
     const spec = resolveUpstream(config.upstream, deps.demoEntry ?? fileURLToPath(new URL('./demo/main.js', import.meta.url)));
     this.target = describeUpstream(spec);
     const replica = (this.replica = createReplica(config, spec));
+    const lists = createListCache(config, log);
     const connector = (this.connector = createConnector(
       config,
       { spec, target: this.target },
-      { getFollowsClient: replica.sessionsMove, log, witness: (usable, cause) => this.ops.readiness.note(usable, cause) },
+      { getFollowsClient: replica.sessionsMove, lists, log, witness: (usable, cause) => this.ops.readiness.note(usable, cause) },
     ));
     this.authenticator = createAuthenticator(config.auth);
     const held = (this.held = new HeldBytes(config.listen.heldBytes));
     const sessions = () => this.legacySessions?.sessionCount ?? (this.stdio ? 1 : 0);
-    const ops = (this.ops = createOperations(connector, { sessions, held, tracing: deps.tracing, log }));
-    const upstream = createUpstreamSessions(config, connector, { log, observers: ops.observers });
+    const ops = (this.ops = createOperations(connector, { sessions, held, lists, tracing: deps.tracing, log }));
+    const upstream = createUpstreamSessions(config, connector, { log, observers: ops.observers, lists });
     const { pool, shared, tools } = upstream;
     this.pool = pool;
     this.tools = tools;
     this.filters = this.buildFilters(deps.rules ?? [], config);
     this.modern =
-      pool && config.modern.enabled
+      pool && upstream.lists && config.modern.enabled
         ? createModernHandler(
             config,
             pool,
+            upstream.lists,
             connector,
             tools,
             () => this.filters,
@@ -133,6 +135,8 @@ class ProxyGateway implements Gateway {
           )
         : undefined;
     pool?.onUnrelated((n, principal) => {
+      // Before anyone hears of a list change, the answers it makes stale are gone.
+      lists.heard(n);
       if (n.method === 'notifications/tools/list_changed') tools.changed();
       this.modern?.hub.publish(n, principal);
       shared?.publish(n, principal);

@@ -10,6 +10,41 @@ import { z } from 'zod';
  */
 export const UPSTREAM_MAX_JSON_DEPTH = 256;
 
+/** The cache of the upstream's list answers (src/upstream/list-cache.ts). */
+export const LIST_CACHE_DEFAULTS = { maxAgeMs: 60_000, maxEntries: 1000, maxBytes: 16 * 1024 * 1024 };
+
+const listCacheSchema = z
+  .object({
+    maxAgeMs: z
+      .number()
+      .int()
+      .min(0)
+      .default(LIST_CACHE_DEFAULTS.maxAgeMs)
+      .describe(
+        'How long an answer to tools/list, prompts/list, resources/list or resources/templates/list is served ' +
+          "from the proxy's cache at most (a list change the proxy hears from the upstream drops it sooner). " +
+          '0 turns the cache off. Sessions of their own (upstream.sessions: isolated) never use it.',
+      ),
+    maxEntries: z
+      .number()
+      .int()
+      .positive()
+      .default(LIST_CACHE_DEFAULTS.maxEntries)
+      .describe('Most list answers kept (one per method, cursor, principal and request shape); the least recently used goes first.'),
+    maxBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(LIST_CACHE_DEFAULTS.maxBytes)
+      .describe('Most bytes of list answers kept; an answer larger than this is never cached.'),
+  })
+  .strict()
+  .default(LIST_CACHE_DEFAULTS)
+  .describe(
+    "The upstream's list answers, shared by the clients of pooled or shared sessions and of a 2026-07-28 server " +
+      '(per principal unless `stateless`). See docs/performance.md, "Cached lists".',
+  );
+
 const headerMap = z.record(z.string(), z.string()).describe('HTTP headers sent to an HTTP upstream; values may use ${ENV_VAR}.');
 
 export const upstreamSchema = z
@@ -62,6 +97,7 @@ export const upstreamSchema = z
           'its client gets 404 and starts again) to make room, and gets 503 with Retry-After ' +
           'only when every session is busy. Modern requests use modern.pool.maxSessions more.',
       ),
+    listCache: listCacheSchema,
     headers: headerMap.default({}),
     maxJsonDepth: z
       .number()

@@ -115,6 +115,7 @@ export class LegacyRelays {
     const { connector, requestTimeoutMs, inputTimeoutMs, tools } = this.o;
     const bridge = (ev: UpstreamEvents) =>
       connector.bridge(ev, {
+        who: { principal: who.principal, clientKey: who.client },
         requestTimeoutMs,
         inputTimeoutMs,
         paramHeaders: (req) => tools.paramHeaders(req, { principal: who.principal, clientKey: who.client }),

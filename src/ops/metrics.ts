@@ -82,6 +82,8 @@ export class Metrics {
     sessions: () => number;
     upstreamProcesses: () => number;
     held?: () => Array<{ kind: string; bytes: number; dropped: number }>;
+    /** Requests answered from the list cache (hit) or with an upstream request (miss), per method. */
+    lists?: () => Record<string, { hit: number; miss: number }>;
   }) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'mcp_proxy_' });
@@ -164,6 +166,25 @@ export class Metrics {
         this.set(gauges.upstreamProcesses());
       },
     });
+    const lists = gauges.lists;
+    if (lists) {
+      new Counter({
+        name: 'mcp_proxy_list_cache_requests_total',
+        help:
+          'List requests (tools/list, prompts/list, resources/list, resources/templates/list) that may be ' +
+          'answered from the list cache (upstream.listCache), by method and outcome: hit (answered from ' +
+          'the cache, or by the upstream request another client started) or miss (an upstream request).',
+        labelNames: ['method', 'outcome'],
+        registers,
+        collect() {
+          this.reset();
+          for (const [method, n] of Object.entries(lists())) {
+            this.inc({ method, outcome: 'hit' }, n.hit);
+            this.inc({ method, outcome: 'miss' }, n.miss);
+          }
+        },
+      });
+    }
     const held = gauges.held;
     if (held) {
       new Gauge({

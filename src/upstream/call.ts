@@ -20,7 +20,19 @@ export interface UpstreamAnswer {
   status: number;
 }
 
+/** Whom a call is made for: the principal, the client per-client limits count, and the capabilities it declared. */
+export interface Caller {
+  principal: string;
+  clientKey: string;
+  capabilities: Record<string, unknown>;
+}
+
 export interface CallOptions {
+  /**
+   * Whom the call serves: a pooled upstream borrows a session of theirs, and a list answer may be shared with
+   * their other calls (list-cache.ts). None: the proxy's own call, never answered from a cache.
+   */
+  caller?: Caller;
   /** Aborts the call (the client left, or cancelled): it is cancelled upstream, and the call rejects with the signal's reason. */
   signal?: CallSignal;
   /** No answer within this time (progress restarts it) → REQUEST_TIMEOUT, and the request is cancelled upstream. */

@@ -12,6 +12,7 @@ import { maskSecrets } from '../ops/mask.js';
 import { UpstreamClient } from './client.js';
 import { refusedHandshake, speaksModern, UpstreamEra, type EraSetting } from './era.js';
 import { HttpUpstream } from './http.js';
+import type { ListCache } from './list-cache.js';
 import { bridgedSession, type ModernBridgeOptions } from './modern-bridge.js';
 import { ModernHttpUpstream, type ModernUpstream } from './modern-http.js';
 import { ModernStdioUpstream } from './modern-stdio.js';
@@ -31,6 +32,8 @@ export interface ConnectorOptions {
   getFollowsClient: boolean;
   shutdownGraceMs: number;
   clientInfo: { name: string; version: string };
+  /** Where modern requests' list answers are kept (a 2026-07-28 server's, for modern clients and bridged sessions alike). */
+  lists?: ListCache;
   /** Which era the upstream speaks (upstream.era); `auto` asks an HTTP upstream. */
   era: EraSetting;
   /** How long the era question may take before the upstream counts as legacy. */
@@ -56,11 +59,12 @@ export class UpstreamConnector {
   constructor(private readonly o: ConnectorOptions) {
     const spec = o.spec;
     const log = o.log.child({ upstreamEra: 'modern' });
-    const modern = (this.modern = this.witnessed(
+    const witnessed = this.witnessed(
       spec.kind === 'http'
         ? new ModernHttpUpstream(spec, this.dispatcher, log)
         : new ModernStdioUpstream((events) => this.connect(events, log), log),
-    ));
+    );
+    const modern = (this.modern = o.lists ? { ...witnessed, call: o.lists.wrap(witnessed) } : witnessed);
     const discover = () =>
       modern.call(
         {

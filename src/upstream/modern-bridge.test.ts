@@ -37,6 +37,7 @@ function bridged(capabilities: Record<string, unknown> = { elicitation: {} }) {
     },
     {
       upstream,
+      who: { principal: '', clientKey: 'test' },
       server: async () => ({ capabilities: { tools: {} }, serverInfo: { name: 'up', version: '1' } }),
       paramHeaders: async (req) => (req.method === 'tools/call' ? new Map([['mcp-param-region', ['region']]]) : undefined),
       toolsSeen: () => undefined,

@@ -29,6 +29,8 @@ import type { UpstreamConnection, UpstreamEvents } from './types.js';
 
 export interface ModernBridgeOptions {
   upstream: ModernUpstream;
+  /** Whose session it is: a list answer may be shared with the principal's other requests (list-cache.ts). */
+  who: { principal: string; clientKey: string };
   /** The upstream's discover result. */
   server(): Promise<UpstreamServer>;
   /** The Mcp-Param-* headers of a tools/call (header, lower case → argument). */
@@ -122,6 +124,7 @@ class ModernBridge implements SessionBackend {
       const id = round === 0 ? req.id : `${String(req.id)}#${round}`;
       const sent = { jsonrpc: '2.0' as const, id, method: req.method, params };
       const { frame } = await this.o.upstream.call(sent, {
+        caller: { ...this.o.who, capabilities: this.client().capabilities },
         signal: hooks.signal,
         timeoutMs: this.o.requestTimeoutMs,
         paramHeaders,

@@ -13,8 +13,9 @@
 import type { Logger } from 'pino';
 import { canonicalJson } from '../jsonrpc/canonical.js';
 import { ProxyError } from '../jsonrpc/errors.js';
-import { isObject, type JsonRpcNotification } from '../jsonrpc/message.js';
+import { isObject, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
 import type { RequestContext } from '../mcp/request-context.js';
+import type { CallOptions, UpstreamAnswer, UpstreamCall } from './call.js';
 import { UpstreamClient, type UpstreamObserver } from './client.js';
 import type { UpstreamConnection, UpstreamEvents } from './types.js';
 
@@ -104,7 +105,7 @@ interface Entry {
   lastUsed: number;
 }
 
-export class UpstreamPool {
+export class UpstreamPool implements UpstreamCall {
   private readonly entries = new Set<Entry>();
   private readonly reaper: NodeJS.Timeout;
   private closing = false;
@@ -155,6 +156,24 @@ export class UpstreamPool {
       throw err;
     }
     return { client: entry.client, release };
+  }
+
+  /**
+   * One call (UpstreamCall) on a session of its caller's, borrowed for the call and shared with others: never one
+   * that may ask the client for input.
+   */
+  async call(req: JsonRpcRequest, o: CallOptions): Promise<UpstreamAnswer> {
+    for (let attempt = 1; ; attempt++) {
+      const lease = await this.acquire(o.caller ?? { principal: '', clientKey: '', capabilities: {} });
+      try {
+        return await lease.client.call(req, o);
+      } catch (err) {
+        // The upstream forgot the session (404) without running the request: once more on a new one.
+        if (attempt > 1 || !(err instanceof ProxyError) || err.code !== 'UPSTREAM_SESSION_EXPIRED') throw err;
+      } finally {
+        lease.release();
+      }
+    }
   }
 
   /** The upstream's initialize result (from any live session, or a new one without capabilities). */

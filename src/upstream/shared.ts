@@ -9,8 +9,10 @@
  */
 import type { Logger } from 'pino';
 import { ProxyError } from '../jsonrpc/errors.js';
-import type { JsonRpcErrorObject, JsonRpcNotification, JsonRpcRequest } from '../jsonrpc/message.js';
+import type { JsonRpcErrorObject, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../jsonrpc/message.js';
 import { INPUT_METHODS } from '../mcp/eras.js';
+import type { UpstreamCall } from './call.js';
+import { LIST_METHODS } from './list-cache.js';
 import type { McpResult } from '../transformers/contract.js';
 import { EmulatedSession, type CallHooks, type SessionBackend, type SessionClient } from './emulated-session.js';
 import { upstreamCapabilities, type UpstreamLease, type UpstreamPool } from './pool.js';
@@ -32,6 +34,8 @@ export class SharedUpstreamSessions {
 
   constructor(
     readonly pool: UpstreamPool,
+    /** List requests through the pool, answered from the list cache. */
+    readonly lists: UpstreamCall,
     private readonly requestTimeoutMs: number,
   ) {}
 
@@ -152,6 +156,7 @@ class PooledSession implements SessionBackend {
 
   /** Through a pooled session, alone when it may ask the client for input; the server's requests to the client go to it as they are. */
   async call(req: JsonRpcRequest, hooks: CallHooks): Promise<{ result: McpResult } | { error: JsonRpcErrorObject }> {
+    if (LISTS.has(req.method)) return this.list(req, hooks);
     const exclusive = INPUT_METHODS.has(req.method) && Object.keys(this.capabilities).length > 0;
     const lease = await this.shared.pool.acquire(
       { principal: this.principal, clientKey: this.client, capabilities: this.capabilities },
@@ -185,7 +190,21 @@ class PooledSession implements SessionBackend {
     }
   }
 
+  /** A list request, from the list cache or through a pooled session it borrows for the call. */
+  private async list(req: JsonRpcRequest, hooks: CallHooks): Promise<{ result: McpResult } | { error: JsonRpcErrorObject }> {
+    const { frame } = await this.shared.lists.call(req, {
+      caller: { principal: this.principal, clientKey: this.client, capabilities: this.capabilities },
+      signal: hooks.signal,
+      timeoutMs: this.timeoutMs,
+      onNotification: (n) => hooks.notify(n.msg as JsonRpcNotification),
+    });
+    const { error, result } = frame.msg as JsonRpcResponse;
+    return error ? { error } : { result: result ?? {} };
+  }
+
   close(): void {
     this.shared.leave(this);
   }
 }
+
+const LISTS = new Set<string>(LIST_METHODS);

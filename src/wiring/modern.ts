@@ -7,6 +7,7 @@ import { ModernHandler } from '../fronts/modern/handler.js';
 import { ListenHub } from '../fronts/modern/listen.js';
 import type { Sealer } from '../sealing/sealer.js';
 import type { UpstreamConnector } from '../upstream/connector.js';
+import type { UpstreamCall } from '../upstream/call.js';
 import type { UpstreamPool } from '../upstream/pool.js';
 import type { ToolCatalog } from '../upstream/tool-catalog.js';
 import { taskSessionShares } from './upstream.js';
@@ -20,6 +21,8 @@ export interface ModernFront {
 export function createModernHandler(
   config: Config,
   pool: UpstreamPool,
+  /** List requests through the pool, answered from the list cache. */
+  lists: UpstreamCall,
   connector: UpstreamConnector,
   tools: ToolCatalog,
   filters: () => FilterChain,
@@ -30,6 +33,7 @@ export function createModernHandler(
   const hub = new ListenHub(pool, filters, log, config.timeouts.requestMs);
   const handler = new ModernHandler({
     pool,
+    lists,
     filters,
     requestTimeoutMs: config.timeouts.requestMs,
     inputTimeoutMs: config.modern.inputTimeoutMs,

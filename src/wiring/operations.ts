@@ -2,6 +2,7 @@
  * Wiring of operations: readiness (the upstream's start-up check and /readyz), metrics and the
  * observers that feed them and the spans of tracing.
  */
+import type { ListCache } from '../upstream/list-cache.js';
 import type { Logger } from 'pino';
 import { HELD_KINDS, type HeldBytes } from '../core/held-bytes.js';
 import { ProxyError, ProxyStartError } from '../jsonrpc/errors.js';
@@ -27,13 +28,14 @@ export interface Operations {
 /** Readiness probes `connector`; the metrics' gauges read `sessions` (client sessions now) and `held`. */
 export function createOperations(
   connector: UpstreamConnector,
-  o: { sessions: () => number; held: HeldBytes; tracing: Tracing | undefined; log: Logger },
+  o: { sessions: () => number; held: HeldBytes; lists: ListCache; tracing: Tracing | undefined; log: Logger },
 ): Operations {
   const { held, tracing } = o;
   const readiness = new Readiness(() => connector.probe(READY_PROBE_TIMEOUT_MS, o.log.child({ probe: true })), READY_TTL_MS);
   const metrics = new Metrics({
     sessions: o.sessions,
     upstreamProcesses: () => connector.children.size,
+    lists: () => o.lists.counts,
     held: () => HELD_KINDS.map((kind) => ({ kind, bytes: held.bytesOf(kind), dropped: held.dropped.get(kind)! })),
   });
   return { readiness, metrics, observers: new Observers(metrics, tracing), tracing };

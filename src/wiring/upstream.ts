@@ -8,7 +8,9 @@ import type { Observers } from '../ops/observers.js';
 import { PROXY_VERSION } from '../ops/version.js';
 import { UpstreamConnector } from '../upstream/connector.js';
 import { speaksModern } from '../upstream/era.js';
-import { UpstreamPool } from '../upstream/pool.js';
+import type { UpstreamCall } from '../upstream/call.js';
+import { ListCache } from '../upstream/list-cache.js';
+import { upstreamCapabilities, UpstreamPool } from '../upstream/pool.js';
 import { SharedUpstreamSessions } from '../upstream/shared.js';
 import { toolLister, ToolCatalog } from '../upstream/tool-catalog.js';
 import { modernEnvelope } from '../mcp/eras.js';
@@ -24,7 +26,7 @@ const DISCOVER_TIMEOUT_MS = 5_000;
 export function createConnector(
   config: Config,
   upstream: { spec: UpstreamSpec; target: string },
-  o: { getFollowsClient: boolean; log: Logger; witness: (usable: boolean, cause?: string) => void },
+  o: { getFollowsClient: boolean; lists: ListCache; log: Logger; witness: (usable: boolean, cause?: string) => void },
 ): UpstreamConnector {
   return new UpstreamConnector({
     spec: upstream.spec,
@@ -34,9 +36,15 @@ export function createConnector(
     clientInfo: CLIENT_INFO,
     era: config.upstream.era,
     discoverTimeoutMs: Math.min(DISCOVER_TIMEOUT_MS, config.timeouts.initializeMs),
+    lists: o.lists,
     log: o.log,
     witness: o.witness,
   });
+}
+
+/** The cache of the upstream's list answers (upstream.listCache). */
+export function createListCache(config: Config, log: Logger): ListCache {
+  return new ListCache({ ...config.upstream.listCache, stateless: config.upstream.stateless, log: log.child({ listCache: true }) });
 }
 
 /** How the pool's sessions are shared: per client, and among calls that hold one alone (they may ask for input). */
@@ -100,16 +108,19 @@ export interface UpstreamSessions {
   shared: SharedUpstreamSessions | undefined;
   /** What the proxy knows of the upstream's tools (kept across reloads: it describes the upstream). */
   tools: ToolCatalog;
+  /** List requests through the pool, answered from the list cache (a pooled session's answer depends on its capabilities too). */
+  lists: UpstreamCall | undefined;
 }
 
 /** The pool, the shared sessions and the tool catalog the config asks for. */
 export function createUpstreamSessions(
   config: Config,
   connector: UpstreamConnector,
-  o: { log: Logger; observers: Observers },
+  o: { log: Logger; observers: Observers; lists: ListCache },
 ): UpstreamSessions {
   const sharing = config.upstream.sessions === 'shared' && connector.kind === 'stdio';
   const pool = config.modern.enabled || sharing ? createPool(config, connector, o.log, o.observers) : undefined;
-  const shared = pool && sharing ? new SharedUpstreamSessions(pool, config.timeouts.requestMs) : undefined;
-  return { pool, shared, tools: createToolCatalog(config, connector, pool) };
+  const lists = pool && { call: o.lists.wrap(pool, (caller) => upstreamCapabilities(caller.capabilities)) };
+  const shared = pool && lists && sharing ? new SharedUpstreamSessions(pool, lists, config.timeouts.requestMs) : undefined;
+  return { pool, shared, tools: createToolCatalog(config, connector, pool), lists };
 }

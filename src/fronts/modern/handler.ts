@@ -22,6 +22,7 @@ import { clientNameOf } from '../../core/profiles.js';
 import { traceContextOf } from '../../ops/trace-context.js';
 import type { Sealer } from '../../sealing/sealer.js';
 import type { McpResult } from '../../transformers/contract.js';
+import type { UpstreamCall } from '../../upstream/call.js';
 import type { UpstreamPool } from '../../upstream/pool.js';
 import { Completion, type CacheHints } from './complete.js';
 import type { Owner } from './forward.js';
@@ -39,6 +40,8 @@ import type { ModernUpstream } from '../../upstream/modern-http.js';
 
 export interface ModernHandlerOptions {
   pool: UpstreamPool;
+  /** List requests through the pool, answered from the list cache (src/upstream/list-cache.ts). */
+  lists: UpstreamCall;
   /** The filters requests run through, as the config says now. */
   filters(): FilterChain;
   requestTimeoutMs: number;
@@ -83,7 +86,15 @@ export class ModernHandler {
     this.tasks = opts.tasks && new Tasks(opts.tasks);
     this.completion = new Completion(opts.cache);
     const { modern, era, filters, requestTimeoutMs, tools, sealer, log } = opts;
-    this.pooled = new PooledRoute({ pool: opts.pool, rounds: this.rounds, completion: this.completion, listen: opts.listen, log });
+    this.pooled = new PooledRoute({
+      pool: opts.pool,
+      lists: opts.lists,
+      rounds: this.rounds,
+      completion: this.completion,
+      requestTimeoutMs,
+      listen: opts.listen,
+      log,
+    });
     const tasks = opts.tasks && { held: opts.held, inputTimeoutMs: opts.inputTimeoutMs, maxInputBytes: opts.maxInputRequestBytes };
     this.passThrough = new PassThrough({
       upstream: modern,

@@ -32,7 +32,7 @@ import { httpStatusOf } from '../../mcp/http-status.js';
 import { refusedInputRequests, refusedUrlElicitations, refusedUrlError } from '../../mcp/url-elicitation.js';
 import type { McpResult } from '../../transformers/contract.js';
 import type { UpstreamServer } from '../../upstream/era.js';
-import type { UpstreamAnswer } from '../../upstream/call.js';
+import type { Caller, UpstreamAnswer } from '../../upstream/call.js';
 import { CallAbort, onAbort } from '../../upstream/call-abort.js';
 import { NO_TIMEOUT_MS, type ModernUpstream } from '../../upstream/modern-http.js';
 import type { CacheHint, CacheHints } from './complete.js';
@@ -93,7 +93,7 @@ export class PassThrough implements UpstreamRoute, EraCompletion {
         return { task: call, next: call.next(), shape };
       }
       answer = await call.answered;
-    } else answer = await this.send(sent, reply, this.o.requestTimeoutMs, onNotification, paramHeaders);
+    } else answer = await this.send(sent, reply, this.o.requestTimeoutMs, onNotification, paramHeaders, callerOf(ctx));
     const { frame, status, msg } = this.checked(req.method, answer);
     if (msg.error) return { response: msg, frame, status, completion: this };
     const result = msg.result ?? {};
@@ -156,10 +156,12 @@ export class PassThrough implements UpstreamRoute, EraCompletion {
     timeoutMs: number,
     onNotification: (n: JsonRpcNotification) => void,
     paramHeaders?: ParamHeaders,
+    caller?: Caller,
   ): Promise<UpstreamAnswer> {
     const abort = new CallAbort();
     onAbort(reply.cancellation, () => abort.abort(new ProxyError('CLIENT_GONE', 'The client closed the request')));
     return this.o.upstream.call(req, {
+      caller,
       signal: abort,
       timeoutMs,
       paramHeaders,
@@ -356,6 +358,11 @@ async function answeredWithin(answer: Promise<unknown>, ms: number): Promise<boo
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Whom a request is passed through for: a list answer may be shared with their other requests (list-cache.ts). */
+function callerOf(ctx: RequestContext): Caller {
+  return { principal: ctx.principal ?? '', clientKey: ctx.clientKey ?? ctx.principal ?? '', capabilities: ctx.capabilities };
 }
 
 function pick(from: Record<string, unknown>, key: string): Record<string, unknown> {

@@ -7,19 +7,24 @@
  */
 import type { Logger } from 'pino';
 import type { EraCompletion, Exchange } from '../../core/exchange.js';
-import { modernUpstreamError, URL_ELICITATION_REQUIRED } from '../../jsonrpc/errors.js';
+import { modernUpstreamError, ProxyError, URL_ELICITATION_REQUIRED } from '../../jsonrpc/errors.js';
 import {
   errorResponse,
   isObject,
   type Frame,
   type JsonRpcErrorObject,
   type JsonRpcId,
+  type JsonRpcNotification,
   type JsonRpcRequest,
+  type JsonRpcResponse,
 } from '../../jsonrpc/message.js';
-import { INPUT_METHODS, SUPPORTED_VERSIONS } from '../../mcp/eras.js';
+import { INPUT_METHODS, passesLogLevel, SUPPORTED_VERSIONS } from '../../mcp/eras.js';
 import type { RequestContext } from '../../mcp/request-context.js';
 import type { McpResult } from '../../transformers/contract.js';
 import type { UpstreamServer } from '../../upstream/era.js';
+import type { UpstreamCall } from '../../upstream/call.js';
+import { CallAbort, onAbort } from '../../upstream/call-abort.js';
+import { LIST_METHODS } from '../../upstream/list-cache.js';
 import type { UpstreamPool } from '../../upstream/pool.js';
 import type { Completion } from './complete.js';
 import type { InputRounds } from './input-rounds.js';
@@ -29,6 +34,9 @@ import type { Ran, UpstreamRoute } from './route.js';
 
 export interface PooledRouteOptions {
   pool: UpstreamPool;
+  /** List requests, through the list cache: they never ask the client for input. */
+  lists: UpstreamCall;
+  requestTimeoutMs: number;
   rounds: InputRounds;
   completion: Completion;
   /** Serves `subscriptions/listen` (listen.ts). */
@@ -51,6 +59,7 @@ export class PooledRoute implements UpstreamRoute {
   async run(req: JsonRpcRequest, exchange: Exchange, ctx: RequestContext, reply: ModernReply, within?: number): Promise<Ran> {
     const { rounds } = this.o;
     const params = exchange.request.params ?? {};
+    if (LISTS.has(req.method) && params.requestState === undefined) return this.list(req, upstreamParams(params, ctx), ctx, reply);
     const resumed = params.requestState !== undefined ? await rounds.resume(req, ctx, reply, within) : 'again';
     if (resumed === 'declined') {
       const declined = { code: URL_ELICITATION_REQUIRED, message: 'The user did not complete the URL elicitation the server required' };
@@ -77,6 +86,25 @@ export class PooledRoute implements UpstreamRoute {
       if (round) return { answer: result(req.id, round) };
     }
     return { response: res, frame: outcome.frame, completion: this.completion(await this.server(), call.round > 0) };
+  }
+
+  /** A list request: answered from the list cache, or through a pooled session it borrows for the call. */
+  private async list(req: JsonRpcRequest, params: Record<string, unknown>, ctx: RequestContext, reply: ModernReply): Promise<Ran> {
+    const signal = new CallAbort();
+    onAbort(reply.cancellation, () => signal.abort(new ProxyError('CLIENT_GONE', 'The client closed the request')));
+    const { frame } = await this.o.lists.call(
+      { jsonrpc: '2.0', id: req.id, method: req.method, params },
+      {
+        caller: { principal: ctx.principal ?? '', clientKey: ctx.clientKey ?? ctx.principal ?? '', capabilities: ctx.capabilities },
+        signal,
+        timeoutMs: this.o.requestTimeoutMs,
+        onNotification: ({ msg }) => {
+          const n = msg as JsonRpcNotification;
+          if (passesLogLevel(n, ctx.logLevel)) reply.notify(n);
+        },
+      },
+    );
+    return { response: frame.msg as JsonRpcResponse, frame, completion: this.completion(await this.server(), false) };
   }
 
   /**
@@ -109,6 +137,8 @@ export class PooledRoute implements UpstreamRoute {
     return this.o.listen(req, ctx, reply, tasks);
   }
 }
+
+const LISTS = new Set<string>(LIST_METHODS);
 
 function errorFrame(id: JsonRpcId, error: JsonRpcErrorObject): Frame {
   return { msg: errorResponse(id, modernUpstreamError(error)) };
