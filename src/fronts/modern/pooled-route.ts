@@ -59,7 +59,8 @@ export class PooledRoute implements UpstreamRoute {
   async run(req: JsonRpcRequest, exchange: Exchange, ctx: RequestContext, reply: ModernReply, within?: number): Promise<Ran> {
     const { rounds } = this.o;
     const params = exchange.request.params ?? {};
-    if (LISTS.has(req.method) && params.requestState === undefined) return this.list(req, upstreamParams(params, ctx), ctx, reply);
+    if (LISTS.has(exchange.method) && params.requestState === undefined)
+      return this.list(exchange.request, upstreamParams(params, ctx), ctx, reply);
     const resumed = params.requestState !== undefined ? await rounds.resume(req, ctx, reply, within) : 'again';
     if (resumed === 'declined') {
       const declined = { code: URL_ELICITATION_REQUIRED, message: 'The user did not complete the URL elicitation the server required' };
