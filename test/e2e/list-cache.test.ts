@@ -117,6 +117,25 @@ describe('the list cache', () => {
     expect(await metricValue(proxy.url, 'mcp_proxy_list_cache_requests_total{method="tools/list",outcome="hit"}')).toBe(16);
   }, 60_000);
 
+  it('serves the listing a search makes (tools=search) from the cache too', async () => {
+    const file = countFile();
+    const proxy = await proxyWith(
+      `${stdioUpstream(file, '  sessions: shared\n  stateless: true\n')}modern:\n  pool: { warmSpare: false }\n`,
+    );
+    const caps = { extensions: { 'io.modelcontextprotocol/content-negotiation': { features: ['tools=search'] } } };
+    const search = async (id: number) => {
+      const m = modern(id, 'tools/call', { name: 'search_tools', arguments: { query: 'add a tool to the list' } }, caps);
+      const reply = await rawPost(proxy.url, m.body, m.headers);
+      expect(reply.messages[0].result.structuredContent.tools[0].name, reply.text).toBe('add_tool');
+    };
+    await search(1);
+    // The first reached the upstream (and so did the proxy's own listing of the tools a call may name); the others do not.
+    const first = listed(file).length;
+    await search(2);
+    await search(3);
+    expect(listed(file)).toHaveLength(first);
+  }, 60_000);
+
   it('lists the tools of a 2026-07-28 server once for modern clients and bridged legacy sessions, until it announces a change', async () => {
     const file = countFile();
     const upstream = await startHttpFixture('list-counter', { LIST_COUNT_FILE: file }, ['--modern']);
