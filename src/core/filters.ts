@@ -3,9 +3,12 @@
  * bound to a legacy session at `initialize` or to one modern request from its `_meta`. Requests
  * pass the filters in order (each sees the request the previous one rewrote), results the same
  * way (server variants' view, then content negotiation, then any filter added after them), and
- * a result no filter changed stays the upstream's bytes.
+ * a result no filter changed stays the upstream's bytes. Beside the filters, the tool pins
+ * (src/upstream/tool-pins.ts) refuse calls to a tool whose changed definition is refused and
+ * take it out of listings: here, because every request of every cell passes this chain.
  */
 import type { Logger } from 'pino';
+import { toJsonRpcError } from '../jsonrpc/errors.js';
 import { isObject, type JsonRpcErrorObject, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
 import { CONTENT_NEGOTIATION, contentNegotiationFilter, type ContentNegotiationSetup } from '../extensions/content-negotiation/filter.js';
 import { extensionsOf, type Filter, type FilterContext, type RequestVerdict, type UpstreamAsk } from '../extensions/contract.js';
@@ -176,6 +179,10 @@ export class BoundFilters {
       request = verdict.request ?? request;
       scope = verdict.variant ?? scope;
     }
+    // A tool whose changed definition is refused (upstream.toolChanges: refuse), by the name the call goes upstream with.
+    const call = request ?? req;
+    const refused = call.method === 'tools/call' ? this.chain.tools.pins?.refusal(call.params?.name) : undefined;
+    if (refused) return { error: toJsonRpcError(refused, this.era) };
     return request || scope !== undefined ? { request, scope } : undefined;
   }
 
@@ -208,6 +215,8 @@ export class BoundFilters {
   /** Whether any filter would look at this request's result (an initialize result always: the filters learn from it). */
   wantsResult(method: string, name: string | undefined, scope?: string): boolean {
     if (method === 'initialize') return true;
+    // Every listing is read: the pins see each definition, and a refused tool is not listed.
+    if (method === 'tools/list' && this.chain.tools.pins) return true;
     return this.chain.filters.some((f, i) => f.onResult && (f.wantsResult?.(this.context(i, method, name, scope)) ?? true));
   }
 
@@ -239,7 +248,7 @@ export class BoundFilters {
         current = out ?? current;
       }
       if (current) this.chain.countShaped();
-      return current;
+      return (method === 'tools/list' && this.chain.tools.pins?.unlisted(current ?? result)) || current;
     };
     return step(0);
   }

@@ -27,7 +27,13 @@ export interface Operations {
 /** Readiness probes `connector`; the metrics' gauges read `sessions` (client sessions now) and `held`. */
 export function createOperations(
   connector: UpstreamConnector,
-  o: { sessions: () => number; held: HeldBytes; tracing: Tracing | undefined; log: Logger },
+  o: {
+    sessions: () => number;
+    held: HeldBytes;
+    toolPins?: () => { pinned: number; refused: number } | undefined;
+    tracing: Tracing | undefined;
+    log: Logger;
+  },
 ): Operations {
   const { held, tracing } = o;
   const readiness = new Readiness(() => connector.probe(READY_PROBE_TIMEOUT_MS, o.log.child({ probe: true })), READY_TTL_MS);
@@ -35,6 +41,7 @@ export function createOperations(
     sessions: o.sessions,
     upstreamProcesses: () => connector.children.size,
     held: () => HELD_KINDS.map((kind) => ({ kind, bytes: held.bytesOf(kind), dropped: held.dropped.get(kind)! })),
+    toolPins: o.toolPins,
   });
   return { readiness, metrics, observers: new Observers(metrics, tracing), tracing };
 }

@@ -1,0 +1,176 @@
+/**
+ * Pinned tool definitions through the built proxy, with a server whose `weather` tool changes its
+ * description silently after a call to `mutate` (test/fixtures/tool-pins-server.ts): with
+ * `upstream.toolChanges: refuse` the changed tool is refused to a v1 SDK client (a session of its
+ * own, shared sessions, the bridge) and a 2026-07-28 client, in front of a legacy and a
+ * 2026-07-28 server, until the operator accepts it with `pins accept` and a reload; with
+ * `announce` legacy sessions are told; by default the change is logged and counted.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { connectModern } from '../helpers/modern-clients.js';
+import { eventually, fixtureArgv, logEntries, logged, PROXY_MAIN, startProxy, stopAll, type Running } from '../helpers/processes.js';
+
+const REFUSED = /Tool "weather" is refused: its definition changed since it was pinned .*pins accept "weather"/;
+type Text = { content: Array<{ type: string; text: string }> };
+
+const dirs: string[] = [];
+const closers: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
+  await stopAll();
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+afterAll(stopAll);
+
+/** A proxy in front of the fixture (its state in a file of a fresh folder), with `upstream` config beside. */
+async function proxyWith(upstream: Record<string, unknown>, fixtureArgs: string[] = [], args: string[] = []) {
+  const dir = mkdtempSync(join(tmpdir(), 'tool-pins-e2e-'));
+  dirs.push(dir);
+  const config = join(dir, 'proxy.yaml');
+  const command = fixtureArgv('tool-pins-server', '--state', join(dir, 'state'), ...fixtureArgs);
+  writeFileSync(config, JSON.stringify({ upstream: { command, ...upstream } }));
+  const proxy = await startProxy(['--config', config, ...args]);
+  return { proxy, config, pins: join(dir, 'pins.json') };
+}
+
+async function legacyClient(proxy: Running): Promise<Client> {
+  const client = new Client({ name: 'tool-pins-v1', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(proxy.url));
+  await client.connect(transport);
+  closers.push(async () => {
+    await transport.terminateSession().catch(() => undefined);
+    await client.close();
+  });
+  return client;
+}
+
+async function modernClient(proxy: Running) {
+  const modern = await connectModern('http', { url: proxy.url }, { input: false });
+  closers.push(() => modern.close());
+  return modern.client;
+}
+
+const names = (listed: { tools: Array<{ name: string }> }) => listed.tools.map((t) => t.name).sort();
+const weatherText = async (client: { callTool(p: { name: string; arguments: Record<string, unknown> }): Promise<unknown> }) =>
+  ((await client.callTool({ name: 'weather', arguments: { city: 'Bern' } })) as Text).content[0].text;
+
+/** `pins accept weather` on the proxy's config, then a reload (SIGHUP), as an operator does. */
+async function accept(proxy: Running, config: string): Promise<string> {
+  const out = execFileSync(process.execPath, [PROXY_MAIN, 'pins', 'accept', 'weather', '--config', config], { encoding: 'utf8' });
+  const reloads = logEntries(proxy).filter((e) => String(e.msg).startsWith('config reloaded')).length;
+  proxy.proc.kill('SIGHUP');
+  await eventually(() => logEntries(proxy).filter((e) => String(e.msg).startsWith('config reloaded')).length > reloads, 5000, 'reload');
+  return out;
+}
+
+describe('upstream.toolChanges: refuse', () => {
+  for (const sessions of ['isolated', 'shared'] as const) {
+    it(`in front of a legacy server (${sessions} sessions): the changed tool is refused to v1 and 2026-07-28 clients, and unlisted, until accepted`, async () => {
+      const { proxy, config } = await proxyWith({ toolPins: 'pins.json', toolChanges: 'refuse', sessions });
+      const v1 = await legacyClient(proxy);
+      const modern = await modernClient(proxy);
+      expect(names(await v1.listTools())).toEqual(['mutate', 'weather']);
+      expect(await weatherText(v1)).toBe('sunny in Bern (definition v1)');
+      expect(await weatherText(modern)).toBe('sunny in Bern (definition v1)');
+
+      await v1.callTool({ name: 'mutate', arguments: {} });
+      // The listing that shows the change: the tool is left out of it, then refused everywhere.
+      expect(names(await v1.listTools())).toEqual(['mutate']);
+      await expect(weatherText(v1)).rejects.toThrow(REFUSED);
+      await expect(weatherText(modern)).rejects.toThrow(REFUSED);
+      expect(names(await modern.listTools())).toEqual(['mutate']);
+      expect(logEntries(proxy)).toContainEqual(
+        expect.objectContaining({
+          level: 40,
+          tool: 'weather',
+          mode: 'refuse',
+          msg: 'tool definition changed: calls refused until accepted',
+        }),
+      );
+
+      expect(await accept(proxy, config)).toMatch(/accepted weather: [0-9a-f]{12} → [0-9a-f]{12}/);
+      expect(await weatherText(v1)).toBe('sunny in Bern (definition v2)');
+      expect(await weatherText(modern)).toBe('sunny in Bern (definition v2)');
+      expect(names(await v1.listTools())).toEqual(['mutate', 'weather']);
+    });
+  }
+
+  it('in front of a 2026-07-28 server: refused to a 2026-07-28 client and to a v1 client on the bridge, until accepted', async () => {
+    const { proxy, config } = await proxyWith({ toolPins: 'pins.json', toolChanges: 'refuse', era: 'modern' }, ['--modern']);
+    const modern = await modernClient(proxy);
+    const v1 = await legacyClient(proxy);
+    expect(names(await modern.listTools())).toEqual(['mutate', 'weather']);
+    expect(await weatherText(v1)).toBe('sunny in Bern (definition v1)');
+
+    await modern.callTool({ name: 'mutate', arguments: {} });
+    expect(names(await modern.listTools())).toEqual(['mutate']);
+    await expect(weatherText(modern)).rejects.toThrow(REFUSED);
+    await expect(weatherText(v1)).rejects.toThrow(REFUSED);
+
+    await accept(proxy, config);
+    expect(await weatherText(modern)).toBe('sunny in Bern (definition v2)');
+    expect(await weatherText(v1)).toBe('sunny in Bern (definition v2)');
+  });
+
+  it('needs a pins file, and a corrupt one stops the start with a message that names it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tool-pins-e2e-'));
+    dirs.push(dir);
+    const config = join(dir, 'proxy.yaml');
+    writeFileSync(config, JSON.stringify({ upstream: { toolChanges: 'refuse' } }));
+    const run = () => {
+      try {
+        execFileSync(process.execPath, [PROXY_MAIN, '--port', '0', '--config', config], { encoding: 'utf8', stdio: 'pipe' });
+        return { status: 0, stderr: '' };
+      } catch (err) {
+        return err as { status: number; stderr: string };
+      }
+    };
+    expect(run()).toMatchObject({ status: 2, stderr: expect.stringMatching(/toolChanges: refuse needs toolPins/) });
+    writeFileSync(config, JSON.stringify({ upstream: { toolChanges: 'refuse', toolPins: 'pins.json' } }));
+    writeFileSync(join(dir, 'pins.json'), '{"version": 1, "tools": {"weather": ');
+    expect(run()).toMatchObject({
+      status: 2,
+      stderr: expect.stringMatching(/upstream\.toolPins: .*pins\.json: the tool pins file is not JSON .*fix or delete it/),
+    });
+  });
+});
+
+describe('upstream.toolChanges: announce', () => {
+  it('tells every legacy session that the tool list changed when a listing shows a changed definition', async () => {
+    const { proxy } = await proxyWith({ toolChanges: 'announce' });
+    const lister = await legacyClient(proxy);
+    const other = await legacyClient(proxy);
+    const heard = { lister: 0, other: 0 };
+    lister.setNotificationHandler(ToolListChangedNotificationSchema, () => void heard.lister++);
+    other.setNotificationHandler(ToolListChangedNotificationSchema, () => void heard.other++);
+    await lister.listTools();
+    await lister.callTool({ name: 'mutate', arguments: {} });
+    expect(heard).toEqual({ lister: 0, other: 0 }); // the server says nothing
+    const listed = await lister.listTools();
+    expect(listed.tools.find((t) => t.name === 'weather')?.description).toMatch(/id_rsa/); // allowed, and announced
+    await eventually(() => heard.lister === 1 && heard.other === 1, 5000, 'list_changed heard by both sessions');
+    expect(await weatherText(other)).toBe('sunny in Bern (definition v2)');
+  });
+});
+
+describe('upstream.toolChanges: allow (the default)', () => {
+  it('logs and counts a changed definition, and serves it', async () => {
+    const { proxy } = await proxyWith({});
+    const v1 = await legacyClient(proxy);
+    await v1.listTools();
+    await v1.callTool({ name: 'mutate', arguments: {} });
+    await v1.listTools();
+    await logged(proxy, (e) => e.msg === 'tool definition changed: pinned anew' && e.tool === 'weather' && e.mode === 'allow');
+    const metrics = await (await fetch(proxy.url.replace('/mcp', '/metrics'))).text();
+    expect(metrics).toMatch(/^mcp_proxy_tool_definition_changes_total\{mode="allow"\} 1$/m);
+    expect(metrics).toMatch(/^mcp_proxy_tool_pins\{state="pinned"\} 2$/m);
+    expect(await weatherText(v1)).toBe('sunny in Bern (definition v2)');
+  });
+});
