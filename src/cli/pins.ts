@@ -28,9 +28,10 @@ export function pinsCommand(request: PinsRequest, configFile: string | undefined
     if (err instanceof PinsFileError) throw new UsageError(err.message);
     throw err;
   }
-  const refused = [...entries].filter(([, pin]) => pin.refused).map(([name]) => name);
+  const sorted = [...entries].sort(([a], [b]) => (a < b ? -1 : 1));
+  const refused = sorted.filter(([, pin]) => pin.refused).map(([name]) => name);
   if (request.action === 'list') {
-    const lines = [...entries].map(([name, pin]) =>
+    const lines = sorted.map(([name, pin]) =>
       pin.refused ? `${name}  ${short(pin.sha256)}  refused: ${short(pin.refused)}` : `${name}  ${short(pin.sha256)}`,
     );
     return `${file}: ${entries.size} tools pinned, ${refused.length} refused\n${lines.join('\n')}`;

@@ -6,8 +6,8 @@
  * 2026-07-28 server, until the operator accepts it with `pins accept` and a reload; with
  * `announce` legacy sessions are told; by default the change is logged and counted.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -139,6 +139,31 @@ describe('upstream.toolChanges: refuse', () => {
       status: 2,
       stderr: expect.stringMatching(/upstream\.toolPins: .*pins\.json: the tool pins file is not JSON .*fix or delete it/),
     });
+  });
+});
+
+describe('the pins command', () => {
+  it('pins list shows what is pinned and refused; pins reject keeps the old digest, pins accept --all takes the new one; a mistake changes nothing', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tool-pins-e2e-'));
+    dirs.push(dir);
+    const config = join(dir, 'proxy.yaml');
+    writeFileSync(config, JSON.stringify({ upstream: { toolPins: 'pins.json', toolChanges: 'refuse' } }));
+    const [a, b, c] = ['a', 'b', 'c'].map((x) => x.repeat(64));
+    const file = (tools: object) => writeFileSync(join(dir, 'pins.json'), JSON.stringify({ version: 1, tools }));
+    const pins = (...args: string[]) =>
+      execFileSync(process.execPath, [PROXY_MAIN, 'pins', ...args, '--config', config], { encoding: 'utf8' });
+    const read = () => (JSON.parse(readFileSync(join(dir, 'pins.json'), 'utf8')) as { tools: object }).tools;
+    file({ weather: { sha256: a, refused: b }, news: { sha256: a, refused: c }, maps: { sha256: c } });
+    expect(pins('list')).toMatch(/3 tools pinned, 2 refused\n(.|\n)*weather {2}a{12} {2}refused: b{12}/);
+    const mistake = spawnSync(process.execPath, [PROXY_MAIN, 'pins', 'accept', 'maps', '--config', config], { encoding: 'utf8' });
+    expect(mistake).toMatchObject({
+      status: 2,
+      stderr: expect.stringMatching(/no refused definition of "maps" \(refused now: news, weather\)/),
+    });
+    expect(read()).toEqual({ weather: { sha256: a, refused: b }, news: { sha256: a, refused: c }, maps: { sha256: c } });
+    expect(pins('reject', 'weather')).toMatch(/rejected weather's new definition b{12}: a{12} stays pinned/);
+    expect(pins('accept', '--all')).toMatch(/accepted news: a{12} → c{12}\nReload the proxy/);
+    expect(read()).toEqual({ maps: { sha256: c }, news: { sha256: c }, weather: { sha256: a } });
   });
 });
 
