@@ -59,6 +59,10 @@ describe('pinning in mode allow (the default)', () => {
     expect(entries).toEqual([expect.objectContaining({ tool: 'weather', mode: 'allow', msg: 'tool definition changed: pinned anew' })]);
     expect(p.refusal('weather')).toBeUndefined();
     expect(p.unlisted({ tools: [weather('Weather, and more.')] })).toBeUndefined();
+    // A page listed before is read again once the pins changed: a server that flips between two definitions is seen each time.
+    p.see([weather('Weather.'), other]);
+    p.see([weather('Weather, and more.'), other]);
+    expect(counters.toolDefinitionChanges).toEqual({ allow: 3 });
   });
 });
 

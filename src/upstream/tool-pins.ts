@@ -49,6 +49,8 @@ const ANNOUNCE_INTERVAL_MS = 1000;
 /** The members of a tool that are pinned. */
 const PINNED_MEMBERS = ['name', 'title', 'description', 'inputSchema', 'outputSchema', 'annotations', 'execution'] as const;
 const DIGEST = /^[0-9a-f]{64}$/;
+/** Pages remembered as unchanged, at most (the set starts again beyond). */
+const MAX_UNCHANGED_PAGES = 256;
 const FILE_VERSION = 1;
 
 /** One tool's entry: the digest pinned, and the digest of a changed definition refused until accepted. */
@@ -162,6 +164,10 @@ export class ToolPins {
   private announceTimer: NodeJS.Timeout | undefined;
   private readonly logged = { windowStart: -Infinity, count: 0, notLogged: 0 };
   private fullNoted = false;
+  /** Bumped by every change of the pins: pages seen before it are read again after it. */
+  private state = 0;
+  /** Keys of pages whose every tool was as pinned when last seen, since the pins last changed (see pageKey). */
+  private readonly unchanged = new Set<string>();
   private readonly now: () => number;
 
   /** Loads the pins file (throws PinsFileError when it cannot be used; a missing file starts empty). */
@@ -184,6 +190,10 @@ export class ToolPins {
 
   /** The tools of a listed page (anything else is skipped): the new ones pinned, changes handled as `mode` says. */
   see(tools: unknown[]): void {
+    // A page listed again as it was costs one serialization, not a canonical form and a digest per tool.
+    const page = pageKey(tools);
+    if (page !== undefined && this.unchanged.has(page)) return;
+    const before = this.state;
     let changed = false;
     for (const tool of tools) {
       if (!isObject(tool) || typeof tool.name !== 'string') continue;
@@ -196,6 +206,7 @@ export class ToolPins {
       }
       if (pin.sha256 === digest || pin.refused === digest) continue; // a refusal holds until the operator acts
       this.note(name, pin, digest);
+      this.state++;
       if (this.o.mode === 'refuse') {
         if (!pin.refused) this.refusedCount++;
         pin.refused = digest;
@@ -204,6 +215,10 @@ export class ToolPins {
     }
     if (this.dirty) this.scheduleWrite();
     if (changed && this.o.mode !== 'allow') this.announce();
+    if (page === undefined) return;
+    if (this.state !== before) this.unchanged.clear();
+    if (this.unchanged.size >= MAX_UNCHANGED_PAGES) this.unchanged.clear();
+    this.unchanged.add(page);
   }
 
   /** The refusal of a call to `name`, or undefined when it may go on. */
@@ -265,6 +280,7 @@ export class ToolPins {
       return;
     }
     this.pins.set(name, { sha256: digest });
+    this.state++;
     this.bytes += bytes;
     this.dirty = true;
   }
@@ -364,6 +380,8 @@ export class ToolPins {
     }
     this.fileText = text;
     this.pins = next;
+    this.state++;
+    this.unchanged.clear();
     this.dirty = this.dirty || pinsText(next) !== pinsText(theirs);
     this.recount();
   }
@@ -376,6 +394,15 @@ export class ToolPins {
       if (pin.refused && this.o.mode !== 'refuse') delete pin.refused;
       if (pin.refused) this.refusedCount++;
     }
+  }
+}
+
+/** A page's tools as their JSON's sha256 (undefined for tools that cannot be serialized: they are read one by one). */
+function pageKey(tools: unknown[]): string | undefined {
+  try {
+    return createHash('sha256').update(JSON.stringify(tools)).digest('base64');
+  } catch {
+    return undefined;
   }
 }
 
