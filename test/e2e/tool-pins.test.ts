@@ -168,19 +168,24 @@ describe('the pins command', () => {
 });
 
 describe('upstream.toolChanges: announce', () => {
-  it('tells every legacy session that the tool list changed when a listing shows a changed definition', async () => {
+  it('tells every legacy session, and modern listeners that asked, that the tool list changed when a listing shows a changed definition', async () => {
     const { proxy } = await proxyWith({ toolChanges: 'announce' });
     const lister = await legacyClient(proxy);
     const other = await legacyClient(proxy);
-    const heard = { lister: 0, other: 0 };
+    const modern = await modernClient(proxy);
+    const heard = { lister: 0, other: 0, modern: 0 };
     lister.setNotificationHandler(ToolListChangedNotificationSchema, () => void heard.lister++);
     other.setNotificationHandler(ToolListChangedNotificationSchema, () => void heard.other++);
+    modern.setNotificationHandler('notifications/tools/list_changed', () => void heard.modern++);
+    const listening = await modern.listen({ toolsListChanged: true });
+    closers.push(() => listening.close());
+    expect(listening.honoredFilter).toEqual({ toolsListChanged: true });
     await lister.listTools();
     await lister.callTool({ name: 'mutate', arguments: {} });
-    expect(heard).toEqual({ lister: 0, other: 0 }); // the server says nothing
+    expect(heard).toEqual({ lister: 0, other: 0, modern: 0 }); // the server says nothing
     const listed = await lister.listTools();
     expect(listed.tools.find((t) => t.name === 'weather')?.description).toMatch(/id_rsa/); // allowed, and announced
-    await eventually(() => heard.lister === 1 && heard.other === 1, 5000, 'list_changed heard by both sessions');
+    await eventually(() => heard.lister === 1 && heard.other === 1 && heard.modern === 1, 5000, 'list_changed heard by every client');
     expect(await weatherText(other)).toBe('sunny in Bern (definition v2)');
   });
 });
