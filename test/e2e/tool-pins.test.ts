@@ -102,17 +102,26 @@ describe('upstream.toolChanges: refuse', () => {
     });
   }
 
-  it('in front of a 2026-07-28 server: refused to a 2026-07-28 client and to a v1 client on the bridge, until accepted', async () => {
+  it('in front of a 2026-07-28 server: refused to a 2026-07-28 client and to a v1 client on the bridge, and both told, until accepted', async () => {
     const { proxy, config } = await proxyWith({ toolPins: 'pins.json', toolChanges: 'refuse', era: 'modern' }, ['--modern']);
     const modern = await modernClient(proxy);
     const v1 = await legacyClient(proxy);
+    const heard = { modern: 0, v1: 0 };
+    modern.setNotificationHandler('notifications/tools/list_changed', () => void heard.modern++);
+    v1.setNotificationHandler(ToolListChangedNotificationSchema, () => void heard.v1++);
+    // The server's own listen stream, passed through: the proxy's announcement joins it.
+    const listening = await modern.listen({ toolsListChanged: true });
+    closers.push(() => listening.close());
     expect(names(await modern.listTools())).toEqual(['mutate', 'weather']);
     expect(await weatherText(v1)).toBe('sunny in Bern (definition v1)');
 
     await modern.callTool({ name: 'mutate', arguments: {} });
+    expect(heard).toEqual({ modern: 0, v1: 0 }); // the server says nothing
     expect(names(await modern.listTools())).toEqual(['mutate']);
     await expect(weatherText(modern)).rejects.toThrow(REFUSED);
     await expect(weatherText(v1)).rejects.toThrow(REFUSED);
+    // The tool left the list: clients are told, as with announce.
+    await eventually(() => heard.modern === 1 && heard.v1 === 1, 5000, 'list_changed heard by both clients');
 
     await accept(proxy, config);
     expect(await weatherText(modern)).toBe('sunny in Bern (definition v2)');
