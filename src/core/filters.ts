@@ -212,11 +212,23 @@ export class BoundFilters {
     return out;
   }
 
+  /**
+   * Whether `learn` reads this method's results: a legacy session's every listing, as its upstream session answered
+   * it, shaped or not (the pins see each definition; modern listings are learnt where they arrive).
+   */
+  learns(method: string): boolean {
+    return method === 'tools/list' && this.era === 'legacy';
+  }
+
+  learn(method: string, result: McpResult): void {
+    if (this.learns(method)) this.tools.learn(result);
+  }
+
   /** Whether any filter would look at this request's result (an initialize result always: the filters learn from it). */
   wantsResult(method: string, name: string | undefined, scope?: string): boolean {
     if (method === 'initialize') return true;
-    // Every listing is read: the pins see each definition, and a refused tool is not listed.
-    if (method === 'tools/list' && this.chain.tools.pins) return true;
+    // A tool whose changed definition is refused is taken out of every listing.
+    if (method === 'tools/list' && this.chain.tools.pins?.size.refused) return true;
     return this.chain.filters.some((f, i) => f.onResult && (f.wantsResult?.(this.context(i, method, name, scope)) ?? true));
   }
 
@@ -229,8 +241,6 @@ export class BoundFilters {
     traceparent?: string,
   ): McpResult | undefined | Promise<McpResult | undefined> {
     if (method === 'initialize') return this.initializeResult(result);
-    // A legacy session's listing, as its upstream session answered it (modern ones are learnt where they arrive).
-    if (method === 'tools/list' && this.era === 'legacy') this.tools.learn(result);
     const filters = this.chain.filters;
     let current: McpResult | undefined;
     const step = (i: number): McpResult | undefined | Promise<McpResult | undefined> => {
