@@ -123,6 +123,30 @@ describe('pinning in mode refuse', () => {
   });
 });
 
+describe("the operator's edits, taken over on a reload", () => {
+  it('a rejected change serves the pinned definition again (refused anew if still listed); a deleted entry is pinned afresh', () => {
+    const file = pinsFile();
+    const { pins: p, counters } = pins('refuse', file);
+    p.see([weather('Weather.'), other]);
+    p.see([weather('Weather, changed.'), { ...other, description: 'Changed as well.' }]);
+    p.close();
+    const entries = readPins(file).entries;
+    entries.set('weather', { sha256: entries.get('weather')!.sha256 }); // what `pins reject weather` writes
+    entries.delete('other'); // an entry deleted by hand
+    writeFileSync(file, pinsText(entries));
+    p.reload();
+    expect(p.size).toEqual({ pinned: 1, refused: 0 });
+    expect(p.refusal('weather')).toBeUndefined();
+    expect(p.refusal('other')).toBeUndefined();
+    p.see([weather('Weather, changed.'), { ...other, description: 'Changed as well.' }]);
+    expect(p.refusal('weather')).toBeDefined();
+    expect(p.refusal('other')).toBeUndefined();
+    expect(counters.toolDefinitionChanges).toEqual({ refuse: 3 });
+    p.close();
+    expect(readPins(file).entries.get('other')).toEqual({ sha256: toolDigest({ ...other, description: 'Changed as well.' }) });
+  });
+});
+
 describe('pinning in mode announce', () => {
   it('tells listeners once after the listing that showed changes (never during it), and pins the new definition', async () => {
     const { pins: p } = pins('announce');
