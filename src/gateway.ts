@@ -31,6 +31,7 @@ import { checkUpstreamAtStart, createOperations, type Operations } from './wirin
 import { createReplica, type Replica } from './wiring/replicas.js';
 import { createConnector, createListCache, createUpstreamSessions } from './wiring/upstream.js';
 import type { ToolCatalog } from './upstream/tool-catalog.js';
+import { TOOLS_LIST_CHANGED } from './upstream/tool-pins.js';
 
 export interface GatewayDeps {
   log: Logger;
@@ -114,8 +115,9 @@ class ProxyGateway implements Gateway {
     this.authenticator = createAuthenticator(config.auth);
     const held = (this.held = new HeldBytes(config.listen.heldBytes));
     const sessions = () => this.legacySessions?.sessionCount ?? (this.stdio ? 1 : 0);
-    const ops = (this.ops = createOperations(connector, { sessions, held, lists, tracing: deps.tracing, log }));
-    const upstream = createUpstreamSessions(config, connector, { log, observers: ops.observers, lists });
+    const toolPins = () => this.tools?.pins?.size;
+    const ops = (this.ops = createOperations(connector, { sessions, held, lists, toolPins, tracing: deps.tracing, log }));
+    const upstream = createUpstreamSessions(config, connector, { log, observers: ops.observers, lists, counters: ops.metrics.counters });
     const { pool, shared, tools } = upstream;
     this.pool = pool;
     this.tools = tools;
@@ -134,6 +136,8 @@ class ProxyGateway implements Gateway {
             held,
           )
         : undefined;
+    // A changed tool definition announced (upstream.toolChanges): modern listeners here, legacy sessions in their relays.
+    tools.pins?.onAnnounce(() => this.modern?.hub.publish(TOOLS_LIST_CHANGED, ''));
     pool?.onUnrelated((n, principal) => {
       // Before anyone hears of a list change, the answers it makes stale are gone.
       lists.heard(n);
@@ -165,6 +169,7 @@ class ProxyGateway implements Gateway {
     await this.http?.drain(this.config.timeouts.shutdownGraceMs);
     await Promise.all([this.http?.close(), this.stdio?.close()]);
     this.modern?.handler.close();
+    this.tools.pins?.close();
     await this.pool?.close();
     await this.connector.close();
     await this.ops.tracing?.shutdown().catch((err: Error) => this.log.warn({ err: err.message }, 'could not export the last spans'));
@@ -175,6 +180,12 @@ class ProxyGateway implements Gateway {
     const { running, log } = this;
     const changes = diffConfig(running, next);
     this.filters = this.buildFilters(nextRules, next);
+    // The pins file is read again: a changed definition the operator accepted there is served from now on.
+    try {
+      this.tools.pins?.reload();
+    } catch (err) {
+      log.error({ err: (err as Error).message }, 'tool pins not reloaded; the pins in memory stay');
+    }
     // A modern section that changed beyond its cache needs a restart: nothing of it applies now.
     if (changes.live.includes('modern.cache')) this.modern?.handler.setCache(next.modern.cache);
     log.level = next.logLevel;

@@ -11,6 +11,7 @@ import { loadConfig } from './config/load.js';
 import { configJsonSchema } from './config/schema.js';
 import { checkConfig } from './cli/check.js';
 import { explain } from './cli/explain.js';
+import { pinsCommand } from './cli/pins.js';
 import { Profiles } from './core/profiles.js';
 import { hashToken } from './fronts/http/auth.js';
 import { watchConfigFile } from './config/reload.js';
@@ -27,6 +28,7 @@ async function main(): Promise<number> {
   if (request.command === 'version') return print(PROXY_VERSION);
   if (request.command === 'schema') return print(JSON.stringify(configJsonSchema(), null, 2));
   if (request.command === 'hash-token') return print(tokenAndHash(request.token));
+  if (request.command === 'pins') return print(pinsCommand(request.pins!, request.configFile, request.overrides));
 
   if (request.command === 'explain') {
     const config = loadConfig({ file: request.configFile, overrides: request.overrides });

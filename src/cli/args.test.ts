@@ -62,6 +62,20 @@ describe('parseCli', () => {
     expect(parseCli(['--version'], {}).command).toBe('version');
   });
 
+  it('reads pins list, pins accept|reject <tool>… or --all, and explains a mistake', () => {
+    expect(parseCli(['pins', 'accept', 'weather', 'news', '--config', 'a.yaml'], {})).toMatchObject({
+      command: 'pins',
+      configFile: 'a.yaml',
+      pins: { action: 'accept', tools: ['weather', 'news'], all: false },
+    });
+    expect(parseCli(['pins', 'reject', '--all'], {}).pins).toEqual({ action: 'reject', tools: [], all: true });
+    expect(parseCli(['pins', 'list'], {}).pins).toEqual({ action: 'list', tools: [], all: false });
+    expect(() => parseCli(['pins', 'accept'], {})).toThrow('pins accept: name the tools, or give --all (not both)');
+    expect(() => parseCli(['pins', 'accept', 'weather', '--all'], {})).toThrow('not both');
+    expect(() => parseCli(['pins', 'approve', 'weather'], {})).toThrow('pins: unknown action "approve"');
+    expect(() => parseCli(['pins', 'list', '--upstream', 'x'], {})).toThrow('--upstream is not an option of pins');
+  });
+
   it('gives --fail-fast its own time limit: 30 s unless --fail-fast-timeout or MCP_PROXY_FAIL_FAST_TIMEOUT says otherwise', () => {
     expect(parseCli(['--fail-fast'], {})).toMatchObject({ failFast: true, failFastTimeoutMs: 30_000 });
     expect(parseCli(['--fail-fast', '--fail-fast-timeout', '5000'], { MCP_PROXY_FAIL_FAST_TIMEOUT: '9000' }).failFastTimeoutMs).toBe(5000);
@@ -102,7 +116,7 @@ describe('parseCli', () => {
       /^--upstream is not an option of explain; it belongs to serving and validate\n/,
     );
     expect(() => parseCli(['schema', '--config', 'a.yaml'], {})).toThrow(
-      /it belongs to serving, validate and explain\nOptions of schema: --help, --version\n/,
+      /it belongs to serving, validate, explain and pins\nOptions of schema: --help, --version\n/,
     );
     // validate takes serving's options: it checks the start that command line would make.
     expect(parseCli(['validate', '--host', '0.0.0.0', '--allow-unauthenticated'], {}).overrides).toMatchObject({

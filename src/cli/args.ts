@@ -28,6 +28,14 @@ Usage:
                                                 result (a file, or a built-in sample), offline;
                                                 --features: what the client declares; the others:
                                                 how it arrives (its profile, its MCP-Features header)
+  mcp-negotiate-proxy pins list --config <file>   the tools pinned in upstream.toolPins, and those
+                                                whose changed definition is refused
+  mcp-negotiate-proxy pins accept <tool>… --config <file>   (or --all)
+                                                accept a refused tool's new definition; then
+                                                reload the proxy (SIGHUP) to serve it
+  mcp-negotiate-proxy pins reject <tool>… --config <file>   (or --all)
+                                                keep the pinned definition (the server was put
+                                                back) and serve the tool again after a reload
 
 Options:
   --upstream <cmd|url>     the server behind the proxy: a command line that starts a stdio server
@@ -107,6 +115,7 @@ const OPTIONS = {
   method: { type: 'string' },
   name: { type: 'string' },
   input: { type: 'string' },
+  all: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;
@@ -141,10 +150,12 @@ const FLAGS_OF: Record<Exclude<CliCommand, 'help' | 'version'>, Flag[]> = {
   explain: ['config', 'features', 'method', 'name', 'input', 'principal', 'path', 'client-name', 'features-header', 'help', 'version'],
   schema: ['help', 'version'],
   'hash-token': ['help', 'version'],
+  pins: ['config', 'all', 'help', 'version'],
 };
-const COMMANDS = ['validate', 'schema', 'explain', 'hash-token'];
+const COMMANDS = ['validate', 'schema', 'explain', 'hash-token', 'pins'];
+const PINS_ACTIONS = ['list', 'accept', 'reject'] as const;
 
-export type CliCommand = 'serve' | 'validate' | 'schema' | 'explain' | 'hash-token' | 'help' | 'version';
+export type CliCommand = 'serve' | 'validate' | 'schema' | 'explain' | 'hash-token' | 'pins' | 'help' | 'version';
 
 export interface CliRequest {
   command: CliCommand;
@@ -156,6 +167,8 @@ export interface CliRequest {
   failFastTimeoutMs: number;
   /** For `hash-token`. */
   token?: string;
+  /** For `pins`: what to do, to which tools (`all`: every refused one). */
+  pins?: { action: (typeof PINS_ACTIONS)[number]; tools: string[]; all: boolean };
   /** For `explain`: the client's declared tags, the request, and how the client arrives. */
   explain?: {
     features: string[];
@@ -181,6 +194,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
   const command = values.help ? 'help' : values.version ? 'version' : positionalCommand(positionals);
   if (command !== 'help' && command !== 'version') refuseForeignOptions(command, tokens);
   const token = command === 'hash-token' ? positionals[1] : undefined;
+  const pins = command === 'pins' ? pinsRequest(positionals.slice(1), values.all ?? false) : undefined;
 
   const pick = (flag: string | undefined, name: string) => flag ?? (env[name] === '' ? undefined : env[name]);
   const upstream = pick(values.upstream, 'MCP_PROXY_UPSTREAM');
@@ -236,13 +250,26 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
   if (values['fail-fast-timeout'] !== undefined && !failFast) throw new UsageError('--fail-fast-timeout applies only with --fail-fast');
   const failFastTimeoutMs =
     integer(pick(values['fail-fast-timeout'], 'MCP_PROXY_FAIL_FAST_TIMEOUT'), '--fail-fast-timeout', 1) ?? DEFAULT_FAIL_FAST_TIMEOUT_MS;
-  return { command, configFile: pick(values.config, 'MCP_PROXY_CONFIG'), overrides, explain, token, failFast, failFastTimeoutMs };
+  return { command, configFile: pick(values.config, 'MCP_PROXY_CONFIG'), overrides, explain, token, pins, failFast, failFastTimeoutMs };
+}
+
+/** `pins list`, `pins accept|reject <tool>…` or `pins accept|reject --all`. */
+function pinsRequest(words: string[], all: boolean): CliRequest['pins'] {
+  const [action, ...tools] = words;
+  const usage = 'Use: pins list, pins accept <tool>… (or --all), pins reject <tool>… (or --all), each with --config <file>';
+  if (!PINS_ACTIONS.includes(action as (typeof PINS_ACTIONS)[number]))
+    throw new UsageError(`pins: unknown action "${action ?? ''}". ${usage}`);
+  if (action === 'list' && (tools.length || all)) throw new UsageError(`pins list takes no tool names. ${usage}`);
+  if (action !== 'list' && tools.length > 0 === all)
+    throw new UsageError(`pins ${action}: name the tools, or give --all (not both). ${usage}`);
+  return { action: action as (typeof PINS_ACTIONS)[number], tools, all };
 }
 
 function positionalCommand(positionals: string[]): CliCommand {
   if (positionals.length === 0) return 'serve';
   const [first, ...rest] = positionals;
   if (first === 'hash-token' && rest.length <= 1) return first;
+  if (first === 'pins') return first;
   if (rest.length > 0 || !COMMANDS.includes(first)) {
     const near = rest.length === 0 ? closest(first, COMMANDS) : undefined;
     const guess = near ? `the command ${near}` : `--upstream "${positionals.join(' ')}"`;

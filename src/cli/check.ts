@@ -2,8 +2,10 @@
  * The one check of a config before it is used: `validate` reports what it finds, serving and a
  * reload refuse exactly that. Every problem in one pass: the schema; plugins and rules (checked
  * even when the rest of the file is invalid); then what only a start would show: an upstream
- * command that cannot be split, and a non-loopback bind without authentication.
+ * command that cannot be split, a tool pins file that cannot be read, and a non-loopback bind
+ * without authentication.
  */
+import { dirname, resolve } from 'node:path';
 import { exposureProblem } from '../fronts/http/auth.js';
 import { ConfigError, RuleError } from '../jsonrpc/errors.js';
 import { isObject } from '../jsonrpc/message.js';
@@ -14,6 +16,7 @@ import { loadRules } from '../config/rules.js';
 import type { Config } from '../config/schema.js';
 import { negotiationSchema } from '../config/schema-negotiation.js';
 import { resolveUpstream } from '../config/upstream.js';
+import { PinsFileError, readPins } from '../upstream/tool-pins.js';
 
 export interface CheckedConfig {
   config: Config;
@@ -45,7 +48,10 @@ export async function checkConfig(file: string | undefined, overrides: Record<st
       problems.push(...err.problems);
     }
   }
-  if (config) problems.push(...startProblems(config, file, overrides));
+  if (config) {
+    config.upstream.toolPins = toolPinsPath(config, file);
+    problems.push(...startProblems(config, file, overrides));
+  }
   if (problems.length) throw new ConfigError(problems);
   const warnings = [...ruleTagWarnings(config!.contentNegotiation.rules), ...profileTagWarnings(config!.profiles, rules)];
   return { config: config!, rules, warnings: file ? locateProblems(file, warnings) : warnings };
@@ -60,9 +66,23 @@ function startProblems(config: Config, file: string | undefined, overrides: Reco
     if (!(err instanceof ConfigError)) throw err;
     problems.push(...err.problems.map((p) => locate(p, ['upstream', 'command'], file, overrides)));
   }
+  if (config.upstream.toolPins) {
+    try {
+      readPins(config.upstream.toolPins);
+    } catch (err) {
+      if (!(err instanceof PinsFileError)) throw err;
+      problems.push(locate(`upstream.toolPins: ${err.message}`, ['upstream', 'toolPins'], file, overrides));
+    }
+  }
   const exposed = exposureProblem(config);
   if (exposed) problems.push(locate(`listen.host: ${exposed}`, ['listen', 'host'], file, overrides));
   return problems;
+}
+
+/** upstream.toolPins as a path: relative to the config file's folder (without a file, to the working directory). */
+export function toolPinsPath(config: Config, file: string | undefined): string | undefined {
+  const pins = config.upstream.toolPins;
+  return pins === undefined ? undefined : resolve(file ? dirname(resolve(file)) : process.cwd(), pins);
 }
 
 /** `file:line:col: key: …` for a value from the file; for one from a flag or variable, says so instead. */

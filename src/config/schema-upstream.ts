@@ -122,7 +122,30 @@ export const upstreamSchema = z
           'modern clients served through pooled sessions), modern (modern clients passed through, ' +
           'legacy sessions bridged) or dual (each client in its own era): taken as said. See docs/eras.md.',
       ),
+    toolPins: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'JSON file where the digest of each tool definition the upstream lists is pinned, loaded at start ' +
+          '(missing: start empty; unreadable or corrupt: the proxy does not start) and written as pins change. ' +
+          "Relative to the config file's folder. Absent: pins are kept in memory only. See docs/security.md, " +
+          '"Pinned tool definitions".',
+      ),
+    toolChanges: z
+      .enum(['allow', 'announce', 'refuse'])
+      .default('allow')
+      .describe(
+        "What a pinned tool's changed definition does (always logged and counted): allow = the new one is " +
+          'pinned in its place; announce = the same, and clients are told with notifications/tools/list_changed; ' +
+          'refuse = the tool is no longer listed and its calls are refused until an operator accepts the new ' +
+          'definition (mcp-negotiate-proxy pins accept, then a reload); needs toolPins.',
+      ),
   })
   .strict()
   .refine((u) => !(u.url && u.command), { message: 'set either `url` or `command`, not both' })
+  .refine((u) => u.toolChanges !== 'refuse' || u.toolPins !== undefined, {
+    message: 'toolChanges: refuse needs toolPins, the file where an operator accepts a changed tool definition',
+    path: ['toolChanges'],
+  })
   .describe('The server behind the proxy. With neither `url` nor `command`, the built-in demo server runs.');

@@ -26,6 +26,10 @@ export interface Negotiation {
   onRequest(req: JsonRpcRequest): ChainVerdict;
   /** A replacement for an upstream error to a request made in this variant, or undefined to relay it as is. */
   annotateError?(error: JsonRpcErrorObject, variant: string | undefined): JsonRpcErrorObject | undefined;
+  /** Whether `learn` reads this method's results (every one, shaped or not: the tool pins see each listing). */
+  learns?(method: string): boolean;
+  /** What the filters learn from a result the upstream gave, before it is shaped (or relayed unshaped). */
+  learn?(method: string, result: McpResult): void;
   /** Whether shape would look at this result: when not, it is relayed without being decoded. */
   wantsResult(method: string, name: string | undefined, variant?: string): boolean;
   /** A replacement result, or undefined to relay the upstream's bytes. */
@@ -138,6 +142,7 @@ export class Exchange {
       const annotated = this.annotate(res.error);
       return era.error(id, annotated ?? res.error, annotated ? undefined : frame);
     }
+    if (this.negotiation?.learns?.(this.method)) this.negotiation.learn!(this.method, res.result ?? {});
     const reshaped = this.wantsResult();
     // A result the filters left as it was goes on as its bytes where the era can complete them.
     const done = (shaped: McpResult | undefined): Frame => {

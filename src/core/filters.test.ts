@@ -89,7 +89,8 @@ describe("learning a legacy session's tools", () => {
     const asked: string[] = [];
     const first = open(async (method) => (asked.push(`first ${method}`), { tools: [{ name: 'count', inputSchema: {} }] }));
     const second = open(async (method) => (asked.push(`second ${method}`), { tools: [] }));
-    await first.shape('tools/list', undefined, { tools: [{ name: 'count', inputSchema: {}, outputSchema: schema }] });
+    // What the exchange hands it of every listing its client gets (shaped or not).
+    first.learn('tools/list', { tools: [{ name: 'count', inputSchema: {}, outputSchema: schema }] });
     expect(await first.shape('tools/call', 'count', { content: [] })).toMatchObject({ seenSchema: schema });
     expect(await second.shape('tools/call', 'count', { content: [] })).toMatchObject({ seenSchema: 'unknown' });
     expect(asked).toEqual(['second tools/list']);

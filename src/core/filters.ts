@@ -3,9 +3,12 @@
  * bound to a legacy session at `initialize` or to one modern request from its `_meta`. Requests
  * pass the filters in order (each sees the request the previous one rewrote), results the same
  * way (server variants' view, then content negotiation, then any filter added after them), and
- * a result no filter changed stays the upstream's bytes.
+ * a result no filter changed stays the upstream's bytes. Beside the filters, the tool pins
+ * (src/upstream/tool-pins.ts) refuse calls to a tool whose changed definition is refused and
+ * take it out of listings: here, because every request of every cell passes this chain.
  */
 import type { Logger } from 'pino';
+import { toJsonRpcError } from '../jsonrpc/errors.js';
 import { isObject, type JsonRpcErrorObject, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
 import {
   CONTENT_NEGOTIATION,
@@ -192,6 +195,10 @@ export class BoundFilters {
       request = verdict.request ?? request;
       scope = verdict.variant ?? scope;
     }
+    // A tool whose changed definition is refused (upstream.toolChanges: refuse), by the name the call goes upstream with.
+    const call = request ?? search?.request ?? req;
+    const refused = call.method === 'tools/call' ? this.chain.tools.pins?.refusal(call.params?.name) : undefined;
+    if (refused) return { error: toJsonRpcError(refused, this.era) };
     const finish = search?.finish;
     return request || scope !== undefined || finish ? { request, scope, finish } : undefined;
   }
@@ -227,9 +234,23 @@ export class BoundFilters {
     return out;
   }
 
+  /**
+   * Whether `learn` reads this method's results: a legacy session's every listing, as its upstream session answered
+   * it, shaped or not (the pins see each definition; modern listings are learnt where they arrive).
+   */
+  learns(method: string): boolean {
+    return method === 'tools/list' && this.era === 'legacy';
+  }
+
+  learn(method: string, result: McpResult): void {
+    if (this.learns(method)) this.tools.learn(result);
+  }
+
   /** Whether any filter would look at this request's result (an initialize result always: the filters learn from it). */
   wantsResult(method: string, name: string | undefined, scope?: string): boolean {
     if (method === 'initialize') return true;
+    // A tool whose changed definition is refused is taken out of every listing.
+    if (method === 'tools/list' && this.chain.tools.pins?.size.refused) return true;
     return this.chain.filters.some((f, i) => f.onResult && (f.wantsResult?.(this.context(i, method, name, scope)) ?? true));
   }
 
@@ -242,8 +263,6 @@ export class BoundFilters {
     traceparent?: string,
   ): McpResult | undefined | Promise<McpResult | undefined> {
     if (method === 'initialize') return this.initializeResult(result);
-    // A legacy session's listing, as its upstream session answered it (modern ones are learnt where they arrive).
-    if (method === 'tools/list' && this.era === 'legacy') this.tools.learn(result);
     const filters = this.chain.filters;
     let current: McpResult | undefined;
     const step = (i: number): McpResult | undefined | Promise<McpResult | undefined> => {
@@ -261,7 +280,7 @@ export class BoundFilters {
         current = out ?? current;
       }
       if (current) this.chain.countShaped();
-      return current;
+      return (method === 'tools/list' && this.chain.tools.pins?.unlisted(current ?? result)) || current;
     };
     return step(0);
   }

@@ -15,6 +15,7 @@ import { deferredConnection } from '../upstream/deferred.js';
 import { withModernFallback } from '../upstream/era-fallback.js';
 import type { ServerEra } from '../mcp/era.js';
 import type { ToolCatalog } from '../upstream/tool-catalog.js';
+import { TOOLS_LIST_CHANGED } from '../upstream/tool-pins.js';
 import type { ResumedSession, UpstreamConnection, UpstreamEvents } from '../upstream/types.js';
 import type { Requester } from './context.js';
 import type { BoundFilters, FilterChain, FiltersSnapshot } from './filters.js';
@@ -84,7 +85,17 @@ export class LegacyRelays {
 
   private relay(sink: ClientSink, log: Logger, who: Requester, filters: BoundFilters, resume?: ResumedSession): RelaySession {
     const { shared } = this.o;
-    const relay = new RelaySession((events) => this.connect(events, log, who, resume), sink, {
+    // The session hears changed tool definitions the pins announce until it ends.
+    let stopHearing: (() => void) | undefined;
+    const heard: ClientSink = {
+      deliver: (frame, relatedId) => sink.deliver(frame, relatedId),
+      cancelled: sink.cancelled && ((id) => sink.cancelled!(id)),
+      end: (reason) => {
+        stopHearing?.();
+        sink.end(reason);
+      },
+    };
+    const relay = new RelaySession((events) => this.connect(events, log, who, resume), heard, {
       requestTimeoutMs: this.o.requestTimeoutMs,
       initializeTimeoutMs: this.o.initializeTimeoutMs,
       shaper: filters,
@@ -94,6 +105,7 @@ export class LegacyRelays {
       log,
     });
     filters.bindUpstream(relay, this.o.requestTimeoutMs);
+    stopHearing = this.o.tools.pins?.onAnnounce(() => relay.announce(TOOLS_LIST_CHANGED));
     return relay;
   }
 

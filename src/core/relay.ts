@@ -215,6 +215,11 @@ export class RelaySession implements UpstreamCall {
     return this.opts.shaper?.tagsInEffect?.();
   }
 
+  /** A notification of the proxy's own that belongs to no request (a tool list change it announces): as if the upstream sent it. */
+  announce(n: JsonRpcNotification): void {
+    if (!this.ended) this.fromUpstream({ msg: n });
+  }
+
   /** The client's GET stream opened (true) or closed (false) here. */
   clientListening(on: boolean): void {
     this.upstream.listen?.(on);

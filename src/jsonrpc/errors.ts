@@ -64,7 +64,9 @@ export type ProxyErrorCode =
   | 'TOO_MANY_TASKS'
   | 'TASK_TIMEOUT'
   // What the proxy held for an absent client (a task's result, a call waiting for its input) was let go (listen.heldBytes).
-  | 'HELD_BYTES_EXCEEDED';
+  | 'HELD_BYTES_EXCEEDED'
+  // A call to a tool whose definition changed since it was pinned, refused until the operator accepts it (upstream.toolChanges: refuse).
+  | 'TOOL_CHANGED';
 
 interface WireForm {
   legacy: number;
@@ -121,6 +123,7 @@ const WIRE: Record<ProxyErrorCode, WireForm> = {
   ...each({ legacy: REQUEST_TIMEOUT, modern: INTERNAL_ERROR, status: 200 }, 'REQUEST_TIMEOUT', 'INPUT_TIMEOUT', 'TASK_TIMEOUT'),
   INVALID_PARAMS: { ...sameCode(INVALID_PARAMS, 400), specified: true },
   ...each(sameCode(INVALID_PARAMS, 400), 'INVALID_META', 'INVALID_REQUEST_STATE', 'TASK_NOT_FOUND'),
+  TOOL_CHANGED: sameCode(INVALID_PARAMS, 200),
   UNSUPPORTED_PROTOCOL_VERSION: { legacy: INVALID_REQUEST, modern: UNSUPPORTED_PROTOCOL_VERSION, status: 400 },
   HEADER_MISMATCH: { legacy: INVALID_REQUEST, modern: HEADER_MISMATCH, status: 400 },
   MISSING_CLIENT_CAPABILITY: { legacy: INVALID_REQUEST, modern: MISSING_CLIENT_CAPABILITY, status: 400 },

@@ -65,6 +65,8 @@ export class Metrics {
     resultsUnshaped: { size: 0, budget: 0 },
     /** Connections and requests refused by a cap before they were served, by cap. */
     refusals: {} as Partial<Record<RefusalReason, number>>,
+    /** Changes of a pinned tool's definition, by the upstream.toolChanges mode that handled them. */
+    toolDefinitionChanges: {} as Partial<Record<'allow' | 'announce' | 'refuse', number>>,
   };
   readonly registry = new Registry();
   private readonly requestSeconds: FastHistogram<'method' | 'era' | 'outcome'>;
@@ -84,6 +86,7 @@ export class Metrics {
     held?: () => Array<{ kind: string; bytes: number; dropped: number }>;
     /** Requests answered from the list cache (hit) or with an upstream request (miss), per method. */
     lists?: () => Record<string, { hit: number; miss: number }>;
+    toolPins?: () => { pinned: number; refused: number } | undefined;
   }) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'mcp_proxy_' });
@@ -139,6 +142,30 @@ export class Metrics {
       collect() {
         this.reset();
         for (const [reason, n] of Object.entries(c.refusals)) this.inc({ reason }, n);
+      },
+    });
+    new Counter({
+      name: 'mcp_proxy_tool_definition_changes_total',
+      help:
+        "Listings that showed a pinned tool's definition changed, by the upstream.toolChanges mode that " +
+        'handled them: allow (pinned anew), announce (pinned anew, clients told), refuse (calls refused until accepted).',
+      labelNames: ['mode'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [mode, n] of Object.entries(c.toolDefinitionChanges)) this.inc({ mode }, n);
+      },
+    });
+    const pins = gauges.toolPins;
+    new Gauge({
+      name: 'mcp_proxy_tool_pins',
+      help: 'Tools whose definition is pinned (state pinned), and those of them whose calls are refused now (state refused).',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const now = pins?.() ?? { pinned: 0, refused: 0 };
+        this.set({ state: 'pinned' }, now.pinned);
+        this.set({ state: 'refused' }, now.refused);
       },
     });
     const connections = () => this.openConnections();

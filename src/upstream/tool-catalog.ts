@@ -17,12 +17,15 @@
  * past it the sessions' holders least recently used are forgotten (never the shared view), and tools that do not fit beside their
  * holder's are not kept (unknown: no header mirrored, and content negotiation treats them as tools
  * that may declare an outputSchema).
+ *
+ * Every page learnt, in every holder, is also shown to the tool pins (tool-pins.ts), whatever the catalog keeps.
  */
 import { isObject, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc/message.js';
 import type { RequestContext } from '../mcp/request-context.js';
 import { paramHeadersOf, type ParamHeaders } from '../mcp/http-headers.js';
 import type { McpResult } from '../transformers/contract.js';
 import type { UpstreamCall } from './call.js';
+import type { ToolPins } from './tool-pins.js';
 
 /** Tools kept, in all holders. */
 export const MAX_TOOLS = 10_000;
@@ -85,8 +88,16 @@ export class ToolCatalog {
   private tools = 0;
   private bytes = 0;
 
-  /** `lister`: lists the upstream's tools as the asking principal (none: only what clients listed is known). */
-  constructor(private readonly o: { lister?(who: ToolAsker): Promise<ToolLister> } = {}) {}
+  /**
+   * `lister`: lists the upstream's tools as the asking principal (none: only what clients listed is known);
+   * `pins`: where each listed tool's definition is pinned (none: nothing is).
+   */
+  constructor(private readonly o: { lister?(who: ToolAsker): Promise<ToolLister>; pins?: ToolPins } = {}) {}
+
+  /** Where listed definitions are pinned (see tool-pins.ts). */
+  get pins(): ToolPins | undefined {
+    return this.o.pins;
+  }
 
   /** Tools and bytes kept now, in all holders. */
   get size(): { tools: number; bytes: number } {
@@ -130,6 +141,7 @@ export class ToolCatalog {
   private learnFor(holder: object, result: McpResult | undefined, fresh = false): void {
     const tools = result?.tools;
     if (!Array.isArray(tools)) return;
+    this.o.pins?.see(tools);
     const known = this.holder(holder, true)!;
     if (fresh) this.clear(known);
     for (const tool of tools as unknown[]) {

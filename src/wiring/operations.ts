@@ -28,7 +28,14 @@ export interface Operations {
 /** Readiness probes `connector`; the metrics' gauges read `sessions` (client sessions now) and `held`. */
 export function createOperations(
   connector: UpstreamConnector,
-  o: { sessions: () => number; held: HeldBytes; lists: ListCache; tracing: Tracing | undefined; log: Logger },
+  o: {
+    sessions: () => number;
+    held: HeldBytes;
+    lists: ListCache;
+    toolPins?: () => { pinned: number; refused: number } | undefined;
+    tracing: Tracing | undefined;
+    log: Logger;
+  },
 ): Operations {
   const { held, tracing } = o;
   const readiness = new Readiness(() => connector.probe(READY_PROBE_TIMEOUT_MS, o.log.child({ probe: true })), READY_TTL_MS);
@@ -37,6 +44,7 @@ export function createOperations(
     upstreamProcesses: () => connector.children.size,
     lists: () => o.lists.counts,
     held: () => HELD_KINDS.map((kind) => ({ kind, bytes: held.bytesOf(kind), dropped: held.dropped.get(kind)! })),
+    toolPins: o.toolPins,
   });
   return { readiness, metrics, observers: new Observers(metrics, tracing), tracing };
 }

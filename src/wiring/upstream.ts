@@ -1,6 +1,7 @@
 /**
  * Wiring of the upstream side: the connector to the configured server, the pool of
- * proxy-initialized upstream sessions, the shared sessions drawn from it, and the tool catalog.
+ * proxy-initialized upstream sessions, the shared sessions drawn from it, and the tool catalog
+ * with its pins.
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
@@ -13,6 +14,9 @@ import { ListCache } from '../upstream/list-cache.js';
 import { upstreamCapabilities, UpstreamPool } from '../upstream/pool.js';
 import { SharedUpstreamSessions } from '../upstream/shared.js';
 import { toolLister, ToolCatalog } from '../upstream/tool-catalog.js';
+import { PinsFileError, ToolPins } from '../upstream/tool-pins.js';
+import { ProxyStartError } from '../jsonrpc/errors.js';
+import type { Metrics } from '../ops/metrics.js';
 import { modernEnvelope } from '../mcp/eras.js';
 import type { UpstreamSpec } from '../upstream/types.js';
 
@@ -87,9 +91,10 @@ function createPool(config: Config, connector: UpstreamConnector, log: Logger, o
  * The upstream's tool catalog, which the proxy fills itself when it must: listed as a modern client (an upstream
  * that speaks 2026-07-28), or on a pooled session of a legacy upstream.
  */
-function createToolCatalog(config: Config, connector: UpstreamConnector, pool: UpstreamPool | undefined): ToolCatalog {
+function createToolCatalog(config: Config, connector: UpstreamConnector, pool: UpstreamPool | undefined, pins: ToolPins): ToolCatalog {
   const timeoutMs = config.timeouts.requestMs;
   return new ToolCatalog({
+    pins,
     lister: async (who) => {
       if (!pool || speaksModern(connector.era.now ?? (await connector.era.resolve())))
         return toolLister(connector.modern, timeoutMs, { meta: modernEnvelope({}, CLIENT_INFO) });
@@ -116,11 +121,19 @@ export interface UpstreamSessions {
 export function createUpstreamSessions(
   config: Config,
   connector: UpstreamConnector,
-  o: { log: Logger; observers: Observers; lists: ListCache },
+  o: { log: Logger; observers: Observers; lists: ListCache; counters: Metrics['counters'] },
 ): UpstreamSessions {
   const sharing = config.upstream.sessions === 'shared' && connector.kind === 'stdio';
   const pool = config.modern.enabled || sharing ? createPool(config, connector, o.log, o.observers) : undefined;
   const lists = pool && { call: o.lists.wrap(pool, (caller) => upstreamCapabilities(caller.capabilities)) };
   const shared = pool && lists && sharing ? new SharedUpstreamSessions(pool, lists, config.timeouts.requestMs) : undefined;
-  return { pool, shared, tools: createToolCatalog(config, connector, pool), lists };
+  // Loaded now: a pins file that cannot be used stops the start (PinsFileError, a ProxyStartError here).
+  let pins: ToolPins;
+  try {
+    pins = new ToolPins({ mode: config.upstream.toolChanges, file: config.upstream.toolPins, counters: o.counters, log: o.log });
+  } catch (err) {
+    if (err instanceof PinsFileError) throw new ProxyStartError(`upstream.toolPins: ${err.message}`);
+    throw err;
+  }
+  return { pool, shared, tools: createToolCatalog(config, connector, pool, pins), lists };
 }

@@ -42,6 +42,7 @@ import type { ModernReply } from './reply.js';
 import type { Ran, UpstreamRoute } from './route.js';
 import { TASKS_EXTENSION } from './tasks.js';
 import type { ToolCatalog } from '../../upstream/tool-catalog.js';
+import { TOOLS_LIST_CHANGED } from '../../upstream/tool-pins.js';
 
 export interface PassThroughOptions {
   upstream: ModernUpstream;
@@ -146,8 +147,17 @@ export class PassThrough implements UpstreamRoute, EraCompletion {
     const negotiation = this.o.filters().forRequest(ctx, await this.o.server());
     const named = new Map<string, string>();
     const sent = this.serverTaskIds(this.unsealState(req, ctx), ctx, named);
-    const answer = await this.send(sent, reply, NO_TIMEOUT_MS, this.relay(ctx, reply, { named, negotiation }));
-    this.answerOwn(req, reply, answer, (result) => result);
+    const relay = this.relay(ctx, reply, { named, negotiation });
+    // A changed tool definition the proxy announces (upstream.toolChanges) reaches a stream that asked for tool list changes.
+    const toolsWanted = isObject(req.params?.notifications) && req.params.notifications.toolsListChanged === true;
+    const announced = { ...TOOLS_LIST_CHANGED, params: { _meta: { [META.subscriptionId]: req.id } } };
+    const stop = toolsWanted ? this.o.tools.pins?.onAnnounce(() => relay(announced)) : undefined;
+    try {
+      const answer = await this.send(sent, reply, NO_TIMEOUT_MS, relay);
+      this.answerOwn(req, reply, answer, (result) => result);
+    } finally {
+      stop?.();
+    }
   }
 
   private async send(
