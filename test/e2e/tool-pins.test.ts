@@ -61,8 +61,11 @@ const names = (listed: { tools: Array<{ name: string }> }) => listed.tools.map((
 const weatherText = async (client: { callTool(p: { name: string; arguments: Record<string, unknown> }): Promise<unknown> }) =>
   ((await client.callTool({ name: 'weather', arguments: { city: 'Bern' } })) as Text).content[0].text;
 
-/** `pins accept weather` on the proxy's config, then a reload (SIGHUP), as an operator does. */
+/** `pins accept weather` on the proxy's config, then a reload (SIGHUP), as an operator does once `pins list` shows the refusal. */
 async function accept(proxy: Running, config: string): Promise<string> {
+  // The proxy writes its pins at most once a second.
+  const listed = () => execFileSync(process.execPath, [PROXY_MAIN, 'pins', 'list', '--config', config], { encoding: 'utf8' });
+  await eventually(() => /^weather .* refused: /m.test(listed()), 5000, 'the refusal in the pins file');
   const out = execFileSync(process.execPath, [PROXY_MAIN, 'pins', 'accept', 'weather', '--config', config], { encoding: 'utf8' });
   const reloads = logEntries(proxy).filter((e) => String(e.msg).startsWith('config reloaded')).length;
   proxy.proc.kill('SIGHUP');
@@ -73,7 +76,9 @@ async function accept(proxy: Running, config: string): Promise<string> {
 describe('upstream.toolChanges: refuse', () => {
   for (const sessions of ['isolated', 'shared'] as const) {
     it(`in front of a legacy server (${sessions} sessions): the changed tool is refused to v1 and 2026-07-28 clients, and unlisted, until accepted`, async () => {
-      const { proxy, config } = await proxyWith({ toolPins: 'pins.json', toolChanges: 'refuse', sessions });
+      // No list cache: it would answer the listing after the server's silent change as before it, for up to maxAgeMs.
+      const listCache = { maxAgeMs: 0 };
+      const { proxy, config } = await proxyWith({ toolPins: 'pins.json', toolChanges: 'refuse', sessions, listCache });
       const v1 = await legacyClient(proxy);
       const modern = await modernClient(proxy);
       expect(names(await v1.listTools())).toEqual(['mutate', 'weather']);
