@@ -2,13 +2,13 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { JsonRpcRequest } from '../jsonrpc/message.js';
 import type { McpResult } from '../transformers/contract.js';
-import { CALL_TOOL, rank, SEARCH_TOOL, ToolSearch } from './tool-search.js';
+import { CALL_TOOL, rank, SEARCH_TOOL, ToolSearch, type Tool } from './tool-search.js';
 
 /** The tools a recorded server listed (test/recordings). */
-function recorded(server: string): McpResult[] {
+function recorded(server: string): Tool[] {
   const recordings = JSON.parse(readFileSync(new URL(`../../test/recordings/${server}.json`, import.meta.url), 'utf8')) as Array<{
     method: string;
-    result: { tools?: McpResult[] };
+    result: { tools?: Tool[] };
   }>;
   return recordings.find((r) => r.method === 'tools/list')!.result.tools!;
 }

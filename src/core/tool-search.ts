@@ -18,6 +18,9 @@ import { INVALID_PARAMS, isObject, type JsonRpcErrorObject, type JsonRpcNotifica
 import { SEARCH_TAG, type FeatureSet } from '../mcp/features.js';
 import type { McpResult } from '../transformers/contract.js';
 
+/** A listed tool: one with a name. */
+export type Tool = McpResult & { name: string };
+
 export const SEARCH_TOOL = 'search_tools';
 export const CALL_TOOL = 'call_tool';
 
@@ -69,7 +72,7 @@ export type SearchStep =
 
 export class ToolSearch {
   /** A legacy session's tools found, by name, least recently found first. */
-  private readonly found = new Map<string, { tool: McpResult; bytes: number }>();
+  private readonly found = new Map<string, { tool: Tool; bytes: number }>();
   private foundBytes = 0;
   /** Whether the session's list changed since it was last told. */
   private unannounced = false;
@@ -117,7 +120,7 @@ export class ToolSearch {
     return { tools: [...searchTools().tools, ...[...this.found.values()].map((f) => f.tool)] };
   }
 
-  private answer(tools: McpResult[]): McpResult {
+  private answer(tools: Tool[]): McpResult {
     if (this.session) for (const tool of tools) this.keep(tool);
     const text = tools.length
       ? JSON.stringify({ tools })
@@ -125,8 +128,8 @@ export class ToolSearch {
     return { content: [{ type: 'text', text }], structuredContent: { tools } };
   }
 
-  private keep(tool: McpResult): void {
-    const name = tool.name as string;
+  private keep(tool: Tool): void {
+    const name = tool.name;
     const old = this.found.get(name);
     const bytes = JSON.stringify(tool).length;
     if (old) {
@@ -150,12 +153,12 @@ function invalid(message: string): { error: JsonRpcErrorObject } {
 }
 
 /** The tools of a tools/list result that have a name. */
-function toolsOf(result: McpResult): McpResult[] {
-  return Array.isArray(result.tools) ? result.tools.filter((t): t is McpResult => isObject(t) && typeof t.name === 'string') : [];
+function toolsOf(result: McpResult): Tool[] {
+  return Array.isArray(result.tools) ? result.tools.filter((t): t is Tool => isObject(t) && typeof t.name === 'string') : [];
 }
 
 /** The `limit` tools that match `query` best (BM25, names weighing most), best first. */
-export function rank(tools: McpResult[], query: string, limit: number): McpResult[] {
+export function rank(tools: Tool[], query: string, limit: number): Tool[] {
   const index = new MiniSearch<{ id: number; name: string; title: string; description: string; parameters: string }>({
     fields: ['name', 'title', 'description', 'parameters'],
     tokenize: words,
@@ -165,7 +168,7 @@ export function rank(tools: McpResult[], query: string, limit: number): McpResul
   index.addAll(
     tools.map((tool, id) => ({
       id,
-      name: tool.name as string,
+      name: tool.name,
       title: typeof tool.title === 'string' ? tool.title : '',
       description: typeof tool.description === 'string' ? tool.description : '',
       parameters: parameterText(tool.inputSchema),
@@ -174,7 +177,7 @@ export function rank(tools: McpResult[], query: string, limit: number): McpResul
   return index
     .search(query)
     .slice(0, limit)
-    .map((hit) => tools[hit.id as number]);
+    .map((hit) => tools[Number(hit.id)]);
 }
 
 /** A tool's top-level parameter names and descriptions. */
@@ -186,11 +189,10 @@ function parameterText(schema: unknown): string {
 }
 
 /** Words that say nothing of what a tool does. */
-const STOP_WORDS = new Set(
-  'a an and are as at be by can do for from get give how i in into is it me my of on or please some that the this to use want with you your'.split(
-    ' ',
-  ),
-);
+const STOP_WORDS = new Set([
+  ...'a an and are as at be by can do for from get give how i in into is it'.split(' '),
+  ...'me my of on or please some that the this to use want with you your'.split(' '),
+]);
 
 /** A word as it is indexed and searched: lower case, a plural's final "s" dropped; stop words not at all. */
 function term(word: string): string | null {

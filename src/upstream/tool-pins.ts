@@ -129,7 +129,8 @@ function parsePins(file: string, text: string): PinEntries {
     )
       throw new PinsFileError(
         file,
-        `has a bad entry for tool ${JSON.stringify(name.slice(0, 100))}: expected {"sha256": "<64 hex digits>", "refused"?: "<64 hex digits>"}`,
+        `has a bad entry for tool ${JSON.stringify(name.slice(0, 100))}: ` +
+          'expected {"sha256": "<64 hex digits>", "refused"?: "<64 hex digits>"}',
       );
     bytes += name.length + PIN_BYTES;
     if (entries.size >= MAX_PINS || bytes > MAX_BYTES)
