@@ -108,7 +108,7 @@ export const modernSchema = z
           .default(MODERN_DEFAULTS.tasks.answerWithinMs)
           .describe(
             'A tools/call from a client that declares tasks, still running after this long, ' +
-              'is answered with a task; one that finishes or asks for input sooner is answered as usual. A tool ' +
+              'is answered with a task (0: every one); one that finishes or asks for input sooner is answered as usual. A tool ' +
               'whose execution.taskSupport is "required" is refused to a client that does not declare tasks.',
           ),
         ttlMs: z

@@ -48,7 +48,7 @@ export interface Answered {
   /** The upstream's result, and what the filters made of it (the same object when they changed nothing). */
   result: McpResult;
   shaped: McpResult;
-  /** Whether a filter looked at the result (whatever it made of it). */
+  /** Whether a filter changed the result (`shaped` is not the upstream's). */
   reshaped: boolean;
 }
 
@@ -59,8 +59,8 @@ export interface Answered {
 export interface EraCompletion {
   /** The upstream's error as the client gets it (`frame`: its bytes, when nothing changed it). */
   error(id: JsonRpcId, error: JsonRpcErrorObject, frame: Frame | undefined): Frame;
-  /** The result as it came, completed on its bytes (`reshaped`: a filter looked at it); undefined: it must be decoded first. */
-  completeBytes(id: JsonRpcId, method: string, frame: Frame, res: JsonRpcResponse, reshaped: boolean): Frame | undefined;
+  /** The result as it came, completed on its bytes; undefined: it must be decoded first. */
+  completeBytes(id: JsonRpcId, method: string, frame: Frame, res: JsonRpcResponse): Frame | undefined;
   complete(a: Answered): McpResult;
 }
 
@@ -143,12 +143,12 @@ export class Exchange {
       return era.error(id, annotated ?? res.error, annotated ? undefined : frame);
     }
     if (this.negotiation?.learns?.(this.method)) this.negotiation.learn!(this.method, res.result ?? {});
-    const reshaped = this.wantsResult();
-    // A result the filters left as it was goes on as its bytes where the era can complete them.
+    // A result the filters left as it was (whether or not they looked) goes on as its bytes where the era can complete them.
     const done = (shaped: McpResult | undefined): Frame => {
       if (this.finish) shaped = this.finish(shaped ?? res.result ?? {});
+      const reshaped = shaped !== undefined;
       return (
-        (shaped === undefined && frame && era.completeBytes(id, this.method, frame, res, reshaped)) || {
+        (!reshaped && frame && era.completeBytes(id, this.method, frame, res)) || {
           msg: {
             jsonrpc: '2.0',
             id,
@@ -157,7 +157,7 @@ export class Exchange {
         }
       );
     };
-    if (!reshaped) return done(undefined);
+    if (!this.wantsResult()) return done(undefined);
     const shaped = this.shape(res.result ?? {});
     return shaped instanceof Promise ? shaped.then(done) : done(shaped);
   }

@@ -199,7 +199,16 @@ export class BoundFilters {
     const call = request ?? search?.request ?? req;
     const refused = call.method === 'tools/call' ? this.chain.tools.pins?.refusal(call.params?.name) : undefined;
     if (refused) return { error: toJsonRpcError(refused, this.era) };
-    const finish = search?.finish;
+    // A searching session's list shows the tools it found: never one whose changed definition is refused.
+    const pins = this.chain.tools.pins;
+    const found = search?.finish;
+    const finish =
+      found && pins && req.method === 'tools/list'
+        ? (result: McpResult) => {
+            const listed = found(result);
+            return pins.unlisted(listed) ?? listed;
+          }
+        : found;
     return request || scope !== undefined || finish ? { request, scope, finish } : undefined;
   }
 

@@ -34,6 +34,10 @@ describe('ranking', () => {
     expect(found).toContain(expected);
   });
 
+  it('searches each word of a query once: repeating words changes nothing', () => {
+    expect(names(rank(catalog, 'read file '.repeat(100), 5))).toEqual(names(rank(catalog, 'read file', 5)));
+  });
+
   it('returns at most the limit, best first, and nothing for words no tool has', () => {
     expect(rank(catalog, 'file', 2)).toHaveLength(2);
     expect(rank(catalog, 'zzqx', 5)).toEqual([]);
@@ -54,6 +58,40 @@ describe('the search step', () => {
     expect(step).toEqual({ request: call('echo', { message: 'hi' }, { a: 1 }) });
   });
 
+  it("keeps the call's own params through call_tool: its input round's state and answers, its task", () => {
+    const retry = {
+      ...call(CALL_TOOL, { name: 'deploy', arguments: { to: 'prod' } }, { a: 1 }),
+      params: {
+        name: CALL_TOOL,
+        arguments: { name: 'deploy', arguments: { to: 'prod' } },
+        requestState: 'sealed',
+        inputResponses: { ask: { action: 'accept' } },
+        task: { ttl: 1000 },
+        _meta: { a: 1 },
+      },
+    };
+    expect(new ToolSearch(false).onRequest(retry)).toEqual({
+      request: {
+        ...retry,
+        params: {
+          name: 'deploy',
+          arguments: { to: 'prod' },
+          requestState: 'sealed',
+          inputResponses: { ask: { action: 'accept' } },
+          task: { ttl: 1000 },
+          _meta: { a: 1 },
+        },
+      },
+    });
+  });
+
+  it('says when the server lists more tools than the page searched', () => {
+    const step = new ToolSearch(false).onRequest(call(SEARCH_TOOL, { query: 'zzqx' })) as { finish(r: McpResult): McpResult };
+    const answer = step.finish({ tools: catalog, nextCursor: 'page-2' });
+    expect(answer.structuredContent).toEqual({ tools: [], partial: true });
+    expect((answer.content as Array<{ text: string }>)[0].text).toContain('first page only');
+  });
+
   it('leaves other tools and methods alone', () => {
     expect(new ToolSearch(false).onRequest(call('echo', { message: 'hi' }))).toBeUndefined();
     expect(new ToolSearch(false).onRequest({ jsonrpc: '2.0', id: 1, method: 'prompts/list' })).toBeUndefined();
@@ -62,7 +100,7 @@ describe('the search step', () => {
   it.each([
     [SEARCH_TOOL, {}, '"query"'],
     [SEARCH_TOOL, { query: '  ' }, '"query"'],
-    [SEARCH_TOOL, { query: 'x'.repeat(1001) }, 'longer than 1000'],
+    [SEARCH_TOOL, { query: 'x'.repeat(501) }, 'longer than 500'],
     [SEARCH_TOOL, { query: 'file', limit: 0 }, '"limit"'],
     [SEARCH_TOOL, { query: 'file', limit: 2.5 }, '"limit"'],
     [CALL_TOOL, {}, '"name"'],

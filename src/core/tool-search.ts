@@ -13,6 +13,7 @@
  * BM25 (MiniSearch) over names, titles, descriptions and parameter names, in time linear in the
  * catalog's size.
  */
+import { createHash } from 'node:crypto';
 import MiniSearch from 'minisearch';
 import { INVALID_PARAMS, isObject, type JsonRpcErrorObject, type JsonRpcNotification, type JsonRpcRequest } from '../jsonrpc/message.js';
 import { SEARCH_TAG, type FeatureSet } from '../mcp/features.js';
@@ -28,7 +29,9 @@ export const CALL_TOOL = 'call_tool';
 const DEFAULT_RESULTS = 5;
 const MAX_RESULTS = 20;
 /** The longest query read (a longer one is refused: ranking is linear in the query too). */
-const MAX_QUERY_LENGTH = 1000;
+const MAX_QUERY_LENGTH = 500;
+/** Distinct words of a query searched, at most. */
+const MAX_QUERY_WORDS = 16;
 /** Tools a legacy session's list keeps of those it found (the least recently found go first), and their bytes. */
 const MAX_FOUND = 50;
 const MAX_FOUND_BYTES = 256 * 1024;
@@ -95,7 +98,9 @@ export class ToolSearch {
     if (params.name === CALL_TOOL) {
       if (typeof args.name !== 'string' || args.name === '') return invalid(`${CALL_TOOL} needs "name", the tool to call, as a string`);
       if (args.arguments !== undefined && !isObject(args.arguments)) return invalid(`${CALL_TOOL}'s "arguments" must be an object`);
-      const call = { ...meta, name: args.name, ...(args.arguments === undefined ? {} : { arguments: args.arguments }) };
+      // The call's own params stay (requestState, inputResponses, task): its input rounds and task are the named tool's.
+      const { name: _name, arguments: _arguments, ...rest } = params;
+      const call = { ...rest, name: args.name, ...(args.arguments === undefined ? {} : { arguments: args.arguments }) };
       return { request: { ...req, params: call } };
     }
     if (params.name !== SEARCH_TOOL) return undefined;
@@ -105,7 +110,7 @@ export class ToolSearch {
     if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_RESULTS)
       return invalid(`${SEARCH_TOOL}'s "limit" must be an integer from 1 to ${MAX_RESULTS}`);
     const list: JsonRpcRequest = { jsonrpc: '2.0', id: req.id, method: 'tools/list', params: meta };
-    return { request: list, finish: (result) => this.answer(rank(toolsOf(result), query, limit)) };
+    return { request: list, finish: (result) => this.answer(rank(toolsOf(result), query, limit), result.nextCursor !== undefined) };
   }
 
   /** A notification the session is owed after an answer: its list changed (legacy sessions only). */
@@ -120,12 +125,14 @@ export class ToolSearch {
     return { tools: [...searchTools().tools, ...[...this.found.values()].map((f) => f.tool)] };
   }
 
-  private answer(tools: Tool[]): McpResult {
+  /** `partial`: the server lists more tools than its first page, which alone was searched. */
+  private answer(tools: Tool[], partial: boolean): McpResult {
     if (this.session) for (const tool of tools) this.keep(tool);
+    const more = partial ? ' The server lists more tools than were searched (its first page only); they stay callable by name.' : '';
     const text = tools.length
       ? JSON.stringify({ tools })
-      : `No tool matches. Try other words, or fewer; ${SEARCH_TOOL} ranks by the words of names, descriptions and parameters.`;
-    return { content: [{ type: 'text', text }], structuredContent: { tools } };
+      : `No tool matches. Try other words, or fewer; ${SEARCH_TOOL} ranks by the words of names, descriptions and parameters.${more}`;
+    return { content: [{ type: 'text', text }], structuredContent: { tools, ...(partial ? { partial: true } : {}) } };
   }
 
   private keep(tool: Tool): void {
@@ -159,25 +166,53 @@ function toolsOf(result: McpResult): Tool[] {
 
 /** The `limit` tools that match `query` best (BM25, names weighing most), best first. */
 export function rank(tools: Tool[], query: string, limit: number): Tool[] {
-  const index = new MiniSearch<{ id: number; name: string; title: string; description: string; parameters: string }>({
-    fields: ['name', 'title', 'description', 'parameters'],
-    tokenize: words,
-    processTerm: term,
-    searchOptions: { boost: { name: 3, title: 2, parameters: 1.5 }, prefix: true, fuzzy: 0.2, combineWith: 'OR' },
-  });
-  index.addAll(
-    tools.map((tool, id) => ({
-      id,
-      name: tool.name,
-      title: typeof tool.title === 'string' ? tool.title : '',
-      description: typeof tool.description === 'string' ? tool.description : '',
-      parameters: parameterText(tool.inputSchema),
-    })),
-  );
-  return index
+  return indexOf(tools)
     .search(query)
     .slice(0, limit)
     .map((hit) => tools[Number(hit.id)]);
+}
+
+type Indexed = { id: number; name: string; title: string; description: string; parameters: string };
+
+/** Indexes of the catalogs searched last, by their text: a catalog is indexed once while it stays the same. */
+const indexes = new Map<string, MiniSearch<Indexed>>();
+const KEPT_INDEXES = 4;
+
+/**
+ * The catalog's index. A query's words are searched each once, 16 at most; only words of 3 letters or more match as
+ * prefixes, and of 5 or more with a typo or two: a query costs about as much as its distinct words, whatever it repeats.
+ */
+function indexOf(tools: Tool[]): MiniSearch<Indexed> {
+  const docs = tools.map((tool, id) => ({
+    id,
+    name: tool.name,
+    title: typeof tool.title === 'string' ? tool.title : '',
+    description: typeof tool.description === 'string' ? tool.description : '',
+    parameters: parameterText(tool.inputSchema),
+  }));
+  const key = createHash('sha256').update(JSON.stringify(docs)).digest('base64');
+  let index = indexes.get(key);
+  if (index) {
+    indexes.delete(key);
+  } else {
+    index = new MiniSearch<Indexed>({
+      fields: ['name', 'title', 'description', 'parameters'],
+      tokenize: words,
+      processTerm: term,
+      searchOptions: {
+        tokenize: (query) => [...new Set(words(query))].slice(0, MAX_QUERY_WORDS),
+        boost: { name: 3, title: 2, parameters: 1.5 },
+        prefix: (word) => word.length >= 3,
+        fuzzy: (word) => (word.length >= 5 ? 0.2 : false),
+        maxFuzzy: 2,
+        combineWith: 'OR',
+      },
+    });
+    index.addAll(docs);
+    if (indexes.size >= KEPT_INDEXES) indexes.delete(indexes.keys().next().value!);
+  }
+  indexes.set(key, index);
+  return index;
 }
 
 /** A tool's top-level parameter names and descriptions. */

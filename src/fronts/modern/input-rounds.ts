@@ -274,9 +274,10 @@ export class InputRounds {
   }
 }
 
-/** The step, or `running` when it takes longer than `ms` (no limit without `ms`). */
+/** The step, or `running` when it takes longer than `ms` (no limit without `ms`; with 0, running at once, whatever comes first). */
 async function within(next: Promise<CallStep>, ms: number | undefined): Promise<RunStep> {
   if (ms === undefined) return next;
+  if (ms <= 0) return { kind: 'running', next };
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<RunStep>((resolve) => (timer = setTimeout(() => resolve({ kind: 'running', next }), ms)));
   try {

@@ -117,9 +117,9 @@ export class PassThrough implements UpstreamRoute, EraCompletion {
   }
 
   /** The server completed its result: its bytes go on, unless the proxy's cache hint is to be written over the server's. */
-  completeBytes(_id: JsonRpcId, method: string, frame: Frame, res: JsonRpcResponse, reshaped: boolean): Frame | undefined {
+  completeBytes(_id: JsonRpcId, method: string, frame: Frame, res: JsonRpcResponse): Frame | undefined {
     const result = res.result ?? {};
-    return result.resultType !== undefined && !this.hint(method, result, reshaped) ? frame : undefined;
+    return result.resultType !== undefined && !this.hint(method, result, false) ? frame : undefined;
   }
 
   complete(a: Answered): McpResult {
@@ -355,6 +355,7 @@ function discovered(result: McpResult, extensions: Record<string, unknown>): Mcp
 
 /** Whether the upstream answered within `ms` (with an answer or a failure). */
 async function answeredWithin(answer: Promise<unknown>, ms: number): Promise<boolean> {
+  if (ms <= 0) return false; // 0: a task at once, not a race with the answer
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<boolean>((resolve) => (timer = setTimeout(resolve, ms, false)));
   try {

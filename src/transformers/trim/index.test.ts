@@ -193,6 +193,23 @@ describe('trim', () => {
       tools: Array<{ inputSchema: { $schema?: string } }>;
     };
     expect(kept.tools[0].inputSchema.$schema).toBe(inputSchema.$schema);
+    // A draft-07 schema with a keyword only later dialects apply: dropping its $schema would make it stricter.
+    const newer = { ...inputSchema, dependentRequired: { title: ['tags'] } };
+    const keptNewer = (await fn({ tools: [{ name: 'x', inputSchema: newer }] }, testContext('tools/list'))) as {
+      tools: Array<{ inputSchema: { $schema?: string } }>;
+    };
+    expect(keptNewer.tools[0].inputSchema.$schema).toBe(inputSchema.$schema);
+  });
+
+  it('keeps additionalProperties: true where unevaluatedProperties reads it', async () => {
+    const inputSchema = {
+      type: 'object',
+      allOf: [{ properties: { a: { type: 'string' } }, additionalProperties: true }],
+      unevaluatedProperties: false,
+    };
+    const out = (await fn({ tools: [{ name: 'x', description: 'X.', inputSchema }] }, testContext('tools/list'))) as
+      { tools: Array<{ inputSchema: unknown }> } | undefined;
+    expect(out?.tools[0].inputSchema ?? inputSchema).toEqual(inputSchema);
   });
 
   it("keeps an upstream's __proto__ keys as keys, in schemas and property names", async () => {

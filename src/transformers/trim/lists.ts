@@ -212,7 +212,8 @@ function repeatedSentences(openings: Array<string[] | undefined>): Set<string> {
  * `default`, `required` and unknown keywords are values, kept as they are.
  */
 export function compactSchema(schema: Record<string, unknown>, limit: number): Record<string, unknown> {
-  const out = walk(schema, limit) as Record<string, unknown>;
+  // Beside unevaluatedProperties, `additionalProperties: true` marks properties evaluated: it then constrains calls.
+  const out = walk(schema, limit, !hasKeyword(schema, OPEN_MATTERS)) as Record<string, unknown>;
   if (typeof out.$schema === 'string' && DIALECTS.test(out.$schema) && dialectNeutral(out)) delete out.$schema;
   for (const defs of ['$defs', 'definitions']) {
     if (!isPlainObject(out[defs])) continue;
@@ -225,19 +226,20 @@ export function compactSchema(schema: Record<string, unknown>, limit: number): R
   return out;
 }
 
-function walk(schema: unknown, limit: number): unknown {
+/** `dropOpen`: whether `additionalProperties: true` says nothing (no unevaluatedProperties reads it). */
+function walk(schema: unknown, limit: number, dropOpen: boolean): unknown {
   if (!isPlainObject(schema)) return schema;
   // Entries, then fromEntries: an upstream's `__proto__` key stays a key of the copy.
   const out: Array<[string, unknown]> = [];
   for (const [k, v] of Object.entries(schema)) {
     if (ANNOTATIONS.has(k)) continue;
-    if (k === 'additionalProperties' && v === true) continue;
+    if (k === 'additionalProperties' && v === true && dropOpen) continue;
     if (k === 'default' && JSON.stringify(v).length > DEFAULT_LENGTH) continue;
     if (k === 'description' && typeof v === 'string') out.push([k, firstSentences(v, 1, limit)]);
     else if (SCHEMA_MAP_KEYWORDS.has(k) && isPlainObject(v))
-      out.push([k, Object.fromEntries(Object.entries(v).map(([name, sub]) => [name, walk(sub, limit)]))]);
-    else if (SCHEMA_ARRAY_KEYWORDS.has(k) && Array.isArray(v)) out.push([k, v.map((sub) => walk(sub, limit))]);
-    else if (SCHEMA_KEYWORDS.has(k) && isPlainObject(v)) out.push([k, walk(v, limit)]);
+      out.push([k, Object.fromEntries(Object.entries(v).map(([name, sub]) => [name, walk(sub, limit, dropOpen)]))]);
+    else if (SCHEMA_ARRAY_KEYWORDS.has(k) && Array.isArray(v)) out.push([k, v.map((sub) => walk(sub, limit, dropOpen))]);
+    else if (SCHEMA_KEYWORDS.has(k) && isPlainObject(v)) out.push([k, walk(v, limit, dropOpen)]);
     else out.push([k, v]);
   }
   return Object.fromEntries(out);
@@ -279,6 +281,7 @@ function reachedDefinitions(schema: Record<string, unknown>, defs: string): Set<
  * ignores and 2020-12 applies).
  */
 function dialectNeutral(schema: Record<string, unknown>): boolean {
+  if (hasKeyword(schema, NEWER_KEYWORDS)) return false;
   const pending: unknown[] = [schema];
   while (pending.length > 0) {
     const value = pending.pop();
@@ -290,4 +293,32 @@ function dialectNeutral(schema: Record<string, unknown>): boolean {
     }
   }
   return true;
+}
+
+/** Keywords beside which `additionalProperties: true` constrains a call. */
+const OPEN_MATTERS = new Set(['unevaluatedProperties']);
+/** Keywords draft-07 ignores and 2019-09 and later apply: a draft-07 schema with them must keep its `$schema`. */
+const NEWER_KEYWORDS = new Set([
+  'dependentRequired',
+  'dependentSchemas',
+  'unevaluatedProperties',
+  'unevaluatedItems',
+  'prefixItems',
+  'minContains',
+  'maxContains',
+]);
+
+/** Whether any object in `schema` has one of `keys` as a member. */
+function hasKeyword(schema: unknown, keys: Set<string>): boolean {
+  const pending: unknown[] = [schema];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    if (Array.isArray(value)) pending.push(...value);
+    else if (isPlainObject(value))
+      for (const [k, v] of Object.entries(value)) {
+        if (keys.has(k)) return true;
+        if (typeof v === 'object' && v !== null) pending.push(v);
+      }
+  }
+  return false;
 }
