@@ -172,6 +172,22 @@ describe('ListCache', () => {
     expect(await kept(TOOLS, { maxBytes: 100 })).toBe(false);
     expect(await kept(TOOLS, { maxAgeMs: 0 })).toBe(false);
 
+    // A copy handed out later says what is left of the server's ttlMs; a legacy answer, which has none, goes as its bytes.
+    const { upstream: server, call: viaCache } = setup();
+    const fetched = viaCache(list(1), { caller: ALICE, timeoutMs: 1000 });
+    server.calls[0].answer(answer(1, { ...complete, ttlMs: 60_000 }));
+    await fetched;
+    const since = Date.now();
+    while (Date.now() < since + 3); // the clock moves on (a bounded wait: 3 ms)
+    const later = await viaCache(list(2), { caller: ALICE, timeoutMs: 1000 });
+    expect(resultOf(later).result?.ttlMs).toBeLessThanOrEqual(60_000 - 3);
+    expect(resultOf(later).result?.ttlMs).toBeGreaterThan(50_000);
+    const { upstream: legacy, call: viaLegacy } = setup();
+    const first = viaLegacy(list(1), { caller: ALICE, timeoutMs: 1000 });
+    legacy.calls[0].answer(answer(1, TOOLS));
+    await first;
+    expect((await viaLegacy(list(2), { caller: ALICE, timeoutMs: 1000 })).frame.raw).toBeDefined();
+
     const { upstream, cache, call } = setup({ maxEntries: 2 });
     for (let id = 1; id <= 3; id++) {
       const got = call(list(id, { cursor: String(id) }), { caller: ALICE, timeoutMs: 1000 });

@@ -66,7 +66,11 @@ interface Entry {
   /** The upstream's answer, undecoded (never handed out itself: each client gets a copy). */
   frame: Frame;
   bytes: number;
+  /** When it was kept (ms since epoch), and until when. */
+  stored: number;
   expires: number;
+  /** The server's own ttlMs in it, if any: a copy handed out later says what is left of it. */
+  ttlMs?: number;
 }
 
 interface Flight {
@@ -159,7 +163,11 @@ export class ListCache {
       this.entries.delete(key);
       this.entries.set(key, entry);
       this.o.log.debug({ method: req.method }, 'list answered from the cache');
-      return Promise.resolve({ frame: withId(entry.frame, req.id), status: 200 });
+      const frame = withId(entry.frame, req.id);
+      return Promise.resolve({
+        frame: entry.ttlMs === undefined ? frame : aged(frame, entry.ttlMs - (Date.now() - entry.stored)),
+        status: 200,
+      });
     }
     if (entry) this.drop(key, entry);
     let flight = this.flights.get(key);
@@ -242,8 +250,8 @@ export class ListCache {
     if (status !== 200) return undefined;
     const undecoded = undecodedResult(frame) ? frame : asBytes(frame.msg as JsonRpcResponse);
     if (!undecoded) return undefined;
-    const ageMs = this.ageOf(undecoded);
-    if (ageMs === undefined || (this.generations.get(method) ?? 0) !== generation) return undecoded;
+    const kept = this.ageOf(undecoded);
+    if (kept === undefined || (this.generations.get(method) ?? 0) !== generation) return undecoded;
     const bytes = (undecoded.raw as Buffer).length + key.length;
     if (bytes > this.o.maxBytes) {
       this.o.log.debug({ method, bytes, maxBytes: this.o.maxBytes }, 'list answer larger than upstream.listCache.maxBytes: not cached');
@@ -251,7 +259,8 @@ export class ListCache {
     }
     const old = this.entries.get(key);
     if (old) this.drop(key, old);
-    this.entries.set(key, { method, frame: undecoded, bytes, expires: Date.now() + ageMs });
+    const stored = Date.now();
+    this.entries.set(key, { method, frame: undecoded, bytes, stored, expires: stored + kept.ageMs, ttlMs: kept.ttlMs });
     this.bytes += bytes;
     for (const [k, e] of this.entries) {
       if (this.entries.size <= this.o.maxEntries && this.bytes <= this.o.maxBytes) break;
@@ -265,15 +274,16 @@ export class ListCache {
    * resultType) is kept only when complete and for no longer than its ttlMs (none means 0: never), and a private one
    * only under its principal; undefined when it may not be kept.
    */
-  private ageOf(frame: Frame): number | undefined {
+  private ageOf(frame: Frame): { ageMs: number; ttlMs?: number } | undefined {
     const members = frame.result?.members ?? [];
-    if (!members.includes('resultType') && !members.includes('ttlMs') && !members.includes('cacheScope')) return this.o.maxAgeMs;
+    if (!members.includes('resultType') && !members.includes('ttlMs') && !members.includes('cacheScope'))
+      return this.o.maxAgeMs > 0 ? { ageMs: this.o.maxAgeMs } : undefined;
     const { resultType, ttlMs, cacheScope } = JSON.parse(undecodedResult(frame)!.toString('utf8')) as Record<string, unknown>;
     if (resultType !== undefined && resultType !== 'complete') return undefined;
     if (cacheScope === 'private' && this.o.stateless) return undefined;
-    const theirs = typeof ttlMs === 'number' && ttlMs >= 0 ? ttlMs : resultType === undefined ? this.o.maxAgeMs : 0;
-    const ageMs = Math.min(theirs, this.o.maxAgeMs);
-    return ageMs > 0 ? ageMs : undefined;
+    const own = typeof ttlMs === 'number' && ttlMs >= 0 ? ttlMs : undefined;
+    const ageMs = Math.min(own ?? (resultType === undefined ? this.o.maxAgeMs : 0), this.o.maxAgeMs);
+    return ageMs > 0 ? { ageMs, ttlMs: own } : undefined;
   }
 
   private drop(key: string, entry: Entry): boolean {
@@ -282,6 +292,12 @@ export class ListCache {
     this.bytes -= entry.bytes;
     return true;
   }
+}
+
+/** A kept answer whose server said how long it may be kept, saying what is left of that (`leftMs`) as it is handed out. */
+function aged(frame: Frame, leftMs: number): Frame {
+  const msg = frame.msg as JsonRpcResponse;
+  return { msg: { jsonrpc: '2.0', id: msg.id, result: { ...msg.result, ttlMs: Math.max(0, Math.floor(leftMs)) } } };
 }
 
 /** A decoded success answer as an undecoded one (its bytes, read again); undefined for an error. */
