@@ -21,7 +21,7 @@ import type { StdioDownstream } from './fronts/stdio.js';
 import { ProxyStartError, type ProxyError } from './jsonrpc/errors.js';
 import type { Tracing } from './ops/tracing.js';
 import type { CompiledRule } from './rules/compile.js';
-import type { UpstreamConnector } from './upstream/connector.js';
+import type { UpstreamEndpoint } from './upstream/connector.js';
 import type { UpstreamPool } from './upstream/pool.js';
 import { createFilters } from './wiring/filters.js';
 import { createClientLimits, startHttp, startStdio } from './wiring/fronts.js';
@@ -29,7 +29,7 @@ import { createLegacySessions, createRelays } from './wiring/legacy.js';
 import { createModernHandler, type ModernFront } from './wiring/modern.js';
 import { checkUpstreamAtStart, createOperations, type Operations } from './wiring/operations.js';
 import { createReplica, type Replica } from './wiring/replicas.js';
-import { createConnector, createListCache, createUpstreamSessions } from './wiring/upstream.js';
+import { createAggregate, createConnector, createListCache, createUpstreamSessions } from './wiring/upstream.js';
 import type { ToolCatalog } from './upstream/tool-catalog.js';
 import { TOOLS_LIST_CHANGED } from './upstream/tool-pins.js';
 
@@ -79,7 +79,7 @@ class ProxyGateway implements Gateway {
   private readonly log: Logger;
   private readonly target: string;
   private readonly replica: Replica;
-  private readonly connector: UpstreamConnector;
+  private readonly connector: UpstreamEndpoint;
   private readonly authenticator: Authenticator;
   private readonly ops: Operations;
   /** What is held for absent clients, counted per client and in total (listen.heldBytes). */
@@ -103,15 +103,23 @@ class ProxyGateway implements Gateway {
     const log = (this.log = deps.log);
     this.running = config;
     this.done = new Promise((resolve) => (this.settle = resolve));
-    const spec = resolveUpstream(config.upstream, deps.demoEntry ?? fileURLToPath(new URL('./demo/main.js', import.meta.url)));
-    this.target = describeUpstream(spec);
-    const replica = (this.replica = createReplica(config, spec));
+    const demoEntry = deps.demoEntry ?? fileURLToPath(new URL('./demo/main.js', import.meta.url));
+    const witness = (usable: boolean, cause?: string) => this.ops.readiness.note(usable, cause);
     const lists = createListCache(config, log);
-    const connector = (this.connector = createConnector(
-      config,
-      { spec, target: this.target },
-      { getFollowsClient: replica.sessionsMove, lists, log, witness: (usable, cause) => this.ops.readiness.note(usable, cause) },
-    ));
+    let connector: UpstreamEndpoint;
+    if (config.upstreams) {
+      // Several servers: their sessions are this replica's (another replica forwards to it).
+      this.replica = createReplica(config, false);
+      connector = this.connector = createAggregate(config, { demoEntry, log, witness });
+      this.target = config.upstreams.map((server) => server.name).join(', ');
+    } else {
+      const spec = resolveUpstream(config.upstream, demoEntry);
+      this.target = describeUpstream(spec);
+      this.replica = createReplica(config, spec.kind === 'http');
+      const getFollowsClient = this.replica.sessionsMove;
+      connector = this.connector = createConnector(config, { spec, target: this.target }, { getFollowsClient, lists, log, witness });
+    }
+    const replica = this.replica;
     this.authenticator = createAuthenticator(config.auth);
     const held = (this.held = new HeldBytes(config.listen.heldBytes));
     const sessions = () => this.legacySessions?.sessionCount ?? (this.stdio ? 1 : 0);

@@ -19,7 +19,7 @@ import { createGateway } from './gateway.js';
 import { logDestination } from './ops/log-destination.js';
 import { Tracing } from './ops/tracing.js';
 import { boundedFields, clip } from './ops/log-text.js';
-import { loadRules } from './config/rules.js';
+import { loadRules, serverRules } from './config/rules.js';
 import { ConfigError, RuleError, UserError } from './jsonrpc/errors.js';
 
 async function main(): Promise<number> {
@@ -32,7 +32,7 @@ async function main(): Promise<number> {
 
   if (request.command === 'explain') {
     const config = loadConfig({ file: request.configFile, overrides: request.overrides });
-    const rules = await loadRules(config.contentNegotiation, request.configFile);
+    const rules = await loadRules(config.contentNegotiation, request.configFile, serverRules(config));
     return print(await explain(rules, request.explain!, new Profiles(config.profiles)));
   }
   // `validate` reports every problem of the config (schema, plugins, rules, what a start would refuse); serving refuses exactly those.

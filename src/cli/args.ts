@@ -41,6 +41,9 @@ Options:
   --upstream <cmd|url>     the server behind the proxy: a command line that starts a stdio server
                            ("node server.js --flag"), or a Streamable HTTP URL (http://host:port/mcp).
                            Default: the built-in demo server.          env: MCP_PROXY_UPSTREAM
+  --upstream <name>=<cmd|url>  one of several servers behind one endpoint (repeatable): its tools
+                           and prompts are listed as <name>_<tool>; --env and --upstream-era
+                           apply to each. See docs/several-servers.md.
   --upstream-era <era>     auto (default: an HTTP server is asked server/discover, then initialize;
                            a stdio one is legacy until it refuses initialize as a 2026-07-28
                            server does), legacy, modern or dual (both: each client in its own
@@ -94,7 +97,7 @@ Examples:
 `;
 
 const OPTIONS = {
-  upstream: { type: 'string' },
+  upstream: { type: 'string', multiple: true },
   stdio: { type: 'boolean' },
   'allow-unauthenticated': { type: 'boolean' },
   'fail-fast': { type: 'boolean' },
@@ -197,14 +200,13 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliRequest {
   const pins = command === 'pins' ? pinsRequest(positionals.slice(1), values.all ?? false) : undefined;
 
   const pick = (flag: string | undefined, name: string) => flag ?? (env[name] === '' ? undefined : env[name]);
-  const upstream = pick(values.upstream, 'MCP_PROXY_UPSTREAM');
+  const upstreams = upstreamFlags(values.upstream ?? (env.MCP_PROXY_UPSTREAM ? [env.MCP_PROXY_UPSTREAM] : []));
   const stdio = values.stdio ?? truthy(env.MCP_PROXY_STDIO);
+  const server = { env: values.env && upstreamEnv(values.env, env), era: pick(values['upstream-era'], 'MCP_PROXY_UPSTREAM_ERA') };
   const overrides: Record<string, unknown> = {
-    upstream: {
-      ...(upstream === undefined ? {} : /^https?:\/\//i.test(upstream) ? { url: upstream } : { command: upstream }),
-      env: values.env && upstreamEnv(values.env, env),
-      era: pick(values['upstream-era'], 'MCP_PROXY_UPSTREAM_ERA'),
-    },
+    ...(Array.isArray(upstreams) && upstreams.length > 0
+      ? { upstreams: upstreams.map((named) => ({ ...named, ...server })) }
+      : { upstream: { ...upstreams, ...server } }),
     listen: {
       transport: stdio ? 'stdio' : undefined,
       host: pick(values.host, 'MCP_PROXY_HOST'),
@@ -319,6 +321,29 @@ function defaultFeatures(value: string | undefined): Record<string, unknown> | u
 }
 
 /** `--env NAME=VALUE` or `--env NAME` (the proxy's own value, like `docker run -e`). */
+/** `NAME=` before a server's command line or URL: one of several servers. */
+const NAMED_SERVER = /^([A-Za-z][A-Za-z0-9-]{0,31})=(.+)$/s;
+
+function whereTo(spec: string): { url: string } | { command: string } {
+  return /^https?:\/\//i.test(spec) ? { url: spec } : { command: spec };
+}
+
+/**
+ * The --upstream flags: one unnamed server (the `upstream` section), or several named ones (`upstreams`, an array);
+ * none: an empty array.
+ */
+function upstreamFlags(flags: string[]): ({ url: string } | { command: string }) | ({ name: string } & ({ url: string } | { command: string }))[] {
+  const named = flags.map((flag) => NAMED_SERVER.exec(flag));
+  if (flags.length === 1 && !named[0]) return whereTo(flags[0]);
+  const unnamed = flags.filter((_, i) => !named[i]);
+  if (unnamed.length > 0)
+    throw new UsageError(
+      `--upstream ${JSON.stringify(unnamed[0])}: with several servers, name each one: --upstream NAME=SPEC ` +
+        '(NAME: a letter, then letters, digits and "-")',
+    );
+  return named.map((match) => ({ name: match![1], ...whereTo(match![2]) }));
+}
+
 function upstreamEnv(entries: string[], env: NodeJS.ProcessEnv): Record<string, string> {
   const out: Record<string, string> = {};
   for (const entry of entries) {

@@ -12,7 +12,7 @@ import { isObject } from '../jsonrpc/message.js';
 import type { CompiledRule } from '../rules/compile.js';
 import { profileTagWarnings, ruleTagWarnings } from '../rules/tags.js';
 import { loadConfig, locateProblems } from '../config/load.js';
-import { loadRules } from '../config/rules.js';
+import { loadRules, serverRules } from '../config/rules.js';
 import type { Config } from '../config/schema.js';
 import { negotiationSchema } from '../config/schema-negotiation.js';
 import { resolveUpstream } from '../config/upstream.js';
@@ -42,7 +42,7 @@ export async function checkConfig(file: string | undefined, overrides: Record<st
   let rules: CompiledRule[] = [];
   if (negotiation) {
     try {
-      rules = await loadRules(negotiation, file);
+      rules = await loadRules(negotiation, file, config ? serverRules(config) : []);
     } catch (err) {
       if (!(err instanceof RuleError)) throw err;
       problems.push(...err.problems);

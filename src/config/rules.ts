@@ -10,6 +10,7 @@ import { RuleError } from '../jsonrpc/errors.js';
 import { compileRules, type CompiledRule, type RuleConfig } from '../rules/compile.js';
 import type { Transformer } from '../transformers/contract.js';
 import { locateProblems } from './load.js';
+import { SERVER_RULE_METHODS, type ServerConfig } from './schema-upstreams.js';
 
 /** The `contentNegotiation` section of the config, as far as rules are concerned. */
 export interface RuleSetConfig {
@@ -19,7 +20,24 @@ export interface RuleSetConfig {
   plugins: string[];
 }
 
-export async function loadRules(config: RuleSetConfig, configFile?: string): Promise<CompiledRule[]> {
+/**
+ * Each server's own rules (`upstreams[].rules`), for the names clients see: a rule's name globs get the server's
+ * prefix, and a rule without one matches every tool and prompt of the server.
+ */
+export function serverRules(config: { upstreams?: ServerConfig[]; upstream: { nameSeparator: string } }): RuleConfig[] {
+  return (config.upstreams ?? []).flatMap((server) => {
+    const prefix = server.prefix ?? server.name;
+    const outer = (glob: string) => (prefix === '' ? glob : `${prefix}${config.upstream.nameSeparator}${glob}`);
+    return server.rules.map((rule) => {
+      const globs = rule.when.name === undefined ? ['*'] : Array.isArray(rule.when.name) ? rule.when.name : [rule.when.name];
+      const method = rule.when.method ?? [...SERVER_RULE_METHODS];
+      return { ...rule, name: rule.name ?? `${server.name} rule`, when: { ...rule.when, method, name: globs.map(outer) } };
+    });
+  });
+}
+
+/** `serverRules`: each server's own rules, which come before the section's. */
+export async function loadRules(config: RuleSetConfig, configFile?: string, serverRules: RuleConfig[] = []): Promise<CompiledRule[]> {
   if (!config.enabled) return [];
   const transformers = builtinTransformers();
   const base = configFile ? dirname(resolve(configFile)) : process.cwd();
@@ -38,7 +56,7 @@ export async function loadRules(config: RuleSetConfig, configFile?: string): Pro
     }
   }
   try {
-    const rules = compileRules([...config.rules, ...(config.useDefaultRules ? DEFAULT_RULES : [])], transformers);
+    const rules = compileRules([...serverRules, ...config.rules, ...(config.useDefaultRules ? DEFAULT_RULES : [])], transformers);
     if (problems.length === 0) return rules;
   } catch (err) {
     if (!(err instanceof RuleError)) throw err;

@@ -47,8 +47,8 @@ const listCacheSchema = z
 
 const headerMap = z.record(z.string(), z.string()).describe('HTTP headers sent to an HTTP upstream; values may use ${ENV_VAR}.');
 
-export const upstreamSchema = z
-  .object({
+/** How one server is started or reached, and which era it speaks: the same for `upstream` and each of `upstreams`. */
+export const serverFields = {
     url: z
       .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
       .optional()
@@ -70,6 +70,23 @@ export const upstreamSchema = z
       .default(false)
       .describe("Give a stdio upstream the proxy's whole environment (its secrets included). Off: only the minimal set plus `env`."),
     cwd: z.string().optional().describe('Working directory of a stdio upstream.'),
+    headers: headerMap.default({}),
+    era: z
+      .enum(['auto', 'legacy', 'modern', 'dual'])
+      .default('auto')
+      .describe(
+        'Protocol era of the upstream. auto: an HTTP upstream is asked server/discover first ' +
+          '(2026-07-28 servers answer it; others are initialized as before), and one that answers it ' +
+          'is asked to initialize once: a server that takes it is dual-era; a stdio upstream is legacy ' +
+          'until it refuses initialize as a 2026-07-28 server does. legacy (legacy sessions relayed, ' +
+          'modern clients served through pooled sessions), modern (modern clients passed through, ' +
+          'legacy sessions bridged) or dual (each client in its own era): taken as said. See docs/eras.md.',
+      ),
+};
+
+export const upstreamSchema = z
+  .object({
+    ...serverFields,
     sessions: z
       .enum(['isolated', 'shared'])
       .default('isolated')
@@ -98,7 +115,11 @@ export const upstreamSchema = z
           'only when every session is busy. Modern requests use modern.pool.maxSessions more.',
       ),
     listCache: listCacheSchema,
-    headers: headerMap.default({}),
+    nameSeparator: z
+      .string()
+      .regex(/^[_.-]{1,2}$/, 'must be one or two of "_", "." and "-"')
+      .default('_')
+      .describe('With `upstreams`: what stands between a server\'s prefix and a tool or prompt name (github_create_issue).'),
     maxJsonDepth: z
       .number()
       .int()
@@ -110,17 +131,6 @@ export const upstreamSchema = z
           'A deeper one is not taken as a message: an answer becomes an error for the request ' +
           "it answers (the server's output cannot crash the proxy when it is written again); " +
           'anything else is dropped and logged. Real results nest a few dozen levels at most.',
-      ),
-    era: z
-      .enum(['auto', 'legacy', 'modern', 'dual'])
-      .default('auto')
-      .describe(
-        'Protocol era of the upstream. auto: an HTTP upstream is asked server/discover first ' +
-          '(2026-07-28 servers answer it; others are initialized as before), and one that answers it ' +
-          'is asked to initialize once: a server that takes it is dual-era; a stdio upstream is legacy ' +
-          'until it refuses initialize as a 2026-07-28 server does. legacy (legacy sessions relayed, ' +
-          'modern clients served through pooled sessions), modern (modern clients passed through, ' +
-          'legacy sessions bridged) or dual (each client in its own era): taken as said. See docs/eras.md.',
       ),
     toolPins: z
       .string()

@@ -15,6 +15,7 @@ import { replicasSchema } from './schema-replicas.js';
 import { timeoutsSchema } from './schema-timeouts.js';
 import { tracingSchema } from './schema-tracing.js';
 import { upstreamSchema } from './schema-upstream.js';
+import { upstreamsSchema } from './schema-upstreams.js';
 
 /** A section that may be left out: then every one of its fields takes its own default. */
 function withDefaults<T extends z.ZodObject>(schema: T) {
@@ -25,6 +26,7 @@ function withDefaults<T extends z.ZodObject>(schema: T) {
 export const configSchema = z
   .object({
     upstream: withDefaults(upstreamSchema),
+    upstreams: upstreamsSchema,
     listen: withDefaults(listenSchema),
     timeouts: withDefaults(timeoutsSchema),
     contentNegotiation: withDefaults(negotiationSchema),
@@ -45,6 +47,12 @@ export const configSchema = z
   })
   .strict()
   .superRefine((config, ctx) => {
+    if (config.upstreams && (config.upstream.url || config.upstream.command))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['upstreams'],
+        message: 'set either `upstreams` (several servers) or `upstream.url`/`upstream.command` (one), not both',
+      });
     const problems = profileProblems(config.profiles, {
       listenPath: config.listen.path,
       variantIds: config.serverVariants.variants.map((v) => v.id),

@@ -5,13 +5,19 @@ import { ConfigError } from '../jsonrpc/errors.js';
 import { isSecretName, maskSecrets } from '../ops/mask.js';
 import type { UpstreamSpec } from '../upstream/types.js';
 
-/** Throws a ConfigError for a command line that cannot be split into a program and its arguments. */
-export function resolveUpstream(config: UpstreamConfig, demoEntry: string): UpstreamSpec {
+/** How one server is started or reached. */
+export type ServerSettings = Pick<UpstreamConfig, 'url' | 'command' | 'args' | 'env' | 'inheritEnv' | 'cwd' | 'headers' | 'maxJsonDepth'>;
+
+/**
+ * Throws a ConfigError for a command line that cannot be split into a program and its arguments (`at`: where
+ * the config says it).
+ */
+export function resolveUpstream(config: ServerSettings, demoEntry: string, at = 'upstream'): UpstreamSpec {
   const { maxJsonDepth } = config;
   if (config.url) return { kind: 'http', url: config.url, headers: config.headers, maxJsonDepth };
   if (config.command) {
-    const argv = typeof config.command === 'string' ? commandArgv(config.command) : config.command;
-    if (argv.length === 0) throw new ConfigError(['upstream.command: names no program (it is only whitespace)']);
+    const argv = typeof config.command === 'string' ? commandArgv(config.command, at) : config.command;
+    if (argv.length === 0) throw new ConfigError([`${at}.command: names no program (it is only whitespace)`]);
     return {
       kind: 'stdio',
       command: argv[0],
@@ -25,11 +31,11 @@ export function resolveUpstream(config: UpstreamConfig, demoEntry: string): Upst
   return { kind: 'stdio', command: process.execPath, args: [demoEntry], env: config.env, maxJsonDepth };
 }
 
-function commandArgv(line: string): string[] {
+function commandArgv(line: string, at: string): string[] {
   try {
     return splitCommand(line);
   } catch (err) {
-    throw new ConfigError([`upstream.command: ${(err as Error).message}`]);
+    throw new ConfigError([`${at}.command: ${(err as Error).message}`]);
   }
 }
 

@@ -9,11 +9,9 @@ import type { Logger } from 'pino';
 import { ProxyError } from '../jsonrpc/errors.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { UpstreamObserver } from '../upstream/client.js';
-import type { UpstreamConnector } from '../upstream/connector.js';
+import type { UpstreamEndpoint } from '../upstream/connector.js';
 import type { SharedUpstreamSessions } from '../upstream/shared.js';
-import { deferredConnection } from '../upstream/deferred.js';
-import { withModernFallback } from '../upstream/era-fallback.js';
-import type { ServerEra } from '../mcp/era.js';
+import { clientSession } from '../upstream/client-session.js';
 import type { ToolCatalog } from '../upstream/tool-catalog.js';
 import { TOOLS_LIST_CHANGED } from '../upstream/tool-pins.js';
 import type { ResumedSession, UpstreamConnection, UpstreamEvents } from '../upstream/types.js';
@@ -22,7 +20,7 @@ import type { BoundFilters, FilterChain, FiltersSnapshot } from './filters.js';
 import { RelaySession, type ClientSink } from './relay.js';
 
 export interface LegacyRelaysOptions {
-  connector: UpstreamConnector;
+  connector: UpstreamEndpoint;
   /** Present with upstream.sessions: shared (a stdio upstream). */
   shared?: SharedUpstreamSessions;
   /** The filters new sessions bind, as the config says now. */
@@ -110,38 +108,16 @@ export class LegacyRelays {
   }
 
   private connect(events: UpstreamEvents, log: Logger, who: Requester, resume?: ResumedSession): UpstreamConnection {
-    const era = this.o.connector.era.now;
-    if (era) return this.connectIn(era, events, log, who, resume);
-    // The upstream's era is still being asked: what the client sends waits for the answer.
-    const known = this.o.connector.era.resolve().then((found) => () => this.connectIn(found, events, log, who, resume));
-    return deferredConnection(known, (err) =>
-      events.onClose(err instanceof ProxyError ? err : new ProxyError('UPSTREAM_START_FAILED', String(err))),
-    );
-  }
-
-  /**
-   * The bridge to a modern upstream, or a session of a legacy or dual-era one that moves to the bridge if the
-   * upstream refuses its initialize as only a 2026-07-28 server does.
-   */
-  private connectIn(era: ServerEra, events: UpstreamEvents, log: Logger, who: Requester, resume?: ResumedSession): UpstreamConnection {
     const { connector, requestTimeoutMs, inputTimeoutMs, tools } = this.o;
-    const bridge = (ev: UpstreamEvents) =>
-      connector.bridge(ev, {
-        who: { principal: who.principal, clientKey: who.client },
-        requestTimeoutMs,
-        inputTimeoutMs,
-        paramHeaders: (req) => tools.paramHeaders(req, { principal: who.principal, clientKey: who.client }),
-        toolsSeen: (result) => (result ? tools.learn(result) : tools.changed()),
-        log,
-      });
-    if (era === 'modern') return bridge(events);
-    if (!connector.era.found || resume) return this.legacySession(events, log, who, resume);
-    return withModernFallback(
-      events,
-      (ev) => this.legacySession(ev, log, who),
-      bridge,
-      (error) => connector.era.tookRefusal(error),
-    );
+    return clientSession(connector, events, {
+      who: { principal: who.principal, clientKey: who.client },
+      tools,
+      requestTimeoutMs,
+      inputTimeoutMs,
+      legacy: (ev) => this.legacySession(ev, log, who, resume),
+      resuming: resume !== undefined,
+      log,
+    });
   }
 
   /** A shared session, or one of its own (an HTTP session, or a stdio process while any is free). */
@@ -174,8 +150,11 @@ export class LegacyRelays {
       },
       log,
     );
+    // Methods named one by one: a connection may be a class instance, whose methods a spread would not copy.
     return {
-      ...connection,
+      send: (frame) => connection.send(frame),
+      session: connection.session && (() => connection.session!()),
+      listen: connection.listen && ((on) => connection.listen!(on)),
       close: () => {
         if (state === 'held') {
           state = 'exiting';

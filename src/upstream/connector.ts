@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import { Agent } from 'undici';
 import { maskSecrets } from '../ops/mask.js';
 import { UpstreamClient } from './client.js';
-import { refusedHandshake, speaksModern, UpstreamEra, type EraSetting } from './era.js';
+import { refusedHandshake, speaksModern, UpstreamEra, type EraSetting, type UpstreamServer } from './era.js';
 import { HttpUpstream } from './http.js';
 import type { ListCache } from './list-cache.js';
 import { bridgedSession, type ModernBridgeOptions } from './modern-bridge.js';
@@ -43,7 +43,28 @@ export interface ConnectorOptions {
   witness(usable: boolean, cause?: string): void;
 }
 
-export class UpstreamConnector {
+/**
+ * What the rest of the proxy uses of the upstream side: one server (UpstreamConnector) or several
+ * behind one endpoint (aggregate/endpoint.ts).
+ */
+export interface UpstreamEndpoint {
+  readonly kind: UpstreamSpec['kind'];
+  readonly era: UpstreamEra;
+  /** The upstream as a modern client speaks to it (used while it speaks 2026-07-28). */
+  readonly modern: ModernUpstream;
+  connect(events: UpstreamEvents, log: Logger, clientSession?: { resume?: ResumedSession }): UpstreamConnection;
+  bridge(events: UpstreamEvents, o: Omit<ModernBridgeOptions, 'upstream' | 'server'>): UpstreamConnection;
+  /** Rejects with the cause when the upstream cannot be used now (readiness). */
+  probe(timeoutMs: number, log: Logger): Promise<void>;
+  /** What the probes say about it (masked). */
+  report(): Record<string, unknown>;
+  /** Live stdio children. */
+  readonly children: { readonly size: number };
+  killChildrenNow(): void;
+  close(): Promise<void>;
+}
+
+export class UpstreamConnector implements UpstreamEndpoint {
   /** Live stdio children, so that the process can reap them all on exit. */
   readonly children = new Set<ChildProcess>();
   /** The last exit of a process the proxy did not stop itself (a crash, an upstream that quit). */
@@ -158,11 +179,11 @@ export class UpstreamConnector {
    * Starts and initializes one upstream session, then ends it (an upstream that speaks
    * 2026-07-28: asks it server/discover); rejects with the cause when that fails.
    */
-  async probe(timeoutMs: number, log: Logger): Promise<void> {
+  async probe(timeoutMs: number, log: Logger, seen?: (server: UpstreamServer) => void): Promise<void> {
     const known = this.era.now;
-    if (speaksModern(known)) return void (await this.era.server(true));
+    if (speaksModern(known)) return void seen?.(await this.era.server(true));
     // Not known yet: asking is the probe (a modern answer is fresh).
-    if (known === undefined && speaksModern(await this.era.resolve())) return void (await this.era.server());
+    if (known === undefined && speaksModern(await this.era.resolve())) return void seen?.(await this.era.server());
     const client = new UpstreamClient((events) => this.connect(events, log), {
       capabilities: {},
       clientInfo: this.o.clientInfo,
@@ -170,12 +191,12 @@ export class UpstreamConnector {
       log,
     });
     try {
-      await client.ready;
+      seen?.(await client.ready);
     } catch (err) {
       // Only a 2026-07-28 server refuses the legacy handshake for its version: speak to it in that era.
       if (!this.era.tookRefusal(err)) throw err;
       if (!speaksModern(await this.era.resolve())) throw err;
-      await this.era.server(true);
+      seen?.(await this.era.server(true));
     } finally {
       await client.close();
     }

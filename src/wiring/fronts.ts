@@ -13,7 +13,7 @@ import { startHttpFront, type HttpFront } from '../fronts/http/server.js';
 import type { LegacySessions, LegacySessionsOptions } from '../fronts/legacy/http.js';
 import { ModernHttp } from '../fronts/modern/http.js';
 import { startStdioDownstream, type StdioDownstream } from '../fronts/stdio.js';
-import type { UpstreamConnector } from '../upstream/connector.js';
+import type { UpstreamEndpoint } from '../upstream/connector.js';
 import type { ModernFront } from './modern.js';
 import type { Operations } from './operations.js';
 import type { Replica } from './replicas.js';
@@ -36,7 +36,7 @@ export function startHttp(
     slowReaders: LegacySessionsOptions['slowReaders'];
     authenticator: Authenticator;
     replica: Replica;
-    connector: UpstreamConnector;
+    connector: UpstreamEndpoint;
     ops: Operations;
     log: Logger;
   },

@@ -12,14 +12,14 @@ import { LegacySessions, type LegacySessionsOptions } from '../fronts/legacy/htt
 import { SessionTokens } from '../fronts/legacy/session-tokens.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { Observers } from '../ops/observers.js';
-import type { UpstreamConnector } from '../upstream/connector.js';
+import type { UpstreamEndpoint } from '../upstream/connector.js';
 import type { Replica } from './replicas.js';
 import type { UpstreamSessions } from './upstream.js';
 
 /** The relays every legacy session opens through, over HTTP or stdio. */
 export function createRelays(
   config: Config,
-  connector: UpstreamConnector,
+  connector: UpstreamEndpoint,
   upstream: UpstreamSessions,
   o: { filters: () => FilterChain; metrics: Metrics; observers: Observers },
 ): LegacyRelays {

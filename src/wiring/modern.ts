@@ -6,7 +6,7 @@ import type { HeldBytes } from '../core/held-bytes.js';
 import { ModernHandler } from '../fronts/modern/handler.js';
 import { ListenHub } from '../fronts/modern/listen.js';
 import type { Sealer } from '../sealing/sealer.js';
-import type { UpstreamConnector } from '../upstream/connector.js';
+import type { UpstreamEndpoint } from '../upstream/connector.js';
 import type { UpstreamCall } from '../upstream/call.js';
 import type { UpstreamPool } from '../upstream/pool.js';
 import type { ToolCatalog } from '../upstream/tool-catalog.js';
@@ -23,7 +23,7 @@ export function createModernHandler(
   pool: UpstreamPool,
   /** List requests through the pool, answered from the list cache. */
   lists: UpstreamCall,
-  connector: UpstreamConnector,
+  connector: UpstreamEndpoint,
   tools: ToolCatalog,
   filters: () => FilterChain,
   log: Logger,

@@ -11,7 +11,7 @@ import { Observers } from '../ops/observers.js';
 import { logWhileWaiting, seconds } from '../ops/progress.js';
 import { Readiness } from '../ops/readiness.js';
 import type { Tracing } from '../ops/tracing.js';
-import type { UpstreamConnector } from '../upstream/connector.js';
+import type { UpstreamEndpoint } from '../upstream/connector.js';
 
 /** A readiness answer is reused this long; a probe gets this long to initialize an upstream session. */
 const READY_TTL_MS = 5_000;
@@ -27,7 +27,7 @@ export interface Operations {
 
 /** Readiness probes `connector`; the metrics' gauges read `sessions` (client sessions now) and `held`. */
 export function createOperations(
-  connector: UpstreamConnector,
+  connector: UpstreamEndpoint,
   o: {
     sessions: () => number;
     held: HeldBytes;
@@ -54,7 +54,7 @@ export function createOperations(
  * meanwhile: it has its own (shorter) time limit, progress is logged, and a failure stops the start.
  */
 export function checkUpstreamAtStart(
-  connector: UpstreamConnector,
+  connector: UpstreamEndpoint,
   readiness: Readiness,
   o: { target: string; initializeMs: number; failFast: { timeoutMs: number } | undefined; log: Logger },
 ): Promise<void> {

@@ -5,7 +5,6 @@
 import { hostname } from 'node:os';
 import type { Config } from '../config/schema.js';
 import { Sealer } from '../sealing/sealer.js';
-import type { UpstreamSpec } from '../upstream/types.js';
 
 export interface Replica {
   sealer: Sealer;
@@ -22,14 +21,14 @@ export interface ReplicaAddress {
   listening(url: string): void;
 }
 
-/** The replica the config describes, in front of `spec`. */
-export function createReplica(config: Config, spec: UpstreamSpec): Replica {
+/** The replica the config describes; `movable`: the upstream's sessions may go on at another replica (an HTTP server's). */
+export function createReplica(config: Config, movable: boolean): Replica {
   const secret = config.replicas.secret ?? config.modern.stateSecret;
   const sealer = new Sealer(secret ? [secret, ...config.replicas.previousSecrets] : []);
   return {
     sealer,
     replicaId: config.replicas.id ?? `${hostname()}:${process.pid}`,
-    sessionsMove: sealer.shared && spec.kind === 'http',
+    sessionsMove: sealer.shared && movable,
     address: replicaAddress(config),
   };
 }

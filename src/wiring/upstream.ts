@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import type { Observers } from '../ops/observers.js';
 import { PROXY_VERSION } from '../ops/version.js';
-import { UpstreamConnector } from '../upstream/connector.js';
+import { UpstreamConnector, type UpstreamEndpoint } from '../upstream/connector.js';
 import { speaksModern } from '../upstream/era.js';
 import type { UpstreamCall } from '../upstream/call.js';
 import { ListCache } from '../upstream/list-cache.js';
@@ -19,6 +19,9 @@ import { ProxyStartError } from '../jsonrpc/errors.js';
 import type { Metrics } from '../ops/metrics.js';
 import { modernEnvelope } from '../mcp/eras.js';
 import type { UpstreamSpec } from '../upstream/types.js';
+import { describeUpstream, resolveUpstream } from '../config/upstream.js';
+import { AggregateEndpoint } from '../upstream/aggregate/endpoint.js';
+import { AggregateServer } from '../upstream/aggregate/server.js';
 
 /** How the proxy names itself to upstreams. */
 export const CLIENT_INFO = { name: 'mcp-negotiate-proxy', version: PROXY_VERSION };
@@ -44,6 +47,48 @@ export function createConnector(
     log: o.log,
     witness: o.witness,
   });
+}
+
+/**
+ * The servers `upstreams` lists, behind one endpoint; `witness` hears whether every required one is usable
+ * (throws a ConfigError for a command that cannot be split).
+ */
+export function createAggregate(
+  config: Config,
+  o: { demoEntry: string; log: Logger; witness: (usable: boolean, cause?: string) => void },
+): AggregateEndpoint {
+  const { upstream, timeouts } = config;
+  const servers = (config.upstreams ?? []).map((server, i) => {
+    const spec = resolveUpstream({ ...server, maxJsonDepth: upstream.maxJsonDepth }, o.demoEntry, `upstreams[${i}]`);
+    const target = describeUpstream(spec);
+    return new AggregateServer({
+      name: server.name,
+      prefix: server.prefix ?? server.name,
+      required: server.required,
+      target,
+      requestTimeoutMs: timeouts.requestMs,
+      inputTimeoutMs: config.modern.inputTimeoutMs,
+      modernMeta: modernEnvelope({}, CLIENT_INFO),
+      connector: (witness) =>
+        new UpstreamConnector({
+          spec,
+          target,
+          getFollowsClient: false,
+          shutdownGraceMs: timeouts.shutdownGraceMs,
+          clientInfo: CLIENT_INFO,
+          era: server.era,
+          discoverTimeoutMs: Math.min(DISCOVER_TIMEOUT_MS, timeouts.initializeMs),
+          log: o.log.child({ server: server.name }),
+          witness,
+        }),
+      changed: () => {
+        const down = endpoint.downRequired();
+        o.witness(down === undefined, down);
+      },
+    });
+  });
+  const endpoint = new AggregateEndpoint(servers, upstream.nameSeparator, { initializeTimeoutMs: timeouts.initializeMs, log: o.log });
+  return endpoint;
 }
 
 /** The cache of the upstream's list answers (upstream.listCache). */
@@ -73,7 +118,7 @@ export function taskSessionShares(config: Config): { perClient: number; total: n
 }
 
 /** The pool of proxy-initialized upstream sessions (modern requests, and legacy sessions with `upstream.sessions: shared`). */
-function createPool(config: Config, connector: UpstreamConnector, log: Logger, observers: Observers): UpstreamPool {
+function createPool(config: Config, connector: UpstreamEndpoint, log: Logger, observers: Observers): UpstreamPool {
   return new UpstreamPool({
     connect: (events, poolLog) => connector.connect(events, poolLog),
     ...poolShares(config),
@@ -91,7 +136,7 @@ function createPool(config: Config, connector: UpstreamConnector, log: Logger, o
  * The upstream's tool catalog, which the proxy fills itself when it must: listed as a modern client (an upstream
  * that speaks 2026-07-28), or on a pooled session of a legacy upstream.
  */
-function createToolCatalog(config: Config, connector: UpstreamConnector, pool: UpstreamPool | undefined, pins: ToolPins): ToolCatalog {
+function createToolCatalog(config: Config, connector: UpstreamEndpoint, pool: UpstreamPool | undefined, pins: ToolPins): ToolCatalog {
   const timeoutMs = config.timeouts.requestMs;
   return new ToolCatalog({
     pins,
@@ -120,7 +165,7 @@ export interface UpstreamSessions {
 /** The pool, the shared sessions and the tool catalog the config asks for. */
 export function createUpstreamSessions(
   config: Config,
-  connector: UpstreamConnector,
+  connector: UpstreamEndpoint,
   o: { log: Logger; observers: Observers; lists: ListCache; counters: Metrics['counters'] },
 ): UpstreamSessions {
   const sharing = config.upstream.sessions === 'shared' && connector.kind === 'stdio';
