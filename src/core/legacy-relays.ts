@@ -149,6 +149,7 @@ export class LegacyRelays {
         },
       },
       log,
+      {},
     );
     // Methods named one by one: a connection may be a class instance, whose methods a spread would not copy.
     return {

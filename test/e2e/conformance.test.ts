@@ -9,6 +9,10 @@
  * scenarios pass through the proxy as they pass directly, and the 2025-11-25 scenarios (legacy
  * clients, bridged) pass as they pass against the legacy fixture.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { listServerScenarios, runConformanceDetailed } from '../conformance/run.js';
 import { STAND_INS } from '../conformance/stand-ins.js';
@@ -41,8 +45,28 @@ async function bothUpstreams(fixture: string): Promise<string[]> {
   return [viaStdio.url, viaHttp.url];
 }
 
+/** A proxy whose endpoint serves several servers, with the fixture as its one server, listed under its own names. */
+async function oneNamedServer(fixture: string): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'conformance-several-'));
+  const file = join(dir, 'proxy.yaml');
+  writeFileSync(file, stringify({ upstreams: [{ name: 'conformance', prefix: '', command: fixtureArgv(fixture) }] }));
+  return (await startProxy(['--config', file])).url;
+}
+
 describe('conformance suite through the proxy', () => {
   afterAll(stopAll);
+
+  it('passes every scenario that passes directly, and every scored 2026-07-28 one, through an endpoint of several servers with the fixture as its one unprefixed server', async () => {
+    const passedDirectly = await passedByLegacyFixture();
+    const { scored } = await listServerScenarios('2026-07-28');
+    // One proxy per era, as above: a proxy shares its pooled sessions among one client's requests.
+    const [legacy, modern] = await Promise.all([
+      oneNamedServer('conformance-server').then(outcomes),
+      oneNamedServer('conformance-server').then((url) => modernOutcomes(url, scored)),
+    ]);
+    expect(Object.fromEntries(passedDirectly.map((s) => [s, legacy[s]]))).toEqual(Object.fromEntries(passedDirectly.map((s) => [s, 'pass'])));
+    expect(Object.entries(modern).filter(([, o]) => o !== 'pass')).toEqual([]);
+  }, 600_000);
 
   it('passes every scenario that passes directly, for stdio and HTTP upstreams', async () => {
     const passedDirectly = await passedByLegacyFixture();

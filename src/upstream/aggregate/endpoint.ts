@@ -49,8 +49,10 @@ export class AggregateEndpoint implements UpstreamEndpoint {
     return { size: this.servers.reduce((n, s) => n + s.connector.children.size, 0) };
   }
 
-  connect(events: UpstreamEvents, log: Logger): UpstreamConnection {
-    return new AggregateSession(events, { names: this.names, initializeTimeoutMs: this.o.initializeTimeoutMs, log });
+  /** `clientSession`: a legacy client's session, which opens each server when it first uses it (a pooled one opens all at once). */
+  connect(events: UpstreamEvents, log: Logger, clientSession?: object): UpstreamConnection {
+    const { initializeTimeoutMs } = this.o;
+    return new AggregateSession(events, { names: this.names, initializeTimeoutMs, eager: clientSession === undefined, log });
   }
 
   bridge(_events: UpstreamEvents, _o: Omit<ModernBridgeOptions, 'upstream' | 'server'>): UpstreamConnection {

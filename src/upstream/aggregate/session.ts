@@ -61,6 +61,8 @@ class Link {
 export interface AggregateSessionOptions {
   names: ServerNames<AggregateServer>;
   initializeTimeoutMs: number;
+  /** Open every server's session at initialize (a pooled session), not on first use (a client's). */
+  eager: boolean;
   log: Logger;
 }
 
@@ -123,7 +125,10 @@ export class AggregateSession implements UpstreamConnection {
     this.ended = true;
     const links = [...this.links.values()];
     this.links.clear();
-    return Promise.all(links.map((link) => ((link.closed = true), link.connection.close()))).then(() => undefined);
+    // Like a process that exits once told to, the session is gone once every server session is.
+    return Promise.all(links.map((link) => ((link.closed = true), link.connection.close()))).then(() =>
+      this.events.onClose(new ProxyError('UPSTREAM_CLOSED', 'The session ended')),
+    );
   }
 
   session(): { id?: string; protocolVersion?: string } {
@@ -133,9 +138,12 @@ export class AggregateSession implements UpstreamConnection {
   private async initialize(req: JsonRpcRequest): Promise<void> {
     const params = req.params ?? {};
     this.onInitialize(params);
-    // A server no session has opened yet is opened now: its capabilities are part of the answer.
+    // A server no session has opened yet is opened now: its capabilities are part of the answer. A pooled
+    // session opens every server now: it serves many requests, and the first should not wait for a start.
     const seen = await Promise.all(
-      this.o.names.servers.map((server) => server.known ?? this.link(server).ready.catch(() => server.known)),
+      this.o.names.servers.map((server) =>
+        server.known && !this.o.eager ? server.known : this.link(server).ready.catch(() => server.known),
+      ),
     );
     this.reply(req.id, mergedInitialize(this.o.names, seen, params.protocolVersion));
   }
