@@ -81,6 +81,7 @@ export class AggregateSession implements UpstreamConnection {
     private readonly o: AggregateSessionOptions,
   ) {
     this.initialized = new Promise((resolve) => (this.onInitialize = resolve));
+    if (o.eager) for (const server of o.names.servers) this.link(server);
   }
 
   send(frame: Frame): void {
@@ -148,31 +149,29 @@ export class AggregateSession implements UpstreamConnection {
     this.reply(req.id, mergedInitialize(this.o.names, seen, params.protocolVersion));
   }
 
-  /** The server's session for this client, opened (and initialized) on first use. */
+  /** The server's session for this client, opened on first use; initialized once the client's initialize is known. */
   private link(server: AggregateServer): Link {
     const open = this.links.get(server);
     if (open) return open;
     const link = new Link(server);
     this.links.set(server, link);
-    link.ready = this.initialized.then((params) => this.open(link, params));
+    link.ready = this.open(link);
     link.ready.catch(() => undefined); // its users hear of it
     return link;
   }
 
-  private open(link: Link, params: Record<string, unknown>): Promise<McpResult> {
+  private open(link: Link): Promise<McpResult> {
     const { server } = link;
     const log = this.o.log.child({ server: server.name });
     return new Promise<McpResult>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
       const gone = (err: ProxyError) => {
+        clearTimeout(timer);
         if (this.links.get(server) === link) this.links.delete(server);
         link.closed = true;
         link.fail(err);
         reject(err);
       };
-      const timer = setTimeout(() => {
-        gone(server.failure('REQUEST_TIMEOUT', `did not answer initialize within ${this.o.initializeTimeoutMs} ms`));
-        void link.connection.close();
-      }, this.o.initializeTimeoutMs);
       const answered = (msg: JsonRpcResponse) => {
         clearTimeout(timer);
         if (msg.error) {
@@ -192,13 +191,12 @@ export class AggregateSession implements UpstreamConnection {
           this.fromServer(link, frame, relatedId);
         },
         onFailure: (id, err) => {
-          if (id === INITIALIZE_ID) return void (clearTimeout(timer), gone(server.failure(err.code, err.message)));
+          if (id === INITIALIZE_ID) return gone(server.failure(err.code, err.message));
           const waiter = link.waiting.get(id);
           link.waiting.delete(id);
           waiter?.failed(server.failure(err.code, err.message));
         },
         onClose: (err) => {
-          clearTimeout(timer);
           if (!this.ended && !link.closed) log.warn({ err: err.message }, 'a server session ended');
           gone(server.failure(err.code, `ended: ${err.message}`));
         },
@@ -207,12 +205,19 @@ export class AggregateSession implements UpstreamConnection {
       try {
         link.connection = server.open(events, log);
       } catch (err) {
-        clearTimeout(timer);
         const failure = err instanceof ProxyError ? err : new ProxyError('UPSTREAM_START_FAILED', String(err));
         link.connection = { send: () => undefined, close: () => Promise.resolve() };
         return gone(server.failure(failure.code, failure.message));
       }
-      link.connection.send({ msg: { jsonrpc: '2.0', id: INITIALIZE_ID, method: 'initialize', params } });
+      // A pooled session's servers start before its initialize arrives, as a spare process would.
+      void this.initialized.then((params) => {
+        if (link.closed) return;
+        timer = setTimeout(() => {
+          gone(server.failure('REQUEST_TIMEOUT', `did not answer initialize within ${this.o.initializeTimeoutMs} ms`));
+          void link.connection.close();
+        }, this.o.initializeTimeoutMs);
+        link.connection.send({ msg: { jsonrpc: '2.0', id: INITIALIZE_ID, method: 'initialize', params } });
+      });
     });
   }
 
