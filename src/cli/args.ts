@@ -332,7 +332,9 @@ function whereTo(spec: string): { url: string } | { command: string } {
  * The --upstream flags: one unnamed server (the `upstream` section), or several named ones (`upstreams`, an array);
  * none: an empty array.
  */
-function upstreamFlags(flags: string[]): ({ url: string } | { command: string }) | ({ name: string } & ({ url: string } | { command: string }))[] {
+function upstreamFlags(
+  flags: string[],
+): ({ url: string } | { command: string }) | ({ name: string } & ({ url: string } | { command: string }))[] {
   const named = flags.map((flag) => NAMED_SERVER.exec(flag));
   if (flags.length === 1 && !named[0]) return whereTo(flags[0]);
   const unnamed = flags.filter((_, i) => !named[i]);

@@ -49,39 +49,39 @@ const headerMap = z.record(z.string(), z.string()).describe('HTTP headers sent t
 
 /** How one server is started or reached, and which era it speaks: the same for `upstream` and each of `upstreams`. */
 export const serverFields = {
-    url: z
-      .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
-      .optional()
-      .describe('Streamable HTTP endpoint of the upstream server, e.g. http://127.0.0.1:3000/mcp.'),
-    command: z
-      .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
-      .optional()
-      .describe('Command that starts a stdio upstream: a string split like a shell would ("node server.js --flag"), or an argv array.'),
-    args: z.array(z.string()).default([]).describe('Extra arguments appended to `command`.'),
-    env: z
-      .record(z.string(), z.string())
-      .default({})
-      .describe(
-        'Environment variables for a stdio upstream, beside the minimal set it always ' +
-          'gets (PATH, HOME, USER, SHELL, TERM, LOGNAME); values may use ${ENV_VAR}.',
-      ),
-    inheritEnv: z
-      .boolean()
-      .default(false)
-      .describe("Give a stdio upstream the proxy's whole environment (its secrets included). Off: only the minimal set plus `env`."),
-    cwd: z.string().optional().describe('Working directory of a stdio upstream.'),
-    headers: headerMap.default({}),
-    era: z
-      .enum(['auto', 'legacy', 'modern', 'dual'])
-      .default('auto')
-      .describe(
-        'Protocol era of the upstream. auto: an HTTP upstream is asked server/discover first ' +
-          '(2026-07-28 servers answer it; others are initialized as before), and one that answers it ' +
-          'is asked to initialize once: a server that takes it is dual-era; a stdio upstream is legacy ' +
-          'until it refuses initialize as a 2026-07-28 server does. legacy (legacy sessions relayed, ' +
-          'modern clients served through pooled sessions), modern (modern clients passed through, ' +
-          'legacy sessions bridged) or dual (each client in its own era): taken as said. See docs/eras.md.',
-      ),
+  url: z
+    .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
+    .optional()
+    .describe('Streamable HTTP endpoint of the upstream server, e.g. http://127.0.0.1:3000/mcp.'),
+  command: z
+    .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
+    .optional()
+    .describe('Command that starts a stdio upstream: a string split like a shell would ("node server.js --flag"), or an argv array.'),
+  args: z.array(z.string()).default([]).describe('Extra arguments appended to `command`.'),
+  env: z
+    .record(z.string(), z.string())
+    .default({})
+    .describe(
+      'Environment variables for a stdio upstream, beside the minimal set it always ' +
+        'gets (PATH, HOME, USER, SHELL, TERM, LOGNAME); values may use ${ENV_VAR}.',
+    ),
+  inheritEnv: z
+    .boolean()
+    .default(false)
+    .describe("Give a stdio upstream the proxy's whole environment (its secrets included). Off: only the minimal set plus `env`."),
+  cwd: z.string().optional().describe('Working directory of a stdio upstream.'),
+  headers: headerMap.default({}),
+  era: z
+    .enum(['auto', 'legacy', 'modern', 'dual'])
+    .default('auto')
+    .describe(
+      'Protocol era of the upstream. auto: an HTTP upstream is asked server/discover first ' +
+        '(2026-07-28 servers answer it; others are initialized as before), and one that answers it ' +
+        'is asked to initialize once: a server that takes it is dual-era; a stdio upstream is legacy ' +
+        'until it refuses initialize as a 2026-07-28 server does. legacy (legacy sessions relayed, ' +
+        'modern clients served through pooled sessions), modern (modern clients passed through, ' +
+        'legacy sessions bridged) or dual (each client in its own era): taken as said. See docs/eras.md.',
+    ),
 };
 
 export const upstreamSchema = z
@@ -119,7 +119,7 @@ export const upstreamSchema = z
       .string()
       .regex(/^[_.-]{1,2}$/, 'must be one or two of "_", "." and "-"')
       .default('_')
-      .describe('With `upstreams`: what stands between a server\'s prefix and a tool or prompt name (github_create_issue).'),
+      .describe("With `upstreams`: what stands between a server's prefix and a tool or prompt name (github_create_issue)."),
     maxJsonDepth: z
       .number()
       .int()

@@ -59,7 +59,8 @@ export const upstreamsSchema = z
     const prefixes = new Map<string, string>();
     for (const [i, server] of servers.entries()) {
       const name = server.name.toLowerCase();
-      if (names.has(name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `"${server.name}" names server ${names.get(name)} already` });
+      if (names.has(name))
+        ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `"${server.name}" names server ${names.get(name)} already` });
       names.set(name, i);
       const prefix = server.prefix ?? server.name;
       const taken = prefixes.get(prefix);

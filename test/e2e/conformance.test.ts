@@ -64,7 +64,9 @@ describe('conformance suite through the proxy', () => {
       oneNamedServer('conformance-server').then(outcomes),
       oneNamedServer('conformance-server').then((url) => modernOutcomes(url, scored)),
     ]);
-    expect(Object.fromEntries(passedDirectly.map((s) => [s, legacy[s]]))).toEqual(Object.fromEntries(passedDirectly.map((s) => [s, 'pass'])));
+    expect(Object.fromEntries(passedDirectly.map((s) => [s, legacy[s]]))).toEqual(
+      Object.fromEntries(passedDirectly.map((s) => [s, 'pass'])),
+    );
     expect(Object.entries(modern).filter(([, o]) => o !== 'pass')).toEqual([]);
   }, 600_000);
 

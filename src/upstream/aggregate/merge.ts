@@ -29,7 +29,10 @@ function claimed(field: 'uri' | 'uriTemplate'): ListKind['add'] {
     if (typeof uri !== 'string') return;
     const owner = field === 'uri' ? names.claimUri(uri, server) : names.claimTemplate(uri, server);
     if (owner === server) return void items.push(item);
-    log.warn({ [field]: uri, servers: [owner.name, server.name] }, `servers "${owner.name}" and "${server.name}" both list ${uri}: it is served by "${owner.name}"`);
+    log.warn(
+      { [field]: uri, servers: [owner.name, server.name] },
+      `servers "${owner.name}" and "${server.name}" both list ${uri}: it is served by "${owner.name}"`,
+    );
   };
 }
 

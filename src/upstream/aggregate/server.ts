@@ -81,13 +81,15 @@ export class AggregateServer implements NamedServer {
   }
 
   probe(timeoutMs: number, log: Logger): Promise<void> {
-    return this.connector.probe(timeoutMs, log.child({ server: this.o.name }), (result) => this.learned(result)).then(
-      () => this.witness(true),
-      (err: Error) => {
-        this.witness(false, err.message);
-        throw this.failure(err instanceof ProxyError ? err.code : 'UPSTREAM_UNREACHABLE', `is not usable: ${err.message}`);
-      },
-    );
+    return this.connector
+      .probe(timeoutMs, log.child({ server: this.o.name }), (result) => this.learned(result))
+      .then(
+        () => this.witness(true),
+        (err: Error) => {
+          this.witness(false, err.message);
+          throw this.failure(err instanceof ProxyError ? err.code : 'UPSTREAM_UNREACHABLE', `is not usable: ${err.message}`);
+        },
+      );
   }
 
   report(): Record<string, unknown> {

@@ -93,7 +93,11 @@ export class AggregateSession implements UpstreamConnection {
       if (cancelled?.requestId !== undefined) {
         for (const link of this.links.values()) if (link.waiting.has(cancelled.requestId)) link.connection.send(frame);
       } else if (msg.method === 'notifications/roots/list_changed') {
-        for (const link of this.links.values()) void link.ready.then(() => link.connection.send(frame), () => undefined);
+        for (const link of this.links.values())
+          void link.ready.then(
+            () => link.connection.send(frame),
+            () => undefined,
+          );
       }
       return; // notifications/initialized: each server's session gets its own
     }
@@ -143,7 +147,7 @@ export class AggregateSession implements UpstreamConnection {
     // session opens every server now: it serves many requests, and the first should not wait for a start.
     const seen = await Promise.all(
       this.o.names.servers.map((server) =>
-        server.known && !this.o.eager ? server.known : this.link(server).ready.catch(() => server.known),
+        server.known && !this.o.eager ? Promise.resolve(server.known) : this.link(server).ready.catch(() => server.known),
       ),
     );
     this.reply(req.id, mergedInitialize(this.o.names, seen, params.protocolVersion));
@@ -280,7 +284,8 @@ export class AggregateSession implements UpstreamConnection {
 
   private byName(req: JsonRpcRequest, name: unknown, params: (name: string) => Record<string, unknown>): void {
     const kind = req.method === 'tools/call' ? 'tool' : 'prompt';
-    if (typeof name !== 'string') return this.error(req.id, { code: INVALID_PARAMS, message: `Invalid params: ${req.method} needs params.name` });
+    if (typeof name !== 'string')
+      return this.error(req.id, { code: INVALID_PARAMS, message: `Invalid params: ${req.method} needs params.name` });
     const found = this.o.names.inner(name);
     if (!found) return this.error(req.id, { code: INVALID_PARAMS, message: `Unknown ${kind}: ${name} (no server has its prefix)` });
     this.pass(found.server, req.id, { msg: { ...req, params: params(found.name) } });
@@ -288,8 +293,7 @@ export class AggregateSession implements UpstreamConnection {
 
   private complete(frame: Frame, req: JsonRpcRequest): void {
     const ref = req.params?.ref;
-    if (isObject(ref) && ref.type === 'ref/prompt')
-      return this.byName(req, ref.name, (name) => ({ ...req.params, ref: { ...ref, name } }));
+    if (isObject(ref) && ref.type === 'ref/prompt') return this.byName(req, ref.name, (name) => ({ ...req.params, ref: { ...ref, name } }));
     if (isObject(ref) && ref.type === 'ref/resource') return void this.byUri(frame, req, ref.uri);
     this.error(req.id, { code: INVALID_PARAMS, message: 'Invalid params: completion/complete needs a ref/prompt or ref/resource' });
   }
@@ -336,7 +340,8 @@ export class AggregateSession implements UpstreamConnection {
     let positions: Record<string, string> | undefined;
     if (cursor !== undefined) {
       positions = typeof cursor === 'string' ? decodeCursor(cursor, new Set(names.servers.map((s) => s.name))) : undefined;
-      if (!positions) return this.error(req.id, { code: INVALID_PARAMS, message: 'Invalid params: the cursor is not one this endpoint gave' });
+      if (!positions)
+        return this.error(req.id, { code: INVALID_PARAMS, message: 'Invalid params: the cursor is not one this endpoint gave' });
     }
     const servers = positions ? names.servers.filter((s) => positions[s.name] !== undefined) : await this.withCapability(kind.capability);
     const pages = await Promise.all(
@@ -370,9 +375,14 @@ export class AggregateSession implements UpstreamConnection {
   /** The client's level goes to every server session open now, and to each opened later. */
   private setLevel(frame: Frame, req: JsonRpcRequest): void {
     const level = req.params?.level;
-    if (typeof level !== 'string') return this.error(req.id, { code: INVALID_PARAMS, message: 'Invalid params: logging/setLevel needs a level' });
+    if (typeof level !== 'string')
+      return this.error(req.id, { code: INVALID_PARAMS, message: 'Invalid params: logging/setLevel needs a level' });
     this.logLevel = level;
-    for (const link of this.links.values()) void link.ready.then(() => this.sendLevel(link, level), () => undefined);
+    for (const link of this.links.values())
+      void link.ready.then(
+        () => this.sendLevel(link, level),
+        () => undefined,
+      );
     this.reply(req.id, {});
   }
 
