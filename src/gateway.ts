@@ -19,6 +19,7 @@ import type { HttpFront } from './fronts/http/server.js';
 import type { LegacySessions } from './fronts/legacy/http.js';
 import type { StdioDownstream } from './fronts/stdio.js';
 import { ProxyStartError, type ProxyError } from './jsonrpc/errors.js';
+import type { ServerOutcome } from './ops/metrics.js';
 import type { Tracing } from './ops/tracing.js';
 import type { CompiledRule } from './rules/compile.js';
 import type { UpstreamEndpoint } from './upstream/connector.js';
@@ -110,7 +111,8 @@ class ProxyGateway implements Gateway {
     if (config.upstreams) {
       // Several servers: their sessions are this replica's (another replica forwards to it).
       this.replica = createReplica(config, false);
-      connector = this.connector = createAggregate(config, { demoEntry, log, witness });
+      const count = (server: string, method: string, outcome: ServerOutcome) => this.ops.metrics.countServer(server, method, outcome);
+      connector = this.connector = createAggregate(config, { demoEntry, log, witness, count });
       this.target = config.upstreams.map((server) => server.name).join(', ');
     } else {
       const spec = resolveUpstream(config.upstream, demoEntry);

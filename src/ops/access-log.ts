@@ -69,9 +69,11 @@ export interface AccessLogOptions {
   address(req: FastifyRequest): string;
   log: Logger;
   observe?: RequestObserver;
+  /** With several servers behind the endpoint: the one a request's target belongs to. */
+  serverOf?(rpc: string, target: string): string | undefined;
 }
 
-export function registerAccessLog(app: FastifyInstance, { logged, address, log, observe }: AccessLogOptions): void {
+export function registerAccessLog(app: FastifyInstance, { logged, address, log, observe, serverOf }: AccessLogOptions): void {
   app.decorateRequest('exchange', null);
   app.decorateRequest('span', null);
   // The line's fields are plain values, never headers: the redaction the logger may carry (its
@@ -111,6 +113,7 @@ export function registerAccessLog(app: FastifyInstance, { logged, address, log, 
           http: req.method,
           rpc: rpc || undefined,
           target: target || undefined,
+          server: rpc && target && serverOf ? serverOf(rpc, target) : undefined,
           era: era || undefined,
           session: exchange.session || undefined,
           principal: req.principal ? clip(req.principal, MAX_NAME_CHARS) : undefined,

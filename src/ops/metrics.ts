@@ -15,6 +15,9 @@ import type { TokenCount } from './token-counts.js';
 /** How an upstream call ended: answered (ok or error), timed out, or its session gone. */
 export type UpstreamOutcome = 'ok' | 'error' | 'timeout' | 'closed';
 
+/** How a request to one of several servers ended: answered, answered with an error, or not answered. */
+export type ServerOutcome = 'ok' | 'error' | 'failed';
+
 /** Methods that get their own label value; anything else is counted as "other". */
 const KNOWN_METHODS = new Set([
   'initialize',
@@ -75,6 +78,7 @@ export class Metrics {
   private readonly transformerFailures: Counter<'transformer'>;
   private readonly tokens: Counter<'direction' | 'method' | 'tool'>;
   private readonly tokensSkipped: Counter;
+  private readonly serverRequests: Counter<'server' | 'method' | 'outcome'>;
 
   /**
    * `held`: the bytes held now for absent clients, and the items let go of to stay within
@@ -87,6 +91,8 @@ export class Metrics {
     /** Requests answered from the list cache (hit) or with an upstream request (miss), per method. */
     lists?: () => Record<string, { hit: number; miss: number }>;
     toolPins?: () => { pinned: number; refused: number } | undefined;
+    /** With several servers behind the endpoint: each one's name and whether it is usable (undefined: not known yet). */
+    servers?: () => Array<{ name: string; up: boolean | undefined }>;
   }) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'mcp_proxy_' });
@@ -120,6 +126,27 @@ export class Metrics {
       'Transformer errors (the result passed on unchanged unless onError: fail).',
       () => c.transformFailures,
     );
+    this.serverRequests = new Counter({
+      name: 'mcp_proxy_server_requests_total',
+      help:
+        'With several servers behind the endpoint: requests sent to each (by server name, method, and outcome: ' +
+        'ok, error (the server answered with an error), failed (no answer: gone, unreachable, timed out)).',
+      labelNames: ['server', 'method', 'outcome'],
+      registers,
+    });
+    if (gauges.servers) {
+      const servers = gauges.servers;
+      new Gauge({
+        name: 'mcp_proxy_server_up',
+        help: 'With several servers behind the endpoint: 1 when a server answered last time, 0 when it could not be used, by name.',
+        labelNames: ['server'],
+        registers,
+        collect() {
+          this.reset();
+          for (const { name, up } of servers()) if (up !== undefined) this.set({ server: name }, up ? 1 : 0);
+        },
+      });
+    }
     new Counter({
       name: 'mcp_proxy_results_unshaped_total',
       help: 'Results relayed unchanged because of a shaping limit: size (maxResultBytes) or budget (timeBudgetMs).',
@@ -295,6 +322,11 @@ export class Metrics {
 
   refused(reason: RefusalReason): void {
     this.counters.refusals[reason] = (this.counters.refusals[reason] ?? 0) + 1;
+  }
+
+  /** One request sent to one of several servers (labels: configured names and known methods only). */
+  countServer(server: string, method: string, outcome: ServerOutcome): void {
+    this.serverRequests.inc({ server, method: methodLabel(method), outcome });
   }
 
   observeUpstream(method: string, outcome: UpstreamOutcome, seconds: number): void {

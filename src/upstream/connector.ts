@@ -60,6 +60,10 @@ export interface UpstreamEndpoint {
   report(): Record<string, unknown>;
   /** Live stdio children. */
   readonly children: { readonly size: number };
+  /** With several servers: the one a request names (`target`: its tool, prompt or resource), for the access log. */
+  serverOf?(method: string, target: string): string | undefined;
+  /** With several servers: each one's name, and whether it is usable (undefined: not known yet), for /metrics. */
+  serverStatus?(): Array<{ name: string; up: boolean | undefined }>;
   killChildrenNow(): void;
   close(): Promise<void>;
 }

@@ -53,6 +53,7 @@ export function startHttp(
     replicas: replica.sealer.shared ? { sealer: replica.sealer, replicaId: replica.replicaId } : undefined,
     tracing: ops.tracing,
     health: () => o.connector.report(),
+    serverOf: o.connector.serverOf && ((rpc, target) => o.connector.serverOf!(rpc, target)),
     readiness: () => ops.readiness.check(),
     metrics: ops.metrics,
     log: o.log,

@@ -45,6 +45,7 @@ export function createOperations(
     lists: () => o.lists.counts,
     held: () => HELD_KINDS.map((kind) => ({ kind, bytes: held.bytesOf(kind), dropped: held.dropped.get(kind)! })),
     toolPins: o.toolPins,
+    servers: connector.serverStatus && (() => connector.serverStatus!()),
   });
   return { readiness, metrics, observers: new Observers(metrics, tracing), tracing };
 }

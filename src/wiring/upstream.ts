@@ -16,7 +16,7 @@ import { SharedUpstreamSessions } from '../upstream/shared.js';
 import { toolLister, ToolCatalog } from '../upstream/tool-catalog.js';
 import { PinsFileError, ToolPins } from '../upstream/tool-pins.js';
 import { ProxyStartError } from '../jsonrpc/errors.js';
-import type { Metrics } from '../ops/metrics.js';
+import type { Metrics, ServerOutcome } from '../ops/metrics.js';
 import { modernEnvelope } from '../mcp/eras.js';
 import type { UpstreamSpec } from '../upstream/types.js';
 import { describeUpstream, resolveUpstream } from '../config/upstream.js';
@@ -55,7 +55,12 @@ export function createConnector(
  */
 export function createAggregate(
   config: Config,
-  o: { demoEntry: string; log: Logger; witness: (usable: boolean, cause?: string) => void },
+  o: {
+    demoEntry: string;
+    log: Logger;
+    witness: (usable: boolean, cause?: string) => void;
+    count: (server: string, method: string, outcome: ServerOutcome) => void;
+  },
 ): AggregateEndpoint {
   const { upstream, timeouts } = config;
   const servers = (config.upstreams ?? []).map((server, i) => {
@@ -85,6 +90,7 @@ export function createAggregate(
         const down = endpoint.downRequired();
         o.witness(down === undefined, down);
       },
+      count: (method, outcome) => o.count(server.name, method, outcome),
     });
   });
   const endpoint = new AggregateEndpoint(servers, upstream.nameSeparator, { initializeTimeoutMs: timeouts.initializeMs, log: o.log });

@@ -90,6 +90,8 @@ export interface HttpFrontOptions {
   tracing?: Tracing;
   /** What /healthz and /readyz say about the upstream (masked). */
   health(): Record<string, unknown>;
+  /** With several servers behind the endpoint: the one a request's target belongs to (the access log's `server`). */
+  serverOf?(rpc: string, target: string): string | undefined;
   /** Whether the upstream is usable now (/readyz: 200 or 503). */
   readiness(): Promise<ReadinessReport>;
   metrics: Metrics;
@@ -124,6 +126,7 @@ export async function startHttpFront(opts: HttpFrontOptions): Promise<HttpFront>
     address: clientAddress,
     log,
     observe: (method, era, status, seconds) => metrics.observeRequest(method, era, status, seconds),
+    serverOf: opts.serverOf,
   });
   if (listen.cors) {
     await app.register(cors, {

@@ -66,6 +66,17 @@ export class AggregateEndpoint implements UpstreamEndpoint {
     if (failed.length > 0) throw new ProxyError(failed[0].code, failed.map((err) => err.message).join('; '));
   }
 
+  /** The server a request names (a tool or prompt by its prefix, a resource by who listed it), for logs. */
+  serverOf(method: string, target: string): string | undefined {
+    if (method === 'tools/call' || method === 'prompts/get') return this.names.inner(target)?.server.name;
+    if (method.startsWith('resources/')) return this.names.ownerOf(target)?.name;
+    return undefined;
+  }
+
+  serverStatus(): Array<{ name: string; up: boolean | undefined }> {
+    return this.servers.map((s) => ({ name: s.name, up: s.up }));
+  }
+
   /** Why the endpoint cannot be used now (a required server is down), or undefined. */
   downRequired(): string | undefined {
     const down = this.servers.filter((s) => s.required && s.down).map((s) => `server "${s.name}": ${s.down}`);

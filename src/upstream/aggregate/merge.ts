@@ -11,24 +11,42 @@ import type { McpResult } from '../../transformers/contract.js';
 import type { ServerNames } from './names.js';
 import type { AggregateServer } from './server.js';
 
+/** A merged list being built: its items, and the names already in it. */
+export interface Merged {
+  items: unknown[];
+  names: Set<string>;
+}
+
 /** A list method: where its items are, which capability offers it, and how an item joins the merged list. */
 export interface ListKind {
   key: string;
   capability: string;
-  add(items: unknown[], item: Record<string, unknown>, server: AggregateServer, names: ServerNames<AggregateServer>, log: Logger): void;
+  add(into: Merged, item: Record<string, unknown>, server: AggregateServer, names: ServerNames<AggregateServer>, log: Logger): void;
 }
 
-const renamed: ListKind['add'] = (items, item, server, names) => {
-  if (typeof item.name === 'string') items.push({ ...item, name: names.outer(server, item.name) });
+/** Under the name clients see; a name another server's item has already (an unprefixed server's `github_x`) is listed once. */
+const renamed: ListKind['add'] = (into, item, server, names, log) => {
+  if (typeof item.name !== 'string') return;
+  const name = names.outer(server, item.name);
+  const owner = names.inner(name)?.server;
+  if (owner !== server || into.names.has(name)) {
+    log.warn(
+      { name, server: server.name, owner: owner?.name },
+      `"${name}" of server "${server.name}" is left out: the name leads to "${owner?.name}"`,
+    );
+    return;
+  }
+  into.names.add(name);
+  into.items.push({ ...item, name });
 };
 
 /** A resource (or template) another server listed first is listed once, as that server's. */
 function claimed(field: 'uri' | 'uriTemplate'): ListKind['add'] {
-  return (items, item, server, names, log) => {
+  return (into, item, server, names, log) => {
     const uri = item[field];
     if (typeof uri !== 'string') return;
     const owner = field === 'uri' ? names.claimUri(uri, server) : names.claimTemplate(uri, server);
-    if (owner === server) return void items.push(item);
+    if (owner === server) return void into.items.push(item);
     log.warn(
       { [field]: uri, servers: [owner.name, server.name] },
       `servers "${owner.name}" and "${server.name}" both list ${uri}: it is served by "${owner.name}"`,

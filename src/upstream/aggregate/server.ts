@@ -5,6 +5,7 @@
  */
 import type { Logger } from 'pino';
 import { ProxyError, type ProxyErrorCode } from '../../jsonrpc/errors.js';
+import type { ServerOutcome } from '../../ops/metrics.js';
 import type { McpResult } from '../../transformers/contract.js';
 import { clientSession } from '../client-session.js';
 import type { UpstreamConnector } from '../connector.js';
@@ -26,6 +27,8 @@ export interface AggregateServerOptions {
   connector(witness: (usable: boolean, cause?: string) => void): UpstreamConnector;
   /** Told when the server is found usable or not. */
   changed(): void;
+  /** Counts one request sent to it, by how it ended. */
+  count(method: string, outcome: ServerOutcome): void;
 }
 
 /** A session at the endpoint is nobody's in particular on a server: the client's principal stays at the endpoint. */
@@ -69,6 +72,15 @@ export class AggregateServer implements NamedServer {
       legacy: (ev) => connector.connect(ev, log),
       log,
     });
+  }
+
+  counted(method: string, outcome: ServerOutcome): void {
+    this.o.count(method, outcome);
+  }
+
+  /** Whether the last sign said it is usable; undefined: nothing said yet. */
+  get up(): boolean | undefined {
+    return this.state?.usable;
   }
 
   learned(result: McpResult): void {

@@ -11,6 +11,7 @@
 import type { Logger } from 'pino';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import {
+  INTERNAL_ERROR,
   INVALID_PARAMS,
   isNotification,
   isObject,
@@ -27,12 +28,14 @@ import { cancelledOf } from '../../mcp/cancel-progress.js';
 import type { McpResult } from '../../transformers/contract.js';
 import type { UpstreamConnection, UpstreamEvents } from '../types.js';
 import { decodeCursor, encodeCursor, type ServerNames } from './names.js';
-import { mergedInitialize, type ListKind, LISTS } from './merge.js';
+import { mergedInitialize, type ListKind, LISTS, type Merged } from './merge.js';
 import type { AggregateServer } from './server.js';
 
 /** The proxy's own requests on a server's session: ids no client request has while the session is being opened. */
 const INITIALIZE_ID = 'mcp-negotiate-proxy/initialize';
 const LEVEL_ID = 'mcp-negotiate-proxy/logging';
+/** Servers' requests a client may leave unanswered at once, in one session. */
+export const MAX_ASKS = 100;
 
 /** What waits for a server's answer to a request sent on. */
 interface Waiter {
@@ -248,6 +251,11 @@ export class AggregateSession implements UpstreamConnection {
       return this.events.onMessage(frame, relatedId);
     }
     const req = msg as JsonRpcRequest;
+    // A server that keeps asking a client that does not answer is refused, not remembered without end.
+    if (this.asked.size >= MAX_ASKS) {
+      const error = { code: INTERNAL_ERROR, message: `${MAX_ASKS} requests to the client are unanswered already` };
+      return link.connection.send({ msg: { jsonrpc: '2.0', id: req.id, error } });
+    }
     const id = this.nextAsk++;
     this.asked.set(id, { link, id: req.id });
     link.asks.set(req.id, id);
@@ -265,13 +273,21 @@ export class AggregateSession implements UpstreamConnection {
 
   /** Sends `frame` to the server and waits for its answer (the client's request id, on that server's session). */
   private async forward(server: AggregateServer, id: JsonRpcId, frame: Frame): Promise<Frame> {
+    const method = (frame.msg as JsonRpcRequest).method;
     const link = this.link(server);
-    await link.ready;
-    if (link.closed) throw server.failure('UPSTREAM_CLOSED', 'ended');
-    return new Promise<Frame>((resolve, reject) => {
-      link.waiting.set(id, { answered: resolve, failed: reject });
-      link.connection.send(frame);
-    });
+    try {
+      await link.ready;
+      if (link.closed) throw server.failure('UPSTREAM_CLOSED', 'ended');
+      const answer = await new Promise<Frame>((resolve, reject) => {
+        link.waiting.set(id, { answered: resolve, failed: reject });
+        link.connection.send(frame);
+      });
+      server.counted(method, (answer.msg as JsonRpcResponse).error ? 'error' : 'ok');
+      return answer;
+    } catch (err) {
+      server.counted(method, 'failed');
+      throw err;
+    }
   }
 
   /** Sends `frame` on to the server and its answer back to the client, as the server wrote it. */
@@ -362,14 +378,14 @@ export class AggregateSession implements UpstreamConnection {
     if (this.ended) return;
     const listed = pages.filter((p) => 'result' in p);
     if (listed.length === 0 && pages.length > 0) return this.failed(req.id, pages[0].server, (pages[0] as { err: unknown }).err);
-    const items: unknown[] = [];
+    const merged: Merged = { items: [], names: new Set() };
     const next: Record<string, string> = {};
     for (const { server, result } of listed as { server: AggregateServer; result: McpResult }[]) {
       const list = result[kind.key];
-      if (Array.isArray(list)) for (const item of list) if (isObject(item)) kind.add(items, item, server, names, log);
+      if (Array.isArray(list)) for (const item of list) if (isObject(item)) kind.add(merged, item, server, names, log);
       if (typeof result.nextCursor === 'string' && result.nextCursor !== '') next[server.name] = result.nextCursor;
     }
-    this.reply(req.id, { [kind.key]: items, ...(Object.keys(next).length > 0 ? { nextCursor: encodeCursor(next) } : {}) });
+    this.reply(req.id, { [kind.key]: merged.items, ...(Object.keys(next).length > 0 ? { nextCursor: encodeCursor(next) } : {}) });
   }
 
   /** The client's level goes to every server session open now, and to each opened later. */

@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import { decodeCursor, encodeCursor, ServerNames, templatePattern } from './names.js';
+
+const a = { name: 'a', prefix: 'a' };
+const ab = { name: 'ab', prefix: 'a-b' };
+const plain = { name: 'plain', prefix: '' };
+
+describe('ServerNames', () => {
+  const names = new ServerNames([a, ab, plain], '_');
+
+  it('prefixes names, and leads a called name back to its server, the longest prefix first', () => {
+    expect(names.outer(a, 'echo')).toBe('a_echo');
+    expect(names.outer(plain, 'echo')).toBe('echo');
+    expect(names.inner('a_echo')).toEqual({ server: a, name: 'echo' });
+    expect(names.inner('a-b_echo')).toEqual({ server: ab, name: 'echo' });
+    // No prefix matches (or only the bare prefix): the unprefixed server's own name.
+    expect(names.inner('echo')).toEqual({ server: plain, name: 'echo' });
+    expect(names.inner('a_')).toEqual({ server: plain, name: 'a_' });
+    expect(new ServerNames([a], '.').inner('b.echo')).toBeUndefined();
+  });
+
+  it('routes a resource to the server that listed it first, then by the templates listed', () => {
+    const routes = new ServerNames([a, ab], '_');
+    expect(routes.claimUri('file:///x', a)).toBe(a);
+    expect(routes.claimUri('file:///x', ab)).toBe(a);
+    routes.claimTemplate('notes://{id}/text', ab);
+    expect(routes.ownerOf('file:///x')).toBe(a);
+    expect(routes.ownerOf('notes://42/text')).toBe(ab);
+    expect(routes.ownerOf('notes://4/2/text')).toBeUndefined();
+    expect(routes.ownerOf('other://x')).toBeUndefined();
+  });
+});
+
+describe('templatePattern', () => {
+  it('matches what a template expands to, reserved expansions across slashes, in linear time', () => {
+    expect(templatePattern('file:///{+path}').test('file:///a/b/c.txt')).toBe(true);
+    expect(templatePattern('users/{id}{?fields}').test('users/7')).toBe(true);
+    expect(templatePattern('a.b/{x}').test('aXb/1')).toBe(false);
+    const started = performance.now();
+    expect(templatePattern('{a}{b}{c}{d}{e}x').test('y'.repeat(20_000))).toBe(false);
+    expect(performance.now() - started).toBeLessThan(1000);
+  });
+});
+
+describe('cursors', () => {
+  const known = new Set(['a', 'b']);
+  it("holds each server's own cursor, and refuses what it did not give", () => {
+    expect(decodeCursor(encodeCursor({ a: 'p2', b: 'x' }), known)).toEqual({ a: 'p2', b: 'x' });
+    expect(decodeCursor('not-a-cursor', known)).toBeUndefined();
+    expect(decodeCursor(encodeCursor({ c: 'p2' }), known)).toBeUndefined();
+    expect(decodeCursor(Buffer.from('{"a":1}').toString('base64url'), known)).toBeUndefined();
+    expect(decodeCursor(Buffer.from('{}').toString('base64url'), known)).toBeUndefined();
+    expect(decodeCursor('x'.repeat(70_000), known)).toBeUndefined();
+  });
+});
