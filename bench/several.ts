@@ -18,7 +18,8 @@
  * range over the rounds.
  *
  * Knobs (env): BENCH_SEVERAL_CALLS (calls per batch, default 500), BENCH_SEVERAL_ROUNDS
- * (default 20), BENCH_SEVERAL_IN_FLIGHT (default 4), BENCH_PROFILE_DIR (every proxy under
+ * (default 20), BENCH_SEVERAL_IN_FLIGHT (default 4), BENCH_SEVERAL_ONLY (routes beside the floor
+ * and (a), e.g. `c3`), BENCH_SEVERAL_ERAS (`legacy,modern`), BENCH_PROFILE_DIR (every proxy under
  * --cpu-prof, profiles written there), BENCH_BEFORE (another build's dist/main.js: its
  * single-server path measured too, in the same batches).
  */
@@ -55,7 +56,7 @@ interface Route {
 
 const one = (name: string) => () => name;
 const SPREAD = ['a_echo', 'b_echo', 'c_echo'];
-const ROUTES: Route[] = [
+const ALL_ROUTES: Route[] = [
   { key: 'bare', label: 'bare node:http relay (the floor)', gateway: 'bare', tool: one('echo') },
   { key: 'a', label: '(a) one unnamed `--upstream` (single-server path)', gateway: 'single', tool: one('echo') },
   ...(BEFORE ? [{ key: 'a-before', label: '(a) in the build before (BENCH_BEFORE)', gateway: 'before', tool: one('echo') }] : []),
@@ -63,6 +64,15 @@ const ROUTES: Route[] = [
   { key: 'c1', label: '(c) three named servers, every call to `a`', gateway: 'three', tool: one('a_echo') },
   { key: 'c3', label: '(c) three named servers, calls spread over a, b, c', gateway: 'three', tool: (i) => SPREAD[i % 3] },
 ];
+/** BENCH_SEVERAL_ONLY (e.g. `c3`, to profile one route): those routes, beside the floor and (a). */
+const ONLY = (process.env.BENCH_SEVERAL_ONLY ?? '').split(',').filter(Boolean);
+const ROUTES = ALL_ROUTES.filter((r) => ONLY.length === 0 || ['bare', 'a', ...ONLY].includes(r.key));
+const ERAS = (process.env.BENCH_SEVERAL_ERAS ?? 'legacy,modern').split(',') as Era[];
+for (const era of ERAS)
+  if (era !== 'legacy' && era !== 'modern') throw new Error(`BENCH_SEVERAL_ERAS: "${String(era)}" is neither legacy nor modern`);
+for (const key of ONLY)
+  if (!ALL_ROUTES.some((r) => r.key === key))
+    throw new Error(`BENCH_SEVERAL_ONLY: no route "${key}" (${ALL_ROUTES.map((r) => r.key).join(', ')})`);
 
 async function post(
   url: string,
@@ -169,12 +179,15 @@ const range = (xs: number[], digits: number, unit = '') =>
 
 async function startGateways(): Promise<Record<string, Running>> {
   const named = (names: string[]) => names.flatMap((n) => ['--upstream', `${n}=${LEAN}`]);
+  const starts: Record<string, () => Promise<Running>> = {
+    bare: () => startPeer('bare-relay', [process.execPath, LEAN_MAIN]),
+    single: () => startProxyWith(['--upstream', LEAN], PROFILE_DIR),
+    before: () => startProxyWith(['--upstream', LEAN], PROFILE_DIR, {}, BEFORE),
+    named: () => startProxyWith(named(['a']), PROFILE_DIR),
+    three: () => startProxyWith(named(['a', 'b', 'c']), PROFILE_DIR),
+  };
   const started: Record<string, Running> = {};
-  started.bare = await startPeer('bare-relay', [process.execPath, LEAN_MAIN]);
-  started.single = await startProxyWith(['--upstream', LEAN], PROFILE_DIR);
-  if (BEFORE) started.before = await startProxyWith(['--upstream', LEAN], PROFILE_DIR, {}, BEFORE);
-  started.named = await startProxyWith(named(['a']), PROFILE_DIR);
-  started.three = await startProxyWith(named(['a', 'b', 'c']), PROFILE_DIR);
+  for (const gateway of new Set(ROUTES.map((r) => r.gateway))) started[gateway] = await starts[gateway]();
   return started;
 }
 
@@ -185,7 +198,7 @@ function loadavg(): string {
 async function main(): Promise<string[]> {
   const loadBefore = loadavg();
   const gateways = await startGateways();
-  const eras: Era[] = ['legacy', 'modern'];
+  const eras = ERAS;
   const kinds = eras.flatMap((era) => ROUTES.map((route) => ({ era, route })));
   const sends = new Map<(typeof kinds)[number], Send>();
   for (const k of kinds) sends.set(k, await sender(gateways[k.route.gateway].url, k.era, k.route));
