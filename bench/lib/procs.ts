@@ -109,8 +109,13 @@ function profFlags(dir: string | undefined): string[] {
 
 /** The proxy CLI with an HTTP front (`main`: another build of it); resolves once it logs its URL. */
 export function startProxy(upstreamArg: string, profileDir?: string, env: NodeJS.ProcessEnv = {}, main = PROXY_MAIN): Promise<Running> {
+  return startProxyWith(['--upstream', upstreamArg], profileDir, env, main);
+}
+
+/** The proxy CLI with an HTTP front and these arguments after the bench's own (e.g. several `--upstream NAME=SPEC`). */
+export function startProxyWith(args: string[], profileDir?: string, env: NodeJS.ProcessEnv = {}, main = PROXY_MAIN): Promise<Running> {
   return startAndWait(
-    [process.execPath, ...profFlags(profileDir), main, '--port', '0', '--config', BENCH_CONFIG, '--upstream', upstreamArg],
+    [process.execPath, ...profFlags(profileDir), main, '--port', '0', '--config', BENCH_CONFIG, ...args],
     env,
     'stderr',
     /"url":"(http:[^"]+)"/,
@@ -294,6 +299,23 @@ export function cpuTimes(pid: number): [number, number] {
   const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // rest[0] is field 3 (state); utime is field 14, stime field 15.
   return [Number(rest[11]), Number(rest[12])];
+}
+
+/**
+ * CPU time of one process in nanoseconds: each of its threads' time on a CPU (/proc/<pid>/task/<tid>/schedstat),
+ * summed. Exact where utime+stime counts clock ticks (10 ms), so short batches can be measured; time of threads
+ * that have exited is not in it (node's threads live as long as the process).
+ */
+export function cpuNs(pid: number): number {
+  let ns = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ', 1)[0]);
+    } catch {
+      /* the thread exited */
+    }
+  }
+  return ns;
 }
 
 /** Summed [utime, stime] ticks over pids that are still alive. */

@@ -37,7 +37,7 @@ async function run(args: string[]): Promise<{ code: number; stdout: string; stde
 describe('the benchmarks, in a smoke run', () => {
   it('are all found in the bench script', () => {
     expect(benches.map((b) => b.at(-1))).toEqual(
-      expect.arrayContaining(['bench/run.ts', 'bench/pipeline.ts', 'bench/eras.ts', 'bench/replicas.ts']),
+      expect.arrayContaining(['bench/run.ts', 'bench/pipeline.ts', 'bench/eras.ts', 'bench/several.ts', 'bench/replicas.ts']),
     );
   });
 
