@@ -100,6 +100,10 @@ describe('the shipped examples', () => {
     const known: Record<string, () => Promise<string> | string> = {
       UPSTREAM_URL: async () => `http://127.0.0.1:${await freePort()}/mcp`, // nothing listens: serving starts all the same
       BALANCER_ADDRESS: () => '127.0.0.1',
+      // several-servers.yaml: the stdio servers' packages, server-memory's graph, server-filesystem's folder
+      MCP_SERVERS: () => `${ROOT}node_modules`,
+      MEMORY_FILE_PATH: () => join(dir, 'memory.jsonl'),
+      FILES_ROOT: () => `${ROOT}docs`,
     };
     const env: NodeJS.ProcessEnv = {};
     const live = text
@@ -119,6 +123,7 @@ describe('the shipped examples', () => {
         'everything.yaml',
         'everything-replicas.yaml',
         'negotiation.yaml',
+        'several-servers.yaml',
         'stdio-server.yaml',
         'variants.yaml',
         'weather-prose.yaml',
