@@ -74,6 +74,40 @@ describe('validate and serving check a config the same way', () => {
   });
 });
 
+describe("a server's own rules", () => {
+  it("report their problems where the file has them, and leave the section's rules their own places", async () => {
+    const file = join(dir, 'server-rules.yaml');
+    writeFileSync(
+      file,
+      [
+        'upstreams:',
+        '  - name: memory',
+        '    command: node memory.js',
+        '    rules:',
+        '      - when: { name: read_graph }',
+        '        apply: [{ markdown: {} }]',
+        '  - name: files',
+        '    command: node files.js',
+        '    rules:',
+        '      - apply: [{ nosuch: {} }]',
+        'contentNegotiation:',
+        '  rules:',
+        '    - when: { name: x }',
+        '      apply: [{ alsonosuch: {} }]',
+        '',
+      ].join('\n'),
+    );
+    const r = await run(['validate', '--config', file]);
+    expect(r.code).toBe(2);
+    expect(problems(r.stderr)).toEqual([
+      expect.stringMatching(/^ {2}.*server-rules\.yaml:10:\d+: upstreams\[1\]\.rules\[0\]\.apply\[0\]: unknown transformer "nosuch"/),
+      expect.stringMatching(
+        /^ {2}.*server-rules\.yaml:14:\d+: contentNegotiation\.rules\[0\]\.apply\[0\]: unknown transformer "alsonosuch"/,
+      ),
+    ]);
+  });
+});
+
 describe('warnings', () => {
   afterAll(stopAll);
 
