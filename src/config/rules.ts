@@ -20,24 +20,31 @@ export interface RuleSetConfig {
   plugins: string[];
 }
 
+/** Rules as one part of the config has them: `path` is where (`upstreams[1].rules`), for the problems they have. */
+export interface RuleGroup {
+  path: string;
+  rules: RuleConfig[];
+}
+
 /**
  * Each server's own rules (`upstreams[].rules`), for the names clients see: a rule's name globs get the server's
  * prefix, and a rule without one matches every tool and prompt of the server.
  */
-export function serverRules(config: { upstreams?: ServerConfig[]; upstream: { nameSeparator: string } }): RuleConfig[] {
-  return (config.upstreams ?? []).flatMap((server) => {
+export function serverRules(config: { upstreams?: ServerConfig[]; upstream: { nameSeparator: string } }): RuleGroup[] {
+  return (config.upstreams ?? []).map((server, i) => {
     const prefix = server.prefix ?? server.name;
     const outer = (glob: string) => (prefix === '' ? glob : `${prefix}${config.upstream.nameSeparator}${glob}`);
-    return server.rules.map((rule) => {
+    const rules = server.rules.map((rule) => {
       const globs = rule.when.name === undefined ? ['*'] : Array.isArray(rule.when.name) ? rule.when.name : [rule.when.name];
       const method = rule.when.method ?? [...SERVER_RULE_METHODS];
       return { ...rule, name: rule.name ?? `${server.name} rule`, when: { ...rule.when, method, name: globs.map(outer) } };
     });
+    return { path: `upstreams[${i}].rules`, rules };
   });
 }
 
-/** `serverRules`: each server's own rules, which come before the section's. */
-export async function loadRules(config: RuleSetConfig, configFile?: string, serverRules: RuleConfig[] = []): Promise<CompiledRule[]> {
+/** `serverRules`: each server's own rules, which come before the section's (each part compiled where the config has it). */
+export async function loadRules(config: RuleSetConfig, configFile?: string, serverRules: RuleGroup[] = []): Promise<CompiledRule[]> {
   if (!config.enabled) return [];
   const transformers = builtinTransformers();
   const base = configFile ? dirname(resolve(configFile)) : process.cwd();
@@ -55,13 +62,17 @@ export async function loadRules(config: RuleSetConfig, configFile?: string, serv
       problems.push(...err.problems);
     }
   }
-  try {
-    const rules = compileRules([...serverRules, ...config.rules, ...(config.useDefaultRules ? DEFAULT_RULES : [])], transformers);
-    if (problems.length === 0) return rules;
-  } catch (err) {
-    if (!(err instanceof RuleError)) throw err;
-    problems.push(...err.problems);
+  const section = { path: 'contentNegotiation.rules', rules: [...config.rules, ...(config.useDefaultRules ? DEFAULT_RULES : [])] };
+  const rules: CompiledRule[] = [];
+  for (const group of [...serverRules, section]) {
+    try {
+      rules.push(...compileRules(group.rules, transformers, group.path));
+    } catch (err) {
+      if (!(err instanceof RuleError)) throw err;
+      problems.push(...err.problems);
+    }
   }
+  if (problems.length === 0) return rules;
   throw new RuleError(configFile ? locateProblems(configFile, problems) : problems);
 }
 

@@ -74,6 +74,40 @@ describe('validate and serving check a config the same way', () => {
   });
 });
 
+describe("a server's own rules", () => {
+  it("report their problems where the file has them, and leave the section's rules their own places", async () => {
+    const file = join(dir, 'server-rules.yaml');
+    writeFileSync(
+      file,
+      [
+        'upstreams:',
+        '  - name: memory',
+        '    command: node memory.js',
+        '    rules:',
+        '      - when: { name: read_graph }',
+        '        apply: [{ markdown: {} }]',
+        '  - name: files',
+        '    command: node files.js',
+        '    rules:',
+        '      - apply: [{ nosuch: {} }]',
+        'contentNegotiation:',
+        '  rules:',
+        '    - when: { name: x }',
+        '      apply: [{ alsonosuch: {} }]',
+        '',
+      ].join('\n'),
+    );
+    const r = await run(['validate', '--config', file]);
+    expect(r.code).toBe(2);
+    expect(problems(r.stderr)).toEqual([
+      expect.stringMatching(/^ {2}.*server-rules\.yaml:10:\d+: upstreams\[1\]\.rules\[0\]\.apply\[0\]: unknown transformer "nosuch"/),
+      expect.stringMatching(
+        /^ {2}.*server-rules\.yaml:14:\d+: contentNegotiation\.rules\[0\]\.apply\[0\]: unknown transformer "alsonosuch"/,
+      ),
+    ]);
+  });
+});
+
 describe('warnings', () => {
   afterAll(stopAll);
 
@@ -100,6 +134,10 @@ describe('the shipped examples', () => {
     const known: Record<string, () => Promise<string> | string> = {
       UPSTREAM_URL: async () => `http://127.0.0.1:${await freePort()}/mcp`, // nothing listens: serving starts all the same
       BALANCER_ADDRESS: () => '127.0.0.1',
+      // several-servers.yaml: the stdio servers' packages, server-memory's graph, server-filesystem's folder
+      MCP_SERVERS: () => `${ROOT}node_modules`,
+      MEMORY_FILE_PATH: () => join(dir, 'memory.jsonl'),
+      FILES_ROOT: () => `${ROOT}docs`,
     };
     const env: NodeJS.ProcessEnv = {};
     const live = text
@@ -119,6 +157,7 @@ describe('the shipped examples', () => {
         'everything.yaml',
         'everything-replicas.yaml',
         'negotiation.yaml',
+        'several-servers.yaml',
         'stdio-server.yaml',
         'variants.yaml',
         'weather-prose.yaml',

@@ -6,14 +6,15 @@
  * shipped configs reference, looked up in what the image copies.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { posix } from 'node:path';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, posix } from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { PROXY_MAIN, ROOT, startEverythingHttp, startProxy, stopAll } from '../helpers/processes.js';
+import { eventually, PROXY_MAIN, ROOT, startEverythingHttp, startProxy, stopAll } from '../helpers/processes.js';
 
 const dockerfile = readFileSync(`${ROOT}Dockerfile`, 'utf8').replace(/\\\n\s*/g, '');
 const compose = parse(readFileSync(`${ROOT}docker-compose.yml`, 'utf8'));
@@ -89,6 +90,36 @@ async function inContainerEnv(args: string[], env: Record<string, string>): Prom
   }
 }
 
+/**
+ * A compose service's environment as its process would see it, its paths moved to where this
+ * machine has what the container mounts there: a bind mount (`./docs:/srv/docs`) at that folder
+ * of the repository, a named volume at `volumes[name]`.
+ */
+function mountedEnv(service: any, volumes: Record<string, string>): Record<string, string> {
+  const mounts = (service.volumes as string[]).map((v) => {
+    const [source, target] = v.split(':');
+    return { target, host: source.startsWith('./') ? posix.join(ROOT, source) : volumes[source] };
+  });
+  return Object.fromEntries(
+    Object.entries(service.environment as Record<string, string>).map(([name, value]) => {
+      const mount = mounts.find((m) => value === m.target || value.startsWith(`${m.target}/`));
+      return [name, mount ? posix.join(mount.host, value.slice(mount.target.length)) : value];
+    }),
+  );
+}
+
+/** The packages an `npm install` command line installs, by name: their pinned versions. */
+function pinnedPackages(command: string[]): Record<string, string> {
+  return Object.fromEntries(
+    command
+      .filter((w) => /^@?[^@\s-][^@\s]*@\d/.test(w))
+      .map((w) => {
+        const at = w.lastIndexOf('@');
+        return [w.slice(0, at), w.slice(at + 1)];
+      }),
+  );
+}
+
 describe('Dockerfile and docker-compose.yml, run without Docker', () => {
   afterAll(stopAll);
 
@@ -137,8 +168,96 @@ describe('Dockerfile and docker-compose.yml, run without Docker', () => {
     expect(check.stderr).toBe('');
   });
 
+  it('serves several servers through the compose profile "several", with per-server health', async () => {
+    const { 'proxy-several': service, 'mcp-servers': installer } = compose.services;
+    expect(service.profiles).toEqual(['several']);
+    expect(installer.profiles).toEqual(['several']);
+    expect(service.depends_on).toEqual({
+      everything: { condition: 'service_healthy' },
+      'mcp-servers': { condition: 'service_completed_successfully' },
+    });
+    expect(service.ports).toEqual(['127.0.0.1:8081:8080']);
+    expect(service.environment.MCP_PROXY_ALLOW_UNAUTHENTICATED).toBe('1');
+    expect(Object.keys(compose.volumes)).toEqual(['mcp-servers']);
+    // The installer fills the volume the proxy reads; it installs the releases this repository tests with.
+    expect(installer.volumes).toEqual([`mcp-servers:${installer.working_dir}`]);
+    expect(service.volumes).toContain(`mcp-servers:${installer.working_dir}:ro`);
+    const pinned = pinnedPackages(installer.command);
+    expect(Object.keys(pinned).sort()).toEqual(['@modelcontextprotocol/server-filesystem', '@modelcontextprotocol/server-memory']);
+    for (const [name, version] of Object.entries(pinned))
+      expect(JSON.parse(readFileSync(`${ROOT}node_modules/${name}/package.json`, 'utf8')).version, name).toBe(version);
+
+    // The volume here: the repository's own node_modules holds the same packages (npm install puts them in node_modules).
+    const env = mountedEnv(service, { 'mcp-servers': ROOT.replace(/\/$/, '') });
+    expect(env.MCP_PROXY_CONFIG).toBe(`${ROOT}config/examples/several-servers.yaml`);
+    expect(env.MCP_SERVERS).toBe(`${ROOT}node_modules`);
+    expect(env.FILES_ROOT).toBe(`${ROOT}docs`);
+    const everything = await startEverythingHttp();
+    const data = mkdtempSync(join(tmpdir(), 'compose-several-'));
+    try {
+      const proxy = await startProxy([], {
+        ...env,
+        UPSTREAM_URL: everything.url,
+        MEMORY_FILE_PATH: join(data, 'memory.jsonl'), // the container's own /tmp
+        MCP_PROXY_HOST: '127.0.0.1', // the image binds 0.0.0.0 inside its own network namespace
+      });
+      const base = new URL(proxy.url).origin;
+      const client = new Client({ name: 'compose-several-test', version: '1' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
+      const tools = (await client.listTools()).tools.map((t) => t.name);
+      expect(tools).toEqual(expect.arrayContaining(['everything_echo', 'memory_read_graph', 'files_list_allowed_directories']));
+      expect(await client.callTool({ name: 'everything_echo', arguments: { message: 'hi' } })).toMatchObject({
+        content: [{ type: 'text', text: 'Echo: hi' }],
+      });
+      expect(await client.callTool({ name: 'memory_read_graph', arguments: {} })).toMatchObject({
+        structuredContent: { entities: [], relations: [] },
+      });
+      const allowed = await client.callTool({ name: 'files_list_allowed_directories', arguments: {} });
+      expect(JSON.stringify(allowed.content)).toContain(`${ROOT}docs`);
+      // The config's variant spans the servers: reading tools of each, nothing that writes.
+      const readonly = await client.listTools({ _meta: { 'io.modelcontextprotocol/server-variant': 'readonly' } });
+      const names = readonly.tools.map((t) => t.name);
+      expect(names).toEqual(expect.arrayContaining(['everything_echo', 'memory_read_graph', 'files_read_text_file']));
+      expect(names.filter((n) => /write|create|delete|edit|move/.test(n))).toEqual([]);
+      await client.close();
+
+      // Ready, each server up in /healthz, and the image's HEALTHCHECK passes.
+      expect((await fetch(`${base}/readyz`)).status).toBe(200);
+      const health = await (await fetch(`${base}/healthz`)).json();
+      expect(health.upstream.servers.map((s: any) => [s.name, s.status, s.required])).toEqual([
+        ['everything', 'up', true],
+        ['memory', 'up', true],
+        ['files', 'up', false],
+      ]);
+      const [cmd, ...args] = execForm(/HEALTHCHECK .*?CMD (\[.*\])$/m);
+      const check = await promisify(execFile)(cmd === 'node' ? process.execPath : cmd, args, {
+        env: { ...process.env, MCP_PROXY_PORT: new URL(proxy.url).port },
+      });
+      expect(check.stderr).toBe('');
+
+      // The HTTP server stops: the endpoint is not ready, naming it; the stdio servers still answer.
+      await everything.stop();
+      const after = new Client({ name: 'compose-several-test', version: '1' });
+      await after.connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
+      await expect(after.callTool({ name: 'everything_echo', arguments: { message: 'hi' } })).rejects.toThrow(/Server "everything"/);
+      expect(await after.callTool({ name: 'memory_read_graph', arguments: {} })).toMatchObject({ structuredContent: { entities: [] } });
+      await after.close();
+      await eventually(
+        async () => {
+          const ready = await fetch(`${base}/readyz`);
+          return ready.status === 503 && ((await ready.json()) as { cause?: string }).cause?.includes('server "everything"') === true;
+        },
+        15_000,
+        '/readyz 503 naming server "everything"',
+      );
+      expect(await proxy.stop('SIGTERM')).toBe(0);
+    } finally {
+      rmSync(data, { recursive: true, force: true });
+    }
+  });
+
   it('validates each compose service’s configuration in the image’s environment (0.0.0.0 included)', async () => {
-    for (const name of ['proxy', 'proxy-scaled']) {
+    for (const name of ['proxy', 'proxy-scaled', 'proxy-several']) {
       const service = compose.services[name];
       const env = { ...imageEnv(), ...service.environment, MCP_PROXY_SECRET: 'a-shared-secret-of-at-least-32-characters' };
       env.MCP_PROXY_CONFIG = env.MCP_PROXY_CONFIG.replace('/config/', `${ROOT}config/examples/`); // the mounted folder

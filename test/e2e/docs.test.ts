@@ -18,7 +18,9 @@
  *     `--version`) in a block expected to exit 0 runs on its own, on a free port (`--port N`
  *     becomes `--port 0`, and MCP_PROXY_PORT=0 is set): it must log
  *     its URL and answer /healthz 200, and /readyz 200 unless its upstream is an HTTP server
- *     (nothing listens at the docs' example URLs); then SIGTERM must stop it (exit 0).
+ *     (nothing listens at the docs' example URLs; with several named servers, /readyz must be
+ *     503 naming exactly the HTTP ones, and /healthz show the others up); then SIGTERM must stop
+ *     it (exit 0).
  *     `--stdio` instead gets an `initialize` line and must answer it, then exit 0 when stdin closes.
  *   - `curl` runs with `--fail-with-body` (an HTTP error status fails the block) against one
  *     proxy this test starts in front of the demo server with config/examples/variants.yaml:
@@ -296,6 +298,44 @@ function checkNpm(command: string): void {
   }
 }
 
+/** The servers a proxy command names (`--upstream NAME=SPEC`), and whether each is reached over HTTP. */
+function namedServers(args: string[]): { name: string; http: boolean }[] {
+  const specs = args.flatMap((a, i) => (a === '--upstream' ? [args[i + 1] ?? ''] : a.startsWith('--upstream=') ? [a.slice(11)] : []));
+  return specs.flatMap((spec) => {
+    const m = /^([A-Za-z][A-Za-z0-9-]{0,31})=(.+)$/s.exec(spec);
+    return m ? [{ name: m[1], http: /^["']?https?:\/\//i.test(m[2]) }] : [];
+  });
+}
+
+/**
+ * Several named servers, some over HTTP: nothing listens at the docs' example URLs, so /readyz must
+ * stay 503 naming exactly those (required, as every server named on the command line is), and
+ * /healthz must show every other server up.
+ */
+async function checkSeveral(
+  base: string,
+  servers: { name: string; http: boolean }[],
+  until: (check: () => Promise<boolean>, what: string, ms: number) => Promise<void>,
+): Promise<void> {
+  const down = servers.filter((s) => s.http).map((s) => s.name);
+  const mentions = (cause: string, name: string) => cause.toLowerCase().includes(`server "${name.toLowerCase()}"`);
+  await until(
+    async () => {
+      const ready = await fetch(`${base}/readyz`);
+      const { cause = '' } = (await ready.json()) as { cause?: string };
+      const health = (await (await fetch(`${base}/healthz`)).json()) as { upstream: { servers: { name: string; status: string }[] } };
+      const status = Object.fromEntries(health.upstream.servers.map((s) => [s.name, s.status]));
+      return (
+        ready.status === 503 &&
+        servers.every((s) => (s.http ? status[s.name] === 'down' && mentions(cause, s.name) : status[s.name] === 'up')) &&
+        servers.every((s) => s.http || !mentions(cause, s.name))
+      );
+    },
+    `/readyz 503 naming ${down.join(', ')} only, and the other servers up in /healthz`,
+    60_000, // npx starts each server for the probes: slower than one server beside the rest of the suite
+  );
+}
+
 /** Runs a serving proxy command until it is up, then stops it. */
 async function checkServe(command: string, env: Record<string, string>): Promise<void> {
   const line = command.replace(/--port[ =]\d+/, '--port 0');
@@ -356,8 +396,11 @@ async function checkServe(command: string, env: Record<string, string>): Promise
       }, 'URL in the log');
       const base = new URL(url).origin;
       expect((await fetch(`${base}/healthz`)).status, `${command}: /healthz`).toBe(200);
-      if (!/"kind":"http"/.test(stderr)) {
-        await until(async () => (await fetch(`${base}/readyz`)).status === 200, '/readyz 200');
+      const servers = namedServers(args);
+      if (servers.some((s) => s.http)) await checkSeveral(base, servers, until);
+      else if (!/"kind":"http"/.test(stderr)) {
+        // Several servers: npx starts each one for every probe, which takes longer beside the rest of the suite.
+        await until(async () => (await fetch(`${base}/readyz`)).status === 200, '/readyz 200', servers.length > 1 ? 60_000 : undefined);
       }
       process.kill(-proc.pid!, 'SIGTERM');
     }

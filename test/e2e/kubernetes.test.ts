@@ -11,9 +11,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { get as httpGet } from 'node:http';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import ts from 'typescript';
 import { parse, parseAllDocuments } from 'yaml';
@@ -388,5 +388,165 @@ describe('the proxy container, run as the pod would get it', () => {
 
     // What the kubelet sends after preStop: the proxy drains and exits cleanly.
     expect(await proxy.stop('SIGTERM')).toBe(0);
+  });
+});
+
+/**
+ * deploy/kubernetes-several-servers: an overlay of the base with strategic-merge patches. What
+ * kustomize makes of it, for the fields its patches use: maps merged key by key, lists of
+ * objects merged by `name` (`mountPath` for volume mounts), new items first, anything else
+ * replaced. (For these manifests, the same output as `kubectl kustomize` 5.5.)
+ */
+const OVERLAY = `${ROOT}deploy/kubernetes-several-servers/`;
+
+function strategicMerge(base: any, patch: any, key?: string): any {
+  if (Array.isArray(patch)) {
+    if (!Array.isArray(base) || !patch.every((p) => p && typeof p === 'object')) return patch;
+    const by = key === 'volumeMounts' ? 'mountPath' : 'name';
+    const merged = base.map((item) => {
+      const change = patch.find((p) => p[by] === item[by]);
+      return change ? strategicMerge(item, change) : item;
+    });
+    return [...patch.filter((p) => !base.some((item) => item[by] === p[by])), ...merged];
+  }
+  if (patch && typeof patch === 'object' && base && typeof base === 'object') {
+    const out = { ...base };
+    for (const [k, v] of Object.entries(patch)) out[k] = strategicMerge(base[k], v, k);
+    return out;
+  }
+  return patch;
+}
+
+const overlayKustomization = parse(readFileSync(`${OVERLAY}kustomization.yaml`, 'utf8'));
+const overlayPatches: any[] = overlayKustomization.patches.map((p: { path: string }) => parse(readFileSync(OVERLAY + p.path, 'utf8')));
+const overlaid: Manifest[] = manifests.map(({ file, obj }) => {
+  const patches = overlayPatches.filter((p) => p.kind === obj.kind && p.metadata.name === obj.metadata?.name);
+  return { file, obj: patches.reduce((o, p) => strategicMerge(o, p), obj) };
+});
+const severalDeployment = overlaid.map((m) => m.obj).find((o) => o.kind === 'Deployment' && isProxy(o));
+const severalPod = podSpec(severalDeployment);
+const severalProxy = severalPod.containers.find((c: any) => c.name === proxyContainer.name);
+const severalConfigMap = overlaid.find((m) => m.obj.kind === 'ConfigMap' && m.obj.metadata.name === configMap.metadata.name)!.obj;
+
+describe('deploy/kubernetes-several-servers overlay', () => {
+  afterAll(stopAll);
+  const pod: Pod = { ip: '127.0.0.1', name: 'mcp-negotiate-proxy-7c9d8b5f4-q8w2e', namespace: 'mcp' };
+
+  it('builds on the base and patches only what exists there, validating as the base does', () => {
+    expect(overlayKustomization).toMatchObject({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization' });
+    expect(overlayKustomization.resources.map((r: string) => resolve(OVERLAY, r))).toEqual([resolve(DIR)]);
+    for (const patch of overlayPatches)
+      expect(
+        manifests.some((m) => m.obj.kind === patch.kind && m.obj.metadata?.name === patch.metadata.name),
+        patch.metadata.name,
+      ).toBe(true);
+    const problems: string[] = [];
+    for (const { file, obj } of overlaid) {
+      try {
+        new MODELS[`${obj.apiVersion}/${obj.kind}`](obj).validate();
+      } catch (err) {
+        problems.push(`${file}: ${obj.kind} ${obj.metadata?.name}: ${(err as Error).message}`);
+      }
+    }
+    expect(problems).toEqual([]);
+    expect(unknownFields(overlaid)).toEqual([]);
+    // The base is unchanged: the overlay is applied in place of it, not on top.
+    expect(podSpec(proxyDeployment).initContainers).toBeUndefined();
+  });
+
+  it('installs the servers this repository tests with, non-root and read-only, into a volume the proxy reads', () => {
+    const [install] = severalPod.initContainers;
+    expect(severalPod.initContainers.map((c: any) => c.name)).toEqual(['install-servers']);
+    for (const c of [install, severalProxy]) {
+      const sc = { ...severalPod.securityContext, ...c.securityContext };
+      expect(sc, c.name).toMatchObject({
+        runAsNonRoot: true,
+        runAsUser: 1000,
+        readOnlyRootFilesystem: true,
+        allowPrivilegeEscalation: false,
+      });
+      expect(sc.capabilities.drop, c.name).toContain('ALL');
+      for (const kind of ['requests', 'limits'])
+        for (const r of ['cpu', 'memory']) expect(c.resources?.[kind]?.[r], `${c.name} ${kind}.${r}`).toBeDefined();
+    }
+    const pinned = Object.fromEntries(
+      (install.command as string[])
+        .filter((w) => /^@[^@]+@\d/.test(w))
+        .map((w) => [w.slice(0, w.lastIndexOf('@')), w.slice(w.lastIndexOf('@') + 1)]),
+    );
+    expect(Object.keys(pinned).sort()).toEqual(['@modelcontextprotocol/server-filesystem', '@modelcontextprotocol/server-memory']);
+    for (const [name, version] of Object.entries(pinned))
+      expect(JSON.parse(readFileSync(`${ROOT}node_modules/${name}/package.json`, 'utf8')).version, name).toBe(version);
+    const prefix = (install.command as string[]).find((w) => w.startsWith('--prefix='))!.slice('--prefix='.length);
+    const written = install.volumeMounts.find((m: any) => m.mountPath === prefix);
+    const read = severalProxy.volumeMounts.find((m: any) => m.name === written.name);
+    expect(read).toMatchObject({ mountPath: prefix, readOnly: true });
+    expect(severalProxy.env.find((e: any) => e.name === 'MCP_SERVERS').value).toBe(`${prefix}/node_modules`);
+    // The proxy's one writable volume holds the stdio servers' data.
+    const writable = severalProxy.volumeMounts.filter((m: any) => !m.readOnly).map((m: any) => m.mountPath);
+    expect(writable).toEqual(['/data']);
+    for (const name of ['MEMORY_FILE_PATH', 'FILES_ROOT'])
+      expect(severalProxy.env.find((e: any) => e.name === name).value.startsWith('/data'), name).toBe(true);
+  });
+
+  it('serves every server behind one endpoint as the pod would get it: probes, per-server health, prefixed tools', async () => {
+    const configDir = mkdtempSync(join(tmpdir(), 'k8s-several-'));
+    const data = join(configDir, 'data'); // the pod's /data emptyDir
+    try {
+      const config = join(configDir, basename(CONFIG_MOUNTED_AT));
+      writeFileSync(config, severalConfigMap.data[basename(CONFIG_MOUNTED_AT)]);
+      const podEnv = containerEnv(severalProxy, pod);
+      const { stdout } = await promisify(execFile)(process.execPath, [PROXY_MAIN, 'validate', '--config', config], {
+        env: { ...process.env, ...podEnv },
+      });
+      expect(stdout).toMatch(/: OK \(/);
+
+      const everything = await startEverythingHttp();
+      mkdirSync(data);
+      const env = {
+        ...podEnv,
+        MCP_PROXY_CONFIG: config,
+        UPSTREAM_URL: everything.url, // in place of the upstream Service
+        MCP_SERVERS: `${ROOT}node_modules`, // the volume the init container fills, with the same releases
+        MEMORY_FILE_PATH: podEnv.MEMORY_FILE_PATH.replace(/^\/data/, data),
+        FILES_ROOT: podEnv.FILES_ROOT.replace(/^\/data/, data),
+        MCP_PROXY_HOST: '127.0.0.1',
+      };
+      const proxy = await startProxy(severalProxy.args ?? [], env);
+      const base = new URL(proxy.url);
+      for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe']) {
+        const { path } = severalProxy[probe].httpGet;
+        await eventually(
+          async () => (await getWithHost(new URL(path, base), '10.244.1.7:8080')) === 200,
+          30_000,
+          `${probe} ${path} answers 200`,
+        );
+      }
+      const health = await (await fetch(new URL('/healthz', base))).json();
+      expect(health.upstream.servers.map((s: any) => [s.name, s.status, s.required])).toEqual([
+        ['everything', 'up', true],
+        ['memory', 'up', true],
+        ['files', 'up', false],
+      ]);
+
+      const client = new Client({ name: 'kubernetes-several-test', version: '1' });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(proxy.url), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } }),
+      );
+      const tools = (await client.listTools()).tools.map((t) => t.name);
+      expect(tools).toEqual(expect.arrayContaining(['everything_echo', 'memory_create_entities', 'files_list_directory']));
+      await client.callTool({
+        name: 'memory_create_entities',
+        arguments: { entities: [{ name: 'proxy', entityType: 'service', observations: ['fronts several servers'] }] },
+      });
+      // server-memory wrote its graph where the pod keeps its data; server-filesystem serves that folder.
+      expect(existsSync(env.MEMORY_FILE_PATH)).toBe(true);
+      const listing = await client.callTool({ name: 'files_list_directory', arguments: { path: env.FILES_ROOT } });
+      expect(JSON.stringify(listing.content)).toContain(basename(env.MEMORY_FILE_PATH));
+      await client.close();
+      expect(await proxy.stop('SIGTERM')).toBe(0);
+    } finally {
+      rmSync(configDir, { recursive: true, force: true });
+    }
   });
 });
