@@ -25,12 +25,13 @@ import {
   eventually,
   fixtureArgv,
   freePort,
+  logged,
   startHttpFixture,
   startProxy,
   stopAll,
   type Running,
 } from '../helpers/processes.js';
-import { callTool, rawPost, rawSession } from '../helpers/raw.js';
+import { callTool, metricIn, rawPost, rawSession } from '../helpers/raw.js';
 
 const MEMORY_STDIO = [process.execPath, join(process.cwd(), 'node_modules/@modelcontextprotocol/server-memory/dist/index.js')];
 const run = promisify(execFile);
@@ -204,6 +205,12 @@ describe('several servers behind one endpoint', () => {
       expect((await status('everything')).status).toBe('up');
       // Not required: the endpoint stays ready.
       expect((await fetch(proxy.url.replace(/\/mcp$/, '/readyz'))).status).toBe(200);
+      // Counted and logged under its name.
+      const metrics = await (await fetch(proxy.url.replace(/\/mcp$/, '/metrics'))).text();
+      expect(metricIn(metrics, 'mcp_proxy_server_requests_total{server="modern",method="tools/call",outcome="failed"}')).toBeGreaterThan(0);
+      expect(metricIn(metrics, 'mcp_proxy_server_requests_total{server="everything",method="tools/call",outcome="ok"}')).toBeGreaterThan(0);
+      expect(metricIn(metrics, 'mcp_proxy_server_up{server="modern"}')).toBe(0);
+      await logged(proxy, (e) => e.msg === 'request' && e.target === 'modern_echo' && e.server === 'modern');
 
       modern = await startModern();
       await eventually(

@@ -30,10 +30,11 @@ const renamed: ListKind['add'] = (into, item, server, names, log) => {
   const name = names.outer(server, item.name);
   const owner = names.inner(name)?.server;
   if (owner !== server || into.names.has(name)) {
-    log.warn(
-      { name, server: server.name, owner: owner?.name },
-      `"${name}" of server "${server.name}" is left out: the name leads to "${owner?.name}"`,
-    );
+    if (names.firstClash(`${server.name} ${name}`))
+      log.warn(
+        { name, server: server.name, owner: owner?.name },
+        `"${name}" of server "${server.name}" is left out: the name leads to "${owner?.name}"`,
+      );
     return;
   }
   into.names.add(name);
@@ -47,10 +48,11 @@ function claimed(field: 'uri' | 'uriTemplate'): ListKind['add'] {
     if (typeof uri !== 'string') return;
     const owner = field === 'uri' ? names.claimUri(uri, server) : names.claimTemplate(uri, server);
     if (owner === server) return void into.items.push(item);
-    log.warn(
-      { [field]: uri, servers: [owner.name, server.name] },
-      `servers "${owner.name}" and "${server.name}" both list ${uri}: it is served by "${owner.name}"`,
-    );
+    if (names.firstClash(`${server.name} ${uri}`))
+      log.warn(
+        { [field]: uri, servers: [owner.name, server.name] },
+        `servers "${owner.name}" and "${server.name}" both list ${uri}: it is served by "${owner.name}"`,
+      );
   };
 }
 

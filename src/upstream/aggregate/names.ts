@@ -18,8 +18,10 @@ export class ServerNames<S extends NamedServer> {
   private readonly unprefixed: S | undefined;
   /** Resource URI → the server that listed it first. */
   private readonly uris = new Map<string, S>();
+  /** The clashes of names or URIs warned of already: each is told once. */
+  private readonly told = new Set<string>();
   /** Resource templates, as patterns, with their server. */
-  private readonly templates = new Map<string, { pattern: RegExp; server: S }>();
+  private readonly templates = new Map<string, { parts: TemplatePart[]; server: S }>();
 
   constructor(
     readonly servers: readonly S[],
@@ -57,39 +59,73 @@ export class ServerNames<S extends NamedServer> {
   claimTemplate(template: string, server: S): S {
     const known = this.templates.get(template);
     if (known) return known.server;
-    if (this.templates.size >= MAX_URIS) this.templates.delete(this.templates.keys().next().value!);
-    this.templates.set(template, { pattern: templatePattern(template), server });
+    if (this.templates.size >= MAX_TEMPLATES) this.templates.delete(this.templates.keys().next().value!);
+    this.templates.set(template, { parts: templateParts(template), server });
     return server;
+  }
+
+  /** Whether a clash (of a name or URI between two servers) is seen for the first time: it is warned of once. */
+  firstClash(key: string): boolean {
+    if (this.told.has(key) || this.told.size >= MAX_URIS) return false;
+    this.told.add(key);
+    return true;
   }
 
   /** The server a resource URI belongs to, as far as listings told; undefined: none listed it. */
   ownerOf(uri: string): S | undefined {
     const exact = this.uris.get(uri);
     if (exact) return exact;
-    // Linear in the templates (a few per server); bounded by MAX_URI_LENGTH per test.
+    // Each template costs the URI's length times its parts: both are bounded.
     if (uri.length > MAX_URI_LENGTH) return undefined;
-    for (const { pattern, server } of this.templates.values()) if (pattern.test(uri)) return server;
+    for (const { parts, server } of this.templates.values()) if (matchesTemplate(parts, uri)) return server;
     return undefined;
   }
 }
 
 /** URIs and templates remembered for routing, at most. */
 const MAX_URIS = 10_000;
-/** Longer URIs are not matched against templates (the patterns are linear, but the work is per template). */
-const MAX_URI_LENGTH = 8192;
+const MAX_TEMPLATES = 1000;
+/** Longer URIs are not matched against templates (each match costs the URI's length times the template's parts). */
+const MAX_URI_LENGTH = 4096;
+
+/** A template's parts: literal text, or an expression (`segment`: text without `/`, `?` and `#`; `any`: any text). */
+type TemplatePart = string | { expression: 'segment' | 'any' };
+
+/** Parts a template may have and still be matched (more: it routes nothing). */
+const MAX_TEMPLATE_PARTS = 32;
+
+/** A template, as what its URIs are: a `{+var}` or `{#var}` expression any text, any other one text without `/`, `?` and `#`. */
+export function templateParts(template: string): TemplatePart[] {
+  const parts: TemplatePart[] = [];
+  for (const piece of template.split(/(\{[^}]*\})/)) {
+    if (piece === '') continue;
+    parts.push(piece.startsWith('{') ? { expression: /^\{[+#]/.test(piece) ? 'any' : 'segment' } : piece);
+  }
+  return parts;
+}
 
 /**
- * An RFC 6570 template as a pattern over the URIs it expands to: literal text as is, a `{+var}`
- * or `{#var}` expression as any text, any other expression as text without `/`, `?` and `#`.
- * No nested quantifiers: matching stays linear.
+ * Whether `uri` is one of the URIs a template expands to. The positions each part can end at are
+ * carried along the URI once per part: time is the URI's length times the parts, whatever the
+ * template (a regular expression of adjacent wildcards would backtrack without bound).
  */
-export function templatePattern(template: string): RegExp {
-  let source = '';
-  for (const part of template.split(/(\{[^}]*\})/)) {
-    if (!part.startsWith('{')) source += part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    else source += /^\{[+#]/.test(part) ? '.*' : '[^/?#]*';
+export function matchesTemplate(parts: TemplatePart[], uri: string): boolean {
+  if (parts.length > MAX_TEMPLATE_PARTS) return false;
+  let at = new Uint8Array(uri.length + 1);
+  at[0] = 1;
+  for (const part of parts) {
+    const next = new Uint8Array(uri.length + 1);
+    if (typeof part === 'string') {
+      for (let i = 0; i + part.length <= uri.length; i++) if (at[i] && uri.startsWith(part, i)) next[i + part.length] = 1;
+    } else {
+      for (let i = 0; i <= uri.length; i++) {
+        const extends_ = i > 0 && next[i - 1] === 1 && (part.expression === 'any' || !'/?#'.includes(uri[i - 1]));
+        next[i] = at[i] || extends_ ? 1 : 0;
+      }
+    }
+    at = next;
   }
-  return new RegExp(`^${source}$`);
+  return at[uri.length] === 1;
 }
 
 /** A merged list's cursor: each server's own cursor, by server name, for the servers that have more to list. */

@@ -198,10 +198,10 @@ export class AggregateSession implements UpstreamConnection {
           this.fromServer(link, frame, relatedId);
         },
         onFailure: (id, err) => {
-          if (id === INITIALIZE_ID) return gone(server.failure(err.code, err.message));
+          if (id === INITIALIZE_ID) return gone(server.failure(err.code, `failed: ${err.message}`));
           const waiter = link.waiting.get(id);
           link.waiting.delete(id);
-          waiter?.failed(server.failure(err.code, err.message));
+          waiter?.failed(server.failure(err.code, `failed: ${err.message}`));
         },
         onClose: (err) => {
           if (!this.ended && !link.closed) log.warn({ err: err.message }, 'a server session ended');
@@ -214,7 +214,7 @@ export class AggregateSession implements UpstreamConnection {
       } catch (err) {
         const failure = err instanceof ProxyError ? err : new ProxyError('UPSTREAM_START_FAILED', String(err));
         link.connection = { send: () => undefined, close: () => Promise.resolve() };
-        return gone(server.failure(failure.code, failure.message));
+        return gone(server.failure(failure.code, `could not be started: ${failure.message}`));
       }
       // A pooled session's servers start before its initialize arrives, as a spare process would.
       void this.initialized.then((params) => {
@@ -342,7 +342,10 @@ export class AggregateSession implements UpstreamConnection {
       this.o.names.servers.map((server) =>
         this.link(server).ready.then(
           (result) => isObject(result.capabilities) && isObject(result.capabilities[capability]),
-          () => false,
+          (err: Error) => {
+            this.o.log.warn({ server: server.name, err: err.message }, 'a server is left out: its session could not be opened');
+            return false;
+          },
         ),
       ),
     );
