@@ -118,6 +118,8 @@ export class AggregateServer implements NamedServer {
   }
 
   private witness(usable: boolean, cause?: string): void {
+    // Every message witnesses a usable server: only the time changes.
+    if (usable && this.state?.usable) return void (this.state.at = Date.now());
     const was = this.state?.usable;
     this.state = { usable, ...(cause ? { cause } : {}), at: Date.now() };
     if (was !== usable) this.o.changed();

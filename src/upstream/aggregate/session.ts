@@ -51,6 +51,8 @@ class Link {
   readonly asks = new Map<JsonRpcId, number>();
   connection!: UpstreamConnection;
   ready!: Promise<McpResult>;
+  /** Set once initialized: requests then go at once. */
+  initialized = false;
   closed = false;
 
   constructor(readonly server: AggregateServer) {}
@@ -116,7 +118,7 @@ export class AggregateSession implements UpstreamConnection {
         return this.setLevel(frame, req);
       case 'tools/call':
       case 'prompts/get':
-        return this.byName(req, req.params?.name, (name) => ({ ...req.params, name }));
+        return this.byName(frame, req, req.params?.name, (name) => ({ ...req.params, name }));
       case 'completion/complete':
         return this.complete(frame, req);
       case 'resources/read':
@@ -187,6 +189,7 @@ export class AggregateSession implements UpstreamConnection {
         }
         const result = isObject(msg.result) ? msg.result : {};
         server.learned(result);
+        link.initialized = true;
         link.connection.send({ msg: { jsonrpc: '2.0', method: 'notifications/initialized' } });
         if (this.logLevel) this.sendLevel(link, this.logLevel);
         resolve(result);
@@ -272,44 +275,55 @@ export class AggregateSession implements UpstreamConnection {
   }
 
   /** Sends `frame` to the server and waits for its answer (the client's request id, on that server's session). */
-  private async forward(server: AggregateServer, id: JsonRpcId, frame: Frame): Promise<Frame> {
-    const method = (frame.msg as JsonRpcRequest).method;
-    const link = this.link(server);
-    try {
-      await link.ready;
-      if (link.closed) throw server.failure('UPSTREAM_CLOSED', 'ended');
-      const answer = await new Promise<Frame>((resolve, reject) => {
-        link.waiting.set(id, { answered: resolve, failed: reject });
-        link.connection.send(frame);
-      });
-      server.counted(method, (answer.msg as JsonRpcResponse).error ? 'error' : 'ok');
-      return answer;
-    } catch (err) {
-      server.counted(method, 'failed');
-      throw err;
-    }
+  private forward(server: AggregateServer, id: JsonRpcId, frame: Frame): Promise<Frame> {
+    return new Promise((answered, failed) => this.sendTo(server, id, frame, { answered, failed }));
   }
 
   /** Sends `frame` on to the server and its answer back to the client, as the server wrote it. */
   private pass(server: AggregateServer, id: JsonRpcId, frame: Frame): void {
-    this.forward(server, id, frame).then(
-      (answer) => !this.ended && this.events.onMessage(answer, id),
-      (err: unknown) => this.failed(id, server, err),
-    );
+    this.sendTo(server, id, frame, {
+      answered: (answer) => !this.ended && this.events.onMessage(answer, id),
+      failed: (err) => this.failed(id, server, err),
+    });
   }
 
-  private byName(req: JsonRpcRequest, name: unknown, params: (name: string) => Record<string, unknown>): void {
+  /** Sends `frame` on the server's session once it is initialized (at once when it is), and counts how it ends. */
+  private sendTo(server: AggregateServer, id: JsonRpcId, frame: Frame, waiter: Waiter): void {
+    const method = (frame.msg as JsonRpcRequest).method;
+    const link = this.link(server);
+    const counted: Waiter = {
+      answered: (answer) => {
+        server.counted(method, (answer.msg as JsonRpcResponse).error ? 'error' : 'ok');
+        waiter.answered(answer);
+      },
+      failed: (err) => {
+        server.counted(method, 'failed');
+        waiter.failed(err);
+      },
+    };
+    const go = () => {
+      if (link.closed) return counted.failed(server.failure('UPSTREAM_CLOSED', 'ended'));
+      link.waiting.set(id, counted);
+      link.connection.send(frame);
+    };
+    if (link.initialized) return go();
+    link.ready.then(go, (err: ProxyError) => counted.failed(err));
+  }
+
+  private byName(frame: Frame, req: JsonRpcRequest, name: unknown, params: (name: string) => Record<string, unknown>): void {
     const kind = req.method === 'tools/call' ? 'tool' : 'prompt';
     if (typeof name !== 'string')
       return this.error(req.id, { code: INVALID_PARAMS, message: `Invalid params: ${req.method} needs params.name` });
     const found = this.o.names.inner(name);
     if (!found) return this.error(req.id, { code: INVALID_PARAMS, message: `Unknown ${kind}: ${name} (no server has its prefix)` });
-    this.pass(found.server, req.id, { msg: { ...req, params: params(found.name) } });
+    // A name the server calls it by already: the client's request as it sent it.
+    this.pass(found.server, req.id, found.name === name ? frame : { msg: { ...req, params: params(found.name) } });
   }
 
   private complete(frame: Frame, req: JsonRpcRequest): void {
     const ref = req.params?.ref;
-    if (isObject(ref) && ref.type === 'ref/prompt') return this.byName(req, ref.name, (name) => ({ ...req.params, ref: { ...ref, name } }));
+    if (isObject(ref) && ref.type === 'ref/prompt')
+      return this.byName(frame, req, ref.name, (name) => ({ ...req.params, ref: { ...ref, name } }));
     if (isObject(ref) && ref.type === 'ref/resource') return void this.byUri(frame, req, ref.uri);
     this.error(req.id, { code: INVALID_PARAMS, message: 'Invalid params: completion/complete needs a ref/prompt or ref/resource' });
   }
