@@ -42,7 +42,7 @@ export async function checkConfig(file: string | undefined, overrides: Record<st
   let rules: CompiledRule[] = [];
   if (negotiation) {
     try {
-      rules = await loadRules(negotiation, file, config ? serverRules(config) : []);
+      rules = await loadRules(negotiation, file, config && serverRules(config));
     } catch (err) {
       if (!(err instanceof RuleError)) throw err;
       problems.push(...err.problems);

@@ -26,12 +26,21 @@ export interface RuleGroup {
   rules: RuleConfig[];
 }
 
+/** What several servers behind one endpoint add to the rules: each one's own, and the prefixes of their names. */
+export interface ServerRuleSets {
+  /** Each server's own rules, for the names clients see, with where the config has them. */
+  groups: RuleGroup[];
+  /** What the names of the prefixed servers' tools and prompts start with (`files_`). */
+  prefixes: string[];
+}
+
 /**
  * Each server's own rules (`upstreams[].rules`), for the names clients see: a rule's name globs get the server's
  * prefix, and a rule without one matches every tool and prompt of the server.
  */
-export function serverRules(config: { upstreams?: ServerConfig[]; upstream: { nameSeparator: string } }): RuleGroup[] {
-  return (config.upstreams ?? []).map((server, i) => {
+export function serverRules(config: { upstreams?: ServerConfig[]; upstream: { nameSeparator: string } }): ServerRuleSets {
+  const servers = config.upstreams ?? [];
+  const groups = servers.map((server, i) => {
     const prefix = server.prefix ?? server.name;
     const outer = (glob: string) => (prefix === '' ? glob : `${prefix}${config.upstream.nameSeparator}${glob}`);
     const rules = server.rules.map((rule) => {
@@ -41,10 +50,29 @@ export function serverRules(config: { upstreams?: ServerConfig[]; upstream: { na
     });
     return { path: `upstreams[${i}].rules`, rules };
   });
+  const prefixes = servers.flatMap((s) => ((s.prefix ?? s.name) === '' ? [] : [`${s.prefix ?? s.name}${config.upstream.nameSeparator}`]));
+  return { groups, prefixes };
 }
 
-/** `serverRules`: each server's own rules, which come before the section's (each part compiled where the config has it). */
-export async function loadRules(config: RuleSetConfig, configFile?: string, serverRules: RuleGroup[] = []): Promise<CompiledRule[]> {
+/**
+ * The built-in rules, where they name tools (the exact contents of server-filesystem's and others'), naming them
+ * under every prefix too: a file read through `files_read_text_file` stays as exact as through `read_text_file`.
+ */
+function builtInRules(prefixes: string[]): RuleConfig[] {
+  if (prefixes.length === 0) return DEFAULT_RULES;
+  return DEFAULT_RULES.map((rule) => {
+    if (rule.when.name === undefined) return rule;
+    const globs = Array.isArray(rule.when.name) ? rule.when.name : [rule.when.name];
+    return { ...rule, when: { ...rule.when, name: [...globs, ...prefixes.flatMap((p) => globs.map((g) => p + g))] } };
+  });
+}
+
+/** `servers`: what several servers add (their own rules come before the section's, each compiled where the config has it). */
+export async function loadRules(
+  config: RuleSetConfig,
+  configFile?: string,
+  servers: ServerRuleSets = { groups: [], prefixes: [] },
+): Promise<CompiledRule[]> {
   if (!config.enabled) return [];
   const transformers = builtinTransformers();
   const base = configFile ? dirname(resolve(configFile)) : process.cwd();
@@ -62,9 +90,12 @@ export async function loadRules(config: RuleSetConfig, configFile?: string, serv
       problems.push(...err.problems);
     }
   }
-  const section = { path: 'contentNegotiation.rules', rules: [...config.rules, ...(config.useDefaultRules ? DEFAULT_RULES : [])] };
+  const section = {
+    path: 'contentNegotiation.rules',
+    rules: [...config.rules, ...(config.useDefaultRules ? builtInRules(servers.prefixes) : [])],
+  };
   const rules: CompiledRule[] = [];
-  for (const group of [...serverRules, section]) {
+  for (const group of [...servers.groups, section]) {
     try {
       rules.push(...compileRules(group.rules, transformers, group.path));
     } catch (err) {

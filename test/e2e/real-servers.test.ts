@@ -71,6 +71,22 @@ describe('real servers through the default rules', () => {
       }
     });
 
+    it("reads files byte for byte behind an endpoint of several servers too, under the server's prefix", async () => {
+      const several = await startProxy([
+        '--upstream',
+        `files=${commandLine([process.execPath, server('server-filesystem'), dir])}`,
+        '--upstream',
+        `memory=${commandLine([process.execPath, server('server-memory')])}`,
+      ]);
+      let id = 1;
+      for (const features of CLIENTS) {
+        const session = await rawSession(several.url, negotiating(features));
+        const reply = await rawPost(several.url, callTool(id++, 'files_read_text_file', { path: join(dir, 'cities.json') }), session);
+        const result = reply.messages[0].result as ToolResult;
+        expect(result.content, features.join(',')).toEqual([{ type: 'text', text: FILES['cities.json'] }]);
+      }
+    });
+
     it('reads files byte for byte for modern clients too', async () => {
       for (const [i, features] of CLIENTS.entries()) {
         const { body, headers } = modern(
