@@ -14,10 +14,14 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ElicitRequestSchema,
+  ResourceUpdatedNotificationSchema,
+  ToolListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectDirect } from '../helpers/clients.js';
+import { connectDirect, progressOf, receivedDuring } from '../helpers/clients.js';
 import { connectModern, type ModernConnected } from '../helpers/modern-clients.js';
 import {
   EVERYTHING_STDIO,
@@ -118,12 +122,33 @@ describe('several servers behind one endpoint', () => {
       const unknown = await client.callTool({ name: 'nobody_echo', arguments: {} }).catch((err: Error) => err);
       expect(String(unknown)).toMatch(/Unknown tool: nobody_echo/);
 
-      // A list change one server announces reaches the session.
+      // Progress from a server reaches the call it belongs to.
+      const { messages } = await receivedDuring(client, () =>
+        client.callTool({ name: 'everything_trigger-long-running-operation', arguments: { duration: 1, steps: 2 } }, undefined, {
+          onprogress: () => undefined,
+        }),
+      );
+      expect(progressOf(messages)).toHaveLength(2);
+
+      // A list change and a resource update one server announces reach the session (its listen stream opens
+      // after the answer that opened it: announced until heard).
       const changed = new Promise<void>((resolve) =>
         client.setNotificationHandler(ToolListChangedNotificationSchema, async () => resolve()),
       );
-      await client.callTool({ name: 'modern_change_tools', arguments: {} });
-      await changed;
+      const updated = new Promise((resolve) =>
+        client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => resolve(n.params.uri)),
+      );
+      await client.subscribeResource({ uri: 'test://watched' });
+      const announcing = setInterval(() => {
+        void client.callTool({ name: 'modern_change_tools', arguments: {} }).catch(() => undefined);
+        void client.callTool({ name: 'modern_touch', arguments: {} }).catch(() => undefined);
+      }, 200);
+      try {
+        await changed;
+        expect(await updated).toBe('test://watched');
+      } finally {
+        clearInterval(announcing);
+      }
     } finally {
       await close();
     }

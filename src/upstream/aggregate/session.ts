@@ -330,23 +330,29 @@ export class AggregateSession implements UpstreamConnection {
 
   /**
    * A request about a resource, to the server that listed it; a URI no listing named is asked of
-   * each server with resources in turn, and the first that does not refuse it answers.
+   * each server with resources in turn: the first that does not refuse a read answers it, and a
+   * subscription (or its end) goes to all of them.
    */
   private async byUri(frame: Frame, req: JsonRpcRequest, uri: unknown): Promise<void> {
     if (typeof uri !== 'string') return this.error(req.id, { code: INVALID_PARAMS, message: `Invalid params: ${req.method} needs a uri` });
     const owner = this.o.names.ownerOf(uri);
     if (owner) return this.pass(owner, req.id, frame);
+    // A subscription goes to every server that may have the resource (one that has not never tells of it).
+    const everyOne = req.method !== 'resources/read' && req.method !== 'completion/complete';
+    let accepted: Frame | undefined;
     let refusal: Frame | undefined;
     for (const server of await this.withCapability('resources')) {
       try {
         const answer = await this.forward(server, req.id, frame);
-        if (!(answer.msg as JsonRpcResponse).error) return void (this.ended || this.events.onMessage(answer, req.id));
-        refusal ??= answer;
+        if ((answer.msg as JsonRpcResponse).error) refusal ??= answer;
+        else if (everyOne) accepted ??= answer;
+        else return void (this.ended || this.events.onMessage(answer, req.id));
       } catch (err) {
         this.o.log.debug({ server: server.name, err: (err as Error).message }, 'a server could not be asked for a resource');
       }
     }
-    if (refusal) return void (this.ended || this.events.onMessage(refusal, req.id));
+    const answer = accepted ?? refusal;
+    if (answer) return void (this.ended || this.events.onMessage(answer, req.id));
     this.error(req.id, { code: -32002, message: `Resource not found: ${uri} (no server has it)` });
   }
 
