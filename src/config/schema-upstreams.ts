@@ -47,7 +47,12 @@ const serverSchema = z
   })
   .strict()
   .refine((u) => !(u.url && u.command), { message: 'set either `url` or `command`, not both' })
-  .refine((u) => u.url || u.command, { message: 'set `url` or `command`: the demo server is for a single upstream' });
+  .refine((u) => u.url || u.command, { message: 'set `url` or `command`: the demo server is for a single upstream' })
+  .refine((u) => u.prefix !== '' || u.rules.length === 0, {
+    message:
+      'a server listed under its own names (prefix "") has no names of its own to scope rules to: give it a prefix, or write the rules in contentNegotiation.rules',
+    path: ['rules'],
+  });
 
 export type ServerConfig = z.infer<typeof serverSchema>;
 

@@ -9,6 +9,8 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -271,6 +273,40 @@ describe('a legacy session of several servers at another replica', () => {
     await call(a.url, 2, 'memory_create_entities', { entities: [{ name: 'Ada', entityType: 'person', observations: ['wrote notes'] }] });
     expect(await call(b.url, 3, 'faulty_bump')).toBe('2');
     expect(JSON.parse(await call(b.url, 4, 'memory_read_graph')).entities).toMatchObject([{ name: 'Ada', observations: ['wrote notes'] }]);
+  }, 60_000);
+});
+
+describe("a server that never answers, and a client that sends the proxy's own words as ids", () => {
+  afterAll(stopAll);
+
+  it('lists and calls the other servers within the wait for one, and answers every request whatever its id', async () => {
+    // Takes every request and answers none.
+    const silent = createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const proxy = await proxyFor(
+        [
+          { name: 'faulty', command: fixtureArgv('faulty-server') },
+          { name: 'silent', url: `http://127.0.0.1:${(silent.address() as AddressInfo).port}/mcp`, era: 'legacy', required: false },
+        ],
+        { timeouts: { initializeMs: 2000 } },
+      );
+      const started = Date.now();
+      const headers = await rawSession(proxy.url);
+      const list = await rawPost(proxy.url, { jsonrpc: '2.0', id: 'mcp-negotiate-proxy/initialize', method: 'tools/list' }, headers);
+      expect(list.messages[0].result.tools.map((t: { name: string }) => t.name)).toContain('faulty_echo');
+      expect(Date.now() - started).toBeLessThan(15_000);
+      const call = { name: 'faulty_echo', arguments: { text: 'mine' } };
+      const echoed = await rawPost(
+        proxy.url,
+        { jsonrpc: '2.0', id: 'mcp-negotiate-proxy/logging', method: 'tools/call', params: call },
+        headers,
+      );
+      expect(text(echoed.messages[0].result)).toBe('mine');
+    } finally {
+      silent.closeAllConnections();
+      silent.close();
+    }
   }, 60_000);
 });
 

@@ -12,7 +12,7 @@ import { UpstreamEra } from '../era.js';
 import type { ModernUpstream } from '../modern-http.js';
 import type { UpstreamConnection, UpstreamEvents } from '../types.js';
 import { ServerNames } from './names.js';
-import { AggregateSession } from './session.js';
+import { AggregateSession, MERGE_WAIT_MS } from './session.js';
 import type { AggregateServer } from './server.js';
 
 const SPOKEN_AS_LEGACY = 'several servers behind one endpoint are served as one legacy server';
@@ -52,7 +52,8 @@ export class AggregateEndpoint implements UpstreamEndpoint {
   /** `clientSession`: a legacy client's session, which opens each server when it first uses it (a pooled one opens all at once). */
   connect(events: UpstreamEvents, log: Logger, clientSession?: object): UpstreamConnection {
     const { initializeTimeoutMs } = this.o;
-    return new AggregateSession(events, { names: this.names, initializeTimeoutMs, eager: clientSession === undefined, log });
+    const mergeWaitMs = Math.min(MERGE_WAIT_MS, initializeTimeoutMs);
+    return new AggregateSession(events, { names: this.names, initializeTimeoutMs, mergeWaitMs, eager: clientSession === undefined, log });
   }
 
   bridge(_events: UpstreamEvents, _o: Omit<ModernBridgeOptions, 'upstream' | 'server'>): UpstreamConnection {
@@ -69,7 +70,7 @@ export class AggregateEndpoint implements UpstreamEndpoint {
   /** The server a request names (a tool or prompt by its prefix, a resource by who listed it), for logs. */
   serverOf(method: string, target: string): string | undefined {
     if (method === 'tools/call' || method === 'prompts/get') return this.names.inner(target)?.server.name;
-    if (method.startsWith('resources/')) return this.names.ownerOf(target)?.name;
+    if (method.startsWith('resources/')) return this.names.ownerOf(target, true)?.name;
     return undefined;
   }
 

@@ -84,7 +84,8 @@ export function mergedInitialize(names: ServerNames<AggregateServer>, seen: (Mcp
       const merged = (capabilities[name] ??= {});
       for (const [flag, on] of Object.entries(flags)) if (on === true || merged[flag] === undefined) merged[flag] = on;
     }
-    if (isObject(offered.experimental)) Object.assign(experimental, offered.experimental);
+    // The first server to offer an experimental capability describes it.
+    if (isObject(offered.experimental)) for (const [key, value] of Object.entries(offered.experimental)) experimental[key] ??= value;
     const head = `## ${server.name}${server.prefix === '' ? '' : ` (tools and prompts named ${names.outer(server, '*')})`}`;
     const instructions = typeof result?.instructions === 'string' ? result.instructions : result ? '' : '(not reachable now)';
     sections.push(instructions ? `${head}\n${instructions}` : head);

@@ -28,6 +28,9 @@ describe('ServerNames', () => {
     expect(routes.ownerOf('notes://42/text')).toBe(ab);
     expect(routes.ownerOf('notes://4/2/text')).toBeUndefined();
     expect(routes.ownerOf('other://x')).toBeUndefined();
+    // A template that starts with an expression would claim every URI: it routes nothing.
+    routes.claimTemplate('{+anything}', a);
+    expect(routes.ownerOf('other://x')).toBeUndefined();
   });
 });
 

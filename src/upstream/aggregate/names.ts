@@ -59,8 +59,11 @@ export class ServerNames<S extends NamedServer> {
   claimTemplate(template: string, server: S): S {
     const known = this.templates.get(template);
     if (known) return known.server;
+    const parts = templateParts(template);
+    // A template that starts with an expression would claim the URIs of every other server: it routes nothing.
+    if (typeof parts[0] !== 'string' || parts.length > MAX_TEMPLATE_PARTS) return server;
     if (this.templates.size >= MAX_TEMPLATES) this.templates.delete(this.templates.keys().next().value!);
-    this.templates.set(template, { parts: templateParts(template), server });
+    this.templates.set(template, { parts, server });
     return server;
   }
 
@@ -71,10 +74,10 @@ export class ServerNames<S extends NamedServer> {
     return true;
   }
 
-  /** The server a resource URI belongs to, as far as listings told; undefined: none listed it. */
-  ownerOf(uri: string): S | undefined {
+  /** The server a resource URI belongs to, as far as listings told (`exactly`: as a listed URI); undefined: none listed it. */
+  ownerOf(uri: string, exactly = false): S | undefined {
     const exact = this.uris.get(uri);
-    if (exact) return exact;
+    if (exact || exactly) return exact;
     // Each template costs the URI's length times its parts: both are bounded.
     if (uri.length > MAX_URI_LENGTH) return undefined;
     for (const { parts, server } of this.templates.values()) if (matchesTemplate(parts, uri)) return server;
@@ -84,7 +87,7 @@ export class ServerNames<S extends NamedServer> {
 
 /** URIs and templates remembered for routing, at most. */
 const MAX_URIS = 10_000;
-const MAX_TEMPLATES = 1000;
+const MAX_TEMPLATES = 256;
 /** Longer URIs are not matched against templates (each match costs the URI's length times the template's parts). */
 const MAX_URI_LENGTH = 4096;
 
@@ -92,14 +95,18 @@ const MAX_URI_LENGTH = 4096;
 type TemplatePart = string | { expression: 'segment' | 'any' };
 
 /** Parts a template may have and still be matched (more: it routes nothing). */
-const MAX_TEMPLATE_PARTS = 32;
+const MAX_TEMPLATE_PARTS = 16;
 
-/** A template, as what its URIs are: a `{+var}` or `{#var}` expression any text, any other one text without `/`, `?` and `#`. */
+/**
+ * A template, as what its URIs are: an expression that may expand to `/`, `?` or `#` (`{+var}`,
+ * `{#var}`, `{/var}`, `{?var}`, `{&var}`) any text, any other one (`{var}`, `{.var}`, `{;var}`)
+ * text without them.
+ */
 export function templateParts(template: string): TemplatePart[] {
   const parts: TemplatePart[] = [];
   for (const piece of template.split(/(\{[^}]*\})/)) {
     if (piece === '') continue;
-    parts.push(piece.startsWith('{') ? { expression: /^\{[+#]/.test(piece) ? 'any' : 'segment' } : piece);
+    parts.push(piece.startsWith('{') ? { expression: /^\{[+#/?&]/.test(piece) ? 'any' : 'segment' } : piece);
   }
   return parts;
 }
@@ -114,6 +121,7 @@ export function matchesTemplate(parts: TemplatePart[], uri: string): boolean {
   let at = new Uint8Array(uri.length + 1);
   at[0] = 1;
   for (const part of parts) {
+    if (!at.includes(1)) return false;
     const next = new Uint8Array(uri.length + 1);
     if (typeof part === 'string') {
       for (let i = 0; i + part.length <= uri.length; i++) if (at[i] && uri.startsWith(part, i)) next[i + part.length] = 1;

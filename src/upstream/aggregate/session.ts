@@ -8,6 +8,7 @@
  * back to it; its notifications pass as they are. A server that ends or fails fails only the
  * requests it had, under its name, and is opened again on next use.
  */
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ProxyError } from '../../jsonrpc/errors.js';
 import {
@@ -25,23 +26,34 @@ import {
 } from '../../jsonrpc/message.js';
 import { withId } from '../../jsonrpc/envelope.js';
 import { cancelledOf } from '../../mcp/cancel-progress.js';
+import { clip } from '../../ops/log-text.js';
+import { maskSecrets } from '../../ops/mask.js';
 import type { McpResult } from '../../transformers/contract.js';
 import type { UpstreamConnection, UpstreamEvents } from '../types.js';
 import { decodeCursor, encodeCursor, type ServerNames } from './names.js';
 import { mergedInitialize, type ListKind, LISTS, type Merged } from './merge.js';
 import type { AggregateServer } from './server.js';
 
-/** The proxy's own requests on a server's session: ids no client request has while the session is being opened. */
-const INITIALIZE_ID = 'mcp-negotiate-proxy/initialize';
-const LEVEL_ID = 'mcp-negotiate-proxy/logging';
-/** Servers' requests a client may leave unanswered at once, in one session. */
+/** The longest cursor of one server's kept in a merged cursor. */
+const MAX_SERVER_CURSOR = 4096;
+/** Servers' requests a client may leave unanswered at once, in one session (one server may hold half of them). */
 export const MAX_ASKS = 100;
+/**
+ * How long a session waits for a server for what it merges (its initialize, a list page) before it goes on
+ * without it, at most (timeouts.initializeMs when shorter): one server that does not answer must not hold up the others.
+ */
+export const MERGE_WAIT_MS = 10_000;
 
 /** What waits for a server's answer to a request sent on. */
 interface Waiter {
   answered(frame: Frame): void;
   failed(err: ProxyError): void;
+  /** The client cancelled the request: nothing will answer it (absent: nothing more to do). */
+  cancelled?(): void;
 }
+
+/** What a request the client cancelled comes to for the proxy's own steps (a merged list, a resource asked around). */
+const CANCELLED = new ProxyError('CLIENT_GONE', 'The client cancelled the request');
 
 /** One server's session, opened for this client session. */
 class Link {
@@ -54,6 +66,9 @@ class Link {
   /** Set once initialized: requests then go at once. */
   initialized = false;
   closed = false;
+  /** The ids of the proxy's own requests on this server session: no client can guess them. */
+  readonly initializeId = `mcp-negotiate-proxy-${randomUUID()}`;
+  readonly levelId = `mcp-negotiate-proxy-${randomUUID()}`;
 
   constructor(readonly server: AggregateServer) {}
 
@@ -66,6 +81,8 @@ class Link {
 export interface AggregateSessionOptions {
   names: ServerNames<AggregateServer>;
   initializeTimeoutMs: number;
+  /** How long what is merged waits for one server (MERGE_WAIT_MS, or less). */
+  mergeWaitMs: number;
   /** Open every server's session at initialize (a pooled session), not on first use (a client's). */
   eager: boolean;
   log: Logger;
@@ -80,6 +97,11 @@ export class AggregateSession implements UpstreamConnection {
   private onInitialize!: (params: Record<string, unknown>) => void;
   private logLevel: string | undefined;
   private ended = false;
+  /** Progress tokens of requests under way, by the server they were sent to: another server's progress for them is dropped. */
+  private readonly progress = new Map<unknown, Link>();
+  /** Requests waiting for their server's session to be initialized, and those of them the client cancelled meanwhile. */
+  private readonly unsent = new Set<JsonRpcId>();
+  private readonly cancelledEarly = new Set<JsonRpcId>();
 
   constructor(
     private readonly events: UpstreamEvents,
@@ -96,7 +118,7 @@ export class AggregateSession implements UpstreamConnection {
     if (isNotification(msg)) {
       const cancelled = cancelledOf(msg);
       if (cancelled?.requestId !== undefined) {
-        for (const link of this.links.values()) if (link.waiting.has(cancelled.requestId)) link.connection.send(frame);
+        this.cancel(cancelled.requestId, frame);
       } else if (msg.method === 'notifications/roots/list_changed') {
         for (const link of this.links.values())
           void link.ready.then(
@@ -130,6 +152,21 @@ export class AggregateSession implements UpstreamConnection {
     }
   }
 
+  /**
+   * The client gave up request `id`: the server it went to is told, and nothing waits for its answer any more
+   * (the relay answers the client); one not sent yet is not sent.
+   */
+  private cancel(id: JsonRpcId, frame: Frame): void {
+    if (this.unsent.delete(id)) return void this.cancelledEarly.add(id);
+    for (const link of this.links.values()) {
+      const waiter = link.waiting.get(id);
+      if (!waiter) continue;
+      link.waiting.delete(id);
+      link.connection.send(frame);
+      waiter.cancelled?.();
+    }
+  }
+
   close(): Promise<void> {
     if (this.ended) return Promise.resolve();
     this.ended = true;
@@ -152,7 +189,7 @@ export class AggregateSession implements UpstreamConnection {
     // session opens every server now: it serves many requests, and the first should not wait for a start.
     const seen = await Promise.all(
       this.o.names.servers.map((server) =>
-        server.known && !this.o.eager ? Promise.resolve(server.known) : this.link(server).ready.catch(() => server.known),
+        server.known && !this.o.eager ? Promise.resolve(server.known) : this.opened(server).catch(() => server.known),
       ),
     );
     this.reply(req.id, mergedInitialize(this.o.names, seen, params.protocolVersion));
@@ -162,6 +199,8 @@ export class AggregateSession implements UpstreamConnection {
   private link(server: AggregateServer): Link {
     const open = this.links.get(server);
     if (open) return open;
+    // Nothing is opened for a session that ended (a request that was under way when it did goes no further).
+    if (this.ended) throw new ProxyError('CLIENT_GONE', 'The client session ended');
     const link = new Link(server);
     this.links.set(server, link);
     link.ready = this.open(link);
@@ -177,16 +216,17 @@ export class AggregateSession implements UpstreamConnection {
       const gone = (err: ProxyError) => {
         clearTimeout(timer);
         if (this.links.get(server) === link) this.links.delete(server);
+        const opened = link.connection !== undefined && !link.closed;
         link.closed = true;
         link.fail(err);
+        this.forgetAsks(link);
+        if (opened) void link.connection.close();
         reject(err);
       };
       const answered = (msg: JsonRpcResponse) => {
         clearTimeout(timer);
-        if (msg.error) {
-          gone(server.failure('UPSTREAM_PROTOCOL', `refused initialize: ${msg.error.message}`));
-          return void link.connection.close();
-        }
+        if (msg.error)
+          return gone(server.failure('UPSTREAM_PROTOCOL', `refused initialize: ${clip(maskSecrets(msg.error.message), 1000)}`));
         const result = isObject(msg.result) ? msg.result : {};
         server.learned(result);
         link.initialized = true;
@@ -197,11 +237,11 @@ export class AggregateSession implements UpstreamConnection {
       const events: UpstreamEvents = {
         onMessage: (frame, relatedId) => {
           const msg = frame.msg;
-          if (isResponse(msg) && msg.id === INITIALIZE_ID) return answered(msg);
+          if (isResponse(msg) && !link.initialized && msg.id === link.initializeId) return answered(msg);
           this.fromServer(link, frame, relatedId);
         },
         onFailure: (id, err) => {
-          if (id === INITIALIZE_ID) return gone(server.failure(err.code, `failed: ${err.message}`));
+          if (!link.initialized && id === link.initializeId) return gone(server.failure(err.code, `failed: ${err.message}`));
           const waiter = link.waiting.get(id);
           link.waiting.delete(id);
           waiter?.failed(server.failure(err.code, `failed: ${err.message}`));
@@ -222,11 +262,11 @@ export class AggregateSession implements UpstreamConnection {
       // A pooled session's servers start before its initialize arrives, as a spare process would.
       void this.initialized.then((params) => {
         if (link.closed) return;
-        timer = setTimeout(() => {
-          gone(server.failure('REQUEST_TIMEOUT', `did not answer initialize within ${this.o.initializeTimeoutMs} ms`));
-          void link.connection.close();
-        }, this.o.initializeTimeoutMs);
-        link.connection.send({ msg: { jsonrpc: '2.0', id: INITIALIZE_ID, method: 'initialize', params } });
+        timer = setTimeout(
+          () => gone(server.failure('REQUEST_TIMEOUT', `did not answer initialize within ${this.o.initializeTimeoutMs} ms`)),
+          this.o.initializeTimeoutMs,
+        );
+        link.connection.send({ msg: { jsonrpc: '2.0', id: link.initializeId, method: 'initialize', params } });
       });
     });
   }
@@ -251,11 +291,15 @@ export class AggregateSession implements UpstreamConnection {
         this.asked.delete(id);
         return this.events.onMessage({ msg: { ...msg, params: { ...msg.params, requestId: id } } }, relatedId);
       }
+      // Progress for a request of another server's (its token guessed, or reused): not this server's to give.
+      if (msg.method === 'notifications/progress' && this.progress.get(msg.params?.progressToken) !== link)
+        return this.o.log.debug({ server: link.server.name }, 'dropped progress for a request the server does not have');
       return this.events.onMessage(frame, relatedId);
     }
     const req = msg as JsonRpcRequest;
-    // A server that keeps asking a client that does not answer is refused, not remembered without end.
-    if (this.asked.size >= MAX_ASKS) {
+    // A server that keeps asking a client that does not answer is refused, not remembered without end; one
+    // server may hold half of what the session keeps.
+    if (this.asked.size >= MAX_ASKS || link.asks.size >= MAX_ASKS / 2) {
       const error = { code: INTERNAL_ERROR, message: `${MAX_ASKS} requests to the client are unanswered already` };
       return link.connection.send({ msg: { jsonrpc: '2.0', id: req.id, error } });
     }
@@ -263,6 +307,18 @@ export class AggregateSession implements UpstreamConnection {
     this.asked.set(id, { link, id: req.id });
     link.asks.set(req.id, id);
     this.events.onMessage({ msg: { ...req, id } }, relatedId);
+  }
+
+  /** A server session is gone: its requests to the client are over, and the client is told. */
+  private forgetAsks(link: Link): void {
+    for (const id of link.asks.values()) {
+      this.asked.delete(id);
+      if (!this.ended)
+        this.events.onMessage({
+          msg: { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'The server ended' } },
+        });
+    }
+    link.asks.clear();
   }
 
   /** The client's answer to a server's request, back to that server under its own id. */
@@ -275,8 +331,26 @@ export class AggregateSession implements UpstreamConnection {
   }
 
   /** Sends `frame` to the server and waits for its answer (the client's request id, on that server's session). */
-  private forward(server: AggregateServer, id: JsonRpcId, frame: Frame): Promise<Frame> {
-    return new Promise((answered, failed) => this.sendTo(server, id, frame, { answered, failed }));
+  private forward(server: AggregateServer, id: JsonRpcId, frame: Frame, waitMs?: number): Promise<Frame> {
+    return new Promise((answered, failed) => {
+      // Past `waitMs` the server is left out: its answer is not waited for, and it is told so.
+      const timer =
+        waitMs === undefined
+          ? undefined
+          : setTimeout(() => {
+              const link = this.links.get(server);
+              if (link?.waiting.delete(id))
+                link.connection.send({
+                  msg: { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'Too slow' } },
+                });
+              failed(server.failure('REQUEST_TIMEOUT', `did not answer within ${waitMs} ms`));
+            }, waitMs);
+      this.sendTo(server, id, frame, {
+        answered: (answer) => (clearTimeout(timer), answered(answer)),
+        failed: (err) => (clearTimeout(timer), failed(err)),
+        cancelled: () => (clearTimeout(timer), failed(CANCELLED)),
+      });
+    });
   }
 
   /** Sends `frame` on to the server and its answer back to the client, as the server wrote it. */
@@ -289,25 +363,42 @@ export class AggregateSession implements UpstreamConnection {
 
   /** Sends `frame` on the server's session once it is initialized (at once when it is), and counts how it ends. */
   private sendTo(server: AggregateServer, id: JsonRpcId, frame: Frame, waiter: Waiter): void {
-    const method = (frame.msg as JsonRpcRequest).method;
-    const link = this.link(server);
+    const req = frame.msg as JsonRpcRequest;
+    const token = isObject(req.params?._meta) ? req.params._meta.progressToken : undefined;
+    let link: Link;
+    try {
+      link = this.link(server);
+    } catch (err) {
+      return waiter.failed(err as ProxyError);
+    }
+    const over = () => token !== undefined && this.progress.get(token) === link && this.progress.delete(token);
     const counted: Waiter = {
       answered: (answer) => {
-        server.counted(method, (answer.msg as JsonRpcResponse).error ? 'error' : 'ok');
+        over();
+        server.counted(req.method, (answer.msg as JsonRpcResponse).error ? 'error' : 'ok');
         waiter.answered(answer);
       },
       failed: (err) => {
-        server.counted(method, 'failed');
+        over();
+        server.counted(req.method, 'failed');
         waiter.failed(err);
+      },
+      cancelled: () => {
+        over();
+        waiter.cancelled?.();
       },
     };
     const go = () => {
-      if (link.closed) return counted.failed(server.failure('UPSTREAM_CLOSED', 'ended'));
+      this.unsent.delete(id);
+      if (this.cancelledEarly.delete(id)) return counted.cancelled!();
+      if (link.closed || this.ended) return counted.failed(server.failure('UPSTREAM_CLOSED', 'ended'));
+      if (token !== undefined) this.progress.set(token, link);
       link.waiting.set(id, counted);
       link.connection.send(frame);
     };
     if (link.initialized) return go();
-    link.ready.then(go, (err: ProxyError) => counted.failed(err));
+    this.unsent.add(id);
+    link.ready.then(go, (err: ProxyError) => (this.unsent.delete(id), counted.failed(err)));
   }
 
   private byName(frame: Frame, req: JsonRpcRequest, name: unknown, params: (name: string) => Record<string, unknown>): void {
@@ -348,6 +439,7 @@ export class AggregateSession implements UpstreamConnection {
         else if (everyOne) accepted ??= answer;
         else return void (this.ended || this.events.onMessage(answer, req.id));
       } catch (err) {
+        if (err === CANCELLED) return;
         this.o.log.debug({ server: server.name, err: (err as Error).message }, 'a server could not be asked for a resource');
       }
     }
@@ -356,11 +448,28 @@ export class AggregateSession implements UpstreamConnection {
     this.error(req.id, { code: -32002, message: `Resource not found: ${uri} (no server has it)` });
   }
 
+  /** The server's session, initialized; rejects when that fails or takes longer than mergeWaitMs (it goes on opening). */
+  private opened(server: AggregateServer): Promise<McpResult> {
+    let link: Link;
+    try {
+      link = this.link(server);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+    if (link.initialized) return link.ready;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      const ms = this.o.mergeWaitMs;
+      timer = setTimeout(() => reject(server.failure('REQUEST_TIMEOUT', `did not initialize within ${ms} ms`)), ms);
+    });
+    return Promise.race([link.ready, late]).finally(() => clearTimeout(timer));
+  }
+
   /** The servers whose initialize offered `capability` (each is opened to know). */
   private async withCapability(capability: string): Promise<AggregateServer[]> {
     const offers = await Promise.all(
       this.o.names.servers.map((server) =>
-        this.link(server).ready.then(
+        this.opened(server).then(
           (result) => isObject(result.capabilities) && isObject(result.capabilities[capability]),
           (err: Error) => {
             this.o.log.warn({ server: server.name, err: err.message }, 'a server is left out: its session could not be opened');
@@ -382,14 +491,14 @@ export class AggregateSession implements UpstreamConnection {
       if (!positions)
         return this.error(req.id, { code: INVALID_PARAMS, message: 'Invalid params: the cursor is not one this endpoint gave' });
     }
-    const servers = positions ? names.servers.filter((s) => positions[s.name] !== undefined) : await this.withCapability(kind.capability);
+    const servers = positions ? names.servers.filter((s) => Object.hasOwn(positions, s.name)) : await this.withCapability(kind.capability);
     const pages = await Promise.all(
       servers.map(async (server) => {
         const params: Record<string, unknown> = { ...req.params };
         delete params.cursor;
         if (positions) params.cursor = positions[server.name];
         try {
-          const answer = (await this.forward(server, req.id, { msg: { ...req, params } })).msg as JsonRpcResponse;
+          const answer = (await this.forward(server, req.id, { msg: { ...req, params } }, this.o.mergeWaitMs)).msg as JsonRpcResponse;
           if (answer.error) throw server.failure('UPSTREAM_PROTOCOL', `refused ${req.method}: ${answer.error.message}`);
           return { server, result: isObject(answer.result) ? answer.result : {} };
         } catch (err) {
@@ -406,7 +515,15 @@ export class AggregateSession implements UpstreamConnection {
     for (const { server, result } of listed as { server: AggregateServer; result: McpResult }[]) {
       const list = result[kind.key];
       if (Array.isArray(list)) for (const item of list) if (isObject(item)) kind.add(merged, item, server, names, log);
-      if (typeof result.nextCursor === 'string' && result.nextCursor !== '') next[server.name] = result.nextCursor;
+      const cursor = result.nextCursor;
+      if (typeof cursor !== 'string' || cursor === '') continue;
+      // The merged cursor holds every server's: one server's may not crowd out the others'.
+      if (cursor.length <= MAX_SERVER_CURSOR) next[server.name] = cursor;
+      else
+        log.warn(
+          { server: server.name, length: cursor.length },
+          `a server's cursor is too long: its further pages of ${req.method} are left out`,
+        );
     }
     this.reply(req.id, { [kind.key]: merged.items, ...(Object.keys(next).length > 0 ? { nextCursor: encodeCursor(next) } : {}) });
   }
@@ -426,7 +543,7 @@ export class AggregateSession implements UpstreamConnection {
   }
 
   private sendLevel(link: Link, level: string): void {
-    if (!link.closed) link.connection.send({ msg: { jsonrpc: '2.0', id: LEVEL_ID, method: 'logging/setLevel', params: { level } } });
+    if (!link.closed) link.connection.send({ msg: { jsonrpc: '2.0', id: link.levelId, method: 'logging/setLevel', params: { level } } });
   }
 
   private failed(id: JsonRpcId, server: AggregateServer, err: unknown): void {
