@@ -183,11 +183,11 @@ export class UpstreamConnector implements UpstreamEndpoint {
    * Starts and initializes one upstream session, then ends it (an upstream that speaks
    * 2026-07-28: asks it server/discover); rejects with the cause when that fails.
    */
-  async probe(timeoutMs: number, log: Logger, seen?: (server: UpstreamServer) => void): Promise<void> {
+  async probe(timeoutMs: number, log: Logger, seen: (server: UpstreamServer) => void = () => undefined): Promise<void> {
     const known = this.era.now;
-    if (speaksModern(known)) return void seen?.(await this.era.server(true));
+    if (speaksModern(known)) return seen(await this.era.server(true));
     // Not known yet: asking is the probe (a modern answer is fresh).
-    if (known === undefined && speaksModern(await this.era.resolve())) return void seen?.(await this.era.server());
+    if (known === undefined && speaksModern(await this.era.resolve())) return seen(await this.era.server());
     const client = new UpstreamClient((events) => this.connect(events, log), {
       capabilities: {},
       clientInfo: this.o.clientInfo,
@@ -195,12 +195,12 @@ export class UpstreamConnector implements UpstreamEndpoint {
       log,
     });
     try {
-      seen?.(await client.ready);
+      seen(await client.ready);
     } catch (err) {
       // Only a 2026-07-28 server refuses the legacy handshake for its version: speak to it in that era.
       if (!this.era.tookRefusal(err)) throw err;
       if (!speaksModern(await this.era.resolve())) throw err;
-      seen?.(await this.era.server(true));
+      seen(await this.era.server(true));
     } finally {
       await client.close();
     }
