@@ -104,9 +104,17 @@ const MAX_TEMPLATE_PARTS = 16;
  */
 export function templateParts(template: string): TemplatePart[] {
   const parts: TemplatePart[] = [];
-  for (const piece of template.split(/(\{[^}]*\})/)) {
-    if (piece === '') continue;
-    parts.push(piece.startsWith('{') ? { expression: /^\{[+#/?&]/.test(piece) ? 'any' : 'segment' } : piece);
+  // Read once from left to right: an expression is `{` to the next `}`; a `{` without one is text.
+  for (let at = 0; at < template.length;) {
+    const open = template.indexOf('{', at);
+    const close = open === -1 ? -1 : template.indexOf('}', open);
+    if (close === -1) {
+      parts.push(template.slice(at));
+      break;
+    }
+    if (open > at) parts.push(template.slice(at, open));
+    parts.push({ expression: '+#/?&'.includes(template[open + 1]) ? 'any' : 'segment' });
+    at = close + 1;
   }
   return parts;
 }
