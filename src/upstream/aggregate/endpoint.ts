@@ -52,7 +52,8 @@ export class AggregateEndpoint implements UpstreamEndpoint {
   /** `clientSession`: a legacy client's session, which opens each server when it first uses it (a pooled one opens all at once). */
   connect(events: UpstreamEvents, log: Logger, clientSession?: object): UpstreamConnection {
     const { initializeTimeoutMs } = this.o;
-    const mergeWaitMs = Math.min(MERGE_WAIT_MS, initializeTimeoutMs);
+    // Well within the client's own initialize, which waits for what is merged.
+    const mergeWaitMs = Math.min(MERGE_WAIT_MS, Math.floor(initializeTimeoutMs / 2));
     return new AggregateSession(events, { names: this.names, initializeTimeoutMs, mergeWaitMs, eager: clientSession === undefined, log });
   }
 

@@ -40,7 +40,7 @@ const MAX_SERVER_CURSOR = 4096;
 export const MAX_ASKS = 100;
 /**
  * How long a session waits for a server for what it merges (its initialize, a list page) before it goes on
- * without it, at most (timeouts.initializeMs when shorter): one server that does not answer must not hold up the others.
+ * without it, at most (half of timeouts.initializeMs when shorter): one server that does not answer must not hold up the others.
  */
 export const MERGE_WAIT_MS = 10_000;
 
