@@ -35,7 +35,9 @@ const serverSchema = z
     rules: z
       .array(
         ruleSchema.refine((r) => [r.when.method ?? []].flat().every((m) => (SERVER_RULE_METHODS as readonly string[]).includes(m)), {
-          message: `a server's own rules shape ${SERVER_RULE_METHODS.join(' and ')} only (the methods whose results are one tool's or prompt's)`,
+          message:
+            `a server's own rules shape ${SERVER_RULE_METHODS.join(' and ')} only ` +
+            "(the methods whose results are one tool's or prompt's)",
           path: ['when', 'method'],
         }),
       )
@@ -50,7 +52,8 @@ const serverSchema = z
   .refine((u) => u.url || u.command, { message: 'set `url` or `command`: the demo server is for a single upstream' })
   .refine((u) => u.prefix !== '' || u.rules.length === 0, {
     message:
-      'a server listed under its own names (prefix "") has no names of its own to scope rules to: give it a prefix, or write the rules in contentNegotiation.rules',
+      'a server listed under its own names (prefix "") has no names of its own to scope rules to: ' +
+      'give it a prefix, or write the rules in contentNegotiation.rules',
     path: ['rules'],
   });
 

@@ -454,7 +454,7 @@ export class AggregateSession implements UpstreamConnection {
     try {
       link = this.link(server);
     } catch (err) {
-      return Promise.reject(err as Error);
+      return Promise.reject(err);
     }
     if (link.initialized) return link.ready;
     let timer: NodeJS.Timeout | undefined;
