@@ -23,10 +23,10 @@ export interface Connected {
   close(): Promise<void>;
 }
 
-function newClient(received: Record<string, unknown[]>): Client {
+function newClient(received: Record<string, unknown[]>, roots = true): Client {
   const client = new Client(
     { name: 'negotiate-proxy-tests', version: '1.0.0' },
-    { capabilities: { sampling: {}, elicitation: { form: {} }, roots: { listChanged: true } } },
+    { capabilities: { sampling: {}, elicitation: { form: {} }, ...(roots ? { roots: { listChanged: true } } : {}) } },
   );
   const note = (method: string, params: unknown) => (received[method] ??= []).push(params);
   client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
@@ -47,6 +47,7 @@ function newClient(received: Record<string, unknown[]>): Client {
     }
     return { action: 'accept', content };
   });
+  if (!roots) return client; // the SDK refuses handlers for undeclared capabilities
   client.setRequestHandler(ListRootsRequestSchema, async (req) => {
     note(req.method, req.params);
     return { roots: ROOTS };
@@ -54,9 +55,10 @@ function newClient(received: Record<string, unknown[]>): Client {
   return client;
 }
 
-export async function connectDirect(upstream: UpstreamRef): Promise<Connected> {
+/** `roots`: whether the client declares roots (default true). */
+export async function connectDirect(upstream: UpstreamRef, roots = true): Promise<Connected> {
   const received: Record<string, unknown[]> = {};
-  const client = newClient(received);
+  const client = newClient(received, roots);
   const transport =
     'url' in upstream
       ? new StreamableHTTPClientTransport(new URL(upstream.url))
@@ -76,9 +78,10 @@ export async function connectViaProxy(
   upstreamArg: string | undefined,
   extraArgs: string[] = [],
   env: NodeJS.ProcessEnv = {},
+  roots = true,
 ): Promise<Connected> {
   const received: Record<string, unknown[]> = {};
-  const client = newClient(received);
+  const client = newClient(received, roots);
   const upstreamArgs = upstreamArg === undefined ? [] : ['--upstream', upstreamArg];
   if (front === 'stdio') {
     const transport = new StdioClientTransport({

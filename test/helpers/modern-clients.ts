@@ -24,10 +24,13 @@ export interface ModernOptions {
   features?: string[];
   /** Declare sampling, elicitation and roots (default true). */
   input?: boolean;
+  /** Declare roots with the rest of the input (default true). */
+  roots?: boolean;
 }
 
 function newModernClient(received: Record<string, unknown[]>, o: ModernOptions): Client {
-  const capabilities: Record<string, unknown> = o.input === false ? {} : { sampling: {}, elicitation: { form: {} }, roots: {} };
+  const input = { sampling: {}, elicitation: { form: {} }, ...(o.roots === false ? {} : { roots: {} }) };
+  const capabilities: Record<string, unknown> = o.input === false ? {} : input;
   if (o.features) capabilities.extensions = { [NEGOTIATION]: { features: o.features } };
   const client = new Client(
     { name: 'negotiate-proxy-modern-tests', version: '1.0.0' },
@@ -57,6 +60,7 @@ function newModernClient(received: Record<string, unknown[]>, o: ModernOptions):
     }
     return { action: 'accept', content } as never;
   });
+  if (o.roots === false) return client;
   client.setRequestHandler('roots/list', async (req) => {
     note('roots/list', req.params);
     return { roots: [{ uri: 'file:///tmp/negotiate-proxy-test', name: 'test-root' }] };
