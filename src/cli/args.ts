@@ -320,7 +320,6 @@ function defaultFeatures(value: string | undefined): Record<string, unknown> | u
   return { [DEFAULT_PROFILE]: { features: tags } };
 }
 
-/** `--env NAME=VALUE` or `--env NAME` (the proxy's own value, like `docker run -e`). */
 /** `NAME=` before a server's command line or URL: one of several servers. */
 const NAMED_SERVER = /^([A-Za-z][A-Za-z0-9-]{0,31})=(.+)$/s;
 
@@ -346,6 +345,7 @@ function upstreamFlags(
   return named.map((match) => ({ name: match![1], ...whereTo(match![2]) }));
 }
 
+/** `--env NAME=VALUE` or `--env NAME` (the proxy's own value, like `docker run -e`). */
 function upstreamEnv(entries: string[], env: NodeJS.ProcessEnv): Record<string, string> {
   const out: Record<string, string> = {};
   for (const entry of entries) {

@@ -8,6 +8,7 @@ import type { Config } from '../config/schema.js';
 import type { Observers } from '../ops/observers.js';
 import { PROXY_VERSION } from '../ops/version.js';
 import { UpstreamConnector, type UpstreamEndpoint } from '../upstream/connector.js';
+import type { EraSetting } from '../upstream/era.js';
 import { speaksModern } from '../upstream/era.js';
 import type { UpstreamCall } from '../upstream/call.js';
 import { ListCache } from '../upstream/list-cache.js';
@@ -29,11 +30,14 @@ export const CLIENT_INFO = { name: 'mcp-negotiate-proxy', version: PROXY_VERSION
 /** How long an HTTP upstream gets to answer server/discover before it counts as legacy. */
 const DISCOVER_TIMEOUT_MS = 5_000;
 
-/** The connector that starts or reaches the upstream; `witness` hears every sign of whether it is usable. */
+/**
+ * The connector that starts or reaches the upstream (`era`: one of several servers' own, beside upstream.era);
+ * `witness` hears every sign of whether it is usable.
+ */
 export function createConnector(
   config: Config,
-  upstream: { spec: UpstreamSpec; target: string },
-  o: { getFollowsClient: boolean; lists: ListCache; log: Logger; witness: (usable: boolean, cause?: string) => void },
+  upstream: { spec: UpstreamSpec; target: string; era?: EraSetting },
+  o: { getFollowsClient: boolean; lists?: ListCache; log: Logger; witness: (usable: boolean, cause?: string) => void },
 ): UpstreamConnector {
   return new UpstreamConnector({
     spec: upstream.spec,
@@ -41,7 +45,7 @@ export function createConnector(
     getFollowsClient: o.getFollowsClient,
     shutdownGraceMs: config.timeouts.shutdownGraceMs,
     clientInfo: CLIENT_INFO,
-    era: config.upstream.era,
+    era: upstream.era ?? config.upstream.era,
     discoverTimeoutMs: Math.min(DISCOVER_TIMEOUT_MS, config.timeouts.initializeMs),
     lists: o.lists,
     log: o.log,
@@ -75,17 +79,11 @@ export function createAggregate(
       inputTimeoutMs: config.modern.inputTimeoutMs,
       modernMeta: modernEnvelope({}, CLIENT_INFO),
       connector: (witness) =>
-        new UpstreamConnector({
-          spec,
-          target,
-          getFollowsClient: false,
-          shutdownGraceMs: timeouts.shutdownGraceMs,
-          clientInfo: CLIENT_INFO,
-          era: server.era,
-          discoverTimeoutMs: Math.min(DISCOVER_TIMEOUT_MS, timeouts.initializeMs),
-          log: o.log.child({ server: server.name }),
-          witness,
-        }),
+        createConnector(
+          config,
+          { spec, target, era: server.era },
+          { getFollowsClient: false, log: o.log.child({ server: server.name }), witness },
+        ),
       changed: () => {
         const down = endpoint.downRequired();
         o.witness(down === undefined, down);

@@ -25,7 +25,7 @@ import {
   type JsonRpcResponse,
 } from '../../jsonrpc/message.js';
 import { withId } from '../../jsonrpc/envelope.js';
-import { cancelledOf } from '../../mcp/cancel-progress.js';
+import { cancelledNotification, cancelledOf, PROGRESS, progressTokenOf, requestProgressToken } from '../../mcp/cancel-progress.js';
 import { clip } from '../../ops/log-text.js';
 import { maskSecrets } from '../../ops/mask.js';
 import type { McpResult } from '../../transformers/contract.js';
@@ -53,7 +53,7 @@ interface Waiter {
 }
 
 /** What a request the client cancelled comes to for the proxy's own steps (a merged list, a resource asked around). */
-const CANCELLED = new ProxyError('CLIENT_GONE', 'The client cancelled the request');
+const CANCELLED_BY_CLIENT = new ProxyError('CLIENT_GONE', 'The client cancelled the request');
 
 /** One server's session, opened for this client session. */
 class Link {
@@ -292,7 +292,7 @@ export class AggregateSession implements UpstreamConnection {
         return this.events.onMessage({ msg: { ...msg, params: { ...msg.params, requestId: id } } }, relatedId);
       }
       // Progress for a request of another server's (its token guessed, or reused): not this server's to give.
-      if (msg.method === 'notifications/progress' && this.progress.get(msg.params?.progressToken) !== link)
+      if (msg.method === PROGRESS && this.progress.get(progressTokenOf(msg)) !== link)
         return this.o.log.debug({ server: link.server.name }, 'dropped progress for a request the server does not have');
       return this.events.onMessage(frame, relatedId);
     }
@@ -300,7 +300,10 @@ export class AggregateSession implements UpstreamConnection {
     // A server that keeps asking a client that does not answer is refused, not remembered without end; one
     // server may hold half of what the session keeps.
     if (this.asked.size >= MAX_ASKS || link.asks.size >= MAX_ASKS / 2) {
-      const error = { code: INTERNAL_ERROR, message: `${MAX_ASKS} requests to the client are unanswered already` };
+      const error = {
+        code: INTERNAL_ERROR,
+        message: `Too many requests to the client are unanswered already (${link.asks.size} of this server's)`,
+      };
       return link.connection.send({ msg: { jsonrpc: '2.0', id: req.id, error } });
     }
     const id = this.nextAsk++;
@@ -313,10 +316,7 @@ export class AggregateSession implements UpstreamConnection {
   private forgetAsks(link: Link): void {
     for (const id of link.asks.values()) {
       this.asked.delete(id);
-      if (!this.ended)
-        this.events.onMessage({
-          msg: { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'The server ended' } },
-        });
+      if (!this.ended) this.events.onMessage({ msg: cancelledNotification(id, 'The server ended') });
     }
     link.asks.clear();
   }
@@ -338,17 +338,18 @@ export class AggregateSession implements UpstreamConnection {
         waitMs === undefined
           ? undefined
           : setTimeout(() => {
+              const late = server.failure('REQUEST_TIMEOUT', `did not answer within ${waitMs} ms`);
               const link = this.links.get(server);
-              if (link?.waiting.delete(id))
-                link.connection.send({
-                  msg: { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'Too slow' } },
-                });
-              failed(server.failure('REQUEST_TIMEOUT', `did not answer within ${waitMs} ms`));
+              const waiter = link?.waiting.get(id);
+              if (!link || !waiter) return failed(late);
+              link.waiting.delete(id);
+              link.connection.send({ msg: cancelledNotification(id, 'Too slow') });
+              waiter.failed(late);
             }, waitMs);
       this.sendTo(server, id, frame, {
         answered: (answer) => (clearTimeout(timer), answered(answer)),
         failed: (err) => (clearTimeout(timer), failed(err)),
-        cancelled: () => (clearTimeout(timer), failed(CANCELLED)),
+        cancelled: () => (clearTimeout(timer), failed(CANCELLED_BY_CLIENT)),
       });
     });
   }
@@ -364,7 +365,7 @@ export class AggregateSession implements UpstreamConnection {
   /** Sends `frame` on the server's session once it is initialized (at once when it is), and counts how it ends. */
   private sendTo(server: AggregateServer, id: JsonRpcId, frame: Frame, waiter: Waiter): void {
     const req = frame.msg as JsonRpcRequest;
-    const token = isObject(req.params?._meta) ? req.params._meta.progressToken : undefined;
+    const token = requestProgressToken(req.params);
     let link: Link;
     try {
       link = this.link(server);
@@ -439,7 +440,7 @@ export class AggregateSession implements UpstreamConnection {
         else if (everyOne) accepted ??= answer;
         else return void (this.ended || this.events.onMessage(answer, req.id));
       } catch (err) {
-        if (err === CANCELLED) return;
+        if (err === CANCELLED_BY_CLIENT) return;
         this.o.log.debug({ server: server.name, err: (err as Error).message }, 'a server could not be asked for a resource');
       }
     }
